@@ -1,0 +1,126 @@
+package embedpg
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// clusterDir returns a fresh dir the postgres user can reach even when the
+// test runs as root: t.TempDir() and its parent are created 0700.
+func clusterDir(t *testing.T) string {
+	t.Helper()
+	tmp := t.TempDir()
+	for _, d := range []string{tmp, filepath.Dir(tmp)} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return filepath.Join(tmp, "tm")
+}
+
+func start(t *testing.T, dir string, log io.Writer) *Cluster {
+	t.Helper()
+	c, err := Start(context.Background(), dir, io.MultiWriter(log, t.Output()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Stop() })
+	return c
+}
+
+func TestStartReusesData(t *testing.T) {
+	ctx := context.Background()
+	dir := clusterDir(t)
+
+	var log strings.Builder
+	c := start(t, dir, &log)
+	if !strings.Contains(log.String(), "initialising PostgreSQL cluster") {
+		t.Errorf("first start did not report initdb; log:\n%s", log.String())
+	}
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatalf("connect %s: %v", c.URL(), err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatalf("second Stop: %v", err)
+	}
+
+	log.Reset()
+	c = start(t, dir, &log)
+	if strings.Contains(log.String(), "initialising") {
+		t.Errorf("second start re-initialised the cluster; log:\n%s", log.String())
+	}
+	conn, err = pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != "kept" {
+		t.Fatalf("row after restart = %q, %v; want \"kept\"", v, err)
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNoBinaries(t *testing.T) {
+	old := searchGlob
+	searchGlob = filepath.Join(t.TempDir(), "*", "bin")
+	t.Cleanup(func() { searchGlob = old })
+	t.Setenv("PATH", "")
+
+	_, err := Start(context.Background(), clusterDir(t), io.Discard)
+	if !errors.Is(err, ErrNoBinaries) {
+		t.Fatalf("err = %v, want ErrNoBinaries", err)
+	}
+	if !strings.Contains(err.Error(), "apt-get install postgresql") {
+		t.Errorf("error does not say what to install: %v", err)
+	}
+}
+
+func TestSecondStartRefused(t *testing.T) {
+	dir := clusterDir(t)
+	start(t, dir, io.Discard)
+	c, err := Start(context.Background(), dir, io.Discard)
+	if err == nil {
+		c.Stop()
+		t.Fatal("second Start on a running cluster succeeded")
+	}
+	if !strings.Contains(err.Error(), "another tidemark serve appears to be running on "+dir) {
+		t.Errorf("unclear error: %v", err)
+	}
+}
+
+func TestSocketPathTooLong(t *testing.T) {
+	dir := filepath.Join(clusterDir(t), strings.Repeat("x", 100))
+	_, err := Start(context.Background(), dir, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "over the Unix limit") {
+		t.Fatalf("err = %v, want socket path length error", err)
+	}
+}
+
+func TestRootUntraversableParent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root hands the cluster to the postgres user")
+	}
+	dir := filepath.Join(t.TempDir(), "tm") // t.TempDir() is 0700 root
+	_, err := Start(context.Background(), dir, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "cannot enter") || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Fatalf("err = %v, want traversal error suggesting DATABASE_URL", err)
+	}
+}

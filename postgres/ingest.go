@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// counterShards is how many rows share one (tenant, provider, hour, outcome)
+// count. Concurrent deliveries pick a shard at random, so a burst on one
+// tenant spreads its counter updates instead of queueing on one row lock.
+const counterShards = 16
+
+// contentHash fingerprints what an event says about its record: the object
+// id, the revision and the snapshot in jsonb's canonical text form (so key
+// order and whitespace do not matter). Both the claim and the duplicate check
+// compute it in SQL from the same parameters.
+const contentHash = `sha256(convert_to(@object_id::text || chr(31) || coalesce(@revision::bigint::text, '') || chr(31) || coalesce(@snapshot::jsonb::text, ''), 'UTF8'))`
+
+// Step 1: claim the idempotency key. A key whose TTL has passed is forgotten,
+// so it can be claimed again; otherwise a conflicting claim waits for the
+// other transaction and then does nothing.
+const claimSQL = `
+INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)
+VALUES (@tenant_id, @key, @provider_id, @identifier, ` + contentHash + `, @delivery_id, @seq, @now, @expires_at)
+ON CONFLICT (tenant_id, key) DO UPDATE SET
+    identifier = EXCLUDED.identifier, content_hash = EXCLUDED.content_hash, delivery_id = EXCLUDED.delivery_id,
+    seq = EXCLUDED.seq, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
+WHERE k.expires_at <= EXCLUDED.claimed_at`
+
+// Step 2: the revision guard. Only an event that holds its claim may write,
+// and only a strictly higher revision replaces the stored snapshot. A
+// concurrent writer of the same record is waited for, and the WHERE clause
+// is then checked against the row it committed.
+const applySQL = `
+WITH applied AS (
+    INSERT INTO records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot,
+                              last_applied_event, last_applied_delivery, last_applied_seq, created_at, updated_at)
+    SELECT @tenant_id, @provider_id, @object_type, @object_id, @revision, @snapshot, @event_id, @delivery_id, @seq, @now, @now
+    FROM idempotency_keys k
+    WHERE k.tenant_id = @tenant_id AND k.key = @key AND k.delivery_id = @delivery_id AND k.seq = @seq
+    ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
+        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, application_count = r.application_count + 1,
+        last_applied_event = EXCLUDED.last_applied_event, last_applied_delivery = EXCLUDED.last_applied_delivery,
+        last_applied_seq = EXCLUDED.last_applied_seq, updated_at = EXCLUDED.updated_at
+    WHERE EXCLUDED.revision > r.revision
+    RETURNING revision, snapshot
+)
+INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id, delivery_id, applied_at)
+SELECT @tenant_id, @provider_id, @object_type, @object_id, revision, snapshot, @event_id, @delivery_id, @now FROM applied`
+
+// Step 3: decide the outcome in a new statement, which sees whatever the
+// waits of steps 1 and 2 let other transactions commit, then log the event
+// and open a conflict when needed.
+const outcomeSQL = `
+WITH claim AS (
+    SELECT delivery_id, seq, content_hash FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
+), rec AS (
+    SELECT revision, snapshot, last_applied_event, last_applied_delivery, last_applied_seq FROM records
+    WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id
+), rival AS (
+    -- A retained snapshot of this record at the same revision that differs
+    -- from the event's: the current one, an accepted one, or a stale event's.
+    SELECT event_id, snapshot FROM (
+        SELECT 1 AS pref, last_applied_event AS event_id, snapshot FROM rec WHERE revision = @revision::bigint
+        UNION ALL
+        SELECT 2, event_id, snapshot FROM accepted_revisions
+        WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type
+          AND object_id = @object_id AND revision = @revision::bigint
+        UNION ALL
+        SELECT 3, event_id, snapshot FROM events
+        WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type
+          AND object_id = @object_id AND revision = @revision::bigint AND outcome = 'stale'
+    ) retained
+    WHERE snapshot <> @snapshot::jsonb
+    ORDER BY pref LIMIT 1
+), decision AS (
+    SELECT CASE
+        WHEN @reject_reason::text IS NOT NULL THEN 'rejected'
+        WHEN NOT EXISTS (SELECT FROM claim WHERE delivery_id = @delivery_id AND seq = @seq) THEN
+            CASE WHEN EXISTS (SELECT FROM claim WHERE content_hash = ` + contentHash + `)
+                 THEN 'duplicate' ELSE 'event_conflict' END
+        WHEN @revision::bigint IS NULL THEN 'unversioned'
+        WHEN EXISTS (SELECT FROM rec WHERE last_applied_delivery = @delivery_id AND last_applied_seq = @seq) THEN 'applied'
+        WHEN EXISTS (SELECT FROM rival) THEN 'revision_conflict'
+        WHEN EXISTS (SELECT FROM rec WHERE revision = @revision::bigint) THEN 'redundant'
+        ELSE 'stale'
+    END AS outcome
+), decided AS (
+    SELECT d.outcome, CASE d.outcome
+        WHEN 'rejected' THEN @reject_reason::text
+        WHEN 'event_conflict' THEN 'this event id was seen before with a different record, revision or snapshot'
+        WHEN 'unversioned' THEN 'the event carries no revision, so it is recorded but never applied'
+        WHEN 'stale' THEN format('revision %s is older than the stored revision %s', @revision::bigint, (SELECT revision FROM rec))
+        WHEN 'revision_conflict' THEN format('revision %s was already seen with a different snapshot (event %s)',
+                                             @revision::bigint, (SELECT event_id FROM rival))
+    END AS reason
+    FROM decision d
+), conflict AS (
+    INSERT INTO conflicts (tenant_id, provider_id, object_type, object_id, revision, accepted_event_id,
+                           accepted_snapshot, conflicting_event_id, conflicting_snapshot, detected_at)
+    SELECT @tenant_id, @provider_id, @object_type, @object_id, @revision, rival.event_id, rival.snapshot,
+           @event_id, @snapshot, @now
+    FROM rival, decided WHERE decided.outcome = 'revision_conflict'
+    RETURNING id
+), logged AS (
+    INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
+                        object_id, revision, outcome, reason, snapshot, payload, conflict_id)
+    SELECT @tenant_id, @now, @delivery_id, @seq, @provider_id, @object_type, @action, @event_id,
+           @object_id, @revision, outcome, reason, @snapshot, @payload, (SELECT id FROM conflict)
+    FROM decided
+)
+SELECT outcome, reason, (SELECT revision FROM rec), coalesce((SELECT id FROM conflict), 0) FROM decided`
+
+// The counters move with the events they count, in the same transaction.
+const countSQL = `
+INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
+SELECT tenant_id, provider_id, date_trunc('hour', received_at, 'UTC'), outcome, @shard, count(*)
+FROM events WHERE tenant_id = @tenant_id AND received_at = @now AND delivery_id = @delivery_id
+GROUP BY 1, 2, 3, 4
+ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n`
+
+const deliverySQL = `
+INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body)
+VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body)`
+
+const ensureScopeSQL = `
+INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)
+ON CONFLICT DO NOTHING`
+
+// Ingest implements domain.IngestService. All statements of a delivery go
+// to PostgreSQL as one pipelined batch inside one transaction, so a delivery
+// costs three round trips whatever its number of events. A transaction that
+// loses a deadlock (possible between batches touching the same records in
+// opposite orders) is run again.
+func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	for attempt := 1; ; attempt++ {
+		results, err := s.ingestOnce(ctx, d, p, events)
+		if err != nil && retryable(err) && attempt < 3 {
+			continue
+		}
+		return results, translate(err)
+	}
+}
+
+func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	results := make([]domain.Result, len(events))
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		batch.Queue(deliverySQL, pgx.NamedArgs{
+			"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
+			"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
+			"event_count": len(events), "body": d.Body,
+		})
+		ensured := map[domain.ScopeName]bool{}
+		for i, e := range events {
+			scope := p.Scope(e.Scope)
+			if _, known := p.Scopes[e.Scope]; !known && !ensured[e.Scope] && e.Scope.ObjectType != "" {
+				ensured[e.Scope] = true
+				batch.Queue(ensureScopeSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID,
+					"object_type": e.Scope.ObjectType, "action": e.Scope.Action})
+			}
+			if e.RejectReason == "" && !scope.Enabled {
+				e.RejectReason = fmt.Sprintf("scope %s is disabled for this provider", e.Scope)
+			}
+			args := eventArgs(d, p, e, scope)
+			if e.RejectReason == "" {
+				batch.Queue(claimSQL, args)
+				if e.Revision != nil {
+					batch.Queue(applySQL, args)
+				}
+			}
+			batch.Queue(outcomeSQL, args).QueryRow(func(row pgx.Row) error {
+				r := &results[i]
+				*r = domain.Result{EventID: e.EventID, ObjectType: e.Scope.ObjectType, ObjectID: e.ObjectID, Revision: e.Revision}
+				var reason *string
+				if err := row.Scan(&r.Outcome, &reason, &r.CurrentRevision, &r.ConflictID); err != nil {
+					return fmt.Errorf("event %d outcome: %w", i, err)
+				}
+				if reason != nil {
+					r.Reason = *reason
+				}
+				return nil
+			})
+		}
+		batch.Queue(countSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
+			"delivery_id": d.ID, "shard": rand.IntN(counterShards)})
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		if s.beforeCommit != nil {
+			return s.beforeCommit(ctx)
+		}
+		return nil
+	})
+	return results, err
+}
+
+func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, scope domain.Scope) pgx.NamedArgs {
+	args := pgx.NamedArgs{
+		"tenant_id": p.TenantID, "provider_id": p.ID, "delivery_id": d.ID, "seq": e.Seq, "now": d.ReceivedAt,
+		"object_type": e.Scope.ObjectType, "action": e.Scope.Action, "event_id": e.EventID,
+		"object_id": nullString(e.ObjectID), "revision": e.Revision, "snapshot": nullJSON(e.Snapshot),
+		"payload": e.Payload, "reject_reason": nullString(e.RejectReason), "key": []byte(nil),
+		"identifier": "", "expires_at": d.ReceivedAt,
+	}
+	if e.RejectReason == "" {
+		identifier := scope.IdentifierRule.Identifier(e)
+		args["identifier"] = identifier
+		args["key"] = domain.IdempotencyKey(p.TenantID, p.ID, e.Scope, identifier)
+		args["expires_at"] = d.ReceivedAt.Add(scope.TTL)
+	}
+	return args
+}
+
+func nullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+func nullJSON(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// LogDelivery implements domain.IngestService.
+func (s *Store) LogDelivery(ctx context.Context, d domain.Delivery) error {
+	_, err := s.pool.Exec(ctx, deliverySQL, pgx.NamedArgs{
+		"tenant_id": d.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": d.ProviderID,
+		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason), "event_count": 0, "body": d.Body,
+	})
+	return translate(err)
+}
+
+var _ = time.Second

@@ -1,0 +1,38 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
+	"github.com/pressly/goose/v3/lock"
+
+	"github.com/tidemark/tidemark/migrations"
+)
+
+// Migrate applies pending migrations under a PostgreSQL session advisory
+// lock, so several instances starting together apply each migration once.
+// Progress lines go to log.
+func Migrate(ctx context.Context, pool *pgxpool.Pool, log io.Writer) error {
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	locker, err := lock.NewPostgresSessionLocker()
+	if err != nil {
+		return fmt.Errorf("migration lock: %w", err)
+	}
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS, goose.WithSessionLocker(locker))
+	if err != nil {
+		return fmt.Errorf("load migrations: %w", err)
+	}
+	results, err := p.Up(ctx)
+	if err != nil {
+		return fmt.Errorf("apply migrations: %w", translate(err))
+	}
+	for _, r := range results {
+		fmt.Fprintf(log, "applied migration %s (%s)\n", r.Source.Path, r.Duration.Round(1e6))
+	}
+	return nil
+}

@@ -1,0 +1,103 @@
+// Package postgres implements Tidemark's storage on PostgreSQL with pgx.
+// Every SQL statement of the project lives here, and every statement on
+// tenant-owned data filters by tenant.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// Store is the PostgreSQL implementation of the domain services.
+type Store struct {
+	pool   *pgxpool.Pool
+	cipher *secretCipher
+
+	// beforeCommit, when set by a test, runs inside the ingest transaction
+	// after all of its statements and before COMMIT.
+	beforeCommit func(ctx context.Context) error
+}
+
+// New returns a Store on pool. encryptionKey (32 bytes) encrypts provider
+// secrets at rest.
+func New(pool *pgxpool.Pool, encryptionKey []byte) (*Store, error) {
+	c, err := newSecretCipher(encryptionKey)
+	if err != nil {
+		return nil, err
+	}
+	return &Store{pool: pool, cipher: c}, nil
+}
+
+// Pool returns the store's connection pool.
+func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// withTx runs fn in a transaction and commits it. The rollback uses a
+// context that survives the request's cancellation, so a cancelled request
+// never leaves a connection in a failed transaction.
+func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	if err := fn(tx); err != nil {
+		return err
+	}
+	return translate(tx.Commit(ctx))
+}
+
+// translate maps connection failures to EUNAVAILABLE so callers can answer
+// "retry later"; other errors pass through wrapped.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var derr *domain.Error
+	if errors.As(err, &derr) {
+		return err
+	}
+	if unavailable(err) {
+		return fmt.Errorf("%w: %v", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
+	}
+	return err
+}
+
+func unavailable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var netErr net.Error
+	if errors.As(err, &netErr) {
+		return true
+	}
+	var connErr *pgconn.ConnectError
+	if errors.As(err, &connErr) {
+		return true
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		// Class 08: connection exception; 57P: operator intervention (shutdown); 53: insufficient resources.
+		c := pgErr.Code
+		return c[:2] == "08" || c[:3] == "57P" || c[:2] == "53"
+	}
+	return pgconn.SafeToRetry(err)
+}
+
+// retryable reports whether a transaction failed only because it lost a
+// deadlock or serialization race and can simply run again.
+func retryable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
+}
+
+func notFound(format string, args ...any) error {
+	return domain.Errorf(domain.ENOTFOUND, format, args...)
+}
