@@ -1,0 +1,205 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/web"
+)
+
+// withStore runs fn on a store opened from the environment.
+func (e cliEnv) withStore(ctx context.Context, fn func(*postgres.Store) error) error {
+	db, err := e.openDatabase(ctx, false)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	return fn(db.store)
+}
+
+func (e cliEnv) migrate(ctx context.Context, args []string) error {
+	fs := e.flags("migrate", "migrate\n\nApply pending database migrations and exit.")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		if err := postgres.Migrate(ctx, s.Pool(), e.stdout); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, "database is up to date")
+		return nil
+	})
+}
+
+// leadingArg takes a positional argument written before the flags
+// ("tenant create acme --name Acme"), which package flag would not parse.
+func leadingArg(args []string) (string, []string) {
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		return args[0], args[1:]
+	}
+	return "", args
+}
+
+func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
+	fs := e.flags("tenant create", "tenant create SLUG [--name NAME]\n\nCreate a tenant (a customer workspace).")
+	name := fs.String("name", "", "display name (default: the slug)")
+	slug, rest := leadingArg(args)
+	want := 0
+	if slug == "" {
+		want = 1
+	}
+	pos, err := parse(fs, rest, want)
+	if err != nil {
+		return err
+	}
+	if slug == "" {
+		slug = pos[0]
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		t, err := s.CreateTenant(ctx, slug, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "created tenant %s (%s)\n", t.Slug, t.Name)
+		return nil
+	})
+}
+
+func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
+	fs := e.flags("provider create", "provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET]\n\n"+
+		"Connect a webhook provider to a tenant. Prints its signing secret as the last line.")
+	tenant := fs.String("tenant", "", "tenant slug (required)")
+	name := fs.String("name", "", "provider name, unique within the tenant (required)")
+	kind := fs.String("kind", "", "provider kind: standard (required)")
+	secret := fs.String("secret", "", `signing secret, "whsec_" + base64 (default: generated)`)
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *tenant == "" || *name == "" || *kind == "" {
+		fs.Usage()
+		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
+	}
+	if *kind != domain.KindStandard {
+		return fmt.Errorf("provider kind %q is not supported yet; supported: standard", *kind)
+	}
+	if *secret == "" {
+		*secret = web.NewStandardSecret()
+	} else if err := web.ValidateStandardSecret(*secret); err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		if _, err := s.CreateProvider(ctx, *tenant, *name, *kind, *secret); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "created %s provider %s for tenant %s\nwebhook URL path: /webhooks/%s/%s\nsigning secret (shown once):\n%s\n",
+			*kind, *name, *tenant, *tenant, *name, *secret)
+		return nil
+	})
+}
+
+func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
+	fs := e.flags("provider rotate", "provider rotate --tenant SLUG --name NAME [--secret SECRET]\n\n"+
+		"Add a new signing secret. The previous one keeps working until the next rotation,\n"+
+		"so senders can switch without dropping deliveries. Prints the new secret as the last line.")
+	tenant := fs.String("tenant", "", "tenant slug (required)")
+	name := fs.String("name", "", "provider name (required)")
+	secret := fs.String("secret", "", "new signing secret (default: generated)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *tenant == "" || *name == "" {
+		fs.Usage()
+		return fmt.Errorf("provider rotate: --tenant and --name are required")
+	}
+	if *secret == "" {
+		*secret = web.NewStandardSecret()
+	} else if err := web.ValidateStandardSecret(*secret); err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		p, err := s.Endpoint(ctx, *tenant, *name)
+		if err != nil {
+			return err
+		}
+		if err := s.RotateSecret(ctx, p.TenantID, p.ID, *secret); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "rotated the signing secret of %s/%s; the previous secret stays active until the next rotation\n%s\n",
+			*tenant, *name, *secret)
+		return nil
+	})
+}
+
+func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
+	fs := e.flags("token create", "token create --tenant SLUG [--name NAME]\n\n"+
+		"Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.")
+	tenant := fs.String("tenant", "", "tenant slug (required)")
+	name := fs.String("name", "", "a name to recognise the token by")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *tenant == "" {
+		fs.Usage()
+		return fmt.Errorf("token create: --tenant is required")
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		token, err := s.CreateToken(ctx, *tenant, *name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "API token for tenant %s (shown once):\n%s\n", *tenant, token)
+		return nil
+	})
+}
+
+func (e cliEnv) userCreate(ctx context.Context, args []string) error {
+	fs := e.flags("user create", "user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]\n\n"+
+		"Create a console operator. The password is read from the first line of standard input.")
+	email := fs.String("email", "", "login email (required)")
+	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input (required)")
+	admin := fs.Bool("admin", false, "the operator sees every tenant")
+	tenant := fs.String("tenant", "", "make the operator a member of this tenant")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *email == "" || !*fromStdin {
+		fs.Usage()
+		return fmt.Errorf("user create: --email and --password-stdin are required")
+	}
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" {
+		return fmt.Errorf("user create: no password on standard input (%v)", err)
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		if err := s.CreateUser(ctx, *email, password, *admin, *tenant); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "created operator %s\n", strings.ToLower(*email))
+		return nil
+	})
+}
+
+func (e cliEnv) cleanup(ctx context.Context, args []string) error {
+	fs := e.flags("cleanup", "cleanup [--retention 720h]\n\n"+
+		"Remove expired idempotency keys and event-log partitions past retention, then exit.")
+	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		report, err := s.Cleanup(ctx, time.Now(), *retention)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, report)
+		return nil
+	})
+}
+
+const defaultRetention = 30 * 24 * time.Hour

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/embedpg"
+	"github.com/tidemark/tidemark/postgres"
+)
+
+// dataDir holds the embedded database and the generated encryption key.
+const dataDir = ".tidemark"
+
+// database is an open store and how to release it.
+type database struct {
+	store    *postgres.Store
+	embedded *embedpg.Cluster // nil when DATABASE_URL is used
+	close    func()
+}
+
+// openDatabase connects to DATABASE_URL. Without it, startEmbedded decides:
+// serve starts the embedded cluster; other commands use it only while a
+// serve keeps it running, and say so.
+func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database, error) {
+	db := &database{close: func() {}}
+	url := e.getenv("DATABASE_URL")
+	if url == "" {
+		switch {
+		case startEmbedded:
+			cluster, err := embedpg.Start(ctx, dataDir, e.stderr)
+			if err != nil {
+				return nil, err
+			}
+			db.embedded = cluster
+			url = cluster.URL()
+		default:
+			socket := filepath.Join(dataDir, "run", ".s.PGSQL.5432")
+			if _, err := os.Stat(socket); err != nil {
+				return nil, errors.New("DATABASE_URL is not set and no embedded database is running in ./" + dataDir +
+					": set DATABASE_URL, or start `tidemark serve` in this folder first")
+			}
+			abs, _ := filepath.Abs(filepath.Join(dataDir, "run"))
+			url = "postgres://tidemark@/tidemark?host=" + abs + "&sslmode=disable"
+			fmt.Fprintf(e.stderr, "DATABASE_URL is not set: using the embedded database of the running tidemark serve in ./%s\n", dataDir)
+		}
+	}
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		db.stopEmbedded()
+		return nil, fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = 16
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		db.stopEmbedded()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		db.stopEmbedded()
+		return nil, fmt.Errorf("connect to database: %w", err)
+	}
+	key, err := e.encryptionKey()
+	if err == nil {
+		db.store, err = postgres.New(pool, key)
+	}
+	if err != nil {
+		pool.Close()
+		db.stopEmbedded()
+		return nil, err
+	}
+	db.close = func() { pool.Close(); db.stopEmbedded() }
+	return db, nil
+}
+
+func (db *database) stopEmbedded() {
+	if db.embedded != nil {
+		db.embedded.Stop()
+	}
+}
+
+// encryptionKey reads TIDEMARK_ENCRYPTION_KEY, or the key file under
+// ./.tidemark, generating it on first use.
+func (e cliEnv) encryptionKey() ([]byte, error) {
+	if v := e.getenv("TIDEMARK_ENCRYPTION_KEY"); v != "" {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
+		if err != nil || len(key) != 32 {
+			return nil, errors.New("TIDEMARK_ENCRYPTION_KEY must be the base64 of 32 random bytes (for example: openssl rand -base64 32)")
+		}
+		return key, nil
+	}
+	path := filepath.Join(dataDir, "encryption.key")
+	if b, err := os.ReadFile(path); err == nil {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
+		if err != nil || len(key) != 32 {
+			return nil, fmt.Errorf("%s does not hold the base64 of 32 bytes", path)
+		}
+		return key, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, err
+	}
+	key := make([]byte, 32)
+	rand.Read(key)
+	if err := os.MkdirAll(dataDir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+		return nil, fmt.Errorf("save generated encryption key: %w", err)
+	}
+	fmt.Fprintf(e.stderr, "generated an encryption key for provider secrets in %s; set TIDEMARK_ENCRYPTION_KEY to share one key between nodes\n", path)
+	return key, nil
+}

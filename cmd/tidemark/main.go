@@ -1,0 +1,133 @@
+// Command tidemark receives CRM webhooks and keeps their records exactly
+// once, in order, in PostgreSQL. See README.md and CONTRACT section 3.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+const usage = `tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.
+
+Usage:
+  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL]
+  tidemark migrate
+  tidemark tenant create SLUG [--name NAME]
+  tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET]
+  tidemark provider rotate --tenant SLUG --name NAME [--secret SECRET]
+  tidemark token create --tenant SLUG [--name NAME]
+  tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
+  tidemark cleanup [--retention 720h]
+  tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
+  tidemark bench ingest [flags]
+
+Environment:
+  DATABASE_URL             PostgreSQL connection string. Without it, serve starts an
+                           embedded PostgreSQL under ./.tidemark with a demo tenant.
+  TIDEMARK_ENCRYPTION_KEY  base64 of 32 bytes encrypting provider secrets at rest.
+                           Without it the key in ./.tidemark/encryption.key is used
+                           (created on first use).
+  TIDEMARK_PUBLIC_URL      base URL providers call (same as serve --public-url).
+
+Run "tidemark COMMAND --help" for a command's flags.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "tidemark:", err)
+		os.Exit(1)
+	}
+}
+
+// run dispatches a command line. Flags and environment are read only here
+// and in the command functions it calls.
+func run(ctx context.Context, args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return fmt.Errorf("no command given")
+	}
+	env := cliEnv{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
+	cmd, rest := args[0], args[1:]
+	sub := func() (string, []string) {
+		if len(rest) == 0 {
+			return "", nil
+		}
+		return rest[0], rest[1:]
+	}
+	switch cmd {
+	case "serve":
+		return env.serve(ctx, rest)
+	case "migrate":
+		return env.migrate(ctx, rest)
+	case "cleanup":
+		return env.cleanup(ctx, rest)
+	case "send":
+		return env.send(ctx, rest)
+	case "tenant", "provider", "token", "user", "bench":
+		verb, rest := sub()
+		switch cmd + " " + verb {
+		case "tenant create":
+			return env.tenantCreate(ctx, rest)
+		case "provider create":
+			return env.providerCreate(ctx, rest)
+		case "provider rotate":
+			return env.providerRotate(ctx, rest)
+		case "token create":
+			return env.tokenCreate(ctx, rest)
+		case "user create":
+			return env.userCreate(ctx, rest)
+		case "bench ingest":
+			return env.benchIngest(ctx, rest)
+		}
+		return fmt.Errorf("unknown command %q; run tidemark --help", cmd+" "+verb)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprint(stderr, usage)
+	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// cliEnv is the process environment a command runs in.
+type cliEnv struct {
+	getenv func(string) string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+}
+
+// flags returns a FlagSet that prints its usage to stderr and reports
+// errors instead of exiting.
+func (e cliEnv) flags(name, synopsis string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(e.stderr)
+	fs.Usage = func() {
+		fmt.Fprintf(e.stderr, "Usage: tidemark %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses flags and rejects stray arguments.
+func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() != positional {
+		fs.Usage()
+		return nil, fmt.Errorf("%s: expected %d argument(s), got %d", fs.Name(), positional, fs.NArg())
+	}
+	return fs.Args(), nil
+}

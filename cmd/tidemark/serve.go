@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/web"
+)
+
+// cleanupEvery is how often serve runs the TTL and retention cleanup.
+const cleanupEvery = time.Hour
+
+func (e cliEnv) serve(ctx context.Context, args []string) error {
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL]\n\n"+
+		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
+		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
+		"PostgreSQL under ./.tidemark with a demo tenant.")
+	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
+	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+
+	db, err := e.openDatabase(ctx, true)
+	if err != nil {
+		return err
+	}
+	defer db.close()
+	store := db.store
+	if err := postgres.Migrate(ctx, store.Pool(), e.stderr); err != nil {
+		return err
+	}
+	if _, err := store.EnsurePartitions(ctx, time.Now(), 7); err != nil {
+		return fmt.Errorf("prepare event log partitions: %w", err)
+	}
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	if *publicURL != "" {
+		base = strings.TrimRight(*publicURL, "/")
+	}
+	if db.embedded != nil {
+		if err := e.announceDemo(ctx, store, base); err != nil {
+			return fmt.Errorf("prepare demo tenant: %w", err)
+		}
+	}
+
+	srv := &http.Server{
+		Handler:           web.New(web.Config{Ingest: store, Query: store, Ping: store.Pool().Ping, Logger: log}).Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+	}
+	go runCleanup(ctx, store, *retention, log)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	fmt.Fprintln(e.stderr, "shutting down")
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// runCleanup runs one cleanup pass now and then every cleanupEvery until
+// ctx ends. Several nodes may run it at once; the store serialises the
+// partition work with an advisory lock.
+func runCleanup(ctx context.Context, store *postgres.Store, retention time.Duration, log *slog.Logger) {
+	for {
+		report, err := store.Cleanup(ctx, time.Now(), retention)
+		if err != nil && ctx.Err() == nil {
+			log.Error("cleanup failed", "err", err)
+		} else if err == nil {
+			log.Info("cleanup", "report", report.String())
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(cleanupEvery):
+		}
+	}
+}
+
+// Demo tenant of the embedded default.
+const (
+	demoTenant   = "demo"
+	demoProvider = "crm"
+	demoEmail    = "demo@tidemark.local"
+)
+
+// announceDemo makes sure the demo tenant, its standard provider and a demo
+// operator exist, then prints how to use them.
+func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base string) error {
+	if _, err := store.Tenant(ctx, demoTenant); err != nil {
+		if domain.ErrorCode(err) != domain.ENOTFOUND {
+			return err
+		}
+		if _, err := store.CreateTenant(ctx, demoTenant, "Demo workspace"); err != nil {
+			return err
+		}
+		if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, domain.KindStandard, web.NewStandardSecret()); err != nil {
+			return err
+		}
+	}
+	password, err := demoPassword()
+	if err != nil {
+		return err
+	}
+	if err := store.CreateUser(ctx, demoEmail, password, true, ""); err != nil && domain.ErrorCode(err) != domain.ECONFLICT {
+		return err
+	}
+	p, err := store.Endpoint(ctx, demoTenant, demoProvider)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, `
+Embedded demo (data in ./%s):
+  console:     %s/t/%s
+  login:       %s / %s
+  webhook URL: %s/webhooks/%s/%s
+  API token:   %s token create --tenant %s
+  send a signed test event:
+    %s send --url %s/webhooks/%s/%s --secret %s --contact c-1001 --revision 1 --snapshot '{"job_title":"Director"}'
+
+`, dataDir, base, demoTenant, demoEmail, password, base, demoTenant, demoProvider,
+		selfCommand(), demoTenant, selfCommand(), base, demoTenant, demoProvider, p.Secrets[0])
+	return nil
+}
+
+// demoPassword returns the demo operator's password, generated on first
+// start and kept beside the embedded database.
+func demoPassword() (string, error) {
+	path := filepath.Join(dataDir, "demo-password")
+	if b, err := os.ReadFile(path); err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	raw := make([]byte, 12)
+	rand.Read(raw)
+	password := base64.RawURLEncoding.EncodeToString(raw)
+	return password, os.WriteFile(path, []byte(password+"\n"), 0o600)
+}
+
+// selfCommand is how the user can run this binary again: "go run
+// ./cmd/tidemark" when started with go run, else the executable's path.
+func selfCommand() string {
+	exe, err := os.Executable()
+	if err != nil || strings.Contains(exe, "go-build") {
+		return "go run ./cmd/tidemark"
+	}
+	if dir, _ := os.Getwd(); dir != "" {
+		if rel, err := filepath.Rel(dir, exe); err == nil && !strings.HasPrefix(rel, "..") {
+			return "./" + rel
+		}
+	}
+	return exe
+}

@@ -1,0 +1,48 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// metrics are labelled by provider kind, never by tenant, so their
+// cardinality stays fixed however many tenants there are.
+type metrics struct {
+	registry   *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	events     *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tidemark_deliveries_total", Help: "Webhook deliveries by provider kind and HTTP status.",
+		}, []string{"kind", "status"}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tidemark_events_total", Help: "Events by provider kind and outcome.",
+		}, []string{"kind", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tidemark_ingest_duration_seconds",
+			Help:    "Time from receiving a delivery to answering it, by provider kind.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"kind"}),
+	}
+	m.registry.MustRegister(m.deliveries, m.events, m.latency,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+func (m *metrics) delivery(kind string, status int, seconds float64) {
+	m.deliveries.WithLabelValues(kind, strconv.Itoa(status)).Inc()
+	m.latency.WithLabelValues(kind).Observe(seconds)
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}

@@ -1,0 +1,104 @@
+// Package web serves Tidemark over HTTP: the webhook receivers, the JSON API,
+// health and metrics. routes.go is the index of every URL.
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// DefaultMaxBody is the largest delivery body accepted (CONTRACT section 1).
+const DefaultMaxBody = 1 << 20
+
+// Config wires a Server to its dependencies.
+type Config struct {
+	Ingest  domain.IngestService
+	Query   domain.QueryService
+	Ping    func(context.Context) error // database reachability, for /readyz
+	Logger  *slog.Logger
+	MaxBody int64            // 0 means DefaultMaxBody
+	Now     func() time.Time // nil means time.Now
+}
+
+// Server holds the handlers' dependencies.
+type Server struct {
+	ingest  domain.IngestService
+	query   domain.QueryService
+	ping    func(context.Context) error
+	log     *slog.Logger
+	maxBody int64
+	now     func() time.Time
+	metrics *metrics
+}
+
+// New returns a Server for cfg.
+func New(cfg Config) *Server {
+	s := &Server{ingest: cfg.Ingest, query: cfg.Query, ping: cfg.Ping, log: cfg.Logger,
+		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics()}
+	if s.maxBody == 0 {
+		s.maxBody = DefaultMaxBody
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.Default()
+	}
+	return s
+}
+
+// errorStatus maps a domain error code to an HTTP status.
+func errorStatus(err error) int {
+	switch domain.ErrorCode(err) {
+	case domain.EINVALID:
+		return http.StatusBadRequest
+	case domain.ENOTFOUND:
+		return http.StatusNotFound
+	case domain.ECONFLICT:
+		return http.StatusConflict
+	case domain.EUNAUTHORIZED:
+		return http.StatusUnauthorized
+	case domain.EUNAVAILABLE:
+		return http.StatusServiceUnavailable
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// fail answers err as {"error": ...}. Internal errors are logged, not shown;
+// an unavailable database asks the caller to retry.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := errorStatus(err)
+	msg := domain.ErrorMessage(err)
+	switch status {
+	case http.StatusInternalServerError:
+		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
+	case http.StatusServiceUnavailable:
+		s.log.Warn("database unavailable", "path", r.URL.Path, "err", err)
+		msg = "database unavailable, retry later"
+	}
+	writeError(w, status, msg)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	if status == http.StatusServiceUnavailable {
+		w.Header().Set("Retry-After", "5")
+	}
+	writeJSON(w, status, map[string]string{"error": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.Encode(v)
+}

@@ -1,0 +1,150 @@
+package web_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/web"
+)
+
+var testKey = []byte("0123456789abcdef0123456789abcdef")
+
+// env is a running server on a fresh database with tenant "acme" and its
+// standard provider "crm".
+type env struct {
+	t      *testing.T
+	store  *postgres.Store
+	srv    *httptest.Server
+	secret string // the secret of acme/crm
+}
+
+func setup(t *testing.T) *env {
+	t.Helper()
+	t.Parallel()
+	store, err := postgres.New(testdb.New(t), testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := web.New(web.Config{Ingest: store, Query: store, Ping: store.Pool().Ping,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	e := &env{t: t, store: store, srv: httptest.NewServer(s.Handler())}
+	t.Cleanup(e.srv.Close)
+	e.secret = e.provider("acme", "crm")
+	return e
+}
+
+// provider creates tenant (if needed) and a standard provider, returning its secret.
+func (e *env) provider(tenant, name string) string {
+	e.t.Helper()
+	ctx := context.Background()
+	if _, err := e.store.Tenant(ctx, tenant); err != nil {
+		if _, err := e.store.CreateTenant(ctx, tenant, ""); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+	secret := web.NewStandardSecret()
+	if _, err := e.store.CreateProvider(ctx, tenant, name, "standard", secret); err != nil {
+		e.t.Fatal(err)
+	}
+	return secret
+}
+
+// token creates an API token for tenant.
+func (e *env) token(tenant string) string {
+	e.t.Helper()
+	tok, err := e.store.CreateToken(context.Background(), tenant, "test")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return tok
+}
+
+// snapshotBody is a standard contact.snapshot delivery body.
+func snapshotBody(contact string, revision any, snapshot string) []byte {
+	rev, _ := json.Marshal(revision)
+	return []byte(fmt.Sprintf(`{"type":"contact.snapshot","timestamp":"2026-11-29T10:00:00Z","data":{"contact_id":%q,"revision":%s,"snapshot":%s}}`,
+		contact, rev, snapshot))
+}
+
+// deliver signs body with secret as event id and posts it to tenant/provider.
+func (e *env) deliver(tenant, provider, secret, id string, body []byte) (int, map[string]any) {
+	e.t.Helper()
+	ts := time.Now().Unix()
+	sig, err := web.SignStandard(secret, id, ts, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.post("/webhooks/"+tenant+"/"+provider, body, map[string]string{
+		"webhook-id": id, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig})
+}
+
+func (e *env) post(path string, body []byte, headers map[string]string) (int, map[string]any) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+path, bytes.NewReader(body))
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return e.do(req)
+}
+
+// get calls the API with a bearer token.
+func (e *env) get(path, token string) (int, map[string]any) {
+	e.t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	return e.do(req)
+}
+
+func (e *env) do(req *http.Request) (int, map[string]any) {
+	e.t.Helper()
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var body map[string]any
+	if len(raw) > 0 && json.Unmarshal(raw, &body) != nil {
+		e.t.Fatalf("%s %s answered %d with non-JSON body %q", req.Method, req.URL.Path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, body
+}
+
+// outcome returns the first result's outcome of a 200 delivery answer.
+func outcome(t *testing.T, status int, body map[string]any) string {
+	t.Helper()
+	if status != http.StatusOK {
+		t.Fatalf("status %d (%v), want 200", status, body)
+	}
+	results, _ := body["results"].([]any)
+	if len(results) != 1 {
+		t.Fatalf("results %v, want one", body["results"])
+	}
+	return results[0].(map[string]any)["outcome"].(string)
+}
+
+// deliver1 delivers body to acme/crm with its secret.
+func (e *env) deliver1(id string, body []byte) (int, map[string]any) {
+	e.t.Helper()
+	return e.deliver("acme", "crm", e.secret, id, body)
+}
+
+// outcome delivers and returns the single result's outcome.
+func (e *env) outcome(tenant, provider, secret, id string, body []byte) string {
+	e.t.Helper()
+	status, answer := e.deliver(tenant, provider, secret, id, body)
+	return outcome(e.t, status, answer)
+}
