@@ -4,17 +4,17 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
 )
 
-// counterShards is how many rows share one (tenant, provider, hour, outcome)
-// count. Concurrent deliveries pick a shard at random, so a burst on one
-// tenant spreads its counter updates instead of queueing on one row lock.
-const counterShards = 16
+// defaultCounterShards is how many rows share one (tenant, provider, hour,
+// outcome) count. Concurrent deliveries pick a shard at random, so a burst
+// on one tenant spreads its counter updates instead of queueing on one row
+// lock held until commit (BenchmarkCounterShards measures the difference).
+const defaultCounterShards = 16
 
 // contentHash fingerprints what an event says about its record: the object
 // id, the revision and the snapshot in jsonb's canonical text form (so key
@@ -36,7 +36,9 @@ WHERE k.expires_at <= EXCLUDED.claimed_at`
 // Step 2: the revision guard. Only an event that holds its claim may write,
 // and only a strictly higher revision replaces the stored snapshot. A
 // concurrent writer of the same record is waited for, and the WHERE clause
-// is then checked against the row it committed.
+// is then checked against the row it committed. A refused update still
+// locks the row until commit: that is what makes two concurrent events of
+// one revision see each other in step 3, so never replace this with a read.
 const applySQL = `
 WITH applied AS (
     INSERT INTO records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot,
@@ -139,6 +141,9 @@ ON CONFLICT DO NOTHING`
 // loses a deadlock (possible between batches touching the same records in
 // opposite orders) is run again.
 func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	if err := s.ensureScopes(ctx, p, events); err != nil {
+		return nil, err
+	}
 	for attempt := 1; ; attempt++ {
 		results, err := s.ingestOnce(ctx, d, p, events)
 		if err != nil && retryable(err) && attempt < 3 {
@@ -146,6 +151,26 @@ func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.Provider
 		}
 		return results, translate(err)
 	}
+}
+
+// ensureScopes creates the scopes first used by these events, with their
+// defaults. It runs outside the ingest transaction: inside it, every
+// concurrent delivery of a new scope would queue behind the first one's
+// whole transaction.
+func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, events []domain.Event) error {
+	ensured := map[domain.ScopeName]bool{}
+	for _, e := range events {
+		if _, known := p.Scopes[e.Scope]; known || ensured[e.Scope] || e.Scope.ObjectType == "" {
+			continue
+		}
+		ensured[e.Scope] = true
+		_, err := s.pool.Exec(ctx, ensureScopeSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID,
+			"object_type": e.Scope.ObjectType, "action": e.Scope.Action})
+		if err != nil {
+			return translate(err)
+		}
+	}
+	return nil
 }
 
 func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
@@ -157,14 +182,8 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 			"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
 			"event_count": len(events), "body": d.Body,
 		})
-		ensured := map[domain.ScopeName]bool{}
 		for i, e := range events {
 			scope := p.Scope(e.Scope)
-			if _, known := p.Scopes[e.Scope]; !known && !ensured[e.Scope] && e.Scope.ObjectType != "" {
-				ensured[e.Scope] = true
-				batch.Queue(ensureScopeSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID,
-					"object_type": e.Scope.ObjectType, "action": e.Scope.Action})
-			}
 			if e.RejectReason == "" && !scope.Enabled {
 				e.RejectReason = fmt.Sprintf("scope %s is disabled for this provider", e.Scope)
 			}
@@ -189,7 +208,7 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 			})
 		}
 		batch.Queue(countSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
-			"delivery_id": d.ID, "shard": rand.IntN(counterShards)})
+			"delivery_id": d.ID, "shard": rand.IntN(s.counterShards)})
 		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
 			return err
 		}
@@ -241,5 +260,3 @@ func (s *Store) LogDelivery(ctx context.Context, d domain.Delivery) error {
 	})
 	return translate(err)
 }
-
-var _ = time.Second

@@ -21,6 +21,8 @@ type Store struct {
 	pool   *pgxpool.Pool
 	cipher *secretCipher
 
+	counterShards int
+
 	// beforeCommit, when set by a test, runs inside the ingest transaction
 	// after all of its statements and before COMMIT.
 	beforeCommit func(ctx context.Context) error
@@ -33,7 +35,7 @@ func New(pool *pgxpool.Pool, encryptionKey []byte) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, cipher: c}, nil
+	return &Store{pool: pool, cipher: c, counterShards: defaultCounterShards}, nil
 }
 
 // Pool returns the store's connection pool.
@@ -54,8 +56,9 @@ func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
 	return translate(tx.Commit(ctx))
 }
 
-// translate maps connection failures to EUNAVAILABLE so callers can answer
-// "retry later"; other errors pass through wrapped.
+// translate maps connection failures, and deadlocks that outlasted their
+// retries, to EUNAVAILABLE so callers can answer "retry later"; other errors
+// pass through.
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -64,7 +67,7 @@ func translate(err error) error {
 	if errors.As(err, &derr) {
 		return err
 	}
-	if unavailable(err) {
+	if unavailable(err) || retryable(err) {
 		return fmt.Errorf("%w: %v", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
 	}
 	return err

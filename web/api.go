@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -356,7 +357,8 @@ func (s *Server) handleResolve(w http.ResponseWriter, r *http.Request) {
 		Resolution string `json:"resolution"`
 		Note       string `json:"note"`
 	}
-	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody)).Decode(&req); err != nil {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxResolveBody))
+	if err := dec.Decode(&req); err != nil || dec.Decode(&struct{}{}) != io.EOF {
 		writeError(w, http.StatusBadRequest, `body must be JSON: {"resolution": "keep" | "adopt", "note": "..."}`)
 		return
 	}

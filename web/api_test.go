@@ -500,6 +500,7 @@ func TestAPIResolveBadRequests(t *testing.T) {
 	}{
 		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), `{"resolution":`, http.StatusBadRequest},
 		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), ``, http.StatusBadRequest},
+		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), `{"resolution":"keep"} trailing`, http.StatusBadRequest},
 		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), `{"resolution":"merge"}`, http.StatusBadRequest},
 		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID+100), `{"resolution":"keep"}`, http.StatusNotFound},
 		{"/conflicts/abc/resolve", `{"resolution":"keep"}`, http.StatusNotFound},
