@@ -170,7 +170,6 @@ CREATE TABLE events (
     PRIMARY KEY (tenant_id, received_at, delivery_id, seq)
 ) PARTITION BY RANGE (received_at);
 CREATE INDEX events_record ON events (tenant_id, provider_id, object_type, object_id, revision);
-CREATE INDEX events_event_id ON events (tenant_id, provider_id, event_id);
 
 -- Catch-alls so an insert outside the prepared daily partitions is never lost.
 CREATE TABLE deliveries_default PARTITION OF deliveries DEFAULT;

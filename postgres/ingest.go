@@ -65,9 +65,14 @@ WITH claim AS (
 ), rec AS (
     SELECT revision, snapshot, last_applied_event, last_applied_delivery, last_applied_seq FROM records
     WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id
+), facts AS (
+    SELECT EXISTS (SELECT FROM claim WHERE delivery_id = @delivery_id AND seq = @seq) AS claimed,
+           EXISTS (SELECT FROM rec WHERE last_applied_delivery = @delivery_id AND last_applied_seq = @seq) AS applied
 ), rival AS (
     -- A retained snapshot of this record at the same revision that differs
     -- from the event's: the current one, an accepted one, or a stale event's.
+    -- Looked for only when the event holds its claim and was not applied
+    -- (a one-time filter), so the common path skips these scans.
     SELECT event_id, snapshot FROM (
         SELECT 1 AS pref, last_applied_event AS event_id, snapshot FROM rec WHERE revision = @revision::bigint
         UNION ALL
@@ -79,20 +84,21 @@ WITH claim AS (
         WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type
           AND object_id = @object_id AND revision = @revision::bigint AND outcome = 'stale'
     ) retained
-    WHERE snapshot <> @snapshot::jsonb
+    WHERE snapshot <> @snapshot::jsonb AND (SELECT claimed AND NOT applied FROM facts)
     ORDER BY pref LIMIT 1
 ), decision AS (
     SELECT CASE
         WHEN @reject_reason::text IS NOT NULL THEN 'rejected'
-        WHEN NOT EXISTS (SELECT FROM claim WHERE delivery_id = @delivery_id AND seq = @seq) THEN
+        WHEN NOT f.claimed THEN
             CASE WHEN EXISTS (SELECT FROM claim WHERE content_hash = ` + contentHash + `)
                  THEN 'duplicate' ELSE 'event_conflict' END
         WHEN @revision::bigint IS NULL THEN 'unversioned'
-        WHEN EXISTS (SELECT FROM rec WHERE last_applied_delivery = @delivery_id AND last_applied_seq = @seq) THEN 'applied'
+        WHEN f.applied THEN 'applied'
         WHEN EXISTS (SELECT FROM rival) THEN 'revision_conflict'
         WHEN EXISTS (SELECT FROM rec WHERE revision = @revision::bigint) THEN 'redundant'
         ELSE 'stale'
     END AS outcome
+    FROM facts f
 ), decided AS (
     SELECT d.outcome, CASE d.outcome
         WHEN 'rejected' THEN @reject_reason::text
@@ -136,10 +142,11 @@ INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant
 ON CONFLICT DO NOTHING`
 
 // Ingest implements domain.IngestService. All statements of a delivery go
-// to PostgreSQL as one pipelined batch inside one transaction, so a delivery
-// costs three round trips whatever its number of events. A transaction that
-// loses a deadlock (possible between batches touching the same records in
-// opposite orders) is run again.
+// to PostgreSQL as one pipelined batch, which the extended protocol runs as
+// one implicit transaction: an error anywhere rolls back everything before
+// it, and a delivery costs one round trip whatever its number of events. A
+// transaction that loses a deadlock (possible between batches touching the
+// same records in opposite orders) is run again.
 func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	if err := s.ensureScopes(ctx, p, events); err != nil {
 		return nil, err
@@ -175,49 +182,43 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 
 func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	results := make([]domain.Result, len(events))
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		batch.Queue(deliverySQL, pgx.NamedArgs{
-			"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
-			"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
-			"event_count": len(events), "body": d.Body,
-		})
-		for i, e := range events {
-			scope := p.Scope(e.Scope)
-			if e.RejectReason == "" && !scope.Enabled {
-				e.RejectReason = fmt.Sprintf("scope %s is disabled for this provider", e.Scope)
-			}
-			args := eventArgs(d, p, e, scope)
-			if e.RejectReason == "" {
-				batch.Queue(claimSQL, args)
-				if e.Revision != nil {
-					batch.Queue(applySQL, args)
-				}
-			}
-			batch.Queue(outcomeSQL, args).QueryRow(func(row pgx.Row) error {
-				r := &results[i]
-				*r = domain.Result{EventID: e.EventID, ObjectType: e.Scope.ObjectType, ObjectID: e.ObjectID, Revision: e.Revision}
-				var reason *string
-				if err := row.Scan(&r.Outcome, &reason, &r.CurrentRevision, &r.ConflictID); err != nil {
-					return fmt.Errorf("event %d outcome: %w", i, err)
-				}
-				if reason != nil {
-					r.Reason = *reason
-				}
-				return nil
-			})
-		}
-		batch.Queue(countSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
-			"delivery_id": d.ID, "shard": rand.IntN(s.counterShards)})
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
-		if s.beforeCommit != nil {
-			return s.beforeCommit(ctx)
-		}
-		return nil
+	batch := &pgx.Batch{}
+	batch.Queue(deliverySQL, pgx.NamedArgs{
+		"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
+		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
+		"event_count": len(events), "body": d.Body,
 	})
-	return results, err
+	for i, e := range events {
+		scope := p.Scope(e.Scope)
+		if e.RejectReason == "" && !scope.Enabled {
+			e.RejectReason = fmt.Sprintf("scope %s is disabled for this provider", e.Scope)
+		}
+		args := eventArgs(d, p, e, scope)
+		if e.RejectReason == "" {
+			batch.Queue(claimSQL, args)
+			if e.Revision != nil {
+				batch.Queue(applySQL, args)
+			}
+		}
+		batch.Queue(outcomeSQL, args).QueryRow(func(row pgx.Row) error {
+			r := &results[i]
+			*r = domain.Result{EventID: e.EventID, ObjectType: e.Scope.ObjectType, ObjectID: e.ObjectID, Revision: e.Revision}
+			var reason *string
+			if err := row.Scan(&r.Outcome, &reason, &r.CurrentRevision, &r.ConflictID); err != nil {
+				return fmt.Errorf("event %d outcome: %w", i, err)
+			}
+			if reason != nil {
+				r.Reason = *reason
+			}
+			return nil
+		})
+	}
+	batch.Queue(countSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
+		"delivery_id": d.ID, "shard": rand.IntN(s.counterShards)})
+	if s.beforeCommitSQL != "" {
+		batch.Queue(s.beforeCommitSQL)
+	}
+	return results, s.pool.SendBatch(ctx, batch).Close()
 }
 
 func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, scope domain.Scope) pgx.NamedArgs {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/tidemark/tidemark/domain"
 	"testing"
 )
@@ -124,11 +126,13 @@ func TestKeyExpiryNeverRollsBack(t *testing.T) {
 
 func TestFailureBeforeCommitLeavesNoTrace(t *testing.T) {
 	s, p := setup(t)
-	injected := errors.New("injected failure")
-	s.beforeCommit = func(context.Context) error { return injected }
+	// An error raised after the claim, the record upsert, the event log and
+	// the counters, before the transaction commits.
+	s.beforeCommitSQL = "SELECT 1/0"
 	_, err := s.Ingest(context.Background(), delivery(p), p, []domain.Event{event("e1", "c-1", 1, `{"v":1}`)})
-	if !errors.Is(err, injected) {
-		t.Fatalf("ingest error %v, want the injected one", err)
+	var pgErr *pgconn.PgError
+	if !errors.As(err, &pgErr) || pgErr.Code != "22012" {
+		t.Fatalf("ingest error %v, want the injected division by zero", err)
 	}
 	for _, table := range []string{"idempotency_keys", "records", "events", "deliveries", "accepted_revisions", "outcome_counters"} {
 		var n int
@@ -137,7 +141,7 @@ func TestFailureBeforeCommitLeavesNoTrace(t *testing.T) {
 			t.Errorf("%s holds %d rows after a failed delivery", table, n)
 		}
 	}
-	s.beforeCommit = nil
+	s.beforeCommitSQL = ""
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 1, `{"v":1}`)), "applied")
 	// A failure after commit (the response lost) makes the retry a duplicate.
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 1, `{"v":1}`)), "duplicate")

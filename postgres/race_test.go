@@ -125,34 +125,47 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 	p = knownScope(t, s, p)
 
 	// A and B each get their own pool, tagged so their backends can be told
-	// apart; only A holds its transaction open before COMMIT.
+	// apart. Only A ends its transaction by waiting for an advisory lock
+	// that this test holds, so A stays open after its upsert, before COMMIT.
 	a := raceStore(t, racePool(t, s, "tidemark-race-A", 1))
 	b := raceStore(t, racePool(t, s, "tidemark-race-B", 1))
-	reached, release := make(chan struct{}), make(chan struct{})
-	var reachOnce, releaseOnce sync.Once
-	a.beforeCommit = func(ctx context.Context) error {
-		reachOnce.Do(func() { close(reached) })
-		select {
-		case <-release:
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	const holdKey = 4242
+	a.beforeCommitSQL = fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", holdKey)
+	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
+	defer cancel()
+	holder, err := s.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
 	}
-	unblock := func() { releaseOnce.Do(func() { close(release) }) }
+	if _, err := holder.Exec(ctx, "SELECT pg_advisory_lock($1)", holdKey); err != nil {
+		t.Fatal(err)
+	}
+	var releaseOnce sync.Once
+	unblock := func() {
+		releaseOnce.Do(func() {
+			holder.Exec(context.Background(), "SELECT pg_advisory_unlock($1)", holdKey)
+			holder.Release()
+		})
+	}
 	// Registered after the pools, so it runs before they close: a failing
 	// test must not leave A's connection held forever.
 	t.Cleanup(unblock)
 
-	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
-	defer cancel()
 	aDone := ingestAsync(ctx, a, p, event("e12", "c-1", 12, `{"title":"Director"}`))
-	select {
-	case <-reached:
-	case r := <-aDone:
-		t.Fatalf("A returned before reaching beforeCommit: %+v, %v", r.result, r.err)
-	case <-time.After(raceTimeout):
-		t.Fatal("A never reached beforeCommit")
+	for reached := false; !reached; {
+		select {
+		case r := <-aDone:
+			t.Fatalf("A returned before reaching its commit: %+v, %v", r.result, r.err)
+		case <-ctx.Done():
+			t.Fatal("A never reached its commit")
+		default:
+		}
+		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+			WHERE a.application_name = 'tidemark-race-A' AND l.locktype = 'advisory' AND NOT l.granted)`).Scan(&reached)
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond) // polling interval, not an assertion
 	}
 
 	// A has upserted revision 12 and holds the record's row; B's lower
@@ -175,7 +188,7 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 		default:
 		}
 		// pids come from pg_stat_activity by application_name (each pool has
-		// one connection); A is idle in transaction inside beforeCommit.
+		// one connection); A waits for the test's advisory lock before COMMIT.
 		var found bool
 		err := s.pool.QueryRow(ctx, `
 			WITH a AS (SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tidemark-race-A'),
@@ -203,8 +216,8 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 	if err := s.pool.QueryRow(ctx, `SELECT state FROM pg_stat_activity WHERE pid = $1`, aPID).Scan(&aState); err != nil {
 		t.Fatal(err)
 	}
-	if aState != "idle in transaction" {
-		t.Fatalf("A (pid %d) is %q, want idle in transaction", aPID, aState)
+	if aState != "active" {
+		t.Fatalf("A (pid %d) is %q, want active (waiting to commit)", aPID, aState)
 	}
 	t.Logf("B (pid %d) waits: wait_event_type=Lock wait_event=%s, ungranted pg_locks row locktype=%s mode=%s; pg_blocking_pids=%v; A (pid %d) %s",
 		bPID, waitEvent, lockType, mode, blockers, aPID, aState)

@@ -23,9 +23,10 @@ type Store struct {
 
 	counterShards int
 
-	// beforeCommit, when set by a test, runs inside the ingest transaction
-	// after all of its statements and before COMMIT.
-	beforeCommit func(ctx context.Context) error
+	// beforeCommitSQL, when set by a test, is a statement appended to every
+	// ingest transaction after all of its work and before it commits: an
+	// error injected there, or a lock wait that holds the transaction open.
+	beforeCommitSQL string
 }
 
 // New returns a Store on pool. encryptionKey (32 bytes) encrypts provider

@@ -55,6 +55,7 @@ const (
 type benchConfig struct {
 	senders   int
 	duration  time.Duration
+	warmup    time.Duration
 	contacts  int
 	serverURL string
 	pgbench   bool
@@ -106,6 +107,7 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	var cfg benchConfig
 	fs.IntVar(&cfg.senders, "senders", 32, "concurrent senders (and pgbench clients)")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each measurement runs")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load before the receiver's measurement (0 for none)")
 	fs.IntVar(&cfg.contacts, "contacts", 20000, "distinct contact ids the events are spread over")
 	fs.StringVar(&cfg.serverURL, "server-url", serverURL, "maintenance URL of the PostgreSQL server the scratch databases are created on (default DATABASE_URL)")
 	fs.BoolVar(&cfg.pgbench, "pgbench", true, "also run the pgbench floor baseline")
@@ -113,8 +115,8 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	if _, err := parse(fs, args, 0); err != nil {
 		return cfg, err
 	}
-	if cfg.senders < 1 || cfg.contacts < 1 || cfg.duration <= 0 {
-		return cfg, errors.New("bench ingest: --senders, --contacts and --duration must be positive")
+	if cfg.senders < 1 || cfg.contacts < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
+		return cfg, errors.New("bench ingest: --senders, --contacts and --duration must be positive, --warmup not negative")
 	}
 	return cfg, nil
 }
@@ -157,8 +159,9 @@ func (e cliEnv) benchReceiver(ctx context.Context, cfg benchConfig, dbs *scratch
 		return res, err
 	}
 	checkpoint(ctx, dbs.admin)
-	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s on %s\n", cfg.senders, cfg.duration, srv.base)
 	target := srv.base + "/webhooks/" + benchTenant + "/" + benchProvider
+	e.warmUp(ctx, cfg, target, secret)
+	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s on %s\n", cfg.senders, cfg.duration, srv.base)
 	res.load = runLoad(ctx, cfg, target, secret, e.stderr)
 	if ctx.Err() != nil {
 		return res, ctx.Err()
@@ -172,6 +175,19 @@ func (e cliEnv) benchReceiver(ctx context.Context, cfg benchConfig, dbs *scratch
 		fmt.Fprintf(e.stderr, "first error: %s\nserver log: %s\n", first, srv.logPath)
 	}
 	return res, nil
+}
+
+// warmUp sends unmeasured load first, so the measurement does not include
+// the server opening its database connections and preparing its statements,
+// just as pgbench reports its rate without initial connection time.
+func (e cliEnv) warmUp(ctx context.Context, cfg benchConfig, target, secret string) {
+	if cfg.warmup <= 0 {
+		return
+	}
+	warm := cfg
+	warm.duration = cfg.warmup
+	res := runLoad(ctx, warm, target, secret, io.Discard)
+	fmt.Fprintf(e.stderr, "warm-up: %s deliveries in %s (not measured)\n", thousands(int64(res.ok)), res.elapsed.Round(time.Millisecond))
 }
 
 // prepareReceiverDatabase migrates the scratch database and creates the
@@ -719,8 +735,8 @@ func printBenchResults(w io.Writer, cfg benchConfig, recv receiverResult, floor 
 			fmt.Fprintf(w, "%-20s%.2f of the floor\n", "ratio", l.perSecond()/floor.tps)
 		}
 	}
-	fmt.Fprintf(w, "\ntidemark: %s deliveries answered 200 in %s by %d senders over %s contacts; %d failed",
-		thousands(int64(l.ok)), l.elapsed.Round(time.Millisecond), cfg.senders, thousands(int64(cfg.contacts)), l.failed())
+	fmt.Fprintf(w, "\ntidemark: %s deliveries answered 200 in %s (after a %s warm-up) by %d senders over %s contacts; %d failed",
+		thousands(int64(l.ok)), l.elapsed.Round(time.Millisecond), cfg.warmup, cfg.senders, thousands(int64(cfg.contacts)), l.failed())
 	if len(l.statuses) > 0 || l.transport > 0 {
 		fmt.Fprintf(w, " (statuses %v, no answer %d)", l.statuses, l.transport)
 	}
