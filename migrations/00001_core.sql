@@ -170,6 +170,10 @@ CREATE TABLE events (
     PRIMARY KEY (tenant_id, received_at, delivery_id, seq)
 ) PARTITION BY RANGE (received_at);
 CREATE INDEX events_record ON events (tenant_id, provider_id, object_type, object_id, revision);
+-- The revision-conflict check looks for stale events of one record at one
+-- revision on every refused event; this small index answers it directly,
+-- even before the planner has statistics.
+CREATE INDEX events_stale ON events (tenant_id, provider_id, object_type, object_id, revision) WHERE outcome = 'stale';
 
 -- Catch-alls so an insert outside the prepared daily partitions is never lost.
 CREATE TABLE deliveries_default PARTITION OF deliveries DEFAULT;

@@ -25,13 +25,13 @@ const contentHash = `sha256(convert_to(@object_id::text || chr(31) || coalesce(@
 // Step 1: claim the idempotency key. A key whose TTL has passed is forgotten,
 // so it can be claimed again; otherwise a conflicting claim waits for the
 // other transaction and then does nothing.
-const claimSQL = `
+var claimSQL = named(`
 INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)
 VALUES (@tenant_id, @key, @provider_id, @identifier, ` + contentHash + `, @delivery_id, @seq, @now, @expires_at)
 ON CONFLICT (tenant_id, key) DO UPDATE SET
     identifier = EXCLUDED.identifier, content_hash = EXCLUDED.content_hash, delivery_id = EXCLUDED.delivery_id,
     seq = EXCLUDED.seq, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
-WHERE k.expires_at <= EXCLUDED.claimed_at`
+WHERE k.expires_at <= EXCLUDED.claimed_at`)
 
 // Step 2: the revision guard. Only an event that holds its claim may write,
 // and only a strictly higher revision replaces the stored snapshot. A
@@ -39,7 +39,7 @@ WHERE k.expires_at <= EXCLUDED.claimed_at`
 // is then checked against the row it committed. A refused update still
 // locks the row until commit: that is what makes two concurrent events of
 // one revision see each other in step 3, so never replace this with a read.
-const applySQL = `
+var applySQL = named(`
 WITH applied AS (
     INSERT INTO records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot,
                               last_applied_event, last_applied_delivery, last_applied_seq, created_at, updated_at)
@@ -54,12 +54,12 @@ WITH applied AS (
     RETURNING revision, snapshot
 )
 INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id, delivery_id, applied_at)
-SELECT @tenant_id, @provider_id, @object_type, @object_id, revision, snapshot, @event_id, @delivery_id, @now FROM applied`
+SELECT @tenant_id, @provider_id, @object_type, @object_id, revision, snapshot, @event_id, @delivery_id, @now FROM applied`)
 
 // Step 3: decide the outcome in a new statement, which sees whatever the
 // waits of steps 1 and 2 let other transactions commit, then log the event
 // and open a conflict when needed.
-const outcomeSQL = `
+var outcomeSQL = named(`
 WITH claim AS (
     SELECT delivery_id, seq, content_hash FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
 ), rec AS (
@@ -123,23 +123,23 @@ WITH claim AS (
            @object_id, @revision, outcome, reason, @snapshot, @payload, (SELECT id FROM conflict)
     FROM decided
 )
-SELECT outcome, reason, (SELECT revision FROM rec), coalesce((SELECT id FROM conflict), 0) FROM decided`
+SELECT outcome, reason, (SELECT revision FROM rec), coalesce((SELECT id FROM conflict), 0) FROM decided`)
 
 // The counters move with the events they count, in the same transaction.
-const countSQL = `
+var countSQL = named(`
 INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
 SELECT tenant_id, provider_id, date_trunc('hour', received_at, 'UTC'), outcome, @shard, count(*)
 FROM events WHERE tenant_id = @tenant_id AND received_at = @now AND delivery_id = @delivery_id
 GROUP BY 1, 2, 3, 4
-ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n`
+ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n`)
 
-const deliverySQL = `
+var deliverySQL = named(`
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body)
-VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body)`
+VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body)`)
 
-const ensureScopeSQL = `
+var ensureScopeSQL = named(`
 INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)
-ON CONFLICT DO NOTHING`
+ON CONFLICT DO NOTHING`)
 
 // Ingest implements domain.IngestService. All statements of a delivery go
 // to PostgreSQL as one pipelined batch, which the extended protocol runs as
@@ -171,8 +171,8 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 			continue
 		}
 		ensured[e.Scope] = true
-		_, err := s.pool.Exec(ctx, ensureScopeSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID,
-			"object_type": e.Scope.ObjectType, "action": e.Scope.Action})
+		_, err := s.pool.Exec(ctx, ensureScopeSQL.sql, ensureScopeSQL.args(pgx.NamedArgs{"tenant_id": p.TenantID,
+			"provider_id": p.ID, "object_type": e.Scope.ObjectType, "action": e.Scope.Action})...)
 		if err != nil {
 			return translate(err)
 		}
@@ -183,11 +183,11 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	results := make([]domain.Result, len(events))
 	batch := &pgx.Batch{}
-	batch.Queue(deliverySQL, pgx.NamedArgs{
+	batch.Queue(deliverySQL.sql, deliverySQL.args(pgx.NamedArgs{
 		"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
 		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
 		"event_count": len(events), "body": d.Body,
-	})
+	})...)
 	for i, e := range events {
 		scope := p.Scope(e.Scope)
 		if e.RejectReason == "" && !scope.Enabled {
@@ -195,12 +195,12 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 		}
 		args := eventArgs(d, p, e, scope)
 		if e.RejectReason == "" {
-			batch.Queue(claimSQL, args)
+			batch.Queue(claimSQL.sql, claimSQL.args(args)...)
 			if e.Revision != nil {
-				batch.Queue(applySQL, args)
+				batch.Queue(applySQL.sql, applySQL.args(args)...)
 			}
 		}
-		batch.Queue(outcomeSQL, args).QueryRow(func(row pgx.Row) error {
+		batch.Queue(outcomeSQL.sql, outcomeSQL.args(args)...).QueryRow(func(row pgx.Row) error {
 			r := &results[i]
 			*r = domain.Result{EventID: e.EventID, ObjectType: e.Scope.ObjectType, ObjectID: e.ObjectID, Revision: e.Revision}
 			var reason *string
@@ -213,8 +213,8 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 			return nil
 		})
 	}
-	batch.Queue(countSQL, pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
-		"delivery_id": d.ID, "shard": rand.IntN(s.counterShards)})
+	batch.Queue(countSQL.sql, countSQL.args(pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
+		"delivery_id": d.ID, "shard": rand.IntN(s.counterShards)})...)
 	if s.beforeCommitSQL != "" {
 		batch.Queue(s.beforeCommitSQL)
 	}
@@ -255,9 +255,9 @@ func nullJSON(b []byte) *string {
 
 // LogDelivery implements domain.IngestService.
 func (s *Store) LogDelivery(ctx context.Context, d domain.Delivery) error {
-	_, err := s.pool.Exec(ctx, deliverySQL, pgx.NamedArgs{
+	_, err := s.pool.Exec(ctx, deliverySQL.sql, deliverySQL.args(pgx.NamedArgs{
 		"tenant_id": d.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": d.ProviderID,
 		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason), "event_count": 0, "body": d.Body,
-	})
+	})...)
 	return translate(err)
 }
