@@ -19,7 +19,9 @@ import (
 func Migrate(ctx context.Context, pool *pgxpool.Pool, log io.Writer) error {
 	db := stdlib.OpenDBFromPool(pool)
 	defer db.Close()
-	locker, err := lock.NewPostgresSessionLocker()
+	// Poll for the lock every second (goose's default is every 5), for up
+	// to five minutes, so a second node starting alongside waits briefly.
+	locker, err := lock.NewPostgresSessionLocker(lock.WithLockTimeout(1, 300))
 	if err != nil {
 		return fmt.Errorf("migration lock: %w", err)
 	}

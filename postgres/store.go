@@ -71,6 +71,12 @@ func translate(err error) error {
 	if unavailable(err) || retryable(err) {
 		return fmt.Errorf("%w: %v", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
 	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
+		// Class 22, data exception: a value the sender chose that PostgreSQL
+		// cannot store, such as a lone UTF-16 surrogate in a JSON string.
+		return domain.Errorf(domain.EINVALID, "the delivery holds a value that cannot be stored: %s", pgErr.Message)
+	}
 	return err
 }
 

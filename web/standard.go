@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -118,6 +120,13 @@ type standardBody struct {
 // JSON object with a "type" of the form "object.action" is a format error
 // (400); a well-formed envelope with unusable data is a rejected event.
 func (standardReceiver) parse(r *http.Request, body []byte) ([]domain.Event, error) {
+	if !utf8.Valid(body) {
+		return nil, fmt.Errorf("body is not valid UTF-8")
+	}
+	id := r.Header.Get("webhook-id")
+	if len(id) > 255 || strings.ContainsFunc(id, func(c rune) bool { return !unicode.IsPrint(c) }) {
+		return nil, fmt.Errorf("webhook-id must be at most 255 printable characters")
+	}
 	var env standardBody
 	if err := json.Unmarshal(body, &env); err != nil {
 		return nil, fmt.Errorf("body is not a JSON object: %v", err)
@@ -130,7 +139,7 @@ func (standardReceiver) parse(r *http.Request, body []byte) ([]domain.Event, err
 		return nil, fmt.Errorf(`"type" must be "<object type>.<action>", for example "contact.snapshot"; got %q`, *env.Type)
 	}
 	e := domain.Event{
-		EventID: r.Header.Get("webhook-id"),
+		EventID: id,
 		Scope:   domain.ScopeName{ObjectType: objectType, Action: action},
 		Payload: body,
 	}
@@ -153,7 +162,7 @@ func parseSnapshotData(objectType string, data json.RawMessage) (objectID string
 	if !ok || string(raw) == "null" {
 		return "", nil, nil, fmt.Sprintf("data.%s is missing", idField)
 	}
-	if json.Unmarshal(raw, &objectID) != nil || objectID == "" || len(objectID) > 255 {
+	if json.Unmarshal(raw, &objectID) != nil || objectID == "" || len(objectID) > 255 || strings.ContainsRune(objectID, 0) {
 		return "", nil, nil, fmt.Sprintf("data.%s must be a non-empty string of at most 255 characters", idField)
 	}
 	snap := bytes.TrimSpace(fields["snapshot"])

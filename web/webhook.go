@@ -90,6 +90,10 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	d.Status, d.Signature = http.StatusOK, verdict
 	results, err := s.ingest.Ingest(ctx, d, p, events)
+	if domain.ErrorCode(err) == domain.EINVALID {
+		reject(http.StatusBadRequest, verdict, body, domain.ErrorMessage(err))
+		return
+	}
 	if err != nil {
 		s.metrics.delivery(p.Kind, errorStatus(err), time.Since(start).Seconds())
 		s.fail(w, r, err)

@@ -55,6 +55,8 @@ func TestWebhookRejectsMalformedEvents(t *testing.T) {
 		{"fractional revision", `{"type":"contact.snapshot","data":{"contact_id":"c","revision":1.5,"snapshot":{}}}`, "non-negative integer"},
 		{"string revision", `{"type":"contact.snapshot","data":{"contact_id":"c","revision":"7","snapshot":{}}}`, "non-negative integer"},
 		{"data not an object", `{"type":"contact.snapshot","data":"x"}`, "must be a JSON object"},
+		{"NUL in contact id", `{"type":"contact.snapshot","data":{"contact_id":"c\u0000","revision":1,"snapshot":{}}}`, "non-empty string"},
+		{"NUL in snapshot", `{"type":"contact.snapshot","data":{"contact_id":"c","revision":1,"snapshot":{"a":"\u0000"}}}`, "NUL"},
 		{"deal without object id", `{"type":"deal.snapshot","data":{"contact_id":"c","revision":1,"snapshot":{}}}`, "object_id is missing"},
 	} {
 		status, body := e.deliver1("msg_"+strings.ReplaceAll(tc.name, " ", "_"), []byte(tc.body))
@@ -69,6 +71,7 @@ func TestWebhookStatuses(t *testing.T) {
 	e := setup(t)
 	now := time.Now().Unix()
 	good := snapshotBody("c-1", 1, `{"a":1}`)
+	surrogate := snapshotBody("c-2", 1, `{"name":"\ud800"}`)
 	signed := func(id string, ts int64, body []byte) map[string]string {
 		sig, _ := web.SignStandard(e.secret, id, ts, body)
 		return map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig}
@@ -95,6 +98,8 @@ func TestWebhookStatuses(t *testing.T) {
 		{"not JSON", "/webhooks/acme/crm", []byte(`{"type":`), signed("m1", now, []byte(`{"type":`)), 400, "not a JSON object"},
 		{"no type", "/webhooks/acme/crm", []byte(`{"data":{}}`), signed("m1", now, []byte(`{"data":{}}`)), 400, `no "type"`},
 		{"type without action", "/webhooks/acme/crm", []byte(`{"type":"contact"}`), signed("m1", now, []byte(`{"type":"contact"}`)), 400, "<object type>.<action>"},
+		{"invalid UTF-8", "/webhooks/acme/crm", []byte("{\"type\":\"contact.snapshot\",\"x\":\"\xff\"}"), signed("m1", now, []byte("{\"type\":\"contact.snapshot\",\"x\":\"\xff\"}")), 400, "UTF-8"},
+		{"lone surrogate", "/webhooks/acme/crm", surrogate, signed("m1", now, surrogate), 400, "cannot be stored"},
 		{"oversize", "/webhooks/acme/crm", bytes.Repeat([]byte(" "), web.DefaultMaxBody+1), map[string]string{}, 413, "larger than"},
 	} {
 		status, body := e.post(tc.path, tc.body, tc.headers)
@@ -109,8 +114,8 @@ func TestWebhookStatuses(t *testing.T) {
 	var logged, withBody int
 	e.store.Pool().QueryRow(context.Background(),
 		`SELECT count(*), count(body) FROM deliveries WHERE status IN (400, 401, 413)`).Scan(&logged, &withBody)
-	if logged != 9 || withBody != 3 {
-		t.Fatalf("logged %d rejected deliveries, %d with body; want 9 and 3", logged, withBody)
+	if logged != 11 || withBody != 5 {
+		t.Fatalf("logged %d rejected deliveries, %d with body; want 11 and 5", logged, withBody)
 	}
 }
 
@@ -213,5 +218,33 @@ func TestWebhookDatabaseUnavailable(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 503 {
 		t.Fatalf("/readyz answered %d, want 503", resp.StatusCode)
+	}
+}
+
+func TestMetricsCountByKindAndOutcome(t *testing.T) {
+	e := setup(t)
+	e.outcome("acme", "crm", e.secret, "m1", snapshotBody("c-1", 1, `{}`))
+	e.outcome("acme", "crm", e.secret, "m1", snapshotBody("c-1", 1, `{}`))
+	e.post("/webhooks/acme/crm", []byte(`{}`), nil)
+	resp, err := http.Get(e.srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	text := string(raw)
+	for _, want := range []string{
+		`tidemark_events_total{kind="standard",outcome="applied"} 1`,
+		`tidemark_events_total{kind="standard",outcome="duplicate"} 1`,
+		`tidemark_deliveries_total{kind="standard",status="200"} 2`,
+		`tidemark_deliveries_total{kind="standard",status="401"} 1`,
+		`tidemark_ingest_duration_seconds_count{kind="standard"} 3`,
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(text, "acme") {
+		t.Error("/metrics carries a tenant name; labels must not be per tenant")
 	}
 }

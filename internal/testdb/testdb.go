@@ -73,14 +73,7 @@ func NewURL(t testing.TB) string {
 	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tpl)); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
-	t.Cleanup(func() {
-		c, err := pgx.Connect(context.Background(), ServerURL())
-		if err != nil {
-			return
-		}
-		defer c.Close(context.Background())
-		c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
-	})
+	t.Cleanup(func() { dropDatabase(name) })
 	return withDatabase(ServerURL(), name)
 }
 
@@ -157,4 +150,31 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b) + fmt.Sprintf("%x", time.Now().UnixNano()%4096)
+}
+
+// NewEmptyURL creates an empty database (no migrations) for t and returns
+// its URL.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, ServerURL())
+	if err != nil {
+		t.Fatalf("test database server unreachable: %v", err)
+	}
+	defer admin.Close(ctx)
+	name := "tidemark_test_" + randomHex(6)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		t.Fatalf("create test database: %v", err)
+	}
+	t.Cleanup(func() { dropDatabase(name) })
+	return withDatabase(ServerURL(), name)
+}
+
+func dropDatabase(name string) {
+	c, err := pgx.Connect(context.Background(), ServerURL())
+	if err != nil {
+		return
+	}
+	defer c.Close(context.Background())
+	c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
 }
