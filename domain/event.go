@@ -23,6 +23,11 @@ const (
 // Outcomes lists every outcome in display order.
 var Outcomes = []Outcome{Applied, Duplicate, EventConflict, Stale, Redundant, RevisionConflict, Unversioned, Rejected}
 
+// DeliveryRejected counts deliveries refused before any event was read (bad
+// signature, old timestamp, oversize, malformed body). It is stored beside
+// the event outcomes in the counters but is not an event outcome.
+const DeliveryRejected = "delivery_rejected"
+
 // ValidOutcome reports whether s names an outcome.
 func ValidOutcome(s string) bool {
 	for _, o := range Outcomes {

@@ -252,3 +252,23 @@ func uniqueViolation(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == "23505"
 }
+
+// AddMember makes an existing operator a member of a tenant.
+func (s *Store) AddMember(ctx context.Context, tenantSlug, email string) error {
+	tag, err := s.pool.Exec(ctx, `
+		INSERT INTO memberships (tenant_id, user_id)
+		SELECT t.id, u.id FROM tenants t, users u WHERE t.slug = $1 AND u.email = $2
+		ON CONFLICT DO NOTHING`, tenantSlug, strings.ToLower(strings.TrimSpace(email)))
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		var exists bool
+		s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM memberships m JOIN tenants t ON t.id = m.tenant_id
+			JOIN users u ON u.id = m.user_id WHERE t.slug = $1 AND u.email = $2)`, tenantSlug, strings.ToLower(email)).Scan(&exists)
+		if !exists {
+			return notFound("no tenant %q or no operator %q", tenantSlug, email)
+		}
+	}
+	return nil
+}

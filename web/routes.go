@@ -5,6 +5,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tidemark/tidemark/static"
 )
 
 // Handler returns the router: the index of every URL Tidemark serves.
@@ -23,7 +25,43 @@ func (s *Server) Handler() http.Handler {
 		r.Use(s.requireToken)
 		s.apiRoutes(r)
 	})
+
+	r.Handle("/static/*", staticFiles())
+
+	// The console: sessions, cross-origin protection on every state-changing
+	// request, then the operator, then the tenant from their membership.
+	r.Group(func(r chi.Router) {
+		csrf := http.NewCrossOriginProtection()
+		r.Use(securityHeaders, s.sessions.LoadAndSave, csrf.Handler)
+		r.Get("/login", s.handleLoginPage)
+		r.Post("/login", s.handleLogin)
+		r.Group(func(r chi.Router) {
+			r.Use(s.requireUser)
+			r.Get("/", s.handleHome)
+			r.Post("/logout", s.handleLogout)
+			s.adminRoutes(r)
+			r.Route("/t/{tenant}", func(r chi.Router) {
+				r.Use(s.requireTenant)
+				s.overviewRoutes(r)
+				s.eventRoutes(r)
+				s.conflictRoutes(r)
+				s.providerRoutes(r)
+			})
+		})
+	})
 	return r
+}
+
+// staticFiles serves the embedded assets; their URLs carry a content hash,
+// so they may be cached for good.
+func staticFiles() http.Handler {
+	files := http.StripPrefix("/static/", http.FileServerFS(static.FS))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("v") != "" {
+			w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+		}
+		files.ServeHTTP(w, r)
+	})
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {

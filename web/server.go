@@ -8,7 +8,10 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
+
+	"github.com/alexedwards/scs/v2"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -18,29 +21,38 @@ const DefaultMaxBody = 1 << 20
 
 // Config wires a Server to its dependencies.
 type Config struct {
-	Ingest  domain.IngestService
-	Query   domain.QueryService
-	Ping    func(context.Context) error // database reachability, for /readyz
-	Logger  *slog.Logger
-	MaxBody int64            // 0 means DefaultMaxBody
-	Now     func() time.Time // nil means time.Now
+	Ingest   domain.IngestService
+	Query    domain.QueryService
+	Console  domain.ConsoleService
+	Sessions scs.Store                   // where console sessions live
+	Ping     func(context.Context) error // database reachability, for /readyz
+	Logger   *slog.Logger
+	MaxBody  int64            // 0 means DefaultMaxBody
+	Now      func() time.Time // nil means time.Now
+	// PublicURL is the base URL providers call; empty means built from each
+	// request. An https URL also marks session cookies Secure.
+	PublicURL string
 }
 
 // Server holds the handlers' dependencies.
 type Server struct {
-	ingest  domain.IngestService
-	query   domain.QueryService
-	ping    func(context.Context) error
-	log     *slog.Logger
-	maxBody int64
-	now     func() time.Time
-	metrics *metrics
+	ingest    domain.IngestService
+	query     domain.QueryService
+	console   domain.ConsoleService
+	sessions  *scs.SessionManager
+	ping      func(context.Context) error
+	log       *slog.Logger
+	maxBody   int64
+	now       func() time.Time
+	metrics   *metrics
+	publicURL string
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
-	s := &Server{ingest: cfg.Ingest, query: cfg.Query, ping: cfg.Ping, log: cfg.Logger,
-		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics()}
+	s := &Server{ingest: cfg.Ingest, query: cfg.Query, console: cfg.Console, ping: cfg.Ping, log: cfg.Logger,
+		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBody
 	}
@@ -86,6 +98,18 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		msg = "database unavailable, retry later"
 	}
 	writeError(w, status, msg)
+}
+
+// baseURL is the URL providers and operators reach this server at.
+func (s *Server) baseURL(r *http.Request) string {
+	if s.publicURL != "" {
+		return s.publicURL
+	}
+	scheme := "http://"
+	if r.TLS != nil {
+		scheme = "https://"
+	}
+	return scheme + r.Host
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {

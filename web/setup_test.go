@@ -36,8 +36,8 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := web.New(web.Config{Ingest: store, Query: store, Ping: store.Pool().Ping,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s := web.New(web.Config{Ingest: store, Query: store, Console: store, Sessions: store.SessionStore(),
+		Ping: store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	e := &env{t: t, store: store, srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.srv.Close)
 	e.secret = e.provider("acme", "crm")

@@ -168,7 +168,8 @@ func TestStandardWebhooksTestVector(t *testing.T) {
 	if _, err := e.store.CreateProvider(ctx, "acme", "vector", "standard", secret); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(web.New(web.Config{Ingest: e.store, Query: e.store, Ping: e.store.Pool().Ping,
+	srv := httptest.NewServer(web.New(web.Config{Ingest: e.store, Query: e.store, Console: e.store,
+		Sessions: e.store.SessionStore(), Ping: e.store.Pool().Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:    func() time.Time { return time.Unix(ts, 0) }}).Handler())
 	defer srv.Close()
@@ -203,7 +204,8 @@ func TestWebhookDatabaseUnavailable(t *testing.T) {
 	}
 	defer pool.Close()
 	store, _ := postgres.New(pool, testKey)
-	srv := httptest.NewServer(web.New(web.Config{Ingest: store, Query: store, Ping: pool.Ping,
+	srv := httptest.NewServer(web.New(web.Config{Ingest: store, Query: store, Console: store,
+		Sessions: store.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()
 	resp, err := http.Post(srv.URL+"/webhooks/acme/crm", "application/json", strings.NewReader(`{}`))

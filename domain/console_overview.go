@@ -1,0 +1,4 @@
+package domain
+
+// OverviewService serves the overview page: outcome counts from the counters, the chart, latest deliveries.
+type OverviewService interface{}

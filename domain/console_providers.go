@@ -1,0 +1,4 @@
+package domain
+
+// ProviderAdminService serves provider connections, secrets, scopes, deliveries and API tokens.
+type ProviderAdminService interface{}

@@ -1,0 +1,16 @@
+// Tidemark console: progressive enhancements only; every page works without it.
+document.addEventListener("click", function (e) {
+  var button = e.target.closest("[data-copy]");
+  if (!button) return;
+  var source = document.getElementById(button.getAttribute("data-copy"));
+  if (!source || !navigator.clipboard) return;
+  navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+    var label = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(function () { button.textContent = label; }, 1500);
+  });
+});
+document.addEventListener("submit", function (e) {
+  var message = e.target.getAttribute("data-confirm");
+  if (message && !window.confirm(message)) e.preventDefault();
+});

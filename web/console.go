@@ -1,0 +1,237 @@
+package web
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/alexedwards/scs/v2"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+// Session keys.
+const (
+	sessionUserID = "user_id"
+	sessionFlash  = "flash"
+	sessionFlashK = "flash_kind"
+)
+
+func newSessions(store scs.Store, secure bool) *scs.SessionManager {
+	m := scs.New()
+	m.Store = store
+	m.Lifetime = 12 * time.Hour
+	m.IdleTimeout = 2 * time.Hour
+	m.Cookie.Name = "tidemark_session"
+	m.Cookie.HttpOnly = true
+	m.Cookie.SameSite = http.SameSiteLaxMode
+	m.Cookie.Secure = secure
+	return m
+}
+
+// securityHeaders sets the console's response headers. The CSP allows only
+// our own scripts and styles: no inline script, no CDN.
+func securityHeaders(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
+			"connect-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'; object-src 'none'")
+		h.Set("X-Content-Type-Options", "nosniff")
+		h.Set("X-Frame-Options", "DENY")
+		h.Set("Referrer-Policy", "same-origin")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type userKey struct{}
+type consoleTenantKey struct{}
+
+func currentUser(ctx context.Context) domain.User {
+	u, _ := ctx.Value(userKey{}).(domain.User)
+	return u
+}
+
+// currentTenant is the tenant of a /t/{tenant} page, resolved from the
+// operator's verified membership.
+func currentTenant(ctx context.Context) domain.Tenant {
+	t, _ := ctx.Value(consoleTenantKey{}).(domain.Tenant)
+	return t
+}
+
+// requireUser sends signed-out visitors to the login page.
+func (s *Server) requireUser(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := s.sessions.GetInt64(r.Context(), sessionUserID)
+		if id == 0 {
+			s.toLogin(w, r)
+			return
+		}
+		u, err := s.console.User(r.Context(), id)
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			s.sessions.Destroy(r.Context())
+			s.toLogin(w, r)
+			return
+		}
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+	})
+}
+
+func (s *Server) toLogin(w http.ResponseWriter, r *http.Request) {
+	target := "/login"
+	if r.Method == http.MethodGet && r.URL.Path != "/" {
+		target += "?next=" + url.QueryEscape(r.URL.RequestURI())
+	}
+	if r.Header.Get("HX-Request") == "true" {
+		w.Header().Set("HX-Redirect", target)
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	http.Redirect(w, r, target, http.StatusSeeOther)
+}
+
+// requireTenant resolves /t/{tenant} from the operator's membership. A
+// tenant the operator may not see answers 404, exactly like one that does
+// not exist.
+func (s *Server) requireTenant(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t, err := s.console.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), consoleTenantKey{}, t)))
+	})
+}
+
+// layout builds the page frame for the current operator and tenant, and
+// takes the pending flash message.
+func (s *Server) layout(r *http.Request, title, nav string) views.Layout {
+	u := currentUser(r.Context())
+	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: currentTenant(r.Context()), Nav: nav}
+	l.Tenants, _ = s.console.VisibleTenants(r.Context(), u)
+	if msg := s.sessions.PopString(r.Context(), sessionFlash); msg != "" {
+		l.Flash = views.Flash{Kind: s.sessions.PopString(r.Context(), sessionFlashK), Message: msg}
+	}
+	return l
+}
+
+// flash stores a message for the next page the operator sees.
+func (s *Server) flash(r *http.Request, kind, msg string) {
+	s.sessions.Put(r.Context(), sessionFlash, msg)
+	s.sessions.Put(r.Context(), sessionFlashK, kind)
+}
+
+// redirectWithFlash ends a successful or refused form post (post/redirect/get).
+func (s *Server) redirectWithFlash(w http.ResponseWriter, r *http.Request, to, kind, msg string) {
+	s.flash(r, kind, msg)
+	http.Redirect(w, r, to, http.StatusSeeOther)
+}
+
+// render writes a component through a buffer, so a failed render is a
+// clean error page rather than half a page.
+func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
+	var buf bytes.Buffer
+	if err := c.Render(r.Context(), &buf); err != nil {
+		s.log.Error("render failed", "path", r.URL.Path, "err", err)
+		http.Error(w, "internal error", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	buf.WriteTo(w)
+}
+
+// consoleError shows err as a page with the status it maps to.
+func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error) {
+	status := errorStatus(err)
+	heading, text := "Something went wrong", "The error was logged. Try again in a moment."
+	switch status {
+	case http.StatusNotFound:
+		heading, text = "Not found", "There is nothing here, or you do not have access to it."
+	case http.StatusServiceUnavailable:
+		heading, text = "Database unavailable", "Tidemark cannot reach its database right now. Try again in a moment."
+	case http.StatusBadRequest, http.StatusConflict:
+		heading, text = "That did not work", domain.ErrorMessage(err)
+	case http.StatusInternalServerError:
+		s.log.Error("console request failed", "path", r.URL.Path, "err", err)
+	}
+	s.render(w, r, status, views.Message(s.layout(r, heading, ""), heading, text))
+}
+
+func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
+	if s.sessions.GetInt64(r.Context(), sessionUserID) != 0 {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, views.Login("", "", r.URL.Query().Get("next")))
+}
+
+func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
+	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
+	u, err := s.console.Authenticate(r.Context(), email, password, clientAddress(r))
+	if err != nil {
+		status := errorStatus(err)
+		msg := domain.ErrorMessage(err)
+		if status == http.StatusUnauthorized {
+			status = http.StatusOK // the form is shown again with the reason
+		} else if status == http.StatusInternalServerError {
+			s.log.Error("login failed", "err", err)
+		}
+		s.render(w, r, status, views.Login(email, msg, next))
+		return
+	}
+	// A new session token at sign-in defeats session fixation.
+	if err := s.sessions.RenewToken(r.Context()); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.sessions.Put(r.Context(), sessionUserID, u.ID)
+	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
+}
+
+func (s *Server) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if err := s.sessions.RenewToken(r.Context()); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.sessions.Destroy(r.Context())
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// handleHome opens the operator's only workspace, or lists them.
+func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
+	l := s.layout(r, "Workspaces", "")
+	if len(l.Tenants) == 1 {
+		http.Redirect(w, r, "/t/"+l.Tenants[0].Slug, http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, views.Home(l))
+}
+
+// safeNext keeps post-login redirects on this site.
+func safeNext(next string) string {
+	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+		return "/"
+	}
+	return next
+}
+
+// clientAddress is the peer's IP, for login throttling.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
