@@ -31,6 +31,7 @@ type ConsoleService interface {
 	EventLogService
 	ConflictService
 	ProviderAdminService
+	AdminService
 }
 
 // AccessService signs operators in and resolves what they may see.

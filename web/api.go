@@ -145,8 +145,8 @@ func (s *Server) handleContact(w http.ResponseWriter, r *http.Request) {
 }
 
 func contactRef(r *http.Request) domain.RecordRef {
-	return domain.RecordRef{Provider: chi.URLParam(r, "provider"), ObjectType: domain.ContactType,
-		ObjectID: chi.URLParam(r, "contact_id")}
+	return domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: domain.ContactType,
+		ObjectID: pathParam(r, "contact_id")}
 }
 
 type recordJSON struct {
@@ -163,8 +163,8 @@ type recordJSON struct {
 
 // handleRecord answers GET records/{provider}/{object_type}/{object_id}.
 func (s *Server) handleRecord(w http.ResponseWriter, r *http.Request) {
-	ref := domain.RecordRef{Provider: chi.URLParam(r, "provider"), ObjectType: chi.URLParam(r, "object_type"),
-		ObjectID: chi.URLParam(r, "object_id")}
+	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
+		ObjectID: pathParam(r, "object_id")}
 	rec, err := s.query.Record(r.Context(), apiTenant(r.Context()).ID, ref)
 	if err != nil {
 		s.fail(w, r, err)

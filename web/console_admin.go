@@ -1,6 +1,176 @@
 package web
 
-import "github.com/go-chi/chi/v5"
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+const operatorsPath = "/admin/users"
 
 // adminRoutes registers the console pages of operators and memberships (admins only).
-func (s *Server) adminRoutes(r chi.Router) {}
+func (s *Server) adminRoutes(r chi.Router) {
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireAdmin)
+		r.Get(operatorsPath, s.handleOperators)
+		r.Post(operatorsPath, s.handleCreateOperator)
+		r.Post(operatorsPath+"/{id}/memberships", s.handleAddMembership)
+		r.Post(operatorsPath+"/{id}/memberships/{tenant}/remove", s.handleRemoveMembership)
+		r.Post(operatorsPath+"/{id}/admin", s.handleSetAdmin)
+	})
+}
+
+// requireAdmin answers anyone but an admin as if the page did not exist.
+func (s *Server) requireAdmin(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !currentUser(r.Context()).IsAdmin {
+			s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "not found"))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) handleOperators(w http.ResponseWriter, r *http.Request) {
+	s.renderOperators(w, r, http.StatusOK, views.NewOperatorForm{})
+}
+
+// renderOperators shows the operators page, with form as last submitted.
+func (s *Server) renderOperators(w http.ResponseWriter, r *http.Request, status int, form views.NewOperatorForm) {
+	ops, err := s.console.Operators(r.Context())
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	l := s.layout(r, "Operators", "admin")
+	s.render(w, r, status, views.Operators(views.OperatorsPage{Layout: l, Operators: ops, Tenants: l.Tenants,
+		SelfID: currentUser(r.Context()).ID, Form: form}))
+}
+
+func (s *Server) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
+	form := views.NewOperatorForm{
+		Email:  strings.ToLower(strings.TrimSpace(r.PostFormValue("email"))),
+		Admin:  r.PostFormValue("admin") != "",
+		Tenant: r.PostFormValue("tenant"),
+	}
+	err := s.console.CreateUser(r.Context(), form.Email, r.PostFormValue("password"), form.Admin, form.Tenant)
+	if err != nil {
+		// A mistake in the form is shown beside it, with what was typed.
+		status := http.StatusBadRequest
+		switch domain.ErrorCode(err) {
+		case domain.EINVALID, domain.ENOTFOUND:
+		case domain.ECONFLICT:
+			status = http.StatusConflict
+		default:
+			s.consoleError(w, r, err)
+			return
+		}
+		form.Error = domain.ErrorMessage(err)
+		s.renderOperators(w, r, status, form)
+		return
+	}
+	msg := fmt.Sprintf("Operator %s added.", form.Email)
+	switch {
+	case form.Admin:
+		msg += " As an admin they can open every workspace."
+	case form.Tenant != "":
+		msg += fmt.Sprintf(" They can sign in and open %s.", form.Tenant)
+	default:
+		msg += " Add them to a workspace so they can see something."
+	}
+	s.redirectWithFlash(w, r, operatorsPath, "ok", msg)
+}
+
+// targetOperator is the operator named by {id}; an id that is not a number
+// is as unknown as one that does not exist.
+func (s *Server) targetOperator(r *http.Request) (domain.User, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		return domain.User{}, domain.Errorf(domain.ENOTFOUND, "operator not found")
+	}
+	return s.console.User(r.Context(), id)
+}
+
+func (s *Server) handleAddMembership(w http.ResponseWriter, r *http.Request) {
+	u, err := s.targetOperator(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	tenant := r.PostFormValue("tenant")
+	if tenant == "" {
+		s.redirectWithFlash(w, r, operatorsPath, "error", "Choose a workspace to add "+u.Email+" to.")
+		return
+	}
+	err = s.console.AddMembership(r.Context(), u.ID, tenant)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		s.redirectWithFlash(w, r, operatorsPath, "error", fmt.Sprintf("There is no workspace %q.", tenant))
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.redirectWithFlash(w, r, operatorsPath, "ok", fmt.Sprintf("%s can now open %s.", u.Email, tenant))
+}
+
+func (s *Server) handleRemoveMembership(w http.ResponseWriter, r *http.Request) {
+	u, err := s.targetOperator(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	tenant := chi.URLParam(r, "tenant")
+	err = s.console.RemoveMembership(r.Context(), u.ID, tenant)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		s.redirectWithFlash(w, r, operatorsPath, "error", fmt.Sprintf("%s is not a member of %s.", u.Email, tenant))
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	msg := fmt.Sprintf("%s can no longer open %s.", u.Email, tenant)
+	if u.IsAdmin {
+		msg += " As an admin they still see every workspace."
+	}
+	s.redirectWithFlash(w, r, operatorsPath, "ok", msg)
+}
+
+// handleSetAdmin sets the admin flag to the form's "admin" value, or flips
+// it when the form does not say.
+func (s *Server) handleSetAdmin(w http.ResponseWriter, r *http.Request) {
+	u, err := s.targetOperator(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	admin := !u.IsAdmin
+	if v := r.PostFormValue("admin"); v != "" {
+		admin, err = strconv.ParseBool(v)
+		if err != nil {
+			s.consoleError(w, r, domain.Errorf(domain.EINVALID, "admin must be true or false"))
+			return
+		}
+	}
+	err = s.console.SetAdmin(r.Context(), currentUser(r.Context()), u.ID, admin)
+	if domain.ErrorCode(err) == domain.ECONFLICT {
+		s.redirectWithFlash(w, r, operatorsPath, "error", domain.ErrorMessage(err))
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	msg := u.Email + " is now an admin and can open every workspace."
+	if !admin {
+		msg = u.Email + " is no longer an admin and sees only the workspaces they are a member of."
+	}
+	s.redirectWithFlash(w, r, operatorsPath, "ok", msg)
+}

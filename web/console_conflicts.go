@@ -1,6 +1,223 @@
 package web
 
-import "github.com/go-chi/chi/v5"
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/a-h/templ"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+// How much of the queue and of a timeline one page shows.
+const (
+	queueOpenLimit     = 200
+	queueResolvedLimit = 50
+	timelineLimit      = 200
+)
 
 // conflictRoutes registers the console pages of the conflict queue, conflicts and contact timelines.
-func (s *Server) conflictRoutes(r chi.Router) {}
+func (s *Server) conflictRoutes(r chi.Router) {
+	r.Get("/conflicts", s.handleConflictQueue)
+	r.Get("/conflicts/{id}", s.handleConflict)
+	r.Post("/conflicts/{id}/resolve", s.handleResolveConflict)
+	r.Get("/contacts", s.handleContactSearch)
+	r.Get("/contacts/{provider}/{contact_id}", s.handleTimeline)
+	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleTimeline)
+}
+
+// handleConflictQueue shows open conflicts, oldest first, then resolved
+// ones. htmx polls it and gets the queue fragment alone, so a poll neither
+// re-renders the page frame nor takes the pending flash.
+func (s *Server) handleConflictQueue(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	q, err := s.console.ConflictQueue(ctx, t.ID, queueOpenLimit, queueResolvedLimit)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	now := s.now()
+	p := views.ConflictQueuePage{OpenTotal: q.OpenTotal, PollURL: "/t/" + t.Slug + "/conflicts"}
+	for _, c := range q.Open {
+		p.Open = append(p.Open, views.QueuedConflict{Conflict: c, Age: waitedFor(now.Sub(c.DetectedAt))})
+	}
+	for _, c := range q.Resolved {
+		p.Resolved = append(p.Resolved, views.QueuedConflict{Conflict: c})
+	}
+	w.Header().Add("Vary", "HX-Request")
+	if r.Header.Get("HX-Request") == "true" {
+		page := views.ConflictQueueView(views.Layout{Tenant: t}, p)
+		s.render(w, r, http.StatusOK, templ.ComponentFunc(func(ctx context.Context, w io.Writer) error {
+			return templ.RenderFragments(ctx, w, page, "conflict-queue")
+		}))
+		return
+	}
+	if p.Search, err = s.contactSearch(r, "", ""); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, views.ConflictQueueView(s.layout(r, "Conflicts", "conflicts"), p))
+}
+
+// conflictIDParam reads the {id} of a conflict URL; a malformed id is a
+// conflict that does not exist.
+func conflictIDParam(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id <= 0 {
+		return 0, domain.Errorf(domain.ENOTFOUND, "conflict %q not found", chi.URLParam(r, "id"))
+	}
+	return id, nil
+}
+
+func (s *Server) handleConflict(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := conflictIDParam(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	d, err := s.console.ConflictDetail(ctx, currentTenant(ctx).ID, id)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	p := views.ConflictPage{ConflictDetail: d, Age: waitedFor(s.now().Sub(d.DetectedAt)),
+		Diff: views.DiffFields(d.AcceptedSnapshot, d.ConflictingSnapshot)}
+	s.render(w, r, http.StatusOK, views.ConflictView(s.layout(r, fmt.Sprintf("Conflict %d", id), "conflicts"), p))
+}
+
+// handleResolveConflict keeps or adopts, on behalf of the signed-in
+// operator. A refusal (already resolved, record moved on, bad input) goes
+// back to the conflict with the reason; success goes to the queue.
+func (s *Server) handleResolveConflict(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := conflictIDParam(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	t := currentTenant(ctx)
+	back := fmt.Sprintf("/t/%s/conflicts/%d", t.Slug, id)
+	note := strings.TrimSpace(r.PostFormValue("note"))
+	if utf8.RuneCountInString(note) > domain.MaxConflictNote {
+		s.redirectWithFlash(w, r, back, "error",
+			fmt.Sprintf("The note is too long: keep it under %d characters.", domain.MaxConflictNote))
+		return
+	}
+	c, err := s.query.ResolveConflict(ctx, t.ID, id, r.PostFormValue("resolution"), note, currentUser(ctx).Email)
+	switch domain.ErrorCode(err) {
+	case domain.ECONFLICT, domain.EINVALID:
+		s.redirectWithFlash(w, r, back, "error", "Conflict "+strconv.FormatInt(id, 10)+" was not resolved: "+domain.ErrorMessage(err))
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	msg := fmt.Sprintf("Conflict %d kept.", c.ID)
+	if c.Status == domain.ConflictAdopted {
+		msg = fmt.Sprintf("Conflict %d adopted: the record now holds the conflicting snapshot at revision %d.", c.ID, c.Revision)
+	}
+	s.redirectWithFlash(w, r, "/t/"+t.Slug+"/conflicts", "ok", msg)
+}
+
+// handleTimeline shows one record's timeline; /contacts/{provider}/{id}
+// is the one of a contact.
+func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
+		ObjectID: pathParam(r, "object_id")}
+	if ref.ObjectType == "" {
+		ref.ObjectType, ref.ObjectID = domain.ContactType, pathParam(r, "contact_id")
+	}
+	tl, err := s.console.RecordTimeline(ctx, currentTenant(ctx).ID, ref, timelineLimit)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	p := views.TimelinePage{Ref: ref, Record: tl.Record, Limit: timelineLimit}
+	for _, e := range tl.Entries {
+		p.Entries = append(p.Entries, views.NewTimelineItem(e))
+	}
+	if p.Search, err = s.contactSearch(r, ref.Provider, ""); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	title := ref.ObjectType + " " + ref.ObjectID
+	s.render(w, r, http.StatusOK, views.TimelineView(s.layout(r, title, "events"), p))
+}
+
+// handleContactSearch opens a contact's timeline by id: in the provider
+// asked for, or in the only provider that has it. Otherwise the form comes
+// back saying what was found.
+func (s *Server) handleContactSearch(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	provider := r.URL.Query().Get("provider")
+	contactID := strings.TrimSpace(r.URL.Query().Get("contact_id"))
+	f, err := s.contactSearch(r, provider, contactID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	if contactID != "" {
+		found, err := s.console.ContactProviders(ctx, t.ID, contactID)
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		if provider != "" {
+			if slices.Contains(found, provider) {
+				found = []string{provider}
+			} else {
+				found = nil
+			}
+		}
+		switch len(found) {
+		case 1:
+			ref := domain.RecordRef{Provider: found[0], ObjectType: domain.ContactType, ObjectID: contactID}
+			http.Redirect(w, r, "/t/"+t.Slug+views.TimelinePath(ref), http.StatusSeeOther)
+			return
+		case 0:
+			if provider != "" {
+				f.Message = fmt.Sprintf("No contact %s in provider %s", contactID, provider)
+			} else {
+				f.Message = fmt.Sprintf("No contact %s in any provider", contactID)
+			}
+		default:
+			f.Message = fmt.Sprintf("Contact %s exists in %d providers; choose one.", contactID, len(found))
+			f.Matches = found
+		}
+	}
+	s.render(w, r, http.StatusOK, views.ContactSearchView(s.layout(r, "Find a contact", "events"), f))
+}
+
+// contactSearch is the search form filled in with the tenant's providers.
+func (s *Server) contactSearch(r *http.Request, provider, contactID string) (views.ContactSearch, error) {
+	providers, err := s.console.TimelineProviders(r.Context(), currentTenant(r.Context()).ID)
+	return views.ContactSearch{Providers: providers, Provider: provider, ContactID: contactID}, err
+}
+
+// waitedFor is how long something has waited, coarsely: "< 1 min", "5 min",
+// "3 h", "2 d".
+func waitedFor(d time.Duration) string {
+	switch {
+	case d < time.Minute:
+		return "< 1 min"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%d d", int(d/(24*time.Hour)))
+}

@@ -1,6 +1,152 @@
 package web
 
-import "github.com/go-chi/chi/v5"
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+// eventLogPageSize is how many events one page of history shows; ?limit=
+// asks for fewer or more, up to domain.MaxPageLimit.
+const eventLogPageSize = 50
 
 // eventRoutes registers the console pages of event history and event detail.
-func (s *Server) eventRoutes(r chi.Router) {}
+func (s *Server) eventRoutes(r chi.Router) {
+	r.Get("/events", s.handleEventLog)
+	r.Get("/events/{delivery_id}/{seq}", s.handleEventDetail)
+}
+
+// handleEventLog shows one page of the event log, newest first. Filters
+// the operator got wrong, and searches too broad to finish in time, are
+// explained above the form's results rather than as an error page.
+func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	values := r.URL.Query()
+	f := views.EventLogFilters{
+		Provider:   values.Get("provider"),
+		ObjectType: values.Get("type"),
+		ObjectID:   strings.TrimSpace(values.Get("record")),
+		Outcome:    values.Get("outcome"),
+		From:       values.Get("from"),
+		To:         values.Get("to"),
+		Contains:   strings.TrimSpace(values.Get("contains")),
+	}
+	p := views.EventLogPage{Filters: f}
+	var err error
+	if p.Choices, err = s.console.EventLogChoices(ctx, t.ID); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	page := domain.Page{Limit: eventLogPageSize, Cursor: values.Get("cursor")}
+	if v := values.Get("limit"); v != "" {
+		if page.Limit, err = strconv.Atoi(v); err != nil || page.Limit < 1 {
+			page.Limit = eventLogPageSize
+		}
+	}
+	base := "/t/" + t.Slug + "/events"
+	if page.Cursor != "" {
+		p.FirstURL = base + eventLogQueryString(f, values.Get("limit"), "")
+	}
+
+	status := http.StatusOK
+	q, err := eventLogQuery(f)
+	if err == nil {
+		var next string
+		p.Events, next, err = s.console.EventLog(ctx, t.ID, q, page)
+		if next != "" {
+			p.NextURL = base + eventLogQueryString(f, values.Get("limit"), next)
+		}
+	}
+	switch {
+	case errors.Is(err, domain.ErrEventLogTimeout):
+		status, p.Error = http.StatusServiceUnavailable, domain.ErrEventLogTimeout.Message
+	case domain.ErrorCode(err) == domain.EINVALID:
+		status, p.Error = http.StatusBadRequest, domain.ErrorMessage(err)
+	case err != nil:
+		s.consoleError(w, r, err)
+		return
+	}
+	s.render(w, r, status, views.EventLogView(s.layout(r, "Event history", "events"), p))
+}
+
+// eventLogQuery reads the filters into a query. Times are datetime-local
+// values in UTC; "to" includes the whole minute (or second) it names.
+func eventLogQuery(f views.EventLogFilters) (domain.EventLogQuery, error) {
+	q := domain.EventLogQuery{Provider: f.Provider, ObjectType: f.ObjectType, ObjectID: f.ObjectID,
+		Outcome: domain.Outcome(f.Outcome)}
+	var err error
+	if f.From != "" {
+		if q.From, _, err = parseLocalTime("from", f.From); err != nil {
+			return q, err
+		}
+	}
+	if f.To != "" {
+		to, precision, err := parseLocalTime("to", f.To)
+		if err != nil {
+			return q, err
+		}
+		q.Before = to.Add(precision)
+	}
+	if f.Contains != "" {
+		q.Contains = json.RawMessage(f.Contains)
+	}
+	return q, q.Validate()
+}
+
+// parseLocalTime reads a datetime-local value as UTC and says how precise
+// it was.
+func parseLocalTime(field, v string) (time.Time, time.Duration, error) {
+	for _, layout := range []struct {
+		layout    string
+		precision time.Duration
+	}{{"2006-01-02T15:04", time.Minute}, {"2006-01-02T15:04:05", time.Second}, {"2006-01-02T15:04:05.999999999", time.Nanosecond}} {
+		if t, err := time.ParseInLocation(layout.layout, v, time.UTC); err == nil {
+			return t, layout.precision, nil
+		}
+	}
+	return time.Time{}, 0, domain.Errorf(domain.EINVALID, "%q is not a date and time for %q; use the form 2026-11-29T10:00", v, field)
+}
+
+// eventLogQueryString carries the filters (and the page size and cursor,
+// when set) into a page link.
+func eventLogQueryString(f views.EventLogFilters, limit, cursor string) string {
+	v := url.Values{}
+	for _, kv := range [][2]string{{"provider", f.Provider}, {"type", f.ObjectType}, {"record", f.ObjectID},
+		{"outcome", f.Outcome}, {"from", f.From}, {"to", f.To}, {"contains", f.Contains}, {"limit", limit}, {"cursor", cursor}} {
+		if kv[1] != "" {
+			v.Set(kv[0], kv[1])
+		}
+	}
+	if len(v) == 0 {
+		return ""
+	}
+	return "?" + v.Encode()
+}
+
+// handleEventDetail shows one event with its raw payload.
+func (s *Server) handleEventDetail(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	deliveryID := chi.URLParam(r, "delivery_id")
+	seq, err := strconv.Atoi(chi.URLParam(r, "seq"))
+	if err != nil {
+		s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "event not found"))
+		return
+	}
+	e, err := s.console.EventDetail(ctx, t.ID, deliveryID, seq)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.render(w, r, http.StatusOK, views.EventDetailView(s.layout(r, "Event "+e.EventID, "events"), views.EventDetailPage{Event: e}))
+}

@@ -1,6 +1,449 @@
 package web
 
-import "github.com/go-chi/chi/v5"
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+// providerDeliveriesShown is how many deliveries a provider page lists.
+const providerDeliveriesShown = 25
 
 // providerRoutes registers the console pages of providers, their secrets, scopes and deliveries, and API tokens.
-func (s *Server) providerRoutes(r chi.Router) {}
+func (s *Server) providerRoutes(r chi.Router) {
+	r.Get("/providers", s.handleProviders)
+	r.Post("/providers", s.handleConnectProvider)
+	r.Get("/providers/{name}", s.handleProvider)
+	r.Post("/providers/{name}/rotate", s.handleRotateSecret)
+	r.Post("/providers/{name}/retire", s.handleRetireSecrets)
+	r.Post("/providers/{name}/test", s.handleTestEvent)
+	r.Post("/providers/{name}/scopes", s.handleSaveScope)
+	r.Get("/tokens", s.handleTokens)
+	r.Post("/tokens", s.handleCreateToken)
+	r.Post("/tokens/{id}/revoke", s.handleRevokeToken)
+}
+
+// formRefusal reports whether err is a refusal the operator can fix in the
+// form they submitted, rather than an error page.
+func formRefusal(err error) bool {
+	code := domain.ErrorCode(err)
+	return code == domain.EINVALID || code == domain.ECONFLICT
+}
+
+func (s *Server) handleProviders(w http.ResponseWriter, r *http.Request) {
+	s.renderProviders(w, r, http.StatusOK, views.ProviderForm{Kind: domain.KindStandard})
+}
+
+func (s *Server) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
+	ps, err := s.console.ProviderSummaries(r.Context(), currentTenant(r.Context()).ID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	v := views.ProvidersView{Providers: ps, Form: form}
+	for _, k := range domain.Kinds {
+		opt := views.ProviderKindOption{Value: k, Label: k}
+		if domain.ValidateConnectableKind(k) != nil {
+			opt.Label, opt.Disabled = k+" (coming soon)", true
+		}
+		v.Kinds = append(v.Kinds, opt)
+	}
+	s.render(w, r, status, views.Providers(s.layout(r, "Providers", "providers"), v))
+}
+
+// handleConnectProvider creates a provider and answers with its secret,
+// which exists in plaintext only in this response.
+func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	form := views.ProviderForm{Name: strings.TrimSpace(r.PostFormValue("name")), Kind: r.PostFormValue("kind")}
+	secret := NewStandardSecret()
+	p, err := s.console.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret)
+	if formRefusal(err) {
+		form.Error = domain.ErrorMessage(err)
+		s.renderProviders(w, r, http.StatusUnprocessableEntity, form)
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", currentUser(r.Context()).Email)
+	s.renderNewSecret(w, r, p.Name, p.Kind, secret, false)
+}
+
+// renderNewSecret shows a secret once. The page must not be cached: it is
+// the only place the plaintext ever appears.
+func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, name, kind, secret string, rotated bool) {
+	endpoint := s.endpointURL(r, name)
+	v := views.ProviderSecretView{Name: name, Kind: kind, Rotated: rotated, EndpointURL: endpoint, Secret: secret,
+		CurlExample: standardCurlExample(endpoint, secret),
+		SendExample: "tidemark send --url " + shellWord(endpoint) + " --secret " + shellWord(secret)}
+	title := "Provider connected"
+	if rotated {
+		title = "New signing secret"
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	s.render(w, r, http.StatusOK, views.ProviderSecret(s.layout(r, title, "providers"), v))
+}
+
+func (s *Server) endpointURL(r *http.Request, provider string) string {
+	return s.baseURL(r) + "/webhooks/" + currentTenant(r.Context()).Slug + "/" + provider
+}
+
+// standardCurlExample is a shell snippet that signs one delivery per
+// Standard Webhooks with openssl and posts it with curl.
+func standardCurlExample(endpoint, secret string) string {
+	body := `{"type":"contact.snapshot","data":{"contact_id":"c-1001","revision":1,"snapshot":{"job_title":"Director"}}}`
+	return strings.Join([]string{
+		"secret=" + shellQuote(strings.TrimPrefix(secret, "whsec_")),
+		"url=" + shellQuote(endpoint),
+		"id=msg_$(date +%s); ts=$(date +%s)",
+		"body=" + shellQuote(body),
+		`sig=$(printf '%s.%s.%s' "$id" "$ts" "$body" | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf '%s' "$secret" | base64 -d | od -An -tx1 | tr -d ' \n') -binary | base64)`,
+		`curl -sS -X POST "$url" -H "webhook-id: $id" -H "webhook-timestamp: $ts" -H "webhook-signature: v1,$sig" -H 'Content-Type: application/json' -d "$body"`,
+	}, "\n")
+}
+
+// shellQuote quotes s as one shell word. The endpoint comes from the
+// request's Host header, so it is quoted rather than trusted.
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// shellWord leaves s bare when the shell would read it as is.
+func shellWord(s string) string {
+	for _, c := range s {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("_-./:@%+=,", c)) {
+			return shellQuote(s)
+		}
+	}
+	return s
+}
+
+// currentProvider loads the {name} provider of the current tenant; it
+// writes the error page and returns false when there is none.
+func (s *Server) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, bool) {
+	p, err := s.console.ProviderSummary(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "name"))
+	if err != nil {
+		s.consoleError(w, r, err)
+		return p, false
+	}
+	return p, true
+}
+
+func (s *Server) handleProvider(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.currentProvider(w, r)
+	if !ok {
+		return
+	}
+	s.renderProvider(w, r, http.StatusOK, p, views.ScopeForm{})
+}
+
+// renderProvider shows a provider's page. A refused scope form, when given,
+// is shown as submitted in place of the stored scope (or of the empty "add"
+// form) with its message.
+func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, refusedScope views.ScopeForm) {
+	ctx, tenantID := r.Context(), currentTenant(r.Context()).ID
+	secrets, err := s.console.ProviderSecrets(ctx, tenantID, p.ID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	deliveries, err := s.console.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	scopes, err := s.console.ProviderScopes(ctx, tenantID, p.ID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	_, canSign := receivers[p.Kind]
+	v := views.ProviderView{Provider: p, EndpointURL: s.endpointURL(r, p.Name), Secrets: secrets, Deliveries: deliveries,
+		CanSign: canSign, NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true}}
+	for _, sc := range scopes {
+		f := scopeForm(sc)
+		if refusedScope.Error != "" && !refusedScope.New && sc.ScopeName == (domain.ScopeName{ObjectType: refusedScope.ObjectType, Action: refusedScope.Action}) {
+			f = refusedScope
+		}
+		v.Scopes = append(v.Scopes, f)
+	}
+	if refusedScope.New {
+		v.NewScope = refusedScope
+	}
+	s.render(w, r, status, views.Provider(s.layout(r, p.Name, "providers"), v))
+}
+
+// scopeForm shows a stored scope's TTL in days when it is whole days.
+func scopeForm(sc domain.Scope) views.ScopeForm {
+	f := views.ScopeForm{ObjectType: sc.ObjectType, Action: sc.Action, IdentifierRule: sc.IdentifierRule.String(), Enabled: sc.Enabled}
+	day := 24 * time.Hour
+	if sc.TTL%day == 0 {
+		f.TTLValue, f.TTLUnit = strconv.FormatInt(int64(sc.TTL/day), 10), "days"
+	} else {
+		f.TTLValue, f.TTLUnit = strconv.FormatFloat(sc.TTL.Hours(), 'f', -1, 64), "hours"
+	}
+	return f
+}
+
+// parseScopeForm reads a submitted scope; every refusal is EINVALID with a
+// message for the form.
+func parseScopeForm(f views.ScopeForm) (domain.Scope, error) {
+	sc := domain.Scope{ScopeName: domain.ScopeName{ObjectType: f.ObjectType, Action: f.Action}, Enabled: f.Enabled}
+	if err := domain.ValidateScopeName(sc.ScopeName); err != nil {
+		return sc, err
+	}
+	n, err := strconv.ParseFloat(f.TTLValue, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || n <= 0 {
+		return sc, domain.Errorf(domain.EINVALID, "TTL must be a positive number of hours or days, got %q", f.TTLValue)
+	}
+	unit := map[string]time.Duration{"hours": time.Hour, "days": 24 * time.Hour}[f.TTLUnit]
+	if unit == 0 {
+		return sc, domain.Errorf(domain.EINVALID, "TTL unit must be hours or days")
+	}
+	if n*float64(unit) > float64(10*domain.MaxTTL) {
+		n = float64(10*domain.MaxTTL) / float64(unit) // beyond any bound, without overflowing a Duration
+	}
+	sc.TTL = time.Duration(n * float64(unit)).Round(time.Second)
+	if err := domain.ValidateTTL(sc.TTL); err != nil {
+		return sc, err
+	}
+	sc.IdentifierRule, err = domain.ParseIdentifierRule(f.IdentifierRule)
+	return sc, err
+}
+
+func (s *Server) handleSaveScope(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.currentProvider(w, r)
+	if !ok {
+		return
+	}
+	f := views.ScopeForm{
+		ObjectType:     strings.TrimSpace(r.PostFormValue("object_type")),
+		Action:         strings.TrimSpace(r.PostFormValue("action")),
+		TTLValue:       strings.TrimSpace(r.PostFormValue("ttl")),
+		TTLUnit:        r.PostFormValue("ttl_unit"),
+		IdentifierRule: strings.TrimSpace(r.PostFormValue("identifier_rule")),
+		Enabled:        r.PostFormValue("enabled") != "",
+		New:            r.PostFormValue("new") != "",
+	}
+	sc, err := parseScopeForm(f)
+	if err == nil {
+		err = s.console.SaveProviderScope(r.Context(), currentTenant(r.Context()).ID, p.ID, sc)
+	}
+	if formRefusal(err) {
+		f.Error = domain.ErrorMessage(err)
+		s.renderProvider(w, r, http.StatusUnprocessableEntity, p, f)
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	state := "enabled"
+	if !sc.Enabled {
+		state = "disabled"
+	}
+	saved := scopeForm(sc)
+	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
+		sc.ScopeName, saved.TTLValue, saved.TTLUnit, sc.IdentifierRule, state))
+}
+
+func (s *Server) providerURL(r *http.Request, name string) string {
+	return "/t/" + currentTenant(r.Context()).Slug + "/providers/" + name
+}
+
+// signable refuses secret actions on kinds without a receiver, whose
+// secrets are not Standard Webhooks secrets.
+func (s *Server) signable(w http.ResponseWriter, r *http.Request, p domain.ProviderSummary) bool {
+	if _, ok := receivers[p.Kind]; ok {
+		return true
+	}
+	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error",
+		fmt.Sprintf("%s providers are not supported by this version of Tidemark yet.", p.Kind))
+	return false
+}
+
+// handleRotateSecret adds a new secret and answers with it, once.
+func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.currentProvider(w, r)
+	if !ok || !s.signable(w, r, p) {
+		return
+	}
+	secret := NewStandardSecret()
+	if err := s.console.RotateProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID, secret); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("provider secret rotated", "tenant", currentTenant(r.Context()).Slug, "provider", p.Name, "by", currentUser(r.Context()).Email)
+	s.renderNewSecret(w, r, p.Name, p.Kind, secret, true)
+}
+
+func (s *Server) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.currentProvider(w, r)
+	if !ok {
+		return
+	}
+	n, err := s.console.RetireProviderSecrets(r.Context(), currentTenant(r.Context()).ID, p.ID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("provider secrets retired", "tenant", currentTenant(r.Context()).Slug, "provider", p.Name, "count", n, "by", currentUser(r.Context()).Email)
+	msg := "Nothing to retire: only one secret is active."
+	if n > 0 {
+		msg = fmt.Sprintf("Retired %d old secret(s). Only the newest secret is accepted now.", n)
+	}
+	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "ok", msg)
+}
+
+// consoleTestContact is the contact a console test event writes.
+const consoleTestContact = "tidemark-test"
+
+// handleTestEvent signs a delivery with the provider's newest secret and
+// passes it through the real receiver in-process, so everything a provider's
+// delivery goes through (signature, parsing, ingest, the delivery log) is
+// exercised; the answer is shown as a flash.
+func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
+	p, ok := s.currentProvider(w, r)
+	if !ok || !s.signable(w, r, p) {
+		return
+	}
+	t := currentTenant(r.Context())
+	secret, err := s.console.NewestProviderSecret(r.Context(), t.ID, p.ID)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	now := s.now()
+	body, _ := json.Marshal(map[string]any{
+		"type": "contact.snapshot", "timestamp": now.UTC().Format(time.RFC3339),
+		"data": map[string]any{"contact_id": consoleTestContact, "revision": now.UnixMilli(),
+			"snapshot": map[string]any{"note": "test event from the Tidemark console", "sent_at": now.UTC().Format(time.RFC3339)}},
+	})
+	id := "console-test-" + uuid.NewString()
+	sig, err := SignStandard(secret, id, now.Unix(), body)
+	if err != nil {
+		s.consoleError(w, r, fmt.Errorf("sign test event: %w", err))
+		return
+	}
+	status, answer := s.deliverInProcess(r.Context(), t.Slug, p.Name, body, map[string]string{
+		"webhook-id": id, "webhook-timestamp": strconv.FormatInt(now.Unix(), 10), "webhook-signature": sig})
+
+	kind, msg := "ok", fmt.Sprintf("Test event answered %d %s", status, http.StatusText(status))
+	var parsed struct {
+		Results []struct {
+			Outcome string `json:"outcome"`
+		} `json:"results"`
+	}
+	if json.Unmarshal(answer, &parsed) == nil && len(parsed.Results) == 1 {
+		msg += ", outcome " + parsed.Results[0].Outcome
+	}
+	if status != http.StatusOK {
+		kind = "error"
+	}
+	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), kind, msg+": "+string(bytes.TrimSpace(answer)))
+}
+
+// deliverInProcess hands a delivery to the webhook handler as the router
+// would, and returns its status and body.
+func (s *Server) deliverInProcess(ctx context.Context, tenant, provider string, body []byte, headers map[string]string) (int, []byte) {
+	rctx := chi.NewRouteContext()
+	rctx.URLParams.Add("tenant", tenant)
+	rctx.URLParams.Add("provider", provider)
+	req, _ := http.NewRequestWithContext(context.WithValue(ctx, chi.RouteCtxKey, rctx), http.MethodPost,
+		"/webhooks/"+tenant+"/"+provider, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	rec := &capturedResponse{header: http.Header{}, status: http.StatusOK}
+	s.handleWebhook(rec, req)
+	return rec.status, rec.body.Bytes()
+}
+
+// capturedResponse keeps what a handler wrote.
+type capturedResponse struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+	wrote  bool
+}
+
+func (c *capturedResponse) Header() http.Header { return c.header }
+
+func (c *capturedResponse) WriteHeader(status int) {
+	if !c.wrote {
+		c.status, c.wrote = status, true
+	}
+}
+
+func (c *capturedResponse) Write(b []byte) (int, error) {
+	c.wrote = true
+	return c.body.Write(b)
+}
+
+func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
+	s.renderTokens(w, r, http.StatusOK, views.TokensView{})
+}
+
+func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
+	tokens, err := s.console.APITokens(r.Context(), currentTenant(r.Context()).ID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	v.Tokens = tokens
+	s.render(w, r, status, views.Tokens(s.layout(r, "API tokens", "tokens"), v))
+}
+
+// handleCreateToken creates a token and answers with it, once: only its
+// hash is stored.
+func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	token, err := s.console.CreateAPIToken(r.Context(), t.ID, name)
+	if formRefusal(err) {
+		s.renderTokens(w, r, http.StatusUnprocessableEntity, views.TokensView{Form: views.TokenForm{Name: name, Error: domain.ErrorMessage(err)}})
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("API token created", "tenant", t.Slug, "name", name, "by", currentUser(r.Context()).Email)
+	example := "curl -sS -H " + shellQuote("Authorization: Bearer "+token) + " " + shellWord(s.baseURL(r)+"/api/v1/tenants/"+t.Slug+"/stats")
+	w.Header().Set("Cache-Control", "no-store")
+	s.renderTokens(w, r, http.StatusOK, views.TokensView{Created: views.NewToken{Name: name, Token: token, APIExample: example}})
+}
+
+func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "API token not found"))
+		return
+	}
+	if err := s.console.RevokeAPIToken(r.Context(), t.ID, id); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("API token revoked", "tenant", t.Slug, "id", id, "by", currentUser(r.Context()).Email)
+	s.redirectWithFlash(w, r, "/t/"+t.Slug+"/tokens", "ok", "Token revoked: API calls with it are refused from now on.")
+}

@@ -63,7 +63,8 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	}
 
 	srv := &http.Server{
-		Handler:           web.New(web.Config{Ingest: store, Query: store, Ping: store.Pool().Ping, Logger: log}).Handler(),
+		Handler: web.New(web.Config{Ingest: store, Query: store, Console: store, Sessions: store.SessionStore(),
+			Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
@@ -126,6 +127,10 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 		}
 		if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, domain.KindStandard, web.NewStandardSecret()); err != nil {
 			return err
+		}
+		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")
+		if err := seedDemo(ctx, store, e.stdout); err != nil {
+			return fmt.Errorf("seed demo history: %w", err)
 		}
 	}
 	password, err := demoPassword()

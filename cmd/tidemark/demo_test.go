@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/web"
+)
+
+// TestSeedDemo fills a fresh demo tenant and checks that every page of the
+// console has something to show: each outcome, open and resolved
+// conflicts, refused deliveries and several providers.
+func TestSeedDemo(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret := web.NewStandardSecret()
+	if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, domain.KindStandard, secret); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	before := time.Now()
+	if err := seedDemo(ctx, store, &out); err != nil {
+		t.Fatalf("seedDemo: %v\n%s", err, out.String())
+	}
+	if !strings.Contains(out.String(), "Demo history:") {
+		t.Errorf("no progress line: %q", out.String())
+	}
+	db := store.Pool()
+	count := func(sql string, args ...any) int {
+		t.Helper()
+		var n int
+		if err := db.QueryRow(ctx, sql, append([]any{tenant.ID}, args...)...).Scan(&n); err != nil {
+			t.Fatalf("%s: %v", sql, err)
+		}
+		return n
+	}
+
+	for _, o := range domain.Outcomes {
+		if n := count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND outcome = $2`, o); n == 0 {
+			t.Errorf("no %s event", o)
+		}
+	}
+	if n := count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND outcome = 'rejected' AND reason = 'data.contact_id is missing'`); n != 1 {
+		t.Errorf("%d events rejected for a missing contact_id, want 1", n)
+	}
+	if n := count(`SELECT count(DISTINCT object_id) FROM records WHERE tenant_id = $1 AND object_type = 'contact'`); n < 20 {
+		t.Errorf("%d contacts, want at least 20", n)
+	}
+	if n := count(`SELECT count(*) FROM records WHERE tenant_id = $1 AND object_type = 'deal'`); n == 0 {
+		t.Error("no deals")
+	}
+
+	if n := count(`SELECT count(*) FROM conflicts WHERE tenant_id = $1 AND status = 'open'`); n < 2 {
+		t.Errorf("%d open conflicts, want at least 2", n)
+	}
+	for _, status := range []string{domain.ConflictKept, domain.ConflictAdopted} {
+		if n := count(`SELECT count(*) FROM conflicts WHERE tenant_id = $1 AND status = $2 AND resolved_by = $3`, status, demoEmail); n < 1 {
+			t.Errorf("no conflict %s by %s", status, demoEmail)
+		}
+	}
+	// The adopted snapshot is now the contact's.
+	if n := count(`SELECT count(*) FROM records r JOIN conflicts c ON c.tenant_id = r.tenant_id AND c.provider_id = r.provider_id
+		AND c.object_type = r.object_type AND c.object_id = r.object_id
+		WHERE r.tenant_id = $1 AND c.status = 'adopted' AND r.snapshot = c.conflicting_snapshot`); n != 1 {
+		t.Errorf("%d contacts carry their adopted snapshot, want 1", n)
+	}
+
+	for _, c := range []struct {
+		status    int
+		signature string
+	}{{401, domain.SignatureInvalid}, {401, domain.SignatureExpired}, {413, domain.SignatureUnchecked}} {
+		if n := count(`SELECT count(*) FROM deliveries WHERE tenant_id = $1 AND status = $2 AND signature = $3`, c.status, c.signature); n < 1 {
+			t.Errorf("no refused delivery with status %d and signature %s", c.status, c.signature)
+		}
+	}
+	if n := count(`SELECT count(*) FROM deliveries WHERE tenant_id = $1 AND status <> 200`); n < 3 {
+		t.Errorf("%d refused deliveries, want at least 3", n)
+	}
+	if n := count(`SELECT count(DISTINCT provider_id) FROM events WHERE tenant_id = $1`); n < 3 {
+		t.Errorf("events from %d providers, want 3", n)
+	}
+
+	// History spreads over the last days and never lies in the future.
+	var first, last time.Time
+	if err := db.QueryRow(ctx, `SELECT min(received_at), max(received_at) FROM deliveries WHERE tenant_id = $1`, tenant.ID).
+		Scan(&first, &last); err != nil {
+		t.Fatal(err)
+	}
+	if first.After(before.Add(-48*time.Hour)) || last.After(time.Now()) || last.Before(before.Add(-3*time.Hour)) {
+		t.Errorf("deliveries from %s to %s, want the last few days up to now", first, last)
+	}
+
+	// The counters agree with the event log.
+	stats, err := store.Stats(ctx, tenant.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range domain.Outcomes {
+		if n := count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND outcome = $2`, o); stats[o] != int64(n) {
+			t.Errorf("stats[%s] = %d, event log has %d", o, stats[o], n)
+		}
+	}
+
+	// The command serve prints (contact c-1001 at revision 1) still finds
+	// the contact new, so it is applied.
+	if n := count(`SELECT count(*) FROM records WHERE tenant_id = $1 AND object_id = 'c-1001'`); n != 0 {
+		t.Errorf("the demo history holds contact c-1001, which the printed test command sends")
+	}
+}

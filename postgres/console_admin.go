@@ -1,0 +1,93 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// Operators and memberships span tenants by nature: these statements are
+// the admin pages' and filter by operator, not by tenant.
+
+const operatorsSQL = `
+SELECT u.id, u.email, u.is_admin, u.created_at,
+       coalesce(array_agg(t.slug ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}')
+FROM users u
+LEFT JOIN memberships m ON m.user_id = u.id
+LEFT JOIN tenants t ON t.id = m.tenant_id
+GROUP BY u.id
+ORDER BY u.email`
+
+// Operators implements domain.AdminService.
+func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
+	rows, err := s.pool.Query(ctx, operatorsSQL)
+	if err != nil {
+		return nil, translate(err)
+	}
+	ops, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Operator, error) {
+		var o domain.Operator
+		return o, row.Scan(&o.ID, &o.Email, &o.IsAdmin, &o.CreatedAt, &o.Tenants)
+	})
+	return ops, translate(err)
+}
+
+// addMembershipSQL answers whether the operator and the tenant exist, and
+// inserts the membership when both do.
+const addMembershipSQL = `
+WITH u AS (SELECT id FROM users WHERE id = @user_id),
+     t AS (SELECT id FROM tenants WHERE slug = @tenant),
+     added AS (
+         INSERT INTO memberships (tenant_id, user_id)
+         SELECT t.id, u.id FROM t, u
+         ON CONFLICT DO NOTHING
+     )
+SELECT EXISTS (SELECT FROM u), EXISTS (SELECT FROM t)`
+
+// AddMembership implements domain.AdminService.
+func (s *Store) AddMembership(ctx context.Context, userID int64, tenantSlug string) error {
+	var userFound, tenantFound bool
+	err := s.pool.QueryRow(ctx, addMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug}).
+		Scan(&userFound, &tenantFound)
+	switch {
+	case err != nil:
+		return translate(err)
+	case !userFound:
+		return notFound("operator not found")
+	case !tenantFound:
+		return notFound("tenant %q not found", tenantSlug)
+	}
+	return nil
+}
+
+const removeMembershipSQL = `
+DELETE FROM memberships m USING tenants t
+WHERE m.tenant_id = t.id AND t.slug = @tenant AND m.user_id = @user_id`
+
+// RemoveMembership implements domain.AdminService.
+func (s *Store) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) error {
+	tag, err := s.pool.Exec(ctx, removeMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug})
+	if err != nil {
+		return translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return notFound("the operator is not a member of %q", tenantSlug)
+	}
+	return nil
+}
+
+// SetAdmin implements domain.AdminService.
+func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, admin bool) error {
+	if err := domain.CheckAdminChange(actor, userID, admin); err != nil {
+		return err
+	}
+	var id int64
+	err := s.pool.QueryRow(ctx, `UPDATE users SET is_admin = @admin WHERE id = @user_id RETURNING id`,
+		pgx.NamedArgs{"user_id": userID, "admin": admin}).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return notFound("operator not found")
+	}
+	return translate(err)
+}

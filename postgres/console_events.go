@@ -1,0 +1,278 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+var _ domain.EventLogService = (*Store)(nil)
+
+// eventLogSQL pages through the log newest first along the primary key.
+// The plain received_at bound repeats the cursor's so that partitions newer
+// than the cursor are pruned. %s holds the filter conditions in use: each
+// combination is its own statement, planned for exactly those filters,
+// rather than one statement of "(@x IS NULL OR ...)" whose generic plan
+// would suit none of them.
+const eventLogSQL = `
+SELECT e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
+       e.outcome, e.reason, e.received_at, e.conflict_id
+FROM events e JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
+WHERE e.tenant_id = @tenant_id
+  AND e.received_at <= @after_at AND (e.received_at, e.delivery_id, e.seq) < (@after_at, @after_delivery::uuid, @after_seq)%s
+ORDER BY e.received_at DESC, e.delivery_id DESC, e.seq DESC
+LIMIT @limit`
+
+const (
+	eventLogProvider   = `e.provider_id = (SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider)`
+	eventLogObjectType = `e.object_type = @object_type`
+	eventLogObjectID   = `e.object_id = @object_id`
+	eventLogOutcome    = `e.outcome = @outcome`
+	eventLogFrom       = `e.received_at >= @from`
+	eventLogBefore     = `e.received_at < @before`
+	eventLogContains   = `e.snapshot @> @contains::jsonb`
+	// A record id without its provider and object type leads no index.
+	// Naming every provider and object type the tenant has lets the
+	// events_record index answer it with one probe per combination.
+	eventLogAnyProvider   = `e.provider_id = ANY (ARRAY (SELECT id FROM providers WHERE tenant_id = @tenant_id))`
+	eventLogAnyObjectType = `e.object_type = ANY (ARRAY (SELECT DISTINCT object_type FROM scopes WHERE tenant_id = @tenant_id) || ''::text)`
+)
+
+const eventLogTimeoutSQL = `SELECT set_config('statement_timeout', @timeout, true)`
+
+// EventLog implements domain.EventLogService. The search runs in a
+// transaction whose statement timeout is domain.EventLogTimeout.
+func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQuery, page domain.Page) ([]domain.LoggedEvent, string, error) {
+	if err := q.Validate(); err != nil {
+		return nil, "", err
+	}
+	var afterAt any = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	after := eventCursor{DeliveryID: uuid.Max.String(), Seq: math.MaxInt32}
+	if page.Cursor != "" {
+		if err := decodeCursor(page.Cursor, &after); err != nil {
+			return nil, "", err
+		}
+		if _, err := uuid.Parse(after.DeliveryID); err != nil || after.ReceivedAt.IsZero() {
+			return nil, "", invalidCursor()
+		}
+		afterAt = after.ReceivedAt
+	}
+	limit := pageLimit(page)
+	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_delivery": after.DeliveryID,
+		"after_seq": after.Seq, "limit": limit + 1}
+	var conds []string
+	filter := func(cond, name string, value any) {
+		conds = append(conds, cond)
+		args[name] = value
+	}
+	if q.Provider != "" {
+		filter(eventLogProvider, "provider", q.Provider)
+	} else if q.ObjectID != "" {
+		conds = append(conds, eventLogAnyProvider)
+	}
+	if q.ObjectType != "" {
+		filter(eventLogObjectType, "object_type", q.ObjectType)
+	} else if q.ObjectID != "" {
+		conds = append(conds, eventLogAnyObjectType)
+	}
+	if q.ObjectID != "" {
+		filter(eventLogObjectID, "object_id", q.ObjectID)
+	}
+	if q.Outcome != "" {
+		filter(eventLogOutcome, "outcome", string(q.Outcome))
+	}
+	if !q.From.IsZero() {
+		filter(eventLogFrom, "from", q.From)
+	}
+	if !q.Before.IsZero() {
+		filter(eventLogBefore, "before", q.Before)
+	}
+	if len(q.Contains) > 0 {
+		filter(eventLogContains, "contains", string(q.Contains))
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = "\n  AND " + strings.Join(conds, "\n  AND ")
+	}
+	sql := fmt.Sprintf(eventLogSQL, where)
+
+	var events []domain.LoggedEvent
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		timeout := fmt.Sprintf("%dms", domain.EventLogTimeout.Milliseconds())
+		if _, err := tx.Exec(ctx, eventLogTimeoutSQL, pgx.NamedArgs{"timeout": timeout}); err != nil {
+			return err
+		}
+		rows, err := tx.Query(ctx, sql, args)
+		if err != nil {
+			return err
+		}
+		events, err = pgx.CollectRows(rows, scanLoggedEvent)
+		return err
+	})
+	if err != nil {
+		return nil, "", eventLogError(err)
+	}
+	events, more := trim(events, limit)
+	if !more {
+		return events, "", nil
+	}
+	last := events[len(events)-1]
+	return events, encodeCursor(eventCursor{ReceivedAt: last.ReceivedAt, DeliveryID: last.DeliveryID, Seq: last.Seq}), nil
+}
+
+// eventLogError names the two failures an operator can act on: a search
+// too broad for the statement timeout, and a snapshot filter PostgreSQL
+// cannot compare (such as a \u0000 escape, which jsonb refuses).
+func eventLogError(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		switch {
+		case pgErr.Code == "57014": // query_canceled, here by statement_timeout
+			return fmt.Errorf("%w (%s)", domain.ErrEventLogTimeout, pgErr.Message)
+		case pgErr.Code[:2] == "22":
+			return domain.Errorf(domain.EINVALID, "the snapshot filter cannot be used: %s", pgErr.Message)
+		}
+	}
+	return translate(err)
+}
+
+func scanLoggedEvent(row pgx.CollectableRow) (domain.LoggedEvent, error) {
+	var (
+		e                domain.LoggedEvent
+		objectID, reason *string
+		conflictID       *int64
+	)
+	err := row.Scan(&e.DeliveryID, &e.Seq, &e.EventID, &e.Provider, &e.ObjectType, &e.Action, &objectID,
+		&e.Revision, &e.Outcome, &reason, &e.ReceivedAt, &conflictID)
+	if objectID != nil {
+		e.ObjectID = *objectID
+	}
+	if reason != nil {
+		e.Reason = *reason
+	}
+	if conflictID != nil {
+		e.ConflictID = *conflictID
+	}
+	return e, err
+}
+
+const (
+	eventLogProvidersSQL   = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
+	eventLogObjectTypesSQL = `SELECT DISTINCT object_type FROM scopes WHERE tenant_id = @tenant_id ORDER BY 1`
+)
+
+// EventLogChoices implements domain.EventLogService.
+func (s *Store) EventLogChoices(ctx context.Context, tenantID int64) (domain.EventLogChoices, error) {
+	var c domain.EventLogChoices
+	args := pgx.NamedArgs{"tenant_id": tenantID}
+	batch := &pgx.Batch{}
+	batch.Queue(eventLogProvidersSQL, args).Query(func(rows pgx.Rows) (err error) {
+		c.Providers, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	batch.Queue(eventLogObjectTypesSQL, args).Query(func(rows pgx.Rows) (err error) {
+		c.ObjectTypes, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return c, translate(s.pool.SendBatch(ctx, batch).Close())
+}
+
+// eventDetailSQL finds one event by its delivery and position. The primary
+// key leads with received_at, so the caller bounds it: the delivery id is a
+// UUIDv7 minted as the delivery arrived, whose timestamp narrows the search
+// to a partition or two.
+const eventDetailSQL = `
+SELECT e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
+       e.outcome, e.reason, e.received_at, e.conflict_id, e.payload, e.snapshot,
+       d.status, d.signature, d.reason, d.event_count
+FROM events e
+JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
+LEFT JOIN deliveries d ON d.tenant_id = e.tenant_id AND d.received_at = e.received_at AND d.id = e.delivery_id
+WHERE e.tenant_id = @tenant_id AND e.delivery_id = @delivery_id::uuid AND e.seq = @seq
+  AND e.received_at >= @from AND e.received_at <= @to`
+
+// eventDetailSlack is how far from its delivery id's timestamp an event's
+// received time is looked for first.
+const eventDetailSlack = time.Hour
+
+// EventDetail implements domain.EventLogService. An id that is not a UUID
+// is an ENOTFOUND error like any other unknown event.
+func (s *Store) EventDetail(ctx context.Context, tenantID int64, deliveryID string, seq int) (domain.EventDetail, error) {
+	id, err := uuid.Parse(deliveryID)
+	if err != nil || seq < 0 {
+		return domain.EventDetail{}, eventNotFound(deliveryID, seq)
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "delivery_id": id.String(), "seq": seq,
+		"from": pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true},
+		"to":   pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}}
+	if id.Version() == 7 {
+		minted := uuidV7Time(id)
+		args["from"], args["to"] = minted.Add(-eventDetailSlack), minted.Add(eventDetailSlack)
+	}
+	d, err := s.eventDetail(ctx, args)
+	if errors.Is(err, pgx.ErrNoRows) && id.Version() == 7 {
+		// A clock other than the one that minted the id stamped the event.
+		args["from"] = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+		args["to"] = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+		d, err = s.eventDetail(ctx, args)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, eventNotFound(deliveryID, seq)
+	}
+	return d, translate(err)
+}
+
+func (s *Store) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.EventDetail, error) {
+	var (
+		d                                    domain.EventDetail
+		objectID, reason, signature, dReason *string
+		conflictID                           *int64
+		status, eventCount                   *int
+	)
+	err := s.pool.QueryRow(ctx, eventDetailSQL, args).Scan(&d.DeliveryID, &d.Seq, &d.EventID, &d.Provider,
+		&d.ObjectType, &d.Action, &objectID, &d.Revision, &d.Outcome, &reason, &d.ReceivedAt, &conflictID,
+		&d.Payload, &d.Snapshot, &status, &signature, &dReason, &eventCount)
+	if err != nil {
+		return d, err
+	}
+	d.ObjectID, d.Reason = textOrEmpty(objectID), textOrEmpty(reason)
+	if conflictID != nil {
+		d.ConflictID = *conflictID
+	}
+	d.Delivery = domain.DeliveryBrief{ID: d.DeliveryID, Provider: d.Provider, ReceivedAt: d.ReceivedAt,
+		Signature: textOrEmpty(signature), Reason: textOrEmpty(dReason)}
+	if status != nil {
+		d.Delivery.Status, d.Delivery.EventCount = *status, *eventCount
+	}
+	return d, nil
+}
+
+func textOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+// uuidV7Time is the instant in a UUIDv7's first 48 bits (Unix milliseconds).
+func uuidV7Time(id uuid.UUID) time.Time {
+	var ms int64
+	for _, b := range id[:6] {
+		ms = ms<<8 | int64(b)
+	}
+	return time.UnixMilli(ms)
+}
+
+func eventNotFound(deliveryID string, seq int) error {
+	return notFound("event %d of delivery %q not found", seq, deliveryID)
+}

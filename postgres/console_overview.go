@@ -1,0 +1,121 @@
+package postgres
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+var _ domain.OverviewService = (*Store)(nil)
+
+const overviewProvidersSQL = `
+SELECT id, name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
+
+// overviewCountsSQL reads the counters of the longest window once, summed
+// over shards into one row per provider, outcome, UTC day and span: 0 for
+// buckets inside the shortest window, 1 for the middle one, 2 for the rest.
+// Go adds the spans up into windows and the days into the chart.
+const overviewCountsSQL = `
+SELECT provider_id, outcome, date_trunc('day', bucket, 'UTC'),
+       CASE WHEN bucket > @since_day THEN 0 WHEN bucket > @since_week THEN 1 ELSE 2 END,
+       sum(n)::bigint
+FROM outcome_counters
+WHERE tenant_id = @tenant_id AND bucket > @since_month
+GROUP BY 1, 2, 3, 4`
+
+const overviewOpenConflictsSQL = `
+SELECT count(*) FROM conflicts WHERE tenant_id = @tenant_id AND status = 'open'`
+
+const overviewDeliveriesSQL = `
+SELECT d.id::text, p.name, d.received_at, d.status, d.signature, d.reason, d.event_count
+FROM deliveries d JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
+WHERE d.tenant_id = @tenant_id
+ORDER BY d.received_at DESC, d.id DESC
+LIMIT @limit`
+
+// Overview implements domain.OverviewService. Its four reads go to the
+// database in one round trip.
+func (s *Store) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
+	var ov domain.Overview
+	windows := domain.OverviewWindows
+	args := pgx.NamedArgs{"tenant_id": tenantID, "since_day": now.Add(-windows[0]),
+		"since_week": now.Add(-windows[1]), "since_month": now.Add(-windows[2]), "limit": domain.OverviewDeliveries}
+
+	today := utcDay(now)
+	firstDay := today.AddDate(0, 0, 1-domain.OverviewChartDays)
+	ov.Days = make([]domain.DayCounts, domain.OverviewChartDays)
+	for i := range ov.Days {
+		ov.Days[i] = domain.DayCounts{Day: firstDay.AddDate(0, 0, i), Counts: domain.OutcomeCounts{}}
+	}
+	byID := map[int64]*domain.ProviderCounts{}
+	var ids []int64
+
+	batch := &pgx.Batch{}
+	batch.Queue(overviewProvidersSQL, args).Query(func(rows pgx.Rows) error {
+		var (
+			id   int64
+			name string
+		)
+		_, err := pgx.ForEachRow(rows, []any{&id, &name}, func() error {
+			pc := domain.ProviderCounts{Provider: name, Windows: make([]domain.OutcomeCounts, len(windows))}
+			for i := range pc.Windows {
+				pc.Windows[i] = domain.OutcomeCounts{}
+			}
+			ov.Providers = append(ov.Providers, pc)
+			ids = append(ids, id)
+			return nil
+		})
+		for i, id := range ids {
+			byID[id] = &ov.Providers[i]
+		}
+		return err
+	})
+	batch.Queue(overviewCountsSQL, args).Query(func(rows pgx.Rows) error {
+		var (
+			providerID, n int64
+			outcome       string
+			day           time.Time
+			span          int
+		)
+		_, err := pgx.ForEachRow(rows, []any{&providerID, &outcome, &day, &span, &n}, func() error {
+			if pc := byID[providerID]; pc != nil {
+				// A bucket counts in its own span's window and every longer one.
+				for w := span; w < len(windows); w++ {
+					pc.Windows[w][outcome] += n
+				}
+			}
+			if since := day.Sub(firstDay); since >= 0 && since < domain.OverviewChartDays*24*time.Hour {
+				ov.Days[since/(24*time.Hour)].Counts[outcome] += n
+			}
+			return nil
+		})
+		return err
+	})
+	batch.Queue(overviewOpenConflictsSQL, args).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&ov.OpenConflicts)
+	})
+	batch.Queue(overviewDeliveriesSQL, args).Query(func(rows pgx.Rows) error {
+		var err error
+		ov.Deliveries, err = pgx.CollectRows(rows, scanDeliveryBrief)
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return domain.Overview{}, translate(err)
+	}
+	return ov, nil
+}
+
+func scanDeliveryBrief(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
+	var (
+		d      domain.DeliveryBrief
+		reason *string
+	)
+	err := row.Scan(&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &reason, &d.EventCount)
+	if reason != nil {
+		d.Reason = *reason
+	}
+	return d, err
+}

@@ -1,0 +1,192 @@
+package web_test
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/PuerkitoBio/goquery"
+)
+
+// overviewCell is the count of outcome in the row of provider (or "total")
+// of the window table (0: 24 hours, 1: 7 days, 2: 30 days).
+func overviewCell(t *testing.T, doc *goquery.Document, window int, provider, outcome string) int {
+	t.Helper()
+	row := `table.outcome-counts[data-window="` + strconv.Itoa(window) + `"] `
+	if provider == "total" {
+		row += "tr.total"
+	} else {
+		row += `tr[data-provider="` + provider + `"]`
+	}
+	cell := doc.Find(row + ` td[data-outcome="` + outcome + `"]`)
+	if cell.Length() != 1 {
+		t.Fatalf("window %d, %s, %s: %d cells", window, provider, outcome, cell.Length())
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(cell.Text()))
+	if err != nil {
+		t.Fatalf("window %d, %s, %s: %q is not a count", window, provider, outcome, cell.Text())
+	}
+	return n
+}
+
+// TestOverviewCountsRealDeliveries: after real deliveries the overview
+// counts each outcome per provider and in total for every window, counts
+// the refused delivery apart, links the open conflict, and lists the
+// deliveries newest first.
+func TestOverviewCountsRealDeliveries(t *testing.T) {
+	e := setup(t)
+	e.provider("acme", "erp")
+	b := e.operator("ops@example.com", false, "acme")
+
+	_, doc := b.get("/t/acme")
+	if got := overviewCell(t, doc, 0, "total", "events"); got != 0 {
+		t.Fatalf("before any delivery the total is %d", got)
+	}
+	if doc.Find(".latest-deliveries").Length() != 0 || !strings.Contains(doc.Find(".empty").Text(), "No deliveries yet") {
+		t.Fatal("an empty tenant should say that no deliveries arrived yet")
+	}
+
+	for _, d := range []struct{ id, contact, want, snapshot string }{
+		{"e1", "c-1", "applied", `{"a":1}`},
+		{"e2", "c-2", "applied", `{"a":1}`},
+		{"e1", "c-1", "duplicate", `{"a":1}`},
+	} {
+		if got := e.outcome("acme", "crm", e.secret, d.id, snapshotBody(d.contact, 5, d.snapshot)); got != d.want {
+			t.Fatalf("%s: %s, want %s", d.id, got, d.want)
+		}
+	}
+	if got := e.outcome("acme", "crm", e.secret, "e3", snapshotBody("c-1", 4, `{"a":0}`)); got != "stale" {
+		t.Fatalf("e3: %s, want stale", got)
+	}
+	if got := e.outcome("acme", "crm", e.secret, "e4", snapshotBody("c-2", 5, `{"a":2}`)); got != "revision_conflict" {
+		t.Fatalf("e4: %s, want revision_conflict", got)
+	}
+	status, _ := e.post("/webhooks/acme/crm", snapshotBody("c-3", 1, `{}`), map[string]string{
+		"webhook-id": "bad", "webhook-timestamp": strconv.FormatInt(time.Now().Unix(), 10),
+		"webhook-signature": "v1,bm90IHRoZSByaWdodCBzaWduYXR1cmU="})
+	if status != http.StatusUnauthorized {
+		t.Fatalf("badly signed delivery answered %d", status)
+	}
+
+	status, doc = b.get("/t/acme")
+	if status != http.StatusOK {
+		t.Fatalf("overview answered %d", status)
+	}
+	if got := text(doc, "h1"); !strings.HasPrefix(got, "Overview") {
+		t.Fatalf("heading %q", got)
+	}
+	want := map[string]int{"applied": 2, "duplicate": 1, "stale": 1, "redundant": 0, "revision_conflict": 1,
+		"event_conflict": 0, "unversioned": 0, "rejected": 0, "delivery_rejected": 1, "events": 5}
+	for window := range 3 {
+		for outcome, n := range want {
+			if got := overviewCell(t, doc, window, "crm", outcome); got != n {
+				t.Errorf("window %d crm %s = %d, want %d", window, outcome, got, n)
+			}
+			if got := overviewCell(t, doc, window, "total", outcome); got != n {
+				t.Errorf("window %d total %s = %d, want %d", window, outcome, got, n)
+			}
+			if got := overviewCell(t, doc, window, "erp", outcome); got != 0 {
+				t.Errorf("window %d erp %s = %d, want 0", window, outcome, got)
+			}
+		}
+	}
+	if got := text(doc, ".rejected-24h"); got != "1" {
+		t.Errorf("rejected deliveries stat %q", got)
+	}
+	conflicts := doc.Find("a.open-conflicts")
+	if text(doc, "a.open-conflicts") != "1" || conflicts.AttrOr("href", "") != "/t/acme/conflicts" {
+		t.Errorf("open conflicts %q linking to %q", text(doc, "a.open-conflicts"), conflicts.AttrOr("href", ""))
+	}
+
+	// The chart shows today's stacked segments and names every outcome.
+	if doc.Find("figure.chart svg rect.s-applied").Length() != 1 || doc.Find("figure.chart svg rect.s-delivery_rejected").Length() != 1 {
+		t.Error("today's bar should have an applied and a rejected-deliveries segment")
+	}
+	if got := doc.Find("figure.chart svg g.bar").Length(); got != 14 {
+		t.Errorf("chart has %d bars, want 14", got)
+	}
+	if legend := text(doc, ".legend"); !strings.Contains(legend, "Applied") || !strings.Contains(legend, "Rejected deliveries") {
+		t.Errorf("legend %q", legend)
+	}
+
+	// Latest deliveries, newest first: the refused one on top.
+	rows := doc.Find("table.latest-deliveries tbody tr")
+	if rows.Length() != 6 {
+		t.Fatalf("%d latest deliveries, want 6", rows.Length())
+	}
+	var cells []string
+	rows.First().Find("td").Each(func(_ int, td *goquery.Selection) { cells = append(cells, strings.TrimSpace(td.Text())) })
+	if first := strings.Join(cells, "|"); !strings.Contains(first, "|crm|401|invalid|") {
+		t.Errorf("newest delivery row %q, want the refused one with its status and verdict", cells)
+	}
+	if href := rows.Eq(1).Find("a").AttrOr("href", ""); !strings.HasPrefix(href, "/t/acme/events/") || !strings.HasSuffix(href, "/0") {
+		t.Errorf("a delivery's event count links to %q", href)
+	}
+	if s, _ := b.get(rows.Eq(1).Find("a").AttrOr("href", "")); s != http.StatusOK {
+		t.Errorf("the delivery's first event answered %d", s)
+	}
+}
+
+// TestOverviewPollsForItsCounts: the counts section asks htmx to poll, and
+// an htmx request gets that section alone, without the page frame and
+// without taking the pending flash.
+func TestOverviewPollsForItsCounts(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	_, doc := b.get("/t/acme")
+	live := doc.Find("#overview-live")
+	if live.AttrOr("hx-get", "") != "/t/acme" || !strings.Contains(live.AttrOr("hx-trigger", ""), "every") ||
+		live.AttrOr("hx-select", "") != "#overview-live" {
+		t.Fatalf("live section attributes: hx-get %q hx-trigger %q hx-select %q",
+			live.AttrOr("hx-get", ""), live.AttrOr("hx-trigger", ""), live.AttrOr("hx-select", ""))
+	}
+
+	e.outcome("acme", "crm", e.secret, "e1", snapshotBody("c-1", 1, `{}`))
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/t/acme", nil)
+	req.Header.Set("HX-Request", "true")
+	status, doc := b.do(req)
+	if status != http.StatusOK {
+		t.Fatalf("poll answered %d", status)
+	}
+	if doc.Find("header.topbar").Length() != 0 || doc.Find("h1").Length() != 0 {
+		t.Fatal("the poll answer should be the live section alone")
+	}
+	if doc.Find("#overview-live").Length() != 1 || overviewCell(t, doc, 0, "total", "applied") != 1 {
+		t.Fatal("the poll answer should hold the fresh counts")
+	}
+}
+
+// TestOverviewEmptyTenant: a tenant without providers says what to do.
+func TestOverviewEmptyTenant(t *testing.T) {
+	e := setup(t)
+	e.provider("initech", "crm")
+	e.store.Pool().Exec(t.Context(), `DELETE FROM providers WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'initech')`)
+	b := e.operator("ops@example.com", false, "initech")
+	status, doc := b.get("/t/initech")
+	if status != http.StatusOK {
+		t.Fatalf("overview answered %d", status)
+	}
+	if msg := text(doc, ".empty"); !strings.Contains(msg, "No providers are connected yet") {
+		t.Fatalf("empty state %q", msg)
+	}
+	if href := doc.Find(".empty a").AttrOr("href", ""); href != "/t/initech/providers" {
+		t.Fatalf("empty state links to %q", href)
+	}
+}
+
+// TestOverviewOtherTenant: a member of another tenant gets 404.
+func TestOverviewOtherTenant(t *testing.T) {
+	e := setup(t)
+	e.provider("globex", "crm")
+	b := e.operator("x@example.com", false, "globex")
+	if status, _ := b.get("/t/acme"); status != http.StatusNotFound {
+		t.Fatalf("another tenant's overview answered %d", status)
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.srv.URL+"/t/acme", nil)
+	req.Header.Set("HX-Request", "true")
+	if status, _ := b.do(req); status != http.StatusNotFound {
+		t.Fatalf("another tenant's overview poll answered %d", status)
+	}
+}
