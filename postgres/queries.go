@@ -185,25 +185,7 @@ func (s *Store) Events(ctx context.Context, tenantID int64, f domain.EventFilter
 	if err != nil {
 		return nil, "", translate(err)
 	}
-	events, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.LoggedEvent, error) {
-		var (
-			e                domain.LoggedEvent
-			objectID, reason *string
-			conflictID       *int64
-		)
-		err := row.Scan(&e.DeliveryID, &e.Seq, &e.EventID, &e.Provider, &e.ObjectType, &e.Action, &objectID,
-			&e.Revision, &e.Outcome, &reason, &e.ReceivedAt, &conflictID)
-		if objectID != nil {
-			e.ObjectID = *objectID
-		}
-		if reason != nil {
-			e.Reason = *reason
-		}
-		if conflictID != nil {
-			e.ConflictID = *conflictID
-		}
-		return e, err
-	})
+	events, err := pgx.CollectRows(rows, scanLoggedEvent)
 	if err != nil {
 		return nil, "", translate(err)
 	}

@@ -123,6 +123,14 @@ func TestBrowserOperatorJourney(t *testing.T) {
 		shot(dir, "4-after-keep.png"))
 	openAfter := count(ctx, t, openBadges)
 
+	step("look at the event history and a contact timeline",
+		chromedp.Navigate(e.srv.URL+"/t/acme/events"),
+		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+		shot(dir, "7-events.png"),
+		chromedp.Navigate(e.srv.URL+"/t/acme/contacts/crm/c-1"),
+		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+		shot(dir, "8-timeline.png"))
+
 	step("open the provider",
 		chromedp.Navigate(e.srv.URL+"/t/acme/providers/crm"),
 		chromedp.WaitVisible(chromedp.CSS(`main h1`)),

@@ -1,7 +1,10 @@
 package web_test
 
 import (
+	"context"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -161,8 +164,9 @@ func TestOverviewPollsForItsCounts(t *testing.T) {
 // TestOverviewEmptyTenant: a tenant without providers says what to do.
 func TestOverviewEmptyTenant(t *testing.T) {
 	e := setup(t)
-	e.provider("initech", "crm")
-	e.store.Pool().Exec(t.Context(), `DELETE FROM providers WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'initech')`)
+	if _, err := e.store.CreateTenant(context.Background(), "initech", ""); err != nil {
+		t.Fatal(err)
+	}
 	b := e.operator("ops@example.com", false, "initech")
 	status, doc := b.get("/t/initech")
 	if status != http.StatusOK {
@@ -188,5 +192,72 @@ func TestOverviewOtherTenant(t *testing.T) {
 	req.Header.Set("HX-Request", "true")
 	if status, _ := b.do(req); status != http.StatusNotFound {
 		t.Fatalf("another tenant's overview poll answered %d", status)
+	}
+}
+
+// TestOverviewFoldsClosedHours: reading the overview folds the counter
+// shards of closed hours into one row each without changing any count,
+// and leaves the current hour's shards to ingest.
+func TestOverviewFoldsClosedHours(t *testing.T) {
+	e := setup(t)
+	ctx := context.Background()
+	pool := e.store.Pool()
+	var tenantID, providerID int64
+	if err := pool.QueryRow(ctx, `SELECT p.tenant_id, p.id FROM providers p JOIN tenants t ON t.id = p.tenant_id
+		WHERE t.slug = 'acme' AND p.name = 'crm'`).Scan(&tenantID, &providerID); err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now().UTC()
+	hour := now.Truncate(time.Hour)
+	add := func(bucket time.Time, outcome string, shard, n int) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, `INSERT INTO outcome_counters (tenant_id, provider_id, bucket, outcome, shard, n)
+			VALUES ($1, $2, $3, $4, $5, $6)`, tenantID, providerID, bucket, outcome, shard, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for shard := range 6 {
+		add(hour.Add(-3*time.Hour), "applied", shard, 10+shard) // 75 in all
+	}
+	add(hour.Add(-10*24*time.Hour), "stale", 2, 2)
+	add(hour.Add(-10*24*time.Hour), "stale", 9, 3)
+	add(hour, "applied", 7, 1)
+
+	b := e.operator("ops@example.com", false, "acme")
+	for range 2 {
+		_, doc := b.get("/t/acme")
+		for _, c := range []struct {
+			window   int
+			outcome  string
+			expected int
+		}{{0, "applied", 76}, {1, "stale", 0}, {2, "stale", 5}, {2, "applied", 76}} {
+			if got := overviewCell(t, doc, c.window, "crm", c.outcome); got != c.expected {
+				t.Errorf("window %d %s = %d, want %d", c.window, c.outcome, got, c.expected)
+			}
+		}
+	}
+	rows, err := pool.Query(ctx, `SELECT bucket, outcome, shard, n FROM outcome_counters WHERE tenant_id = $1 ORDER BY bucket, shard`, tenantID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for rows.Next() {
+		var (
+			bucket       time.Time
+			outcome      string
+			shard, count int
+		)
+		if err := rows.Scan(&bucket, &outcome, &shard, &count); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, fmt.Sprintf("%s %s shard %d: %d", bucket.UTC().Format("01-02T15"), outcome, shard, count))
+	}
+	want := []string{
+		hour.Add(-10*24*time.Hour).Format("01-02T15") + " stale shard 0: 5",
+		hour.Add(-3*time.Hour).Format("01-02T15") + " applied shard 0: 75",
+		hour.Format("01-02T15") + " applied shard 7: 1",
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("counter rows after reading:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
