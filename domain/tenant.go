@@ -42,6 +42,9 @@ type Provider struct {
 	Name       string
 	Kind       string
 	CreatedAt  time.Time
+	// Config holds kind-specific settings, e.g. "org_id" for Salesforce or
+	// "auth" for Shippo. Secrets are never kept here.
+	Config map[string]string
 }
 
 // ProviderEndpoint is what the receiver needs to authenticate and route a

@@ -48,6 +48,13 @@ func (s *Store) Tenant(ctx context.Context, slug string) (domain.Tenant, error) 
 
 // CreateProvider connects a provider with its first signing secret.
 func (s *Store) CreateProvider(ctx context.Context, tenantSlug, name, kind, secret string) (domain.Provider, error) {
+	return s.CreateProviderWithConfig(ctx, tenantSlug, name, kind, secret, nil)
+}
+
+// CreateProviderWithConfig connects a provider with its kind-specific
+// settings and, unless secret is empty (a kind that signs nothing), its
+// first secret.
+func (s *Store) CreateProviderWithConfig(ctx context.Context, tenantSlug, name, kind, secret string, config map[string]string) (domain.Provider, error) {
 	if err := domain.ValidateSlug("provider", name); err != nil {
 		return domain.Provider{}, err
 	}
@@ -55,15 +62,18 @@ func (s *Store) CreateProvider(ctx context.Context, tenantSlug, name, kind, secr
 	if err != nil {
 		return domain.Provider{}, err
 	}
-	p := domain.Provider{TenantID: t.ID, TenantSlug: t.Slug, Name: name, Kind: kind}
+	if config == nil {
+		config = map[string]string{}
+	}
+	p := domain.Provider{TenantID: t.ID, TenantSlug: t.Slug, Name: name, Kind: kind, Config: config}
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx,
-			`INSERT INTO providers (tenant_id, name, kind) VALUES ($1, $2, $3) RETURNING id, created_at`,
-			t.ID, name, kind).Scan(&p.ID, &p.CreatedAt)
+			`INSERT INTO providers (tenant_id, name, kind, config) VALUES ($1, $2, $3, $4) RETURNING id, created_at`,
+			t.ID, name, kind, config).Scan(&p.ID, &p.CreatedAt)
 		if uniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "provider %q already exists in tenant %q", name, tenantSlug)
 		}
-		if err != nil {
+		if err != nil || secret == "" {
 			return translate(err)
 		}
 		return s.addSecret(ctx, tx, t.ID, p.ID, secret)
@@ -127,7 +137,7 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 		scopes []scopeRow
 	)
 	err := s.pool.QueryRow(ctx, `
-		SELECT t.id, p.id, p.kind, p.created_at,
+		SELECT t.id, p.id, p.kind, p.created_at, p.config,
 		       coalesce((SELECT array_agg(key_id ORDER BY id DESC) FROM provider_secrets ps
 		                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
 		       coalesce((SELECT array_agg(ciphertext ORDER BY id DESC) FROM provider_secrets ps
@@ -137,7 +147,7 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 		                 FROM scopes sc WHERE sc.tenant_id = t.id AND sc.provider_id = p.id), '[]')
 		FROM tenants t JOIN providers p ON p.tenant_id = t.id
 		WHERE t.slug = $1 AND p.name = $2`, tenantSlug, providerName).
-		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &keyIDs, &sealed, &scopes)
+		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &keyIDs, &sealed, &scopes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, notFound("unknown tenant %q or provider %q", tenantSlug, providerName)
 	}

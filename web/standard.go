@@ -119,7 +119,7 @@ type standardBody struct {
 // parse turns a standard delivery into its one event. A body that is not a
 // JSON object with a "type" of the form "object.action" is a format error
 // (400); a well-formed envelope with unusable data is a rejected event.
-func (standardReceiver) parse(r *http.Request, body []byte) ([]domain.Event, error) {
+func (standardReceiver) parse(r *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("body is not valid UTF-8")
 	}

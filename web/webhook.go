@@ -21,13 +21,15 @@ type receiver interface {
 	authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (verdict string, err error)
 	// parse splits an authenticated body into events, in delivery order. An
 	// error means the body is not in the kind's format at all (400).
-	parse(r *http.Request, body []byte) ([]domain.Event, error)
+	parse(r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error)
 	// respond acknowledges a committed delivery.
 	respond(w http.ResponseWriter, deliveryID string, results []domain.Result)
 }
 
 var receivers = map[string]receiver{
-	domain.KindStandard: standardReceiver{},
+	domain.KindStandard:   standardReceiver{},
+	domain.KindShippo:     shippoReceiver{},
+	domain.KindSalesforce: salesforceReceiver{},
 }
 
 // ingestBudget bounds the database work of one delivery, well inside the
@@ -80,7 +82,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusUnauthorized, verdict, nil, err.Error())
 		return
 	}
-	events, err := rcv.parse(r, body)
+	events, err := rcv.parse(r, body, p)
 	if err != nil {
 		reject(http.StatusBadRequest, verdict, body, err.Error())
 		return

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
 )
@@ -71,12 +70,16 @@ func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
 }
 
 func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
-	fs := e.flags("provider create", "provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET]\n\n"+
-		"Connect a webhook provider to a tenant. Prints its signing secret as the last line.")
+	fs := e.flags("provider create", "provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [kind flags]\n\n"+
+		"Connect a webhook provider to a tenant. Prints its signing secret or token as the last line.")
 	tenant := fs.String("tenant", "", "tenant slug (required)")
 	name := fs.String("name", "", "provider name, unique within the tenant (required)")
-	kind := fs.String("kind", "", "provider kind: standard (required)")
-	secret := fs.String("secret", "", `signing secret, "whsec_" + base64 (default: generated)`)
+	kind := fs.String("kind", "", "provider kind: standard, shippo or salesforce (required)")
+	secret := fs.String("secret", "", `standard: "whsec_" + base64; shippo: the HMAC secret or URL token (default: generated)`)
+	auth := fs.String("auth", "", "shippo: how deliveries authenticate, hmac (Shippo-Auth-Signature header) or token (?token= in the URL); default hmac")
+	orgID := fs.String("org-id", "", "salesforce: the OrganizationId every outbound message must carry (required for salesforce)")
+	networks := fs.String("allowed-networks", "", "salesforce: comma-separated CIDRs allowed to send (default: any)")
+	revisionField := fs.String("revision-field", "", "salesforce: sObject field used as the revision (default SystemModstamp)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -84,20 +87,26 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
 	}
-	if *kind != domain.KindStandard {
-		return fmt.Errorf("provider kind %q is not supported yet; supported: standard", *kind)
+	config := map[string]string{}
+	for k, v := range map[string]string{"auth": *auth, "org_id": *orgID, "allowed_networks": *networks, "revision_field": *revisionField} {
+		if v != "" {
+			config[k] = v
+		}
 	}
-	if *secret == "" {
-		*secret = web.NewStandardSecret()
-	} else if err := web.ValidateStandardSecret(*secret); err != nil {
+	finalSecret, config, err := web.ProviderSetup(*kind, *secret, config)
+	if err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
-		if _, err := s.CreateProvider(ctx, *tenant, *name, *kind, *secret); err != nil {
+		if _, err := s.CreateProviderWithConfig(ctx, *tenant, *name, *kind, finalSecret, config); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "created %s provider %s for tenant %s\nwebhook URL path: /webhooks/%s/%s\nsigning secret (shown once):\n%s\n",
-			*kind, *name, *tenant, *tenant, *name, *secret)
+		fmt.Fprintf(e.stdout, "created %s provider %s for tenant %s\nwebhook URL path: /webhooks/%s/%s\n", *kind, *name, *tenant, *tenant, *name)
+		if finalSecret == "" {
+			fmt.Fprintf(e.stdout, "this kind signs nothing; deliveries are checked against its settings\n/webhooks/%s/%s\n", *tenant, *name)
+			return nil
+		}
+		fmt.Fprintf(e.stdout, "signing secret or token (shown once):\n%s\n", finalSecret)
 		return nil
 	})
 }
@@ -116,13 +125,16 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider rotate: --tenant and --name are required")
 	}
-	if *secret == "" {
-		*secret = web.NewStandardSecret()
-	} else if err := web.ValidateStandardSecret(*secret); err != nil {
-		return err
-	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		p, err := s.Endpoint(ctx, *tenant, *name)
+		if err != nil {
+			return err
+		}
+		if *secret == "" {
+			*secret, err = web.NewProviderSecret(p.Provider)
+		} else {
+			_, _, err = web.ProviderSetup(p.Kind, *secret, p.Config)
+		}
 		if err != nil {
 			return err
 		}
