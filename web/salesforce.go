@@ -1,27 +1,458 @@
 package web
 
 import (
+	"bytes"
+	"crypto/subtle"
+	"encoding/json"
+	"encoding/xml"
+	"errors"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/netip"
+	"regexp"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/domain"
 )
 
-// salesforceReceiver handles kind "salesforce". Placeholder until the receiver lands.
+// Salesforce outbound messages: a SOAP 1.1 "notifications" call carrying up
+// to 100 Notification elements, each with its notification Id and an sObject
+// holding the fields picked for the message. There is no signature: the
+// sender is identified by the OrganizationId in the envelope (compared with
+// the provider's org_id) and, optionally, by its network address. Salesforce
+// retries until it reads the exact notificationsResponse with Ack true.
+
+const (
+	soapEnvNS       = "http://schemas.xmlsoap.org/soap/envelope/"
+	sfOutboundNS    = "http://soap.sforce.com/2005/09/outbound"
+	sfMaxNotes      = 100 // maxOccurs of Notification in the WSDL
+	sfDefaultRevKey = "SystemModstamp"
+)
+
+// salesforceAck is the acknowledgement Salesforce waits for; anything else,
+// a bare 200 included, makes it retry the whole message.
+const salesforceAck = `<?xml version="1.0" encoding="UTF-8"?>
+<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/">
+ <soapenv:Body>
+  <notificationsResponse xmlns="http://soap.sforce.com/2005/09/outbound">
+   <Ack>true</Ack>
+  </notificationsResponse>
+ </soapenv:Body>
+</soapenv:Envelope>
+`
+
+var (
+	sfOrgIDPattern      = regexp.MustCompile(`^00D[A-Za-z0-9]{12}([A-Za-z0-9]{3})?$`)
+	sfFieldNamePattern  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,79}$`)
+	sfObjectTypePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,99}$`)
+)
+
+// salesforceReceiver handles kind "salesforce".
 type salesforceReceiver struct{}
 
 func salesforceSetup(secret string, config map[string]string) (string, map[string]string, error) {
-	return "", nil, domain.Errorf(domain.EINVALID, "provider kind salesforce is not supported yet")
+	if secret != "" {
+		return "", nil, domain.Errorf(domain.EINVALID, "salesforce outbound messages carry no signature; use --org-id")
+	}
+	out := make(map[string]string, len(config)+1)
+	for k, v := range config {
+		out[k] = v
+	}
+	org := strings.TrimSpace(out["org_id"])
+	if org == "" {
+		return "", nil, domain.Errorf(domain.EINVALID, "--org-id is required for salesforce: the OrganizationId (15 or 18 characters starting with 00D) every outbound message must carry")
+	}
+	if !sfOrgIDPattern.MatchString(org) {
+		return "", nil, domain.Errorf(domain.EINVALID, "--org-id %q is not a Salesforce organization id: expected 15 or 18 letters and digits starting with 00D", org)
+	}
+	out["org_id"] = org
+	if raw := strings.TrimSpace(out["allowed_networks"]); raw != "" {
+		prefixes, err := parseNetworks(raw)
+		if err != nil {
+			return "", nil, domain.Errorf(domain.EINVALID, "--allowed-networks: %v", err)
+		}
+		list := make([]string, len(prefixes))
+		for i, p := range prefixes {
+			list[i] = p.String()
+		}
+		out["allowed_networks"] = strings.Join(list, ",")
+	} else {
+		delete(out, "allowed_networks")
+	}
+	field := strings.TrimSpace(out["revision_field"])
+	if field == "" {
+		field = sfDefaultRevKey
+	}
+	if !sfFieldNamePattern.MatchString(field) {
+		return "", nil, domain.Errorf(domain.EINVALID, "--revision-field %q is not a Salesforce field name (for example SystemModstamp)", field)
+	}
+	out["revision_field"] = field
+	return "", out, nil
+}
+
+// parseNetworks reads a comma-separated list of CIDRs (a bare address counts
+// as a single-host network).
+func parseNetworks(raw string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, entry := range strings.Split(raw, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		if p, err := netip.ParsePrefix(entry); err == nil {
+			out = append(out, p.Masked())
+			continue
+		}
+		if a, err := netip.ParseAddr(entry); err == nil {
+			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
+			continue
+		}
+		return nil, fmt.Errorf("%q is not a CIDR network (for example 13.108.0.0/14)", entry)
+	}
+	return out, nil
 }
 
 func (salesforceReceiver) authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
-	return domain.SignatureInvalid, domain.Errorf(domain.EINVALID, "salesforce is not supported yet")
+	if raw := strings.TrimSpace(p.Config["allowed_networks"]); raw != "" {
+		nets, err := parseNetworks(raw)
+		if err != nil {
+			return domain.SignatureInvalid, fmt.Errorf("the provider's allowed_networks is invalid (%v); no delivery is accepted until it is fixed", err)
+		}
+		host, _, err := net.SplitHostPort(r.RemoteAddr)
+		if err != nil {
+			host = r.RemoteAddr
+		}
+		addr, err := netip.ParseAddr(host)
+		if err != nil {
+			return domain.SignatureInvalid, fmt.Errorf("sender address %q could not be read; this provider only accepts listed networks", r.RemoteAddr)
+		}
+		addr = addr.Unmap()
+		allowed := false
+		for _, n := range nets {
+			if n.Contains(addr) {
+				allowed = true
+				break
+			}
+		}
+		if !allowed {
+			return domain.SignatureInvalid, fmt.Errorf("sender address %s is outside the provider's allowed networks", addr)
+		}
+	}
+	env, err := decodeSalesforce(body)
+	if err != nil {
+		// Not an outbound message at all: nothing to check the sender
+		// against. parse fails on the same bytes and answers 400.
+		return domain.SignatureUnchecked, nil
+	}
+	if env.orgID == "" {
+		return domain.SignatureMissing, fmt.Errorf("the notifications envelope has no OrganizationId")
+	}
+	if !salesforceOrgMatches(p.Config["org_id"], env.orgID) {
+		return domain.SignatureInvalid, fmt.Errorf("OrganizationId %.40q is not the organization configured for this provider", env.orgID)
+	}
+	return domain.SignatureValid, nil
+}
+
+// salesforceOrgMatches compares the envelope's OrganizationId with the
+// configured one in constant time. A 15-character configured id (the
+// case-sensitive form) matches the first 15 characters of an 18-character one.
+func salesforceOrgMatches(configured, got string) bool {
+	configured = strings.TrimSpace(configured)
+	if configured == "" {
+		return false
+	}
+	if len(configured) == 15 && len(got) == 18 {
+		got = got[:15]
+	}
+	return subtle.ConstantTimeCompare([]byte(configured), []byte(got)) == 1
 }
 
 func (salesforceReceiver) parse(r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error) {
-	return nil, domain.Errorf(domain.EINVALID, "salesforce is not supported yet")
+	env, err := decodeSalesforce(body)
+	if err != nil {
+		return nil, err
+	}
+	if !salesforceOrgMatches(p.Config["org_id"], env.orgID) {
+		return nil, fmt.Errorf("OrganizationId is not the organization configured for this provider")
+	}
+	revField := p.Config["revision_field"]
+	if revField == "" {
+		revField = sfDefaultRevKey
+	}
+	events := make([]domain.Event, len(env.notes))
+	for i, n := range env.notes {
+		events[i] = n.event(env.orgID, revField)
+	}
+	return events, nil
 }
 
 func (salesforceReceiver) respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	writeJSON(w, http.StatusOK, deliveryResponse(deliveryID, results))
+	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
+	w.WriteHeader(http.StatusOK)
+	io.WriteString(w, salesforceAck)
+}
+
+// sfEnvelope is what decodeSalesforce reads from a notifications call.
+type sfEnvelope struct {
+	orgID string
+	notes []sfNote
+}
+
+type sfNote struct {
+	raw []byte // the Notification element as received
+	sfNotification
+}
+
+type sfNotification struct {
+	ID      *string    `xml:"http://soap.sforce.com/2005/09/outbound Id"`
+	SObject *sfSObject `xml:"http://soap.sforce.com/2005/09/outbound sObject"`
+}
+
+type sfSObject struct {
+	Attrs  []xml.Attr `xml:",any,attr"`
+	Fields []sfField  `xml:",any"`
+}
+
+type sfField struct {
+	XMLName  xml.Name
+	Attrs    []xml.Attr `xml:",any,attr"`
+	Text     string     `xml:",chardata"`
+	Children []struct {
+		XMLName xml.Name
+	} `xml:",any"`
+}
+
+func xsiAttr(attrs []xml.Attr, local string) (string, bool) {
+	for _, a := range attrs {
+		if a.Name.Local == local && (a.Name.Space == "http://www.w3.org/2001/XMLSchema-instance" || a.Name.Space == "xsi") {
+			return a.Value, true
+		}
+	}
+	return "", false
+}
+
+func (f sfField) isNil() bool {
+	v, _ := xsiAttr(f.Attrs, "nil")
+	v = strings.TrimSpace(v)
+	return v == "true" || v == "1"
+}
+
+var errNotSalesforce = errors.New(`body is not a Salesforce outbound message: expected a SOAP Envelope whose Body holds <notifications xmlns="` + sfOutboundNS + `">`)
+
+// decodeSalesforce reads a SOAP notifications envelope, keeping the raw
+// bytes of every Notification element.
+func decodeSalesforce(body []byte) (*sfEnvelope, error) {
+	if !utf8.Valid(body) {
+		return nil, fmt.Errorf("body is not valid UTF-8")
+	}
+	d := xml.NewDecoder(bytes.NewReader(body))
+	syntax := func(err error) error {
+		if err == io.EOF {
+			return fmt.Errorf("body is not a complete XML document")
+		}
+		return fmt.Errorf("body is not well-formed XML: %v", err)
+	}
+	// next returns the next start element at this level, or nil at the
+	// parent's end.
+	next := func() (*xml.StartElement, error) {
+		for {
+			tok, err := d.Token()
+			if err != nil {
+				return nil, syntax(err)
+			}
+			switch t := tok.(type) {
+			case xml.StartElement:
+				return &t, nil
+			case xml.EndElement:
+				return nil, nil
+			case xml.CharData:
+				if len(bytes.TrimSpace(t)) != 0 {
+					return nil, errNotSalesforce
+				}
+			}
+		}
+	}
+	root, err := next()
+	if err != nil {
+		return nil, err
+	}
+	if root == nil || root.Name.Space != soapEnvNS || root.Name.Local != "Envelope" {
+		return nil, errNotSalesforce
+	}
+	// Envelope: optional Header, then Body.
+	var bodyEl *xml.StartElement
+	for bodyEl == nil {
+		el, err := next()
+		if err != nil {
+			return nil, err
+		}
+		if el == nil {
+			return nil, errNotSalesforce
+		}
+		if el.Name.Space == soapEnvNS && el.Name.Local == "Body" {
+			bodyEl = el
+		} else if err := d.Skip(); err != nil {
+			return nil, syntax(err)
+		}
+	}
+	el, err := next()
+	if err != nil {
+		return nil, err
+	}
+	if el == nil || el.Name.Space != sfOutboundNS || el.Name.Local != "notifications" {
+		return nil, errNotSalesforce
+	}
+	env := &sfEnvelope{}
+	orgSeen := false
+	for {
+		start := d.InputOffset()
+		el, err := next()
+		if err != nil {
+			return nil, err
+		}
+		if el == nil {
+			break
+		}
+		switch {
+		case el.Name.Space == sfOutboundNS && el.Name.Local == "OrganizationId":
+			if orgSeen {
+				return nil, fmt.Errorf("the notifications envelope has more than one OrganizationId")
+			}
+			orgSeen = true
+			if err := d.DecodeElement(&env.orgID, el); err != nil {
+				return nil, syntax(err)
+			}
+			env.orgID = strings.TrimSpace(env.orgID)
+		case el.Name.Space == sfOutboundNS && el.Name.Local == "Notification":
+			if len(env.notes) == sfMaxNotes {
+				return nil, fmt.Errorf("the notifications envelope has more than %d Notification elements", sfMaxNotes)
+			}
+			var n sfNote
+			if err := d.DecodeElement(&n.sfNotification, el); err != nil {
+				return nil, syntax(err)
+			}
+			raw := bytes.TrimSpace(body[start:d.InputOffset()])
+			n.raw = append([]byte(nil), raw...)
+			env.notes = append(env.notes, n)
+		default:
+			if err := d.Skip(); err != nil {
+				return nil, syntax(err)
+			}
+		}
+	}
+	// The rest of the document must close properly: Body, then Envelope.
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, syntax(err)
+		}
+		if _, ok := tok.(xml.StartElement); ok {
+			if err := d.Skip(); err != nil {
+				return nil, syntax(err)
+			}
+		}
+	}
+	if len(env.notes) == 0 {
+		return nil, fmt.Errorf("the notifications envelope has no Notification element")
+	}
+	return env, nil
+}
+
+// event turns one Notification into an event. A notification that names no
+// record, or whose revision field cannot be read, is rejected with a reason.
+func (n sfNote) event(orgID, revField string) domain.Event {
+	e := domain.Event{Scope: domain.ScopeName{Action: "outbound"}, Payload: n.raw}
+	id := ""
+	if n.ID != nil {
+		id = strings.TrimSpace(*n.ID)
+	}
+	e.EventID = orgID + ":" + id
+	so := n.SObject
+	if so == nil {
+		e.RejectReason = "Notification has no sObject"
+		return e
+	}
+	typ, _ := xsiAttr(so.Attrs, "type")
+	typ = strings.TrimSpace(typ)
+	if _, local, ok := strings.Cut(typ, ":"); ok {
+		typ = local
+	}
+	if !sfObjectTypePattern.MatchString(typ) {
+		e.RejectReason = fmt.Sprintf("sObject has no usable xsi:type (got %.60q; expected for example sf:Contact)", typ)
+		return e
+	}
+	e.Scope.ObjectType = strings.ToLower(typ)
+	if id == "" {
+		e.RejectReason = "Notification has no Id"
+		return e
+	}
+	if len(e.EventID) > 255 {
+		e.RejectReason = "Notification Id is longer than 255 characters"
+		return e
+	}
+
+	snapshot := make(map[string]any, len(so.Fields))
+	var objectID, revision *sfField
+	for i := range so.Fields {
+		f := &so.Fields[i]
+		name := f.XMLName.Local
+		if _, dup := snapshot[name]; dup {
+			e.RejectReason = fmt.Sprintf("sObject field %.80s appears more than once", name)
+			return e
+		}
+		if len(f.Children) > 0 {
+			e.RejectReason = fmt.Sprintf("sObject field %.80s has nested elements; outbound message fields are flat values", name)
+			return e
+		}
+		if f.isNil() {
+			snapshot[name] = nil
+		} else {
+			snapshot[name] = f.Text
+		}
+		switch {
+		case name == "Id":
+			objectID = f
+		case name == revField || (revision == nil && strings.EqualFold(name, revField)):
+			revision = f
+		}
+	}
+	if objectID == nil || objectID.isNil() || strings.TrimSpace(objectID.Text) == "" {
+		e.RejectReason = "sObject has no Id (a record deleted before delivery arrives without data)"
+		return e
+	}
+	e.ObjectID = strings.TrimSpace(objectID.Text)
+	if len(e.ObjectID) > 255 {
+		e.RejectReason = "sObject Id is longer than 255 characters"
+		return e
+	}
+	snap, err := json.Marshal(snapshot)
+	if err != nil {
+		e.RejectReason = "sObject fields cannot be stored as JSON"
+		return e
+	}
+	e.Snapshot = snap
+	if revision == nil || revision.isNil() || strings.TrimSpace(revision.Text) == "" {
+		return e // unversioned
+	}
+	stamp := strings.TrimSpace(revision.Text)
+	e.Timestamp = stamp
+	t, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		e.RejectReason = fmt.Sprintf("%s %.60q is not a date-time like 2026-11-29T10:00:00.000Z", revField, stamp)
+		return e
+	}
+	micros := t.UnixMicro()
+	if micros < 0 {
+		e.RejectReason = fmt.Sprintf("%s %s is before 1970 and cannot be used as a revision", revField, stamp)
+		return e
+	}
+	e.Revision = &micros
+	return e
 }

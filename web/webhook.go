@@ -58,6 +58,9 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start}
 	reject := func(status int, verdict string, body []byte, msg string) {
+		if verdict != domain.SignatureValid {
+			body = nil // keep only what an authenticated sender sent
+		}
 		d.Status, d.Signature, d.Reason, d.Body = status, verdict, msg, body
 		if err := s.ingest.LogDelivery(ctx, d); err != nil {
 			s.log.Warn("could not log rejected delivery", "tenant", p.TenantSlug, "provider", p.Name, "err", err)
