@@ -16,10 +16,11 @@ type ProviderAdminService interface {
 	ProviderSummaries(ctx context.Context, tenantID int64) ([]ProviderSummary, error)
 	// ProviderSummary returns the provider of that name, or ENOTFOUND.
 	ProviderSummary(ctx context.Context, tenantID int64, name string) (ProviderSummary, error)
-	// ConnectProvider creates a provider with its first signing secret. A
-	// bad name or a kind that cannot be connected yet is EINVALID, a name
-	// already taken in the tenant ECONFLICT.
-	ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string) (Provider, error)
+	// ConnectProvider creates a provider with its kind-specific settings
+	// and, unless secret is empty (a kind that signs nothing), its first
+	// secret. A bad name or a kind that cannot be connected yet is EINVALID,
+	// a name already taken in the tenant ECONFLICT.
+	ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (Provider, error)
 	// ProviderSecrets lists the provider's active secrets, newest first,
 	// without their values.
 	ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]ProviderSecretInfo, error)
@@ -36,6 +37,10 @@ type ProviderAdminService interface {
 	// ProviderDeliveries returns the provider's latest deliveries, newest
 	// first, rejected ones included.
 	ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]ProviderDelivery, error)
+	// EventOutcome returns the outcome of the newest event of the provider
+	// with that event id received since since, or ENOTFOUND; a console test
+	// event reads its outcome here when the kind's answer does not carry it.
+	EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (Outcome, error)
 	// ProviderScopes lists the provider's scopes by object type and action.
 	ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]Scope, error)
 	// SaveProviderScope creates or changes a scope. A TTL out of bounds or
@@ -91,7 +96,7 @@ func (t APIToken) Revoked() bool { return !t.RevokedAt.IsZero() }
 
 // ConnectableKinds are the provider kinds the console can connect now; the
 // others need receivers that come in a later version.
-var ConnectableKinds = []string{KindStandard}
+var ConnectableKinds = []string{KindStandard, KindShippo, KindSalesforce}
 
 // ValidateConnectableKind checks that providers of kind can be connected.
 func ValidateConnectableKind(kind string) error {
@@ -102,7 +107,7 @@ func ValidateConnectableKind(kind string) error {
 	}
 	for _, k := range Kinds {
 		if k == kind {
-			return Errorf(EINVALID, "%s providers are coming in a later version of Tidemark; only standard (Standard Webhooks) providers can be connected for now", kind)
+			return Errorf(EINVALID, "%s providers are coming in a later version of Tidemark; providers of kind %s can be connected for now", kind, strings.Join(ConnectableKinds, ", "))
 		}
 	}
 	return Errorf(EINVALID, "provider kind %q is not one of %s", kind, strings.Join(Kinds, ", "))

@@ -21,7 +21,7 @@ var _ domain.ProviderAdminService = (*Store)(nil)
 // the last day, whichever is earlier), so an index range bounds the scan
 // instead of the whole delivery log.
 const providerSummarySQL = `
-SELECT p.id, p.name, p.kind, p.created_at,
+SELECT p.id, p.name, p.kind, p.created_at, p.config,
        (SELECT count(*) FROM provider_secrets s
         WHERE s.tenant_id = p.tenant_id AND s.provider_id = p.id AND s.retired_at IS NULL),
        (SELECT count(*) FROM deliveries d
@@ -61,7 +61,7 @@ func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *str
 	for rows.Next() {
 		p := domain.ProviderSummary{Provider: domain.Provider{TenantID: tenantID}}
 		var last *time.Time
-		if err := rows.Scan(&p.ID, &p.Name, &p.Kind, &p.CreatedAt, &p.ActiveSecrets, &p.Deliveries24h, &last); err != nil {
+		if err := rows.Scan(&p.ID, &p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.ActiveSecrets, &p.Deliveries24h, &last); err != nil {
 			return nil, translate(err)
 		}
 		if last != nil {
@@ -72,28 +72,28 @@ func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *str
 	return out, translate(rows.Err())
 }
 
-// ConnectProvider implements domain.ProviderAdminService.
-func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string) (domain.Provider, error) {
+// ConnectProvider implements domain.ProviderAdminService. The provider is
+// created by CreateProviderWithConfig, with its settings and (unless the
+// kind signs nothing) its first secret.
+func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (domain.Provider, error) {
 	if err := domain.ValidateSlug("provider", name); err != nil {
 		return domain.Provider{}, err
 	}
 	if err := domain.ValidateConnectableKind(kind); err != nil {
 		return domain.Provider{}, err
 	}
-	p := domain.Provider{TenantID: tenantID, Name: name, Kind: kind}
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, `
-			INSERT INTO providers (tenant_id, name, kind) VALUES ($1, $2, $3)
-			RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = $1)`,
-			tenantID, name, kind).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug)
-		if uniqueViolation(err) {
-			return domain.Errorf(domain.ECONFLICT, "a provider named %q already exists in this workspace", name)
-		}
-		if err != nil {
-			return translate(err)
-		}
-		return s.addSecret(ctx, tx, tenantID, p.ID, secret)
-	})
+	var slug string
+	err := s.pool.QueryRow(ctx, `SELECT slug FROM tenants WHERE id = $1`, tenantID).Scan(&slug)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Provider{}, notFound("tenant not found")
+	}
+	if err != nil {
+		return domain.Provider{}, translate(err)
+	}
+	p, err := s.CreateProviderWithConfig(ctx, slug, name, kind, secret, config)
+	if domain.ErrorCode(err) == domain.ECONFLICT {
+		return domain.Provider{}, domain.Errorf(domain.ECONFLICT, "a provider named %q already exists in this workspace", name)
+	}
 	return p, err
 }
 
@@ -160,6 +160,22 @@ func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int
 		return d, row.Scan(&d.ID, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount)
 	})
 	return out, translate(err)
+}
+
+// EventOutcome implements domain.ProviderAdminService.
+func (s *Store) EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (domain.Outcome, error) {
+	var o string
+	err := s.pool.QueryRow(ctx, `
+		SELECT outcome FROM events
+		WHERE tenant_id = $1 AND provider_id = $2 AND event_id = $3 AND received_at >= $4
+		ORDER BY received_at DESC, seq DESC LIMIT 1`, tenantID, providerID, eventID, since).Scan(&o)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFound("no event %q since %s", eventID, since.Format(time.RFC3339))
+	}
+	if err != nil {
+		return "", translate(err)
+	}
+	return domain.Outcome(o), nil
 }
 
 // ProviderScopes implements domain.ProviderAdminService.

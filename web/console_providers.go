@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"math"
+	"net"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -43,7 +46,7 @@ func formRefusal(err error) bool {
 }
 
 func (s *Server) handleProviders(w http.ResponseWriter, r *http.Request) {
-	s.renderProviders(w, r, http.StatusOK, views.ProviderForm{Kind: domain.KindStandard})
+	s.renderProviders(w, r, http.StatusOK, views.ProviderForm{Kind: domain.KindStandard, ShippoAuth: shippoAuthHMAC})
 }
 
 func (s *Server) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
@@ -63,15 +66,59 @@ func (s *Server) renderProviders(w http.ResponseWriter, r *http.Request, status 
 	s.render(w, r, status, views.Providers(s.layout(r, "Providers", "providers"), v))
 }
 
-// handleConnectProvider creates a provider and answers with its secret,
-// which exists in plaintext only in this response.
+// setupFlagNames turns the command-line flag names in ProviderSetup's
+// messages into the connect form's labels.
+var setupFlagNames = strings.NewReplacer(
+	"--org-id", "Organization Id",
+	"--allowed-networks", "Allowed networks",
+	"--revision-field", "Revision field",
+	"--auth", "Auth mode",
+	"--secret", "Secret",
+)
+
+// handleConnectProvider creates a provider and answers with its endpoint
+// and secret, which exists in plaintext only in this response. What the kind
+// needs is checked and completed by ProviderSetup; only the fields of the
+// chosen kind are read.
 func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
-	form := views.ProviderForm{Name: strings.TrimSpace(r.PostFormValue("name")), Kind: r.PostFormValue("kind")}
-	secret := NewStandardSecret()
-	p, err := s.console.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret)
+	form := views.ProviderForm{
+		Name:                    strings.TrimSpace(r.PostFormValue("name")),
+		Kind:                    r.PostFormValue("kind"),
+		ShippoAuth:              r.PostFormValue("shippo_auth"),
+		SalesforceOrgID:         strings.TrimSpace(r.PostFormValue("org_id")),
+		SalesforceNetworks:      strings.TrimSpace(r.PostFormValue("allowed_networks")),
+		SalesforceRevisionField: strings.TrimSpace(r.PostFormValue("revision_field")),
+	}
+	var (
+		secret string
+		config map[string]string
+	)
+	err := domain.ValidateSlug("provider", form.Name)
+	if err == nil {
+		err = domain.ValidateConnectableKind(form.Kind)
+	}
+	if err == nil {
+		var in map[string]string
+		var inSecret string
+		switch form.Kind {
+		case domain.KindShippo:
+			in, inSecret = map[string]string{"auth": form.ShippoAuth}, r.PostFormValue("shippo_secret")
+		case domain.KindSalesforce:
+			in = map[string]string{"org_id": form.SalesforceOrgID, "allowed_networks": form.SalesforceNetworks,
+				"revision_field": form.SalesforceRevisionField}
+		}
+		secret, config, err = ProviderSetup(form.Kind, inSecret, in)
+		if err != nil && domain.ErrorCode(err) != domain.EINVALID {
+			err = domain.Errorf(domain.EINVALID, "%s", err.Error())
+		}
+	}
+	var p domain.Provider
+	if err == nil {
+		p, err = s.console.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
+	}
 	if formRefusal(err) {
-		form.Error = domain.ErrorMessage(err)
+		form.Error = setupFlagNames.Replace(domain.ErrorMessage(err))
 		s.renderProviders(w, r, http.StatusUnprocessableEntity, form)
 		return
 	}
@@ -80,19 +127,95 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", currentUser(r.Context()).Email)
-	s.renderNewSecret(w, r, p.Name, p.Kind, secret, false)
+	s.renderNewSecret(w, r, p, secret, false)
 }
 
-// renderNewSecret shows a secret once. The page must not be cached: it is
-// the only place the plaintext ever appears.
-func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, name, kind, secret string, rotated bool) {
-	endpoint := s.endpointURL(r, name)
-	v := views.ProviderSecretView{Name: name, Kind: kind, Rotated: rotated, EndpointURL: endpoint, Secret: secret,
-		CurlExample: standardCurlExample(endpoint, secret),
-		SendExample: "tidemark send --url " + shellWord(endpoint) + " --secret " + shellWord(secret)}
+// providerSettings lists a provider's kind-specific settings for display.
+func providerSettings(p domain.Provider) []views.ProviderSetting {
+	switch p.Kind {
+	case domain.KindShippo:
+		return []views.ProviderSetting{{Label: "Auth mode", Value: shippoMode(p)}}
+	case domain.KindSalesforce:
+		nets := p.Config["allowed_networks"]
+		if nets == "" {
+			nets = "any"
+		}
+		rev := p.Config["revision_field"]
+		if rev == "" {
+			rev = sfDefaultRevKey
+		}
+		return []views.ProviderSetting{
+			{Label: "Organization Id", Value: p.Config["org_id"]},
+			{Label: "Allowed networks", Value: nets},
+			{Label: "Revision field", Value: rev},
+		}
+	}
+	return nil
+}
+
+func shippoMode(p domain.Provider) string {
+	if p.Config["auth"] == shippoAuthToken {
+		return shippoAuthToken
+	}
+	return shippoAuthHMAC
+}
+
+// hasSecrets reports whether providers of kind authenticate with secrets,
+// so that rotating and retiring apply.
+func hasSecrets(kind string) bool { return kind != domain.KindSalesforce }
+
+const salesforceAuthNote = "Salesforce outbound messages carry no signature: deliveries are authenticated by the Organization Id every message carries and, when set, by the sender's network. There is no secret to copy or rotate."
+
+// renderNewSecret shows a new provider's endpoint and secret once. The page
+// must not be cached: it is the only place the plaintext ever appears.
+func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, secret string, rotated bool) {
+	endpoint := s.endpointURL(r, p.Name)
+	v := views.ProviderSecretView{Name: p.Name, Kind: p.Kind, Rotated: rotated, EndpointURL: endpoint, Secret: secret,
+		SecretName: "signing secret", Settings: providerSettings(p)}
+	switch p.Kind {
+	case domain.KindShippo:
+		body := shippoSampleBody("tidemark-test", "ts_example", time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		if shippoMode(p) == shippoAuthToken {
+			v.SecretName = "token"
+			v.EndpointURL = endpoint + "?token=" + url.QueryEscape(secret)
+			v.Intro = "Shippo authenticates its deliveries with this token, sent back as the token query parameter of the webhook URL. Paste the whole URL below, token included, into Shippo's webhook settings."
+			v.CurlHint = "Send a track_updated delivery from a shell (needs curl):"
+			v.CurlExample = strings.Join([]string{
+				"url=" + shellQuote(v.EndpointURL),
+				"body=" + shellQuote(string(body)),
+				`curl -sS -X POST "$url" -H 'Content-Type: application/json' -d "$body"`,
+			}, "\n")
+		} else {
+			v.SecretName = "HMAC secret"
+			v.Intro = "Shippo signs every delivery with this HMAC secret in the Shippo-Auth-Signature header (t=<unix seconds>,v1=<hex HMAC-SHA256 of t.body>). Paste the URL into Shippo's webhook settings and the secret as its signing secret."
+			v.CurlHint = "Send a signed track_updated delivery from a shell (needs openssl and curl):"
+			v.CurlExample = strings.Join([]string{
+				"secret=" + shellQuote(secret),
+				"url=" + shellQuote(endpoint),
+				"ts=$(date +%s)",
+				"body=" + shellQuote(string(body)),
+				`sig=$(printf '%s.%s' "$ts" "$body" | openssl dgst -sha256 -hmac "$secret" -hex | sed 's/^.* //')`,
+				`curl -sS -X POST "$url" -H "Shippo-Auth-Signature: t=$ts,v1=$sig" -H 'Content-Type: application/json' -d "$body"`,
+			}, "\n")
+		}
+	case domain.KindSalesforce:
+		v.Intro = salesforceAuthNote + " Paste the URL into the outbound message's Endpoint URL."
+		body := salesforceSampleBody(p.Config["org_id"], "04l000000000000AAA", time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC))
+		v.CurlHint = "Send a one-notification outbound message from a shell (needs curl); the answer is the SOAP acknowledgement:"
+		v.CurlExample = strings.Join([]string{
+			"url=" + shellQuote(endpoint),
+			"body=" + shellQuote(string(body)),
+			`curl -sS -X POST "$url" -H 'Content-Type: text/xml; charset=utf-8' -H 'SOAPAction: ""' -d "$body"`,
+		}, "\n")
+	default:
+		v.Intro = "Give the provider this endpoint URL and signing secret (" + p.Kind + ", Standard Webhooks signatures)."
+		v.CurlHint = "Send a signed contact.snapshot delivery from a shell (needs openssl, curl and od):"
+		v.CurlExample = standardCurlExample(endpoint, secret)
+		v.SendExample = "tidemark send --url " + shellWord(endpoint) + " --secret " + shellWord(secret)
+	}
 	title := "Provider connected"
 	if rotated {
-		title = "New signing secret"
+		title = "New " + v.SecretName
 	}
 	w.Header().Set("Cache-Control", "no-store")
 	s.render(w, r, http.StatusOK, views.ProviderSecret(s.layout(r, title, "providers"), v))
@@ -173,7 +296,21 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 	}
 	_, canSign := receivers[p.Kind]
 	v := views.ProviderView{Provider: p, EndpointURL: s.endpointURL(r, p.Name), Secrets: secrets, Deliveries: deliveries,
-		CanSign: canSign, NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true}}
+		CanSign: canSign, HasSecrets: hasSecrets(p.Kind), Settings: providerSettings(p.Provider),
+		NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true}}
+	switch p.Kind {
+	case domain.KindShippo:
+		v.TestHint = "Sends a track_updated event (shipment tidemark:tidemark-test) authenticated with the newest secret."
+		if shippoMode(p.Provider) == shippoAuthToken {
+			v.EndpointURL += "?token=…"
+			v.URLNote = "Shippo sends the token back as the token query parameter: the URL to paste ends in ?token= and the token, which was shown once when it was created. Tidemark cannot show it again; rotate to get a new one."
+		}
+	case domain.KindSalesforce:
+		v.AuthNote = salesforceAuthNote
+		v.TestHint = "Sends a one-notification outbound message for Contact tidemark-test with the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."
+	default:
+		v.TestHint = "Signs a contact.snapshot event (contact tidemark-test) with the newest secret."
+	}
 	for _, sc := range scopes {
 		f := scopeForm(sc)
 		if refusedScope.Error != "" && !refusedScope.New && sc.ScopeName == (domain.ScopeName{ObjectType: refusedScope.ObjectType, Action: refusedScope.Action}) {
@@ -282,13 +419,22 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	if !ok || !s.signable(w, r, p) {
 		return
 	}
-	secret := NewStandardSecret()
+	if !hasSecrets(p.Kind) {
+		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error",
+			fmt.Sprintf("%s providers have no secret to rotate: they are authenticated by Organization Id and, optionally, network.", p.Kind))
+		return
+	}
+	secret, err := NewProviderSecret(p.Provider)
+	if err != nil {
+		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "Cannot rotate: "+err.Error())
+		return
+	}
 	if err := s.console.RotateProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID, secret); err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
 	s.log.Info("provider secret rotated", "tenant", currentTenant(r.Context()).Slug, "provider", p.Name, "by", currentUser(r.Context()).Email)
-	s.renderNewSecret(w, r, p.Name, p.Kind, secret, true)
+	s.renderNewSecret(w, r, p.Provider, secret, true)
 }
 
 func (s *Server) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
@@ -312,39 +458,66 @@ func (s *Server) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 // consoleTestContact is the contact a console test event writes.
 const consoleTestContact = "tidemark-test"
 
-// handleTestEvent signs a delivery with the provider's newest secret and
-// passes it through the real receiver in-process, so everything a provider's
-// delivery goes through (signature, parsing, ingest, the delivery log) is
-// exercised; the answer is shown as a flash.
+// handleTestEvent sends a sample delivery of the provider's kind, signed
+// (or otherwise authenticated) as the provider would, through the real
+// receiver in-process, so everything a provider's delivery goes through
+// (authentication, parsing, ingest, the delivery log) is exercised; the
+// answer is shown as a flash.
 func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 	p, ok := s.currentProvider(w, r)
 	if !ok || !s.signable(w, r, p) {
 		return
 	}
 	t := currentTenant(r.Context())
-	secret, err := s.console.NewestProviderSecret(r.Context(), t.ID, p.ID)
-	if domain.ErrorCode(err) == domain.ENOTFOUND {
-		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
-		return
-	}
-	if err != nil {
-		s.consoleError(w, r, err)
-		return
+	var secret string
+	if hasSecrets(p.Kind) {
+		var err error
+		secret, err = s.console.NewestProviderSecret(r.Context(), t.ID, p.ID)
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
+			return
+		}
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
 	}
 	now := s.now()
-	body, _ := json.Marshal(map[string]any{
-		"type": "contact.snapshot", "timestamp": now.UTC().Format(time.RFC3339),
-		"data": map[string]any{"contact_id": consoleTestContact, "revision": now.UnixMilli(),
-			"snapshot": map[string]any{"note": "test event from the Tidemark console", "sent_at": now.UTC().Format(time.RFC3339)}},
-	})
-	id := "console-test-" + uuid.NewString()
-	sig, err := SignStandard(secret, id, now.Unix(), body)
-	if err != nil {
-		s.consoleError(w, r, fmt.Errorf("sign test event: %w", err))
-		return
+	d := inProcessDelivery{tenant: t.Slug, provider: p.Name, headers: map[string]string{}}
+	var sfEventID string
+	switch p.Kind {
+	case domain.KindShippo:
+		d.body = shippoSampleBody(consoleTestContact, "console-test-"+uuid.NewString(), now)
+		if shippoMode(p.Provider) == shippoAuthToken {
+			d.query = "token=" + url.QueryEscape(secret)
+		} else {
+			d.headers["Shippo-Auth-Signature"] = SignShippo(secret, now.Unix(), d.body)
+		}
+	case domain.KindSalesforce:
+		noteID := "console-test-" + uuid.NewString()
+		org := p.Config["org_id"]
+		d.body = salesforceSampleBody(org, noteID, now)
+		d.contentType = "text/xml; charset=utf-8"
+		d.headers["SOAPAction"] = `""`
+		sfEventID = org + ":" + noteID
+		if nets, err := parseNetworks(p.Config["allowed_networks"]); err == nil && len(nets) > 0 {
+			d.remoteAddr = net.JoinHostPort(nets[0].Addr().String(), "443")
+		}
+	default:
+		d.body, _ = json.Marshal(map[string]any{
+			"type": "contact.snapshot", "timestamp": now.UTC().Format(time.RFC3339),
+			"data": map[string]any{"contact_id": consoleTestContact, "revision": now.UnixMilli(),
+				"snapshot": map[string]any{"note": "test event from the Tidemark console", "sent_at": now.UTC().Format(time.RFC3339)}},
+		})
+		id := "console-test-" + uuid.NewString()
+		sig, err := SignStandard(secret, id, now.Unix(), d.body)
+		if err != nil {
+			s.consoleError(w, r, fmt.Errorf("sign test event: %w", err))
+			return
+		}
+		d.headers["webhook-id"], d.headers["webhook-timestamp"], d.headers["webhook-signature"] = id, strconv.FormatInt(now.Unix(), 10), sig
 	}
-	status, answer := s.deliverInProcess(r.Context(), t.Slug, p.Name, body, map[string]string{
-		"webhook-id": id, "webhook-timestamp": strconv.FormatInt(now.Unix(), 10), "webhook-signature": sig})
+	status, answer := s.deliverInProcess(r.Context(), d)
 
 	kind, msg := "ok", fmt.Sprintf("Test event answered %d %s", status, http.StatusText(status))
 	var parsed struct {
@@ -352,7 +525,19 @@ func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 			Outcome string `json:"outcome"`
 		} `json:"results"`
 	}
-	if json.Unmarshal(answer, &parsed) == nil && len(parsed.Results) == 1 {
+	switch {
+	case p.Kind == domain.KindSalesforce && status == http.StatusOK:
+		// The answer is the SOAP acknowledgement; the outcome is in the log.
+		if bytes.Contains(answer, []byte("<Ack>true</Ack>")) {
+			msg += ", Ack true"
+		}
+		o, err := s.console.EventOutcome(r.Context(), t.ID, p.ID, sfEventID, now.Add(-time.Minute))
+		if err == nil {
+			msg += ", outcome " + string(o)
+		} else {
+			s.log.Warn("test event outcome not found", "tenant", t.Slug, "provider", p.Name, "err", err)
+		}
+	case json.Unmarshal(answer, &parsed) == nil && len(parsed.Results) == 1:
 		msg += ", outcome " + parsed.Results[0].Outcome
 	}
 	if status != http.StatusOK {
@@ -361,16 +546,76 @@ func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), kind, msg+": "+string(bytes.TrimSpace(answer)))
 }
 
+// shippoSampleBody is a track_updated delivery in the shape of Shippo's
+// (web/testdata/shippo/track_updated_transit.json), for tracking number
+// number with tracking status statusID dated at.
+func shippoSampleBody(number, statusID string, at time.Time) []byte {
+	date := at.UTC().Format(time.RFC3339Nano)
+	status := map[string]any{
+		"object_id": statusID, "object_created": date, "object_updated": date,
+		"status": "TRANSIT", "status_details": "Test event from the Tidemark console.", "status_date": date,
+		"substatus": nil, "location": map[string]any{"city": "San Francisco", "state": "CA", "zip": "94103", "country": "US"},
+	}
+	body, _ := json.Marshal(map[string]any{
+		"event": "track_updated", "test": false,
+		"data": map[string]any{
+			"carrier": "tidemark", "tracking_number": number, "transaction": nil, "metadata": "Tidemark console test",
+			"eta": nil, "original_eta": nil, "servicelevel": map[string]any{"token": "test", "name": "Test"},
+			"tracking_status": status, "tracking_history": []any{status}, "messages": []any{},
+		},
+	})
+	return body
+}
+
+// salesforceSampleBody is an outbound message with one notification (id
+// noteID) for Contact tidemark-test of organization org, modified at.
+func salesforceSampleBody(org, noteID string, at time.Time) []byte {
+	var b bytes.Buffer
+	esc := func(s string) string {
+		var e bytes.Buffer
+		xml.EscapeText(&e, []byte(s))
+		return e.String()
+	}
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">`)
+	b.WriteString(`<soapenv:Body><notifications xmlns="http://soap.sforce.com/2005/09/outbound">`)
+	b.WriteString(`<OrganizationId>` + esc(org) + `</OrganizationId>`)
+	b.WriteString(`<Notification><Id>` + esc(noteID) + `</Id>`)
+	b.WriteString(`<sObject xsi:type="sf:Contact" xmlns:sf="urn:sobject.enterprise.soap.sforce.com">`)
+	b.WriteString(`<sf:Id>` + consoleTestContact + `</sf:Id>`)
+	b.WriteString(`<sf:LastName>Tidemark test</sf:LastName>`)
+	b.WriteString(`<sf:SystemModstamp>` + at.UTC().Format("2006-01-02T15:04:05.000Z") + `</sf:SystemModstamp>`)
+	b.WriteString(`</sObject></Notification></notifications></soapenv:Body></soapenv:Envelope>`)
+	return b.Bytes()
+}
+
+// inProcessDelivery is a delivery handed to the webhook handler directly.
+type inProcessDelivery struct {
+	tenant, provider string
+	query            string // the URL's query, without "?"
+	contentType      string // application/json when empty
+	remoteAddr       string
+	headers          map[string]string
+	body             []byte
+}
+
 // deliverInProcess hands a delivery to the webhook handler as the router
 // would, and returns its status and body.
-func (s *Server) deliverInProcess(ctx context.Context, tenant, provider string, body []byte, headers map[string]string) (int, []byte) {
+func (s *Server) deliverInProcess(ctx context.Context, d inProcessDelivery) (int, []byte) {
 	rctx := chi.NewRouteContext()
-	rctx.URLParams.Add("tenant", tenant)
-	rctx.URLParams.Add("provider", provider)
-	req, _ := http.NewRequestWithContext(context.WithValue(ctx, chi.RouteCtxKey, rctx), http.MethodPost,
-		"/webhooks/"+tenant+"/"+provider, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	for k, v := range headers {
+	rctx.URLParams.Add("tenant", d.tenant)
+	rctx.URLParams.Add("provider", d.provider)
+	target := "/webhooks/" + d.tenant + "/" + d.provider
+	if d.query != "" {
+		target += "?" + d.query
+	}
+	req, _ := http.NewRequestWithContext(context.WithValue(ctx, chi.RouteCtxKey, rctx), http.MethodPost, target, bytes.NewReader(d.body))
+	req.RemoteAddr = d.remoteAddr
+	if d.contentType == "" {
+		d.contentType = "application/json"
+	}
+	req.Header.Set("Content-Type", d.contentType)
+	for k, v := range d.headers {
 		req.Header.Set(k, v)
 	}
 	rec := &capturedResponse{header: http.Header{}, status: http.StatusOK}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"os/exec"
@@ -11,6 +12,8 @@ import (
 	"time"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tidemark/tidemark/web"
 )
 
 // connectProvider submits the connect form and returns the page showing
@@ -388,5 +391,195 @@ func TestProviderPagesOtherTenant(t *testing.T) {
 	}
 	if _, err := e.store.Endpoint(context.Background(), "acme", "intruder"); err == nil {
 		t.Error("a provider was created in acme by a globex member")
+	}
+}
+
+// consoleTestEvent presses the provider's test-event button and returns the
+// flash shown after the redirect.
+func consoleTestEvent(t *testing.T, b *browser, provider string) string {
+	t.Helper()
+	status, _, loc := b.post("/t/acme/providers/"+provider+"/test", nil)
+	if status != http.StatusSeeOther || loc != "/t/acme/providers/"+provider {
+		t.Fatalf("test event: %d to %q", status, loc)
+	}
+	_, doc := b.get(loc)
+	return text(doc, ".flash")
+}
+
+func TestProviderConnectShippoHMAC(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	_, doc := b.get("/t/acme/providers")
+	if doc.Find(`select[name=kind] option[value=shippo][disabled]`).Length() != 0 ||
+		doc.Find(`select[name=kind] option[value=salesforce][disabled]`).Length() != 0 {
+		t.Fatal("shippo and salesforce should be connectable")
+	}
+	if legends := doc.Find("fieldset legend").Text(); !strings.Contains(legends, "For Shippo") || !strings.Contains(legends, "For Salesforce") {
+		t.Fatalf("kind fieldsets %q", legends)
+	}
+
+	status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {"ship"}, "kind": {"shippo"}, "shippo_auth": {"hmac"},
+		"org_id": {"ignored"}})
+	if status != http.StatusOK {
+		t.Fatalf("connect shippo: %d %q", status, text(doc, "main"))
+	}
+	secret, endpoint := text(doc, "#provider-secret"), text(doc, "#endpoint-url")
+	if len(secret) != 64 || endpoint != e.srv.URL+"/webhooks/acme/ship" || !strings.Contains(text(doc, "main"), "Shippo-Auth-Signature") {
+		t.Fatalf("created page: secret %q endpoint %q", secret, endpoint)
+	}
+	body := []byte(`{"event":"track_updated","test":false,"data":{"carrier":"usps","tracking_number":"9205","tracking_status":{"object_id":"ts_1","status_date":"2026-01-01T10:00:00Z"}}}`)
+	status, answer := e.post("/webhooks/acme/ship", body, map[string]string{"Shippo-Auth-Signature": web.SignShippo(secret, time.Now().Unix(), body)})
+	if got := outcome(t, status, answer); got != "applied" {
+		t.Fatalf("delivery signed with the shown secret: %s", got)
+	}
+
+	status, doc = b.get("/t/acme/providers/ship")
+	html, _ := doc.Html()
+	if status != http.StatusOK || strings.Contains(html, secret) || text(doc, "#endpoint-url") != endpoint ||
+		!strings.Contains(text(doc, ".provider-settings dd"), "hmac") {
+		t.Fatalf("provider page: %d, endpoint %q, settings %q, shows secret %v", status, text(doc, "#endpoint-url"),
+			text(doc, ".provider-settings"), strings.Contains(html, secret))
+	}
+	if flash := consoleTestEvent(t, b, "ship"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+		t.Fatalf("test event flash %q", flash)
+	}
+
+	// Rotation gives a new hmac secret; both work until the old is retired.
+	status, doc, _ = b.post("/t/acme/providers/ship/rotate", nil)
+	rotated := text(doc, "#provider-secret")
+	if status != http.StatusOK || len(rotated) != 64 || rotated == secret {
+		t.Fatalf("rotate: %d, secret %q", status, rotated)
+	}
+	body2 := []byte(`{"event":"track_updated","test":false,"data":{"carrier":"usps","tracking_number":"9205","tracking_status":{"object_id":"ts_2","status_date":"2026-01-02T10:00:00Z"}}}`)
+	status, answer = e.post("/webhooks/acme/ship", body2, map[string]string{"Shippo-Auth-Signature": web.SignShippo(rotated, time.Now().Unix(), body2)})
+	if got := outcome(t, status, answer); got != "applied" {
+		t.Fatalf("delivery signed with the rotated secret: %s", got)
+	}
+}
+
+func TestProviderConnectShippoToken(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {"ship-t"}, "kind": {"shippo"}, "shippo_auth": {"token"}})
+	if status != http.StatusOK {
+		t.Fatalf("connect: %d %q", status, text(doc, "main"))
+	}
+	token := text(doc, "#provider-secret")
+	endpoint := text(doc, "#endpoint-url")
+	if token == "" || endpoint != e.srv.URL+"/webhooks/acme/ship-t?token="+url.QueryEscape(token) {
+		t.Fatalf("token %q, endpoint %q", token, endpoint)
+	}
+	body := []byte(`{"event":"track_updated","test":false,"data":{"carrier":"usps","tracking_number":"1","tracking_status":{"object_id":"ts_1","status_date":"2026-01-01T10:00:00Z"}}}`)
+	if got := postedOutcome(t, endpoint, body); got != "applied" {
+		t.Fatalf("delivery to the shown URL: %s", got)
+	}
+
+	_, doc = b.get("/t/acme/providers/ship-t")
+	html, _ := doc.Html()
+	if strings.Contains(html, token) || text(doc, "#endpoint-url") != e.srv.URL+"/webhooks/acme/ship-t?token=…" ||
+		!strings.Contains(text(doc, ".url-note"), "shown once") {
+		t.Fatalf("provider page: endpoint %q, note %q, shows token %v", text(doc, "#endpoint-url"), text(doc, ".url-note"), strings.Contains(html, token))
+	}
+	if flash := consoleTestEvent(t, b, "ship-t"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+		t.Fatalf("test event flash %q", flash)
+	}
+	_, doc = b.get("/t/acme/providers/ship-t")
+	if rows := providerRows(doc); len(rows) != 2 || !strings.Contains(rows[0], "200 valid 1") {
+		t.Fatalf("recent deliveries %q", rows)
+	}
+
+	// A short secret is refused with the form's wording.
+	status, doc, _ = b.post("/t/acme/providers", url.Values{"name": {"ship-x"}, "kind": {"shippo"}, "shippo_auth": {"token"}, "shippo_secret": {"short"}})
+	if status != http.StatusUnprocessableEntity || !strings.Contains(text(doc, "[role=alert]"), "Secret must be at least 16 printable characters") {
+		t.Fatalf("short secret: %d %q", status, text(doc, "[role=alert]"))
+	}
+	if doc.Find(`select[name=shippo_auth] option[value=token][selected]`).Length() != 1 {
+		t.Error("refused form lost the auth mode")
+	}
+}
+
+// postedOutcome posts body to an absolute URL and returns the outcome.
+func postedOutcome(t *testing.T, u string, body []byte) string {
+	t.Helper()
+	resp, err := http.Post(u, "application/json", strings.NewReader(string(body)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var answer map[string]any
+	json.NewDecoder(resp.Body).Decode(&answer)
+	return outcome(t, resp.StatusCode, answer)
+}
+
+func TestProviderConnectSalesforce(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	for _, c := range []struct {
+		form url.Values
+		want string
+	}{
+		{url.Values{"org_id": {""}}, "Organization Id is required for salesforce"},
+		{url.Values{"org_id": {"12345"}}, `Organization Id "12345" is not a Salesforce organization id`},
+		{url.Values{"org_id": {"00D5e000000AbCdEAK"}, "allowed_networks": {"not-a-net"}}, `Allowed networks: "not-a-net" is not a CIDR network`},
+	} {
+		c.form.Set("name", "sf")
+		c.form.Set("kind", "salesforce")
+		status, doc, _ := b.post("/t/acme/providers", c.form)
+		if status != http.StatusUnprocessableEntity || !strings.Contains(text(doc, "[role=alert]"), c.want) {
+			t.Errorf("%v: %d %q, want 422 with %q", c.form, status, text(doc, "[role=alert]"), c.want)
+		}
+		if got := doc.Find(`input[name=org_id]`).AttrOr("value", ""); got != c.form.Get("org_id") {
+			t.Errorf("form shows org id %q, want %q as entered", got, c.form.Get("org_id"))
+		}
+	}
+
+	status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {"sf"}, "kind": {"salesforce"},
+		"org_id": {"00D5e000000AbCdEAK"}, "allowed_networks": {""}, "revision_field": {""}, "shippo_secret": {"ignored-for-salesforce"}})
+	if status != http.StatusOK {
+		t.Fatalf("connect: %d %q", status, text(doc, "[role=alert]"))
+	}
+	if doc.Find("#provider-secret").Length() != 0 || text(doc, "#endpoint-url") != e.srv.URL+"/webhooks/acme/sf" ||
+		!strings.Contains(text(doc, "main"), "Organization Id") {
+		t.Fatalf("created page: %q", text(doc, "main"))
+	}
+	p, err := e.store.Endpoint(context.Background(), "acme", "sf")
+	if err != nil || p.Config["org_id"] != "00D5e000000AbCdEAK" || p.Config["revision_field"] != "SystemModstamp" {
+		t.Fatalf("stored provider %+v: %v", p.Config, err)
+	}
+
+	_, doc = b.get("/t/acme/providers/sf")
+	settings := text(doc, ".provider-settings")
+	if !strings.Contains(settings, "00D5e000000AbCdEAK") || !strings.Contains(settings, "SystemModstamp") ||
+		!strings.Contains(text(doc, ".auth-note"), "Organization Id") {
+		t.Fatalf("provider page settings %q, note %q", settings, text(doc, ".auth-note"))
+	}
+	if doc.Find("form[action$='/rotate']").Length() != 0 || doc.Find("form[action$='/test']").Length() != 1 {
+		t.Fatal("salesforce page should offer the test event but not rotation")
+	}
+	flash := consoleTestEvent(t, b, "sf")
+	if !strings.Contains(flash, "Test event answered 200 OK, Ack true, outcome applied") || !strings.Contains(flash, "<Ack>true</Ack>") {
+		t.Fatalf("test event flash %q", flash)
+	}
+
+	status, _, loc := b.post("/t/acme/providers/sf/rotate", nil)
+	if status != http.StatusSeeOther || loc != "/t/acme/providers/sf" {
+		t.Fatalf("rotate salesforce: %d to %q", status, loc)
+	}
+	if _, doc = b.get(loc); !strings.Contains(text(doc, ".flash"), "no secret to rotate") {
+		t.Fatalf("rotate flash %q", text(doc, ".flash"))
+	}
+	if n := e.sfCount(`SELECT count(*) FROM provider_secrets s JOIN providers p ON p.id = s.provider_id WHERE p.name = 'sf'`); n != 0 {
+		t.Fatalf("salesforce provider has %d secrets", n)
+	}
+}
+
+// TestProviderTestEventSalesforceNetworks: with allowed networks, the test
+// event comes from inside the first one and is accepted.
+func TestProviderTestEventSalesforceNetworks(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	e.sfProvider("sfnet", map[string]string{"org_id": sfOrg, "allowed_networks": "13.108.0.0/14", "revision_field": "SystemModstamp"})
+	if flash := consoleTestEvent(t, b, "sfnet"); !strings.Contains(flash, "outcome applied") {
+		t.Fatalf("test event flash %q", flash)
 	}
 }
