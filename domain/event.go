@@ -54,7 +54,19 @@ type Event struct {
 	Timestamp    string          // the provider's event time, as sent
 	Payload      []byte          // the raw event as received
 	RejectReason string
+	// Property, when set, makes the event a change of one property of the
+	// record (HubSpot propertyChange): Snapshot is {property: value}, it is
+	// merged into the stored snapshot, and Revision orders the changes of
+	// that property only. PropertyCreated and PropertyDeleted mark the
+	// record's creation and deletion at Revision (Snapshot is {}).
+	Property string
 }
+
+// Pseudo-properties of creation and deletion events.
+const (
+	PropertyCreated = "$created"
+	PropertyDeleted = "$deleted"
+)
 
 // Result is the outcome of one event, as answered to the provider.
 type Result struct {

@@ -56,6 +56,42 @@ WITH applied AS (
 INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id, delivery_id, applied_at)
 SELECT @tenant_id, @provider_id, @object_type, @object_id, revision, snapshot, @event_id, @delivery_id, @now FROM applied`)
 
+// Step 2 for a change of one property (HubSpot propertyChange, creation,
+// deletion): the same guard, per property. The change is merged into the
+// snapshot only if it is newer than the revision that last set that
+// property, and newer than a deletion of the record.
+var applyPropertySQL = named(`
+WITH applied AS (
+    INSERT INTO records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot, property_revisions,
+                              deleted_revision, last_applied_event, last_applied_delivery, last_applied_seq, created_at, updated_at)
+    SELECT @tenant_id, @provider_id, @object_type, @object_id, @revision, @snapshot,
+           jsonb_build_object(@property::text, @revision::bigint),
+           CASE WHEN @property::text = '` + domain.PropertyDeleted + `' THEN @revision::bigint END,
+           @event_id, @delivery_id, @seq, @now, @now
+    FROM idempotency_keys k
+    WHERE k.tenant_id = @tenant_id AND k.key = @key AND k.delivery_id = @delivery_id AND k.seq = @seq
+    ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
+        snapshot = r.snapshot || EXCLUDED.snapshot, property_revisions = r.property_revisions || EXCLUDED.property_revisions,
+        revision = greatest(r.revision, EXCLUDED.revision), deleted_revision = coalesce(EXCLUDED.deleted_revision, r.deleted_revision),
+        application_count = r.application_count + 1, last_applied_event = EXCLUDED.last_applied_event,
+        last_applied_delivery = EXCLUDED.last_applied_delivery, last_applied_seq = EXCLUDED.last_applied_seq,
+        updated_at = EXCLUDED.updated_at
+    WHERE coalesce((r.property_revisions ->> @property::text)::bigint, -1) < EXCLUDED.revision
+      AND coalesce(r.deleted_revision, -1) < EXCLUDED.revision
+    RETURNING snapshot
+)
+INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, delivery_id, applied_at)
+SELECT @tenant_id, @provider_id, @object_type, @object_id, @revision, snapshot, @property, @event_id, @delivery_id, @now FROM applied`)
+
+// projection is what of a stored snapshot an event is compared with: all
+// of it, or for a property change just {property: value} ({} for creation
+// and deletion, which carry no value).
+func projection(snapshot string) string {
+	return `CASE WHEN @property::text IS NULL THEN ` + snapshot + `
+                WHEN @property::text LIKE '$%' THEN '{}'::jsonb
+                ELSE jsonb_build_object(@property::text, ` + snapshot + ` -> @property::text) END`
+}
+
 // Step 3: decide the outcome in a new statement, which sees whatever the
 // waits of steps 1 and 2 let other transactions commit, then log the event
 // and open a conflict when needed.
@@ -63,8 +99,16 @@ var outcomeSQL = named(`
 WITH claim AS (
     SELECT delivery_id, seq, content_hash FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
 ), rec AS (
-    SELECT revision, snapshot, last_applied_event, last_applied_delivery, last_applied_seq FROM records
+    SELECT revision, snapshot, property_revisions, deleted_revision, last_applied_event, last_applied_delivery, last_applied_seq
+    FROM records
     WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id
+), cur AS (
+    -- What the event is compared with: the whole record, or for a property
+    -- change that property's revision and value.
+    SELECT CASE WHEN @property::text IS NULL THEN revision
+                ELSE (property_revisions ->> @property::text)::bigint END AS revision,
+           ` + projection("snapshot") + ` AS snapshot, last_applied_event, deleted_revision
+    FROM rec
 ), facts AS (
     SELECT EXISTS (SELECT FROM claim WHERE delivery_id = @delivery_id AND seq = @seq) AS claimed,
            EXISTS (SELECT FROM rec WHERE last_applied_delivery = @delivery_id AND last_applied_seq = @seq) AS applied
@@ -74,15 +118,17 @@ WITH claim AS (
     -- Looked for only when the event holds its claim and was not applied
     -- (a one-time filter), so the common path skips these scans.
     SELECT event_id, snapshot FROM (
-        SELECT 1 AS pref, last_applied_event AS event_id, snapshot FROM rec WHERE revision = @revision::bigint
+        SELECT 1 AS pref, last_applied_event AS event_id, snapshot FROM cur
+        WHERE revision = @revision::bigint AND @property::text IS NULL
         UNION ALL
-        SELECT 2, event_id, snapshot FROM accepted_revisions
+        SELECT 2, event_id, ` + projection("snapshot") + ` FROM accepted_revisions
         WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type
-          AND object_id = @object_id AND revision = @revision::bigint
+          AND object_id = @object_id AND revision = @revision::bigint AND property IS NOT DISTINCT FROM @property::text
         UNION ALL
         SELECT 3, event_id, snapshot FROM events
         WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type
           AND object_id = @object_id AND revision = @revision::bigint AND outcome = 'stale'
+          AND property IS NOT DISTINCT FROM @property::text
     ) retained
     WHERE snapshot <> @snapshot::jsonb AND (SELECT claimed AND NOT applied FROM facts)
     ORDER BY pref LIMIT 1
@@ -95,7 +141,7 @@ WITH claim AS (
         WHEN @revision::bigint IS NULL THEN 'unversioned'
         WHEN f.applied THEN 'applied'
         WHEN EXISTS (SELECT FROM rival) THEN 'revision_conflict'
-        WHEN EXISTS (SELECT FROM rec WHERE revision = @revision::bigint) THEN 'redundant'
+        WHEN EXISTS (SELECT FROM cur WHERE revision = @revision::bigint) THEN 'redundant'
         ELSE 'stale'
     END AS outcome
     FROM facts f
@@ -104,7 +150,12 @@ WITH claim AS (
         WHEN 'rejected' THEN @reject_reason::text
         WHEN 'event_conflict' THEN 'this event id was seen before with a different record, revision or snapshot'
         WHEN 'unversioned' THEN 'the event carries no revision, so it is recorded but never applied'
-        WHEN 'stale' THEN format('revision %s is older than the stored revision %s', @revision::bigint, (SELECT revision FROM rec))
+        WHEN 'stale' THEN CASE
+            WHEN (SELECT deleted_revision FROM cur) >= @revision::bigint
+            THEN format('revision %s is older than the deletion of the record at revision %s', @revision::bigint, (SELECT deleted_revision FROM cur))
+            WHEN @property::text IS NOT NULL
+            THEN format('revision %s of %s is older than its stored revision %s', @revision::bigint, @property::text, (SELECT revision FROM cur))
+            ELSE format('revision %s is older than the stored revision %s', @revision::bigint, (SELECT revision FROM cur)) END
         WHEN 'revision_conflict' THEN format('revision %s was already seen with a different snapshot (event %s)',
                                              @revision::bigint, (SELECT event_id FROM rival))
     END AS reason
@@ -118,9 +169,9 @@ WITH claim AS (
     RETURNING id
 ), logged AS (
     INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
-                        object_id, revision, outcome, reason, snapshot, payload, conflict_id)
+                        object_id, revision, outcome, reason, snapshot, payload, conflict_id, property)
     SELECT @tenant_id, @now, @delivery_id, @seq, @provider_id, @object_type, @action, @event_id,
-           @object_id, @revision, outcome, reason, @snapshot, @payload, (SELECT id FROM conflict)
+           @object_id, @revision, outcome, reason, @snapshot, @payload, (SELECT id FROM conflict), @property
     FROM decided
 )
 SELECT outcome, reason, (SELECT revision FROM rec), coalesce((SELECT id FROM conflict), 0) FROM decided`)
@@ -207,7 +258,10 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 		args := eventArgs(d, p, e, scope)
 		if e.RejectReason == "" {
 			batch.Queue(claimSQL.sql, claimSQL.args(args)...)
-			if e.Revision != nil {
+			switch {
+			case e.Revision != nil && e.Property != "":
+				batch.Queue(applyPropertySQL.sql, applyPropertySQL.args(args)...)
+			case e.Revision != nil:
 				batch.Queue(applySQL.sql, applySQL.args(args)...)
 			}
 		}
@@ -238,7 +292,7 @@ func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, sco
 		"object_type": e.Scope.ObjectType, "action": e.Scope.Action, "event_id": e.EventID,
 		"object_id": nullString(e.ObjectID), "revision": e.Revision, "snapshot": nullJSON(e.Snapshot),
 		"payload": e.Payload, "reject_reason": nullString(e.RejectReason), "key": []byte(nil),
-		"identifier": "", "expires_at": d.ReceivedAt,
+		"identifier": "", "expires_at": d.ReceivedAt, "property": nullString(e.Property),
 	}
 	if e.RejectReason == "" {
 		identifier := scope.IdentifierRule.Identifier(e)

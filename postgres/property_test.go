@@ -1,0 +1,103 @@
+package postgres
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// change builds a HubSpot-style property event for contact c-1: property
+// set to value at revision (occurredAt). A property of "$created" or
+// "$deleted" marks creation or deletion.
+func change(id, property, value string, revision int64) domain.Event {
+	snapshot := "{}"
+	if !strings.HasPrefix(property, "$") {
+		v, _ := json.Marshal(value)
+		snapshot = fmt.Sprintf(`{%q:%s}`, property, v)
+	}
+	action := "propertyChange"
+	switch property {
+	case domain.PropertyCreated:
+		action = "creation"
+	case domain.PropertyDeleted:
+		action = "deletion"
+	}
+	return domain.Event{EventID: id, Scope: domain.ScopeName{ObjectType: "contact", Action: action},
+		ObjectID: "c-1", Revision: &revision, Snapshot: json.RawMessage(snapshot), Property: property,
+		Payload: []byte(snapshot)}
+}
+
+func TestPropertyRevisionsAreGuardedPerProperty(t *testing.T) {
+	s, p := setup(t)
+	wantOutcome(t, ingest(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "applied")
+	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
+	// A late, older change of jobtitle never overwrites the newer one...
+	late := ingest(t, s, p, change("e2", "jobtitle", "Analyst", 200))
+	wantOutcome(t, late, "stale")
+	if !strings.Contains(late.Reason, "jobtitle") {
+		t.Fatalf("stale reason %q does not name the property", late.Reason)
+	}
+	// ...while a change of another property at that older time still applies.
+	wantOutcome(t, ingest(t, s, p, change("e3", "lifecyclestage", "lead", 200)), "applied")
+	if _, snap, count := record(t, s, p, "c-1"); snap != `{"jobtitle": "Director", "lifecyclestage": "lead"}` || count != 3 {
+		t.Fatalf("record %s with %d applications, want Director, lead and 3", snap, count)
+	}
+	// The same occurredAt for one property: same value is redundant, another
+	// value is a revision conflict of that property.
+	wantOutcome(t, ingest(t, s, p, change("e4", "jobtitle", "Director", 300)), "redundant")
+	c := ingest(t, s, p, change("e5", "jobtitle", "VP Sales", 300))
+	wantOutcome(t, c, "revision_conflict")
+	if c.ConflictID == 0 {
+		t.Fatal("no conflict opened")
+	}
+	// The same occurredAt on another property is no conflict at all.
+	wantOutcome(t, ingest(t, s, p, change("e6", "phone", "555", 300)), "applied")
+	wantOutcome(t, ingest(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "duplicate")
+	wantOutcome(t, ingest(t, s, p, change("e7", domain.PropertyCreated, "", 100)), "redundant")
+}
+
+func TestDeletionMakesOlderChangesStale(t *testing.T) {
+	s, p := setup(t)
+	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
+	wantOutcome(t, ingest(t, s, p, change("d1", domain.PropertyDeleted, "", 500)), "applied")
+	late := ingest(t, s, p, change("e2", "lifecyclestage", "customer", 400))
+	wantOutcome(t, late, "stale")
+	if !strings.Contains(late.Reason, "deletion") {
+		t.Fatalf("stale reason %q does not mention the deletion", late.Reason)
+	}
+	var deleted *int64
+	s.pool.QueryRow(t.Context(), `SELECT deleted_revision FROM records WHERE tenant_id = $1 AND object_id = 'c-1'`, p.TenantID).Scan(&deleted)
+	if deleted == nil || *deleted != 500 {
+		t.Fatalf("deleted_revision %v, want 500", deleted)
+	}
+	wantOutcome(t, ingest(t, s, p, change("e3", "lifecyclestage", "customer", 600)), "applied")
+}
+
+func TestPropertyChangesInOneBatchApplyInOrder(t *testing.T) {
+	s, p := setup(t)
+	events := []domain.Event{
+		change("b0", domain.PropertyCreated, "", 100),
+		change("b1", "jobtitle", "Analyst", 200),
+		change("b2", "jobtitle", "Director", 300),
+		change("b3", "jobtitle", "Intern", 150),
+	}
+	for i := range events {
+		events[i].Seq = i
+	}
+	results, err := s.Ingest(t.Context(), delivery(p), p, events)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []domain.Outcome{"applied", "applied", "applied", "stale"}
+	for i, r := range results {
+		if r.Outcome != want[i] {
+			t.Errorf("event %d: %s (%s), want %s", i, r.Outcome, r.Reason, want[i])
+		}
+	}
+	if _, snap, _ := record(t, s, p, "c-1"); snap != `{"jobtitle": "Director"}` {
+		t.Fatalf("record %s, want Director", snap)
+	}
+}
