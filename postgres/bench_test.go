@@ -56,3 +56,59 @@ func BenchmarkCounterShards(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkBatchVersusSingle ingests HubSpot-shaped property changes, 100
+// per delivery (one transaction) and one per delivery, from 8 concurrent
+// senders, and reports events/s for each.
+//
+//	go test ./postgres -run '^$' -bench BatchVersusSingle -benchtime 20000x
+func BenchmarkBatchVersusSingle(b *testing.B) {
+	for _, perDelivery := range []int{1, 100} {
+		b.Run(fmt.Sprintf("events-per-delivery=%d", perDelivery), func(b *testing.B) {
+			cfg, err := pgxpool.ParseConfig(testdb.NewURL(b))
+			if err != nil {
+				b.Fatal(err)
+			}
+			cfg.MaxConns = 16
+			pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer pool.Close()
+			s, _ := New(pool, testKey)
+			ctx := context.Background()
+			s.CreateTenant(ctx, "acme", "")
+			if _, err := s.CreateProvider(ctx, "acme", "hs", domain.KindHubSpot, "client-secret"); err != nil {
+				b.Fatal(err)
+			}
+			p, _ := s.Endpoint(ctx, "acme", "hs")
+			var n atomic.Int64
+			b.SetParallelism(4) // 8 senders on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				var batch []domain.Event
+				for pb.Next() {
+					i := n.Add(1)
+					e := change(fmt.Sprintf("e%d", i), "jobtitle", "Director", i)
+					e.ObjectID = fmt.Sprintf("c-%d", i%5000)
+					e.Seq = len(batch)
+					batch = append(batch, e)
+					if len(batch) < perDelivery {
+						continue
+					}
+					if _, err := s.Ingest(ctx, delivery(p), p, batch); err != nil {
+						b.Error(err)
+						return
+					}
+					batch = batch[:0]
+				}
+				if len(batch) > 0 {
+					if _, err := s.Ingest(ctx, delivery(p), p, batch); err != nil {
+						b.Error(err)
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
