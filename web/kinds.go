@@ -24,8 +24,10 @@ func ProviderSetup(kind, secret string, config map[string]string) (string, map[s
 		return shippoSetup(secret, config)
 	case domain.KindSalesforce:
 		return salesforceSetup(secret, config)
+	case domain.KindHubSpot:
+		return hubspotSetup(secret, config)
 	}
-	return "", nil, domain.Errorf(domain.EINVALID, "provider kind %q is not supported yet; supported: standard, shippo, salesforce", kind)
+	return "", nil, domain.Errorf(domain.EINVALID, "provider kind %q is not supported yet; supported: standard, hubspot, shippo, salesforce", kind)
 }
 
 // NewProviderSecret returns a fresh secret for a rotation of p.

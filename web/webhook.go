@@ -30,6 +30,7 @@ var receivers = map[string]receiver{
 	domain.KindStandard:   standardReceiver{},
 	domain.KindShippo:     shippoReceiver{},
 	domain.KindSalesforce: salesforceReceiver{},
+	domain.KindHubSpot:    hubspotReceiver{},
 }
 
 // ingestBudget bounds the database work of one delivery, well inside the
@@ -42,6 +43,9 @@ const ingestBudget = 5 * time.Second
 // provider to retry, and 200 is written only after Ingest committed.
 func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
+	// Receivers that sign the URL (HubSpot) verify against the public URL the
+	// provider called, which differs from r.Host behind a proxy.
+	r = r.WithContext(context.WithValue(r.Context(), publicBaseKey{}, s.baseURL(r)))
 	ctx, cancel := context.WithTimeout(r.Context(), ingestBudget)
 	defer cancel()
 

@@ -74,8 +74,9 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		"Connect a webhook provider to a tenant. Prints its signing secret or token as the last line.")
 	tenant := fs.String("tenant", "", "tenant slug (required)")
 	name := fs.String("name", "", "provider name, unique within the tenant (required)")
-	kind := fs.String("kind", "", "provider kind: standard, shippo or salesforce (required)")
-	secret := fs.String("secret", "", `standard: "whsec_" + base64; shippo: the HMAC secret or URL token (default: generated)`)
+	kind := fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)")
+	secret := fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated)`)
+	allowV1 := fs.Bool("allow-v1", false, "hubspot: also accept legacy v1 signatures (no replay protection)")
 	auth := fs.String("auth", "", "shippo: how deliveries authenticate, hmac (Shippo-Auth-Signature header) or token (?token= in the URL); default hmac")
 	orgID := fs.String("org-id", "", "salesforce: the OrganizationId every outbound message must carry (required for salesforce)")
 	networks := fs.String("allowed-networks", "", "salesforce: comma-separated CIDRs allowed to send (default: any)")
@@ -88,6 +89,9 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
 	}
 	config := map[string]string{}
+	if *allowV1 {
+		config["allow_v1"] = "true"
+	}
 	for k, v := range map[string]string{"auth": *auth, "org_id": *orgID, "allowed_networks": *networks, "revision_field": *revisionField} {
 		if v != "" {
 			config[k] = v
