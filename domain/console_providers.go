@@ -96,7 +96,7 @@ func (t APIToken) Revoked() bool { return !t.RevokedAt.IsZero() }
 
 // ConnectableKinds are the provider kinds the console can connect now; the
 // others need receivers that come in a later version.
-var ConnectableKinds = []string{KindStandard, KindShippo, KindSalesforce}
+var ConnectableKinds = []string{KindStandard, KindShippo, KindSalesforce, KindHubSpot}
 
 // ValidateConnectableKind checks that providers of kind can be connected.
 func ValidateConnectableKind(kind string) error {

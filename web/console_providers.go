@@ -3,10 +3,12 @@ package web
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/url"
@@ -89,6 +91,7 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 		SalesforceOrgID:         strings.TrimSpace(r.PostFormValue("org_id")),
 		SalesforceNetworks:      strings.TrimSpace(r.PostFormValue("allowed_networks")),
 		SalesforceRevisionField: strings.TrimSpace(r.PostFormValue("revision_field")),
+		HubSpotAllowV1:          r.PostFormValue("hubspot_allow_v1") == "true",
 	}
 	var (
 		secret string
@@ -107,8 +110,15 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 		case domain.KindSalesforce:
 			in = map[string]string{"org_id": form.SalesforceOrgID, "allowed_networks": form.SalesforceNetworks,
 				"revision_field": form.SalesforceRevisionField}
+		case domain.KindHubSpot:
+			in, inSecret = map[string]string{"allow_v1": strconv.FormatBool(form.HubSpotAllowV1)}, r.PostFormValue("hubspot_secret")
 		}
-		secret, config, err = ProviderSetup(form.Kind, inSecret, in)
+		if form.Kind == domain.KindHubSpot {
+			// HubSpot issues the client secret: the console never makes one up.
+			secret, config, err = hubspotConsoleSetup(inSecret, in)
+		} else {
+			secret, config, err = ProviderSetup(form.Kind, inSecret, in)
+		}
 		if err != nil && domain.ErrorCode(err) != domain.EINVALID {
 			err = domain.Errorf(domain.EINVALID, "%s", err.Error())
 		}
@@ -135,6 +145,8 @@ func providerSettings(p domain.Provider) []views.ProviderSetting {
 	switch p.Kind {
 	case domain.KindShippo:
 		return []views.ProviderSetting{{Label: "Auth mode", Value: shippoMode(p)}}
+	case domain.KindHubSpot:
+		return []views.ProviderSetting{{Label: "Accept legacy v1 signatures (allow_v1)", Value: hubspotAllowV1(p)}}
 	case domain.KindSalesforce:
 		nets := p.Config["allowed_networks"]
 		if nets == "" {
@@ -159,6 +171,30 @@ func shippoMode(p domain.Provider) string {
 	}
 	return shippoAuthHMAC
 }
+
+// hubspotAllowV1 is a hubspot provider's allow_v1 setting, "true" or "false".
+func hubspotAllowV1(p domain.Provider) string {
+	return strconv.FormatBool(p.Config["allow_v1"] == "true")
+}
+
+// hubspotSecretRequired is the refusal of a hubspot connection or rotation
+// without a client secret.
+const hubspotSecretRequired = "paste the client secret of your HubSpot app (Settings → Auth)"
+
+// hubspotConsoleSetup checks a hubspot provider entered in the console: the
+// client secret is HubSpot's, so it is required rather than generated.
+func hubspotConsoleSetup(secret string, config map[string]string) (string, map[string]string, error) {
+	if strings.TrimSpace(secret) == "" {
+		return "", nil, domain.Errorf(domain.EINVALID, "Client secret is required for hubspot: %s", hubspotSecretRequired)
+	}
+	out, config, err := ProviderSetup(domain.KindHubSpot, secret, config)
+	if err != nil && strings.HasPrefix(domain.ErrorMessage(err), "--secret") {
+		err = domain.Errorf(domain.EINVALID, "Client secret must be the HubSpot app's client secret: at least 8 printable characters without surrounding spaces; %s", hubspotSecretRequired)
+	}
+	return out, config, err
+}
+
+const hubspotURLNote = "HubSpot signs this exact URL (X-HubSpot-Signature-v3 covers the method, URL, body and timestamp), so it must be the address HubSpot calls: when Tidemark runs behind a proxy or load balancer, start it with --public-url (or TIDEMARK_PUBLIC_URL) set to its public URL, or every delivery is refused with 401."
 
 // hasSecrets reports whether providers of kind authenticate with secrets,
 // so that rotating and retiring apply.
@@ -197,6 +233,16 @@ func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, p domai
 				`sig=$(printf '%s.%s' "$ts" "$body" | openssl dgst -sha256 -hmac "$secret" -hex | sed 's/^.* //')`,
 				`curl -sS -X POST "$url" -H "Shippo-Auth-Signature: t=$ts,v1=$sig" -H 'Content-Type: application/json' -d "$body"`,
 			}, "\n")
+		}
+	case domain.KindHubSpot:
+		// The operator pasted the client secret from HubSpot: it is stored,
+		// never shown back.
+		v.Secret, v.SecretName = "", "client secret"
+		v.SecretStored = "The client secret you pasted is stored encrypted; Tidemark does not show it. HubSpot keeps it under your app's Settings → Auth."
+		v.URLNote = hubspotURLNote
+		v.Intro = "HubSpot signs every delivery with your app's client secret (X-HubSpot-Signature-v3). Paste the URL below into your HubSpot app's webhook settings as the target URL."
+		if p.Config["allow_v1"] == "true" {
+			v.Intro += " Legacy v1 signatures are accepted too; they carry no timestamp, so they have no replay protection."
 		}
 	case domain.KindSalesforce:
 		v.Intro = salesforceAuthNote + " Paste the URL into the outbound message's Endpoint URL."
@@ -305,6 +351,10 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 			v.EndpointURL += "?token=…"
 			v.URLNote = "Shippo sends the token back as the token query parameter: the URL to paste ends in ?token= and the token, which was shown once when it was created. Tidemark cannot show it again; rotate to get a new one."
 		}
+	case domain.KindHubSpot:
+		v.URLNote = hubspotURLNote
+		v.RotateNeedsSecret = true
+		v.TestHint = "Sends a one-event batch (contact.propertyChange of tidemark_test on contact 1) signed v3 with the newest client secret over the URL above."
 	case domain.KindSalesforce:
 		v.AuthNote = salesforceAuthNote
 		v.TestHint = "Sends a one-notification outbound message for Contact tidemark-test with the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."
@@ -424,7 +474,20 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("%s providers have no secret to rotate: they are authenticated by Organization Id and, optionally, network.", p.Kind))
 		return
 	}
-	secret, err := NewProviderSecret(p.Provider)
+	var (
+		secret string
+		err    error
+	)
+	if p.Kind == domain.KindHubSpot {
+		// HubSpot issues the new client secret; the operator pastes it.
+		secret, _, err = hubspotConsoleSetup(r.PostFormValue("new_secret"), p.Config)
+		if err != nil {
+			s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "Cannot rotate: "+domain.ErrorMessage(err))
+			return
+		}
+	} else {
+		secret, err = NewProviderSecret(p.Provider)
+	}
 	if err != nil {
 		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "Cannot rotate: "+err.Error())
 		return
@@ -503,6 +566,15 @@ func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 		if nets, err := parseNetworks(p.Config["allowed_networks"]); err == nil && len(nets) > 0 {
 			d.remoteAddr = net.JoinHostPort(nets[0].Addr().String(), "443")
 		}
+	case domain.KindHubSpot:
+		d.body = hubspotSampleBody(rand.Int64N(1<<53-1)+1, now)
+		// The receiver checks the signature over the public URL, which it
+		// derives from the request as for this console request.
+		d.host, d.tls = r.Host, r.TLS
+		ts := strconv.FormatInt(now.UnixMilli(), 10)
+		uri := s.baseURL(r) + "/webhooks/" + t.Slug + "/" + p.Name
+		d.headers["X-HubSpot-Signature-v3"] = SignHubSpotV3(secret, http.MethodPost, uri, d.body, ts)
+		d.headers["X-HubSpot-Request-Timestamp"] = ts
 	default:
 		d.body, _ = json.Marshal(map[string]any{
 			"type": "contact.snapshot", "timestamp": now.UTC().Format(time.RFC3339),
@@ -589,12 +661,26 @@ func salesforceSampleBody(org, noteID string, at time.Time) []byte {
 	return b.Bytes()
 }
 
+// hubspotSampleBody is a one-event batch in the shape of HubSpot's
+// (web/testdata/hubspot/batch_contact.json): property tidemark_test of
+// contact 1 changed to the time at.
+func hubspotSampleBody(eventID int64, at time.Time) []byte {
+	body, _ := json.Marshal([]map[string]any{{
+		"eventId": eventID, "subscriptionId": 1, "portalId": 1, "occurredAt": at.UnixMilli(),
+		"subscriptionType": "contact.propertyChange", "attemptNumber": 0, "objectId": 1,
+		"propertyName": "tidemark_test", "propertyValue": at.UTC().Format(time.RFC3339Nano), "changeSource": "TIDEMARK_CONSOLE",
+	}})
+	return body
+}
+
 // inProcessDelivery is a delivery handed to the webhook handler directly.
 type inProcessDelivery struct {
 	tenant, provider string
 	query            string // the URL's query, without "?"
 	contentType      string // application/json when empty
 	remoteAddr       string
+	host             string               // the Host the delivery was sent to; empty for none
+	tls              *tls.ConnectionState // non-nil when sent over HTTPS
 	headers          map[string]string
 	body             []byte
 }
@@ -611,6 +697,7 @@ func (s *Server) deliverInProcess(ctx context.Context, d inProcessDelivery) (int
 	}
 	req, _ := http.NewRequestWithContext(context.WithValue(ctx, chi.RouteCtxKey, rctx), http.MethodPost, target, bytes.NewReader(d.body))
 	req.RemoteAddr = d.remoteAddr
+	req.Host, req.TLS = d.host, d.tls
 	if d.contentType == "" {
 		d.contentType = "application/json"
 	}

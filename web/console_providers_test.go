@@ -54,8 +54,8 @@ func TestProviderConnectShowsSecretOnce(t *testing.T) {
 	if status != http.StatusOK || !strings.Contains(text(doc, "table.providers"), "crm") {
 		t.Fatalf("providers page: %d, table %q", status, text(doc, "table.providers"))
 	}
-	if opt := doc.Find(`select[name=kind] option[value=hubspot]`); opt.AttrOr("disabled", "no") == "no" || !strings.Contains(opt.Text(), "coming soon") {
-		t.Fatalf("hubspot option %q should be disabled and say coming soon", opt.Text())
+	if opt := doc.Find(`select[name=kind] option[value=hubspot]`); opt.Length() != 1 || opt.AttrOr("disabled", "no") != "no" || strings.Contains(opt.Text(), "coming soon") {
+		t.Fatalf("hubspot option %q should be connectable", opt.Text())
 	}
 
 	doc = connectProvider(t, b, "billing")
@@ -99,7 +99,7 @@ func TestProviderConnectValidation(t *testing.T) {
 		{"Bad Name", "standard", "must be 1-63 characters of a-z, 0-9 and '-'"},
 		{"-crm", "standard", "starting with a letter or digit"},
 		{"crm", "standard", `a provider named "crm" already exists`},
-		{"hub", "hubspot", "hubspot providers are coming in a later version"},
+		{"hub", "hubspot", "paste the client secret of your HubSpot app (Settings → Auth)"},
 		{"odd", "telepathy", `provider kind "telepathy" is not one of`},
 	} {
 		status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {c.name}, "kind": {c.kind}})
@@ -581,5 +581,142 @@ func TestProviderTestEventSalesforceNetworks(t *testing.T) {
 	e.sfProvider("sfnet", map[string]string{"org_id": sfOrg, "allowed_networks": "13.108.0.0/14", "revision_field": "SystemModstamp"})
 	if flash := consoleTestEvent(t, b, "sfnet"); !strings.Contains(flash, "outcome applied") {
 		t.Fatalf("test event flash %q", flash)
+	}
+}
+
+// hubspotDelivery posts a HubSpot batch to the provider, signed v3 with
+// secret over the public URL (the test server's), and returns the answer.
+func hubspotDelivery(e *env, provider, secret string, body []byte) (int, map[string]any) {
+	e.t.Helper()
+	path := "/webhooks/acme/" + provider
+	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
+	return e.post(path, body, map[string]string{
+		"Content-Type":                "application/json",
+		"X-HubSpot-Request-Timestamp": ts,
+		"X-HubSpot-Signature-v3":      web.SignHubSpotV3(secret, http.MethodPost, e.srv.URL+path, body, ts),
+	})
+}
+
+// hubspotOutcome delivers like hubspotDelivery and returns the single result's outcome.
+func hubspotOutcome(e *env, provider, secret string, body []byte) string {
+	e.t.Helper()
+	status, answer := hubspotDelivery(e, provider, secret, body)
+	return outcome(e.t, status, answer)
+}
+
+func hubspotBatch(eventID int64, value string) []byte {
+	return []byte(`[{"eventId":` + strconv.FormatInt(eventID, 10) + `,"subscriptionId":2101003,"portalId":44120077,"appId":1530011,"occurredAt":` +
+		strconv.FormatInt(time.Now().UnixMilli()+eventID, 10) + `,"subscriptionType":"contact.propertyChange","attemptNumber":0,"objectId":77001,` +
+		`"propertyName":"jobtitle","propertyValue":"` + value + `","changeSource":"CRM_UI"}]`)
+}
+
+func TestProviderConnectHubSpot(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	_, doc := b.get("/t/acme/providers")
+	if !strings.Contains(doc.Find("fieldset legend").Text(), "For HubSpot") || doc.Find(`input[name=hubspot_allow_v1][type=checkbox]`).Length() != 1 ||
+		!strings.Contains(text(doc, "#hubspot-v1-hint"), "no replay protection") {
+		t.Fatalf("connect form: legends %q", doc.Find("fieldset legend").Text())
+	}
+
+	// The client secret is HubSpot's: without it the form is refused.
+	status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {"hub"}, "kind": {"hubspot"}, "hubspot_allow_v1": {"true"}})
+	if status != http.StatusUnprocessableEntity || !strings.Contains(text(doc, "[role=alert]"), "paste the client secret of your HubSpot app (Settings → Auth)") {
+		t.Fatalf("missing secret: %d %q", status, text(doc, "[role=alert]"))
+	}
+	if doc.Find(`input[name=hubspot_allow_v1][checked]`).Length() != 1 || doc.Find(`input[name=name]`).AttrOr("value", "") != "hub" {
+		t.Error("refused form lost what was entered")
+	}
+	if _, doc := b.get("/t/acme/providers"); strings.Contains(text(doc, "table.providers"), "hub") {
+		t.Fatal("a refused hubspot provider was created")
+	}
+
+	const secret = "c0ffee00-1234-4abc-9def-0123456789ab"
+	status, doc, _ = b.post("/t/acme/providers", url.Values{"name": {"hub"}, "kind": {"hubspot"}, "hubspot_secret": {secret}})
+	html, _ := doc.Html()
+	endpoint := e.srv.URL + "/webhooks/acme/hub"
+	if status != http.StatusOK || strings.Contains(html, secret) || doc.Find("#provider-secret").Length() != 0 ||
+		text(doc, "#endpoint-url") != endpoint || !strings.Contains(text(doc, ".secret-stored"), "stored") ||
+		!strings.Contains(text(doc, ".url-note"), "--public-url") {
+		t.Fatalf("created page: %d, endpoint %q, stored %q, note %q, shows secret %v", status, text(doc, "#endpoint-url"),
+			text(doc, ".secret-stored"), text(doc, ".url-note"), strings.Contains(html, secret))
+	}
+	p, err := e.store.Endpoint(context.Background(), "acme", "hub")
+	if err != nil || p.Config["allow_v1"] != "false" || len(p.Secrets) != 1 || p.Secrets[0] != secret {
+		t.Fatalf("stored provider %+v: %v", p.Config, err)
+	}
+
+	status, doc = b.get("/t/acme/providers/hub")
+	html, _ = doc.Html()
+	if status != http.StatusOK || strings.Contains(html, secret) || text(doc, "#endpoint-url") != endpoint ||
+		!strings.Contains(text(doc, ".provider-settings"), "allow_v1") || text(doc, ".provider-settings dd") != "false" ||
+		!strings.Contains(text(doc, ".url-note"), "TIDEMARK_PUBLIC_URL") {
+		t.Fatalf("provider page: %d, endpoint %q, settings %q, note %q, shows secret %v", status, text(doc, "#endpoint-url"),
+			text(doc, ".provider-settings"), text(doc, ".url-note"), strings.Contains(html, secret))
+	}
+	if doc.Find(`form[action$='/rotate'] input[name=new_secret][required]`).Length() != 1 {
+		t.Fatal("hubspot rotation should ask for the new client secret")
+	}
+
+	// A delivery HubSpot signs with the client secret over the URL is applied.
+	if got := hubspotOutcome(e, "hub", secret, hubspotBatch(1, "Director")); got != "applied" {
+		t.Fatalf("delivery signed with the client secret: %s", got)
+	}
+	if status, _ := hubspotDelivery(e, "hub", "not-the-secret", hubspotBatch(2, "CTO")); status != http.StatusUnauthorized {
+		t.Fatalf("delivery with a wrong secret answered %d, want 401", status)
+	}
+
+	if flash := consoleTestEvent(t, b, "hub"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+		t.Fatalf("test event flash %q", flash)
+	}
+
+	// Rotation takes the pasted new secret; without one it is refused.
+	status, _, loc := b.post("/t/acme/providers/hub/rotate", url.Values{"new_secret": {""}})
+	if status != http.StatusSeeOther || loc != "/t/acme/providers/hub" {
+		t.Fatalf("rotate without secret: %d to %q", status, loc)
+	}
+	if _, doc = b.get(loc); !strings.Contains(text(doc, ".flash"), "paste the client secret") {
+		t.Fatalf("rotate without secret flash %q", text(doc, ".flash"))
+	}
+	const rotated = "feedface-5678-4abc-9def-ba9876543210"
+	status, doc, _ = b.post("/t/acme/providers/hub/rotate", url.Values{"new_secret": {rotated}})
+	html, _ = doc.Html()
+	if status != http.StatusOK || strings.Contains(html, rotated) || strings.Contains(html, secret) || !strings.Contains(text(doc, "h1"), "New client secret") {
+		t.Fatalf("rotate: %d %q, shows a secret %v", status, text(doc, "main"), strings.Contains(html, rotated) || strings.Contains(html, secret))
+	}
+	if got := hubspotOutcome(e, "hub", secret, hubspotBatch(3, "VP")); got != "applied" {
+		t.Fatalf("old secret during rotation: %s", got)
+	}
+	if got := hubspotOutcome(e, "hub", rotated, hubspotBatch(4, "CEO")); got != "applied" {
+		t.Fatalf("new secret during rotation: %s", got)
+	}
+	if flash := consoleTestEvent(t, b, "hub"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+		t.Fatalf("test event after rotation: flash %q", flash)
+	}
+	_, doc = b.get("/t/acme/providers/hub")
+	if !strings.Contains(text(doc, "main"), "2 active secrets") {
+		t.Fatalf("provider page during rotation: %q", text(doc, "main"))
+	}
+}
+
+// TestProviderConnectHubSpotV1: allow_v1 is saved from the checkbox and a
+// v1-signed delivery is then accepted.
+func TestProviderConnectHubSpotV1(t *testing.T) {
+	e := setup(t)
+	b := e.operator("ops@example.com", false, "acme")
+	const secret = "legacy-secret-0123456789"
+	status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {"hub1"}, "kind": {"hubspot"}, "hubspot_secret": {secret}, "hubspot_allow_v1": {"true"}})
+	if status != http.StatusOK || !strings.Contains(text(doc, ".auth-intro"), "no replay protection") {
+		t.Fatalf("connect: %d %q", status, text(doc, "main"))
+	}
+	_, doc = b.get("/t/acme/providers/hub1")
+	if text(doc, ".provider-settings dd") != "true" {
+		t.Fatalf("settings %q", text(doc, ".provider-settings"))
+	}
+	body := hubspotBatch(1, "Director")
+	status, answer := e.post("/webhooks/acme/hub1", body, map[string]string{"Content-Type": "application/json",
+		"X-HubSpot-Signature": web.SignHubSpotV1(secret, body), "X-HubSpot-Signature-Version": "v1"})
+	if got := outcome(t, status, answer); got != "applied" {
+		t.Fatalf("v1 delivery: %s", got)
 	}
 }
