@@ -60,6 +60,9 @@ type Event struct {
 	// that property only. PropertyCreated and PropertyDeleted mark the
 	// record's creation and deletion at Revision (Snapshot is {}).
 	Property string
+	// Lead, when set, makes the event a lead signup: find or create the
+	// person, account, follow-up task and campaign membership.
+	Lead *Lead
 }
 
 // Pseudo-properties of creation and deletion events.

@@ -83,6 +83,55 @@ WITH applied AS (
 INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, delivery_id, applied_at)
 SELECT @tenant_id, @provider_id, @object_type, @object_id, @revision, snapshot, @property, @event_id, @delivery_id, @now FROM applied`)
 
+// Step 2 for a lead signup, after its advisory locks: find or create the
+// account by domain and the person by email, link them, create one
+// follow-up task for a new person and add the person to the campaign
+// once. The locks make this read-then-write race-free; the unique
+// constraints back them. The claim records what the event did.
+var leadSQL = named(`
+WITH mine AS (
+    SELECT EXISTS (SELECT FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
+                   AND delivery_id = @delivery_id AND seq = @seq) AS yes
+), found_account AS (
+    SELECT id FROM accounts WHERE tenant_id = @tenant_id AND domain = @domain::text
+), new_account AS (
+    INSERT INTO accounts (tenant_id, domain, name)
+    SELECT @tenant_id, @domain::text, coalesce(nullif(@company::text, ''), @domain::text)
+    WHERE @domain::text IS NOT NULL AND (SELECT yes FROM mine) AND NOT EXISTS (SELECT FROM found_account)
+    RETURNING id
+), account AS (
+    SELECT id FROM found_account UNION ALL SELECT id FROM new_account
+), found_person AS (
+    SELECT id, account_id FROM people WHERE tenant_id = @tenant_id AND email = @email
+), new_person AS (
+    INSERT INTO people (tenant_id, email, name, account_id, source)
+    SELECT @tenant_id, @email, coalesce(@name::text, ''), (SELECT id FROM account), coalesce(@source::text, '')
+    WHERE (SELECT yes FROM mine) AND NOT EXISTS (SELECT FROM found_person)
+    RETURNING id
+), linked AS (
+    UPDATE people SET account_id = (SELECT id FROM account), updated_at = @now
+    WHERE tenant_id = @tenant_id AND id = (SELECT id FROM found_person) AND account_id IS NULL
+      AND EXISTS (SELECT FROM account) AND (SELECT yes FROM mine)
+    RETURNING id
+), person AS (
+    SELECT id FROM found_person UNION ALL SELECT id FROM new_person
+), task AS (
+    INSERT INTO tasks (tenant_id, person_id, title)
+    SELECT @tenant_id, id, 'Follow up with ' || @email FROM new_person
+    RETURNING id
+), joined AS (
+    INSERT INTO campaign_members (tenant_id, campaign, person_id, source, joined_at)
+    SELECT @tenant_id, @campaign, id, coalesce(@source::text, ''), @now FROM person WHERE (SELECT yes FROM mine)
+    ON CONFLICT (tenant_id, campaign, person_id) DO NOTHING
+    RETURNING 1
+)
+UPDATE idempotency_keys SET effect = CASE
+    WHEN EXISTS (SELECT FROM new_account) OR EXISTS (SELECT FROM new_person) OR EXISTS (SELECT FROM linked)
+      OR EXISTS (SELECT FROM joined) OR EXISTS (SELECT FROM task) THEN 'applied' ELSE 'redundant' END
+WHERE tenant_id = @tenant_id AND key = @key AND delivery_id = @delivery_id AND seq = @seq`)
+
+const leadLockSQL = `SELECT pg_advisory_xact_lock($1)`
+
 // projection is what of a stored snapshot an event is compared with: all
 // of it, or for a property change just {property: value} ({} for creation
 // and deletion, which carry no value).
@@ -97,7 +146,7 @@ func projection(snapshot string) string {
 // and open a conflict when needed.
 var outcomeSQL = named(`
 WITH claim AS (
-    SELECT delivery_id, seq, content_hash FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
+    SELECT delivery_id, seq, content_hash, effect FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
 ), rec AS (
     SELECT revision, snapshot, property_revisions, deleted_revision, last_applied_event, last_applied_delivery, last_applied_seq
     FROM records
@@ -138,6 +187,7 @@ WITH claim AS (
         WHEN NOT f.claimed THEN
             CASE WHEN EXISTS (SELECT FROM claim WHERE content_hash = ` + contentHash + `)
                  THEN 'duplicate' ELSE 'event_conflict' END
+        WHEN (SELECT effect FROM claim) IS NOT NULL THEN (SELECT effect FROM claim)
         WHEN @revision::bigint IS NULL THEN 'unversioned'
         WHEN f.applied THEN 'applied'
         WHEN EXISTS (SELECT FROM rival) THEN 'revision_conflict'
@@ -259,6 +309,11 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 		if e.RejectReason == "" {
 			batch.Queue(claimSQL.sql, claimSQL.args(args)...)
 			switch {
+			case e.Lead != nil:
+				for _, k := range domain.LeadLockKeys(p.TenantID, *e.Lead) {
+					batch.Queue(leadLockSQL, k)
+				}
+				batch.Queue(leadSQL.sql, leadSQL.args(args)...)
 			case e.Revision != nil && e.Property != "":
 				batch.Queue(applyPropertySQL.sql, applyPropertySQL.args(args)...)
 			case e.Revision != nil:
@@ -293,6 +348,10 @@ func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, sco
 		"object_id": nullString(e.ObjectID), "revision": e.Revision, "snapshot": nullJSON(e.Snapshot),
 		"payload": e.Payload, "reject_reason": nullString(e.RejectReason), "key": []byte(nil),
 		"identifier": "", "expires_at": d.ReceivedAt, "property": nullString(e.Property),
+	}
+	if l := e.Lead; l != nil {
+		args["email"], args["name"], args["company"] = l.Email, nullString(l.Name), nullString(l.Company)
+		args["domain"], args["campaign"], args["source"] = nullString(l.Domain), l.Campaign, nullString(l.Source)
 	}
 	if e.RejectReason == "" {
 		identifier := scope.IdentifierRule.Identifier(e)

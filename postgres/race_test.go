@@ -65,18 +65,23 @@ func raceStore(t *testing.T, pool *pgxpool.Pool) *Store {
 // commit, which serializes the very race under test.
 func knownScope(t *testing.T, s *Store, p domain.ProviderEndpoint) domain.ProviderEndpoint {
 	t.Helper()
+	return knownScopeNamed(t, s, p, domain.ScopeName{ObjectType: "contact", Action: "snapshot"})
+}
+
+// knownScopeNamed makes sure the scope exists and reloads the endpoint.
+func knownScopeNamed(t *testing.T, s *Store, p domain.ProviderEndpoint, name domain.ScopeName) domain.ProviderEndpoint {
+	t.Helper()
 	ctx := context.Background()
-	if _, err := s.pool.Exec(ctx, `INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES ($1, $2, 'contact', 'snapshot')
-		ON CONFLICT DO NOTHING`,
-		p.TenantID, p.ID); err != nil {
+	if _, err := s.pool.Exec(ctx, `INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES ($1, $2, $3, $4)
+		ON CONFLICT DO NOTHING`, p.TenantID, p.ID, name.ObjectType, name.Action); err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.Endpoint(ctx, p.TenantSlug, p.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := p.Scopes[domain.ScopeName{ObjectType: "contact", Action: "snapshot"}]; !ok {
-		t.Fatal("contact.snapshot scope not loaded")
+	if _, ok := p.Scopes[name]; !ok {
+		t.Fatalf("%s scope not loaded", name)
 	}
 	return p
 }

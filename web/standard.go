@@ -144,8 +144,32 @@ func (standardReceiver) parse(r *http.Request, body []byte, _ domain.ProviderEnd
 		Payload: body,
 	}
 	json.Unmarshal(env.Timestamp, &e.Timestamp)
+	if *env.Type == domain.LeadSignupType {
+		parseLeadData(&e, env.Data)
+		return []domain.Event{e}, nil
+	}
 	e.ObjectID, e.Revision, e.Snapshot, e.RejectReason = parseSnapshotData(objectType, env.Data)
 	return []domain.Event{e}, nil
+}
+
+// parseLeadData reads a lead.signup's data: email and campaign required;
+// name, company, domain and source optional, all strings. The normalised
+// lead is the event's snapshot, so a redelivery is told from a reused id.
+func parseLeadData(e *domain.Event, data json.RawMessage) {
+	var l domain.Lead
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&l); err != nil || len(bytes.TrimSpace(data)) == 0 || data[0] != '{' {
+		e.RejectReason = `"data" must be an object of strings: email, name, company, domain, campaign, source`
+		return
+	}
+	l, err := domain.NormalizeLead(l)
+	if err != nil {
+		e.ObjectID, e.RejectReason = l.Email, domain.ErrorMessage(err)
+		return
+	}
+	e.Lead, e.ObjectID = &l, l.Email
+	e.Snapshot, _ = json.Marshal(l)
 }
 
 // parseSnapshotData reads {"contact_id"|"object_id", "revision", "snapshot"}.
