@@ -36,7 +36,7 @@ var receivers = map[string]receiver{
 // ingestBudget bounds the database work of one delivery, well inside the
 // 5-10 s providers wait, so an overloaded database answers 503 rather than
 // letting the provider time out.
-const ingestBudget = 5 * time.Second
+const ingestBudget = 3 * time.Second
 
 // handleWebhook receives POST /webhooks/{tenant}/{provider}. Nothing is
 // acknowledged that was not committed: every non-2xx answer leaves the
