@@ -32,6 +32,7 @@ type ConsoleService interface {
 	ConflictService
 	ProviderAdminService
 	AdminService
+	PeopleService
 }
 
 // AccessService signs operators in and resolves what they may see.

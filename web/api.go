@@ -27,6 +27,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/conflicts", s.handleConflicts)
 	r.Post("/conflicts/{id}/resolve", s.handleResolve)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleRecord)
+	r.Get("/people", s.handlePeopleAPI)
 
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {

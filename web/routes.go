@@ -46,6 +46,7 @@ func (s *Server) Handler() http.Handler {
 				s.eventRoutes(r)
 				s.conflictRoutes(r)
 				s.providerRoutes(r)
+				s.peopleRoutes(r)
 			})
 		})
 	})

@@ -26,6 +26,7 @@ Usage:
   tidemark cleanup [--retention 720h]
   tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
   tidemark bench ingest [flags]
+  tidemark bench burst [flags]
 
 Environment:
   DATABASE_URL             PostgreSQL connection string. Without it, serve starts an
@@ -90,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.userCreate(ctx, rest)
 		case "bench ingest":
 			return env.benchIngest(ctx, rest)
+		case "bench burst":
+			return env.benchBurst(ctx, rest)
 		}
 		return fmt.Errorf("unknown command %q; run tidemark --help", cmd+" "+verb)
 	case "-h", "--help", "help":

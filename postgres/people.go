@@ -1,0 +1,188 @@
+package postgres
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+var _ domain.PeopleService = (*Store)(nil)
+
+const personColumns = `p.id, p.email, p.name, p.source, p.created_at, a.id, a.domain, a.name`
+
+// peopleSQL pages through people newest first along (created_at, id).
+const peopleSQL = `
+SELECT ` + personColumns + `
+FROM people p LEFT JOIN accounts a ON a.tenant_id = p.tenant_id AND a.id = p.account_id
+WHERE p.tenant_id = @tenant_id AND (p.created_at, p.id) < (@after_at, @after_id)
+ORDER BY p.created_at DESC, p.id DESC
+LIMIT @limit`
+
+const personByEmailSQL = `
+SELECT ` + personColumns + `
+FROM people p LEFT JOIN accounts a ON a.tenant_id = p.tenant_id AND a.id = p.account_id
+WHERE p.tenant_id = @tenant_id AND p.email = @email`
+
+const personByIDSQL = `
+SELECT ` + personColumns + `
+FROM people p LEFT JOIN accounts a ON a.tenant_id = p.tenant_id AND a.id = p.account_id
+WHERE p.tenant_id = @tenant_id AND p.id = @id`
+
+const personTasksSQL = `
+SELECT person_id, id, kind, title, status, created_at
+FROM tasks
+WHERE tenant_id = @tenant_id AND person_id = ANY (@ids)
+ORDER BY created_at, id`
+
+const personCampaignsSQL = `
+SELECT person_id, campaign, source, joined_at
+FROM campaign_members
+WHERE tenant_id = @tenant_id AND person_id = ANY (@ids)
+ORDER BY joined_at, campaign`
+
+const accountPeopleSQL = `
+SELECT id, email, name
+FROM people
+WHERE tenant_id = @tenant_id AND account_id = @account_id AND id <> @id
+ORDER BY email
+LIMIT 200`
+
+type personCursor struct {
+	CreatedAt time.Time `json:"t"`
+	ID        int64     `json:"i"`
+}
+
+// People implements domain.PeopleService.
+func (s *Store) People(ctx context.Context, tenantID int64, email string, page domain.Page) ([]domain.Person, string, error) {
+	if email != "" {
+		people, err := s.queryPeople(ctx, tenantID, personByEmailSQL,
+			pgx.NamedArgs{"tenant_id": tenantID, "email": domain.NormalizeEmail(email)})
+		return people, "", err
+	}
+	var afterAt any = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+	after := personCursor{ID: math.MaxInt64}
+	if page.Cursor != "" {
+		if err := decodeCursor(page.Cursor, &after); err != nil {
+			return nil, "", err
+		}
+		if after.CreatedAt.IsZero() {
+			return nil, "", invalidCursor()
+		}
+		afterAt = after.CreatedAt
+	}
+	limit := pageLimit(page)
+	people, err := s.queryPeople(ctx, tenantID, peopleSQL,
+		pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_id": after.ID, "limit": limit + 1})
+	if err != nil {
+		return nil, "", err
+	}
+	people, more := trim(people, limit)
+	if !more {
+		return people, "", nil
+	}
+	last := people[len(people)-1]
+	return people, encodeCursor(personCursor{CreatedAt: last.CreatedAt, ID: last.ID}), nil
+}
+
+// PersonDetail implements domain.PeopleService.
+func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (domain.PersonDetail, error) {
+	var d domain.PersonDetail
+	people, err := s.queryPeople(ctx, tenantID, personByIDSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": personID})
+	if err != nil {
+		return d, err
+	}
+	if len(people) == 0 {
+		return d, notFound("person %d not found", personID)
+	}
+	d.Person = people[0]
+	if d.Account == nil {
+		return d, nil
+	}
+	rows, err := s.pool.Query(ctx, accountPeopleSQL,
+		pgx.NamedArgs{"tenant_id": tenantID, "account_id": d.Account.ID, "id": personID})
+	if err != nil {
+		return d, translate(err)
+	}
+	d.Colleagues, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PersonBrief, error) {
+		var b domain.PersonBrief
+		return b, row.Scan(&b.ID, &b.Email, &b.Name)
+	})
+	return d, translate(err)
+}
+
+// queryPeople runs a people statement, then loads the tasks and campaign
+// memberships of the people it found.
+func (s *Store) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
+	rows, err := s.pool.Query(ctx, sql, args)
+	if err != nil {
+		return nil, translate(err)
+	}
+	people, err := pgx.CollectRows(rows, scanPerson)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if len(people) == 0 {
+		return people, nil
+	}
+	ids := make([]int64, len(people))
+	index := make(map[int64]int, len(people))
+	for i, p := range people {
+		ids[i], index[p.ID] = p.ID, i
+	}
+	listArgs := pgx.NamedArgs{"tenant_id": tenantID, "ids": ids}
+	batch := &pgx.Batch{}
+	batch.Queue(personTasksSQL, listArgs).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				personID int64
+				t        domain.Task
+			)
+			if err := rows.Scan(&personID, &t.ID, &t.Kind, &t.Title, &t.Status, &t.CreatedAt); err != nil {
+				return err
+			}
+			if i, ok := index[personID]; ok {
+				people[i].Tasks = append(people[i].Tasks, t)
+			}
+		}
+		return rows.Err()
+	})
+	batch.Queue(personCampaignsSQL, listArgs).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var (
+				personID int64
+				m        domain.CampaignMembership
+			)
+			if err := rows.Scan(&personID, &m.Campaign, &m.Source, &m.JoinedAt); err != nil {
+				return err
+			}
+			if i, ok := index[personID]; ok {
+				people[i].Campaigns = append(people[i].Campaigns, m)
+			}
+		}
+		return rows.Err()
+	})
+	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+		return nil, translate(err)
+	}
+	return people, nil
+}
+
+func scanPerson(row pgx.CollectableRow) (domain.Person, error) {
+	var (
+		p                   domain.Person
+		accountID           *int64
+		accountDomain, name *string
+	)
+	if err := row.Scan(&p.ID, &p.Email, &p.Name, &p.Source, &p.CreatedAt, &accountID, &accountDomain, &name); err != nil {
+		return p, err
+	}
+	if accountID != nil {
+		p.Account = &domain.Account{ID: *accountID, Domain: textOrEmpty(accountDomain), Name: textOrEmpty(name)}
+	}
+	return p, nil
+}
