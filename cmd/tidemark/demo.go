@@ -445,5 +445,17 @@ func demoHistory() []*demoStep {
 	}
 	p.deal(2, 2) // late: stale
 	p.deal(0, 4)
+	// A webinar: signups find or create people and their accounts; one
+	// person signs up twice (redundant), one from a free-mail address.
+	for i, l := range []map[string]any{
+		{"email": "ada@northwind.example", "name": "Ada Lindqvist", "company": "Northwind", "campaign": "webinar-dec"},
+		{"email": "Ben@Northwind.example", "name": "Ben Okafor", "company": "Northwind", "campaign": "webinar-dec"},
+		{"email": "ada@northwind.example", "name": "Ada Lindqvist", "company": "Northwind", "campaign": "webinar-dec"},
+		{"email": "mia@lumenlabs.example", "name": "Mia Chen", "company": "Lumen Labs", "campaign": "webinar-dec", "source": "linkedin"},
+		{"email": "sam.rivera@gmail.com", "name": "Sam Rivera", "campaign": "webinar-dec"},
+		{"email": "ada@northwind.example", "name": "Ada Lindqvist", "company": "Northwind", "campaign": "pricing-guide"},
+	} {
+		p.add(&demoStep{provider: demoProvider, id: fmt.Sprintf("signup-%02d", i+1), typ: "lead.signup", data: l})
+	}
 	return p.steps
 }
