@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strings"
 	"time"
 
@@ -56,16 +55,9 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	if err := q.Validate(); err != nil {
 		return nil, "", err
 	}
-	var afterAt any = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
-	after := eventCursor{DeliveryID: uuid.Max.String(), Seq: math.MaxInt32}
-	if page.Cursor != "" {
-		if err := decodeCursor(page.Cursor, &after); err != nil {
-			return nil, "", err
-		}
-		if _, err := uuid.Parse(after.DeliveryID); err != nil || after.ReceivedAt.IsZero() {
-			return nil, "", invalidCursor()
-		}
-		afterAt = after.ReceivedAt
+	afterAt, after, err := eventPageStart(page)
+	if err != nil {
+		return nil, "", err
 	}
 	limit := pageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_delivery": after.DeliveryID,
@@ -107,7 +99,7 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	sql := fmt.Sprintf(eventLogSQL, where)
 
 	var events []domain.LoggedEvent
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		timeout := fmt.Sprintf("%dms", domain.EventLogTimeout.Milliseconds())
 		if _, err := tx.Exec(ctx, eventLogTimeoutSQL, pgx.NamedArgs{"timeout": timeout}); err != nil {
 			return err

@@ -161,20 +161,29 @@ type eventCursor struct {
 	Seq        int       `json:"s"`
 }
 
+// eventPageStart reads an event-log cursor: where the page starts, newest
+// first. Without a cursor the page starts above every event.
+func eventPageStart(page domain.Page) (afterAt any, after eventCursor, err error) {
+	after = eventCursor{DeliveryID: uuid.Max.String(), Seq: math.MaxInt32}
+	if page.Cursor == "" {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}, after, nil
+	}
+	if err := decodeCursor(page.Cursor, &after); err != nil {
+		return nil, after, err
+	}
+	if _, err := uuid.Parse(after.DeliveryID); err != nil || after.ReceivedAt.IsZero() {
+		return nil, after, invalidCursor()
+	}
+	return after.ReceivedAt, after, nil
+}
+
 // Events implements domain.QueryService: the event log, newest first,
 // narrowed by f, and the cursor of the next page ("" on the last). A
 // malformed cursor is an EINVALID error.
 func (s *Store) Events(ctx context.Context, tenantID int64, f domain.EventFilter, page domain.Page) ([]domain.LoggedEvent, string, error) {
-	var afterAt any = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
-	after := eventCursor{DeliveryID: uuid.Max.String(), Seq: math.MaxInt32}
-	if page.Cursor != "" {
-		if err := decodeCursor(page.Cursor, &after); err != nil {
-			return nil, "", err
-		}
-		if _, err := uuid.Parse(after.DeliveryID); err != nil || after.ReceivedAt.IsZero() {
-			return nil, "", invalidCursor()
-		}
-		afterAt = after.ReceivedAt
+	afterAt, after, err := eventPageStart(page)
+	if err != nil {
+		return nil, "", err
 	}
 	limit := pageLimit(page)
 	rows, err := s.pool.Query(ctx, eventsSQL, pgx.NamedArgs{

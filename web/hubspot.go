@@ -40,10 +40,6 @@ import (
 // hubspotMaxEvents is the largest batch HubSpot sends.
 const hubspotMaxEvents = 100
 
-// publicBaseKey is the request context key under which handleWebhook stores
-// the public base URL (string) the provider calls this server at.
-type publicBaseKey struct{}
-
 // hubspotURI is the request URI as HubSpot saw it: the public base URL from
 // the request context (else "http://" + Host) followed by the request URI,
 // with the percent-encodings HubSpot decodes before signing decoded.

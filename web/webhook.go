@@ -33,6 +33,11 @@ var receivers = map[string]receiver{
 	domain.KindHubSpot:    hubspotReceiver{},
 }
 
+// publicBaseKey is the request context key under which handleWebhook
+// stores the public base URL (string) the provider calls this server at, for
+// receivers whose signature covers the URL.
+type publicBaseKey struct{}
+
 // ingestBudget bounds the database work of one delivery, well inside the
 // 5-10 s providers wait, so an overloaded database answers 503 rather than
 // letting the provider time out.
