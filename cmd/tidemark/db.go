@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark/tidemark/embedpg"
+	"github.com/tidemark/tidemark/internal/embedpg"
 	"github.com/tidemark/tidemark/postgres"
 )
 
