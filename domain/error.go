@@ -23,7 +23,9 @@ type Error struct {
 	Message string
 }
 
-func (e *Error) Error() string { return e.Message }
+// Error names the code before the message, so logs and wrapped errors say
+// what kind of failure it was; callers are shown ErrorMessage instead.
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
 // Errorf returns an *Error with the given code.
 func Errorf(code, format string, args ...any) *Error {

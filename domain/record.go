@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 )
@@ -36,67 +37,50 @@ type Revision struct {
 	ConflictID int64
 }
 
-// LoggedEvent is an entry of the event log.
-type LoggedEvent struct {
-	DeliveryID string
-	Seq        int
-	EventID    string
-	Provider   string
-	ObjectType string
-	Action     string
-	ObjectID   string
-	Revision   *int64
-	Outcome    Outcome
-	Reason     string
-	ReceivedAt time.Time
+// TimelineOutcomes are the event outcomes a record's timeline shows beside
+// its accepted revisions: everything Tidemark received for the record and
+// did not apply. (Applied events are the accepted revisions themselves;
+// rejected events may not name a record reliably.)
+var TimelineOutcomes = []Outcome{Stale, Duplicate, Unversioned, Redundant, RevisionConflict, EventConflict}
+
+// Timeline is the history of one record as received and decided.
+type Timeline struct {
+	Ref     RecordRef
+	Record  *Record // nil when no snapshot was ever accepted
+	Entries []TimelineEntry
+}
+
+// TimelineEntry is either an accepted revision (Accepted set) or an event
+// that was not applied, with its outcome.
+type TimelineEntry struct {
+	At       time.Time
+	Accepted bool
+	Outcome  Outcome // for events
+	Revision *int64  // nil for unversioned events
+	EventID  string
+	Reason   string
+	// ConflictID is the conflict an event opened, or, on an accepted
+	// revision, the conflict an operator adopted it from.
 	ConflictID int64
+	// Snapshot and Previous are the accepted snapshot and the one accepted
+	// before it (nil for the first); set on accepted revisions only.
+	Snapshot json.RawMessage
+	Previous json.RawMessage
 }
 
-// EventFilter narrows the event log; empty fields match everything.
-type EventFilter struct {
-	Provider   string
-	ObjectType string
-	ObjectID   string
-	Outcome    Outcome
+// RecordService serves what Tidemark holds of each record: its current
+// snapshot, its accepted revisions and its timeline. Every method returns an
+// ENOTFOUND error for a record outside the tenant.
+type RecordService interface {
+	Record(ctx context.Context, tenantID int64, ref RecordRef) (Record, error)
+	// Revisions pages through the record's accepted revisions, newest first.
+	Revisions(ctx context.Context, tenantID int64, ref RecordRef, page Page) ([]Revision, string, error)
+	// RecordTimeline returns the record's current state and its latest
+	// timeline entries (up to limit), newest first. An unknown provider, or
+	// a record with neither a snapshot nor timeline events, is an ENOTFOUND
+	// error.
+	RecordTimeline(ctx context.Context, tenantID int64, ref RecordRef, limit int) (Timeline, error)
+	// ContactProviders lists, by name, the providers of the tenant that have
+	// a timeline for the contact: a record or a timeline event.
+	ContactProviders(ctx context.Context, tenantID int64, contactID string) ([]string, error)
 }
-
-// Conflict statuses and resolutions.
-const (
-	ConflictOpen    = "open"
-	ConflictKept    = "kept"
-	ConflictAdopted = "adopted"
-
-	ResolveKeep  = "keep"
-	ResolveAdopt = "adopt"
-)
-
-// Conflict is a revision conflict: two snapshots that claim the same
-// revision of one record.
-type Conflict struct {
-	ID                  int64
-	Provider            string
-	ObjectType          string
-	ObjectID            string
-	Revision            int64
-	AcceptedEventID     string
-	AcceptedSnapshot    json.RawMessage
-	ConflictingEventID  string
-	ConflictingSnapshot json.RawMessage
-	Status              string
-	Note                string
-	ResolvedBy          string
-	ResolvedAt          *time.Time
-	DetectedAt          time.Time
-}
-
-// Page asks for one page of a keyset-paginated list.
-type Page struct {
-	Limit  int
-	Cursor string
-}
-
-// Page size bounds of the API.
-const (
-	DefaultPageLimit = 50
-	MaxPageLimit     = 500
-)

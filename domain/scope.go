@@ -130,3 +130,17 @@ func IdempotencyKey(tenantID, providerID int64, scope ScopeName, identifier stri
 	}
 	return h.Sum(nil)
 }
+
+// ValidateScopeName checks an operator-entered scope: the object type may
+// not contain a dot, since a delivery's type is split at its first dot.
+func ValidateScopeName(n ScopeName) error {
+	switch {
+	case n.ObjectType == "" || n.Action == "":
+		return Errorf(EINVALID, "a scope needs an object type and an action, for example contact and snapshot")
+	case strings.Contains(n.ObjectType, "."):
+		return Errorf(EINVALID, "object type %q may not contain a dot", n.ObjectType)
+	case len(n.ObjectType)+len(n.Action) > 199:
+		return Errorf(EINVALID, "object type and action together must be shorter than 200 characters")
+	}
+	return nil
+}

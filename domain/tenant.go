@@ -1,6 +1,7 @@
 package domain
 
 import (
+	"context"
 	"regexp"
 	"time"
 )
@@ -23,44 +24,11 @@ type Tenant struct {
 	CreatedAt time.Time
 }
 
-// Provider kinds.
-const (
-	KindStandard   = "standard"
-	KindHubSpot    = "hubspot"
-	KindSalesforce = "salesforce"
-	KindShippo     = "shippo"
-)
-
-// Kinds lists the provider kinds a tenant can connect.
-var Kinds = []string{KindStandard, KindHubSpot, KindSalesforce, KindShippo}
-
-// Provider is one webhook source connected to a tenant.
-type Provider struct {
-	TenantID   int64
-	TenantSlug string
-	ID         int64
-	Name       string
-	Kind       string
-	CreatedAt  time.Time
-	// Config holds kind-specific settings, e.g. "org_id" for Salesforce or
-	// "auth" for Shippo. Secrets are never kept here.
-	Config map[string]string
-}
-
-// ProviderEndpoint is what the receiver needs to authenticate and route a
-// delivery: the provider, its active signing secrets (newest first) and its
-// scopes keyed by object type and action.
-type ProviderEndpoint struct {
-	Provider
-	Secrets []string
-	Scopes  map[ScopeName]Scope
-}
-
-// Scope returns the provider's scope of that name, or the defaults when the
-// scope has not been used yet.
-func (p ProviderEndpoint) Scope(name ScopeName) Scope {
-	if s, ok := p.Scopes[name]; ok {
-		return s
-	}
-	return DefaultScope(name)
+// TenantService creates and finds tenants.
+type TenantService interface {
+	// CreateTenant creates a tenant named name (the slug when empty). A bad
+	// slug is EINVALID, a taken one ECONFLICT.
+	CreateTenant(ctx context.Context, slug, name string) (Tenant, error)
+	// Tenant returns the tenant with that slug, or ENOTFOUND.
+	Tenant(ctx context.Context, slug string) (Tenant, error)
 }

@@ -9,9 +9,8 @@ import (
 	"github.com/alexedwards/scs/pgxstore"
 	"github.com/alexedwards/scs/v2"
 	"github.com/jackc/pgx/v5"
-	"golang.org/x/crypto/bcrypt"
-
 	"github.com/tidemark/tidemark/domain"
+	"golang.org/x/crypto/bcrypt"
 )
 
 // SessionStore keeps console sessions in PostgreSQL, so every app node
@@ -61,16 +60,6 @@ func (s *Store) Authenticate(ctx context.Context, email, password, address strin
 	}
 	_, err = s.pool.Exec(ctx, `DELETE FROM login_failures WHERE email = $1 OR failed_at < now() - $2::interval`,
 		email, domain.LoginWindow.String())
-	return u, translate(err)
-}
-
-// User implements domain.AccessService.
-func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
-	u := domain.User{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT email, is_admin FROM users WHERE id = $1`, id).Scan(&u.Email, &u.IsAdmin)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return u, notFound("user not found")
-	}
 	return u, translate(err)
 }
 

@@ -34,8 +34,8 @@ func BenchmarkCounterShards(b *testing.B) {
 			s, _ := New(pool, testKey)
 			s.counterShards = shards
 			ctx := context.Background()
-			s.CreateTenant(ctx, "acme", "")
-			if _, err := s.CreateProvider(ctx, "acme", "crm", domain.KindStandard, "whsec_dGVzdA=="); err != nil {
+			t, _ := s.CreateTenant(ctx, "acme", "")
+			if _, err := s.ConnectProvider(ctx, t.ID, "crm", domain.KindStandard, "whsec_dGVzdA==", nil); err != nil {
 				b.Fatal(err)
 			}
 			p, _ := s.Endpoint(ctx, "acme", "crm")
@@ -77,8 +77,8 @@ func BenchmarkBatchVersusSingle(b *testing.B) {
 			defer pool.Close()
 			s, _ := New(pool, testKey)
 			ctx := context.Background()
-			s.CreateTenant(ctx, "acme", "")
-			if _, err := s.CreateProvider(ctx, "acme", "hs", domain.KindHubSpot, "client-secret"); err != nil {
+			t, _ := s.CreateTenant(ctx, "acme", "")
+			if _, err := s.ConnectProvider(ctx, t.ID, "hs", domain.KindHubSpot, "client-secret", nil); err != nil {
 				b.Fatal(err)
 			}
 			p, _ := s.Endpoint(ctx, "acme", "hs")

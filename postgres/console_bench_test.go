@@ -89,7 +89,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	if err := s.CreateUser(ctx, "bench@example.com", "correct horse battery", false, "acme"); err != nil {
 		b.Fatal(err)
 	}
-	h := web.New(web.Config{Ingest: s, Query: s, Console: s, Sessions: s.SessionStore(), Ping: pool.Ping,
+	h := web.New(web.Config{Services: web.ServicesOf(s), Sessions: s.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -199,10 +199,12 @@ type consoleSeed struct {
 // at the end, as autovacuum would have.
 func seedConsoleEvents(ctx context.Context, s *Store, tenant string, n int, now time.Time) (consoleSeed, error) {
 	var seed consoleSeed
-	if _, err := s.Tenant(ctx, tenant); err != nil {
-		if _, err := s.CreateTenant(ctx, tenant, ""); err != nil {
-			return seed, err
-		}
+	tn, err := s.Tenant(ctx, tenant)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		tn, err = s.CreateTenant(ctx, tenant, "")
+	}
+	if err != nil {
+		return seed, err
 	}
 	type provider struct {
 		id     int64
@@ -210,7 +212,7 @@ func seedConsoleEvents(ctx context.Context, s *Store, tenant string, n int, now 
 	}
 	var providers []provider
 	for i, name := range []string{"crm", "erp", "shop"} {
-		p, err := s.CreateProvider(ctx, tenant, name, domain.KindStandard, "whsec_dGVzdA==")
+		p, err := s.ConnectProvider(ctx, tn.ID, name, domain.KindStandard, "whsec_dGVzdA==", nil)
 		if err != nil {
 			return seed, err
 		}

@@ -6,8 +6,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgconn"
 
-	"github.com/tidemark/tidemark/domain"
 	"testing"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 func TestLateRevisionsAreStale(t *testing.T) {

@@ -18,7 +18,7 @@ func wantCode(t *testing.T, err error, code string) {
 func TestQueryTenantForToken(t *testing.T) {
 	s, p := setup(t)
 	ctx := context.Background()
-	token, err := s.CreateToken(ctx, "acme", "ci")
+	token, err := s.CreateAPIToken(ctx, p.TenantID, "ci")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestQueryEventsPagesWithinOneDelivery(t *testing.T) {
 	var got []string
 	cursor := ""
 	for pages := 0; ; pages++ {
-		list, next, err := s.Events(ctx, p.TenantID, domain.EventFilter{Provider: "crm"}, domain.Page{Limit: 2, Cursor: cursor})
+		list, next, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{Provider: "crm"}, domain.Page{Limit: 2, Cursor: cursor})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -75,14 +75,14 @@ func TestQueryInvalidCursors(t *testing.T) {
 	ingest(t, s, p, event("e1", "c-1", 1, `{}`))
 	ref := domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}
 	for _, cursor := range []string{"!!", "bm90LWpzb24", encodeCursor(map[string]any{"x": 1})} {
-		_, _, err := s.Events(ctx, p.TenantID, domain.EventFilter{}, domain.Page{Cursor: cursor})
+		_, _, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{}, domain.Page{Cursor: cursor})
 		wantCode(t, err, domain.EINVALID)
 		_, _, err = s.Revisions(ctx, p.TenantID, ref, domain.Page{Cursor: cursor})
 		wantCode(t, err, domain.EINVALID)
 		_, _, err = s.Conflicts(ctx, p.TenantID, "", domain.Page{Cursor: cursor})
 		wantCode(t, err, domain.EINVALID)
 	}
-	_, _, err := s.Events(ctx, p.TenantID, domain.EventFilter{},
+	_, _, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{},
 		domain.Page{Cursor: encodeCursor(map[string]any{"t": "2026-01-01T00:00:00Z", "d": "not-a-uuid", "s": 0})})
 	wantCode(t, err, domain.EINVALID)
 }
@@ -141,7 +141,7 @@ func TestQueryStatsAndRecordsStayInTenant(t *testing.T) {
 	if err != nil || rec.LastAppliedEvent != "e1" || rec.Revision != 1 {
 		t.Fatalf("record %+v, %v", rec, err)
 	}
-	events, _, err := s.Events(ctx, p.TenantID, domain.EventFilter{}, domain.Page{})
+	events, _, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{}, domain.Page{})
 	if err != nil || len(events) != 1 {
 		t.Fatalf("acme events %+v, %v", events, err)
 	}

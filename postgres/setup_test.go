@@ -31,12 +31,14 @@ func setup(t *testing.T) (*Store, domain.ProviderEndpoint) {
 func newProvider(t *testing.T, s *Store, tenant, provider string) domain.ProviderEndpoint {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.Tenant(ctx, tenant); err != nil {
-		if _, err := s.CreateTenant(ctx, tenant, ""); err != nil {
-			t.Fatal(err)
-		}
+	tn, err := s.Tenant(ctx, tenant)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		tn, err = s.CreateTenant(ctx, tenant, "")
 	}
-	if _, err := s.CreateProvider(ctx, tenant, provider, domain.KindStandard, "whsec_dGVzdA=="); err != nil {
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ConnectProvider(ctx, tn.ID, provider, domain.KindStandard, "whsec_dGVzdA==", nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.Endpoint(ctx, tenant, provider)

@@ -69,7 +69,7 @@ func translate(err error) error {
 		return err
 	}
 	if unavailable(err) || retryable(err) {
-		return fmt.Errorf("%w: %v", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
+		return fmt.Errorf("%w: %w", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
@@ -111,3 +111,23 @@ func retryable(err error) bool {
 func notFound(format string, args ...any) error {
 	return domain.Errorf(domain.ENOTFOUND, format, args...)
 }
+
+func uniqueViolation(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "23505"
+}
+
+// The store implements every domain service.
+var (
+	_ domain.TenantService   = (*Store)(nil)
+	_ domain.ProviderService = (*Store)(nil)
+	_ domain.TokenService    = (*Store)(nil)
+	_ domain.EventService    = (*Store)(nil)
+	_ domain.StatsService    = (*Store)(nil)
+	_ domain.RecordService   = (*Store)(nil)
+	_ domain.ConflictService = (*Store)(nil)
+	_ domain.PeopleService   = (*Store)(nil)
+	_ domain.OperatorService = (*Store)(nil)
+	_ domain.AccessService   = (*Store)(nil)
+	_ domain.IngestService   = (*Store)(nil)
+)

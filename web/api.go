@@ -54,7 +54,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
 			return
 		}
-		t, err := s.query.TenantForToken(r.Context(), token)
+		t, err := s.tokens.TenantForToken(r.Context(), token)
 		if err != nil {
 			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
@@ -135,7 +135,7 @@ type contactJSON struct {
 
 // handleContact answers GET contacts/{provider}/{contact_id}.
 func (s *Server) handleContact(w http.ResponseWriter, r *http.Request) {
-	rec, err := s.query.Record(r.Context(), apiTenant(r.Context()).ID, contactRef(r))
+	rec, err := s.records.Record(r.Context(), apiTenant(r.Context()).ID, contactRef(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -166,7 +166,7 @@ type recordJSON struct {
 func (s *Server) handleRecord(w http.ResponseWriter, r *http.Request) {
 	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
 		ObjectID: pathParam(r, "object_id")}
-	rec, err := s.query.Record(r.Context(), apiTenant(r.Context()).ID, ref)
+	rec, err := s.records.Record(r.Context(), apiTenant(r.Context()).ID, ref)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -191,7 +191,7 @@ func (s *Server) handleRevisions(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	revs, next, err := s.query.Revisions(r.Context(), apiTenant(r.Context()).ID, contactRef(r), p)
+	revs, next, err := s.records.Revisions(r.Context(), apiTenant(r.Context()).ID, contactRef(r), p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -229,7 +229,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	events, next, err := s.query.Events(r.Context(), apiTenant(r.Context()).ID, f, p)
+	events, next, err := s.events.EventLog(r.Context(), apiTenant(r.Context()).ID, f, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -243,9 +243,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"events": out, "next_cursor": nextCursor(next)})
 }
 
-func eventFilter(r *http.Request) (domain.EventFilter, error) {
+func eventFilter(r *http.Request) (domain.EventLogQuery, error) {
 	q := r.URL.Query()
-	f := domain.EventFilter{Provider: q.Get("provider"), ObjectType: q.Get("object_type"), ObjectID: q.Get("object_id"),
+	f := domain.EventLogQuery{Provider: q.Get("provider"), ObjectType: q.Get("object_type"), ObjectID: q.Get("object_id"),
 		Outcome: domain.Outcome(q.Get("outcome"))}
 	if c := q.Get("contact_id"); c != "" {
 		if f.ObjectType != "" && f.ObjectType != domain.ContactType {
@@ -272,7 +272,7 @@ func outcomeList() string {
 
 // handleStats answers GET stats?provider=.
 func (s *Server) handleStats(w http.ResponseWriter, r *http.Request) {
-	stats, err := s.query.Stats(r.Context(), apiTenant(r.Context()).ID, r.URL.Query().Get("provider"))
+	stats, err := s.stats.Stats(r.Context(), apiTenant(r.Context()).ID, r.URL.Query().Get("provider"))
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -329,7 +329,7 @@ func (s *Server) handleConflicts(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	conflicts, next, err := s.query.Conflicts(r.Context(), apiTenant(r.Context()).ID, status, p)
+	conflicts, next, err := s.conflicts.Conflicts(r.Context(), apiTenant(r.Context()).ID, status, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -363,7 +363,7 @@ func (s *Server) handleResolve(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, `body must be JSON: {"resolution": "keep" | "adopt", "note": "..."}`)
 		return
 	}
-	c, err := s.query.ResolveConflict(r.Context(), apiTenant(r.Context()).ID, id, req.Resolution, req.Note, resolvedBy)
+	c, err := s.conflicts.ResolveConflict(r.Context(), apiTenant(r.Context()).ID, id, req.Resolution, req.Note, resolvedBy)
 	if err != nil {
 		s.fail(w, r, err)
 		return

@@ -73,7 +73,7 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			s.toLogin(w, r)
 			return
 		}
-		u, err := s.console.User(r.Context(), id)
+		u, err := s.operators.User(r.Context(), id)
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			s.sessions.Destroy(r.Context())
 			s.toLogin(w, r)
@@ -105,7 +105,7 @@ func (s *Server) toLogin(w http.ResponseWriter, r *http.Request) {
 // not exist.
 func (s *Server) requireTenant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := s.console.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
+		t, err := s.access.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
 		if err != nil {
 			s.consoleError(w, r, err)
 			return
@@ -119,7 +119,7 @@ func (s *Server) requireTenant(next http.Handler) http.Handler {
 func (s *Server) layout(r *http.Request, title, nav string) views.Layout {
 	u := currentUser(r.Context())
 	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: currentTenant(r.Context()), Nav: nav}
-	l.Tenants, _ = s.console.VisibleTenants(r.Context(), u)
+	l.Tenants, _ = s.access.VisibleTenants(r.Context(), u)
 	if msg := s.sessions.PopString(r.Context(), sessionFlash); msg != "" {
 		l.Flash = views.Flash{Kind: s.sessions.PopString(r.Context(), sessionFlashK), Message: msg}
 	}
@@ -179,7 +179,7 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
-	u, err := s.console.Authenticate(r.Context(), email, password, clientAddress(r))
+	u, err := s.access.Authenticate(r.Context(), email, password, clientAddress(r))
 	if err != nil {
 		status := errorStatus(err)
 		msg := domain.ErrorMessage(err)

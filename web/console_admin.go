@@ -43,7 +43,7 @@ func (s *Server) handleOperators(w http.ResponseWriter, r *http.Request) {
 
 // renderOperators shows the operators page, with form as last submitted.
 func (s *Server) renderOperators(w http.ResponseWriter, r *http.Request, status int, form views.NewOperatorForm) {
-	ops, err := s.console.Operators(r.Context())
+	ops, err := s.operators.Operators(r.Context())
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -59,7 +59,7 @@ func (s *Server) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
 		Admin:  r.PostFormValue("admin") != "",
 		Tenant: r.PostFormValue("tenant"),
 	}
-	err := s.console.CreateUser(r.Context(), form.Email, r.PostFormValue("password"), form.Admin, form.Tenant)
+	err := s.operators.CreateUser(r.Context(), form.Email, r.PostFormValue("password"), form.Admin, form.Tenant)
 	if err != nil {
 		// A mistake in the form is shown beside it, with what was typed.
 		status := http.StatusBadRequest
@@ -94,7 +94,7 @@ func (s *Server) targetOperator(r *http.Request) (domain.User, error) {
 	if err != nil {
 		return domain.User{}, domain.Errorf(domain.ENOTFOUND, "operator not found")
 	}
-	return s.console.User(r.Context(), id)
+	return s.operators.User(r.Context(), id)
 }
 
 func (s *Server) handleAddMembership(w http.ResponseWriter, r *http.Request) {
@@ -108,7 +108,7 @@ func (s *Server) handleAddMembership(w http.ResponseWriter, r *http.Request) {
 		s.redirectWithFlash(w, r, operatorsPath, "error", "Choose a workspace to add "+u.Email+" to.")
 		return
 	}
-	err = s.console.AddMembership(r.Context(), u.ID, tenant)
+	err = s.operators.AddMembership(r.Context(), u.ID, tenant)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		s.redirectWithFlash(w, r, operatorsPath, "error", fmt.Sprintf("There is no workspace %q.", tenant))
 		return
@@ -127,7 +127,7 @@ func (s *Server) handleRemoveMembership(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	tenant := chi.URLParam(r, "tenant")
-	err = s.console.RemoveMembership(r.Context(), u.ID, tenant)
+	err = s.operators.RemoveMembership(r.Context(), u.ID, tenant)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		s.redirectWithFlash(w, r, operatorsPath, "error", fmt.Sprintf("%s is not a member of %s.", u.Email, tenant))
 		return
@@ -159,7 +159,7 @@ func (s *Server) handleSetAdmin(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	err = s.console.SetAdmin(r.Context(), currentUser(r.Context()), u.ID, admin)
+	err = s.operators.SetAdmin(r.Context(), currentUser(r.Context()), u.ID, admin)
 	if domain.ErrorCode(err) == domain.ECONFLICT {
 		s.redirectWithFlash(w, r, operatorsPath, "error", domain.ErrorMessage(err))
 		return

@@ -41,7 +41,7 @@ func (s *Server) conflictRoutes(r chi.Router) {
 func (s *Server) handleConflictQueue(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
-	q, err := s.console.ConflictQueue(ctx, t.ID, queueOpenLimit, queueResolvedLimit)
+	q, err := s.conflicts.ConflictQueue(ctx, t.ID, queueOpenLimit, queueResolvedLimit)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -86,7 +86,7 @@ func (s *Server) handleConflict(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
-	d, err := s.console.ConflictDetail(ctx, currentTenant(ctx).ID, id)
+	d, err := s.conflicts.ConflictDetail(ctx, currentTenant(ctx).ID, id)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -114,7 +114,7 @@ func (s *Server) handleResolveConflict(w http.ResponseWriter, r *http.Request) {
 			fmt.Sprintf("The note is too long: keep it under %d characters.", domain.MaxConflictNote))
 		return
 	}
-	c, err := s.query.ResolveConflict(ctx, t.ID, id, r.PostFormValue("resolution"), note, currentUser(ctx).Email)
+	c, err := s.conflicts.ResolveConflict(ctx, t.ID, id, r.PostFormValue("resolution"), note, currentUser(ctx).Email)
 	switch domain.ErrorCode(err) {
 	case domain.ECONFLICT, domain.EINVALID:
 		s.redirectWithFlash(w, r, back, "error", "Conflict "+strconv.FormatInt(id, 10)+" was not resolved: "+domain.ErrorMessage(err))
@@ -140,7 +140,7 @@ func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
 	if ref.ObjectType == "" {
 		ref.ObjectType, ref.ObjectID = domain.ContactType, pathParam(r, "contact_id")
 	}
-	tl, err := s.console.RecordTimeline(ctx, currentTenant(ctx).ID, ref, timelineLimit)
+	tl, err := s.records.RecordTimeline(ctx, currentTenant(ctx).ID, ref, timelineLimit)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -171,7 +171,7 @@ func (s *Server) handleContactSearch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if contactID != "" {
-		found, err := s.console.ContactProviders(ctx, t.ID, contactID)
+		found, err := s.records.ContactProviders(ctx, t.ID, contactID)
 		if err != nil {
 			s.consoleError(w, r, err)
 			return
@@ -204,7 +204,7 @@ func (s *Server) handleContactSearch(w http.ResponseWriter, r *http.Request) {
 
 // contactSearch is the search form filled in with the tenant's providers.
 func (s *Server) contactSearch(r *http.Request, provider, contactID string) (views.ContactSearch, error) {
-	providers, err := s.console.TimelineProviders(r.Context(), currentTenant(r.Context()).ID)
+	providers, err := s.providers.ProviderNames(r.Context(), currentTenant(r.Context()).ID)
 	return views.ContactSearch{Providers: providers, Provider: provider, ContactID: contactID}, err
 }
 

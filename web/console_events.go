@@ -43,7 +43,7 @@ func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 	}
 	p := views.EventLogPage{Filters: f}
 	var err error
-	if p.Choices, err = s.console.EventLogChoices(ctx, t.ID); err != nil {
+	if p.Choices, err = s.events.EventLogChoices(ctx, t.ID); err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
@@ -62,7 +62,7 @@ func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 	q, err := eventLogQuery(f)
 	if err == nil {
 		var next string
-		p.Events, next, err = s.console.EventLog(ctx, t.ID, q, page)
+		p.Events, next, err = s.events.EventLog(ctx, t.ID, q, page)
 		if next != "" {
 			p.NextURL = base + eventLogQueryString(f, values.Get("limit"), next)
 		}
@@ -143,7 +143,7 @@ func (s *Server) handleEventDetail(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "event not found"))
 		return
 	}
-	e, err := s.console.EventDetail(ctx, t.ID, deliveryID, seq)
+	e, err := s.events.EventDetail(ctx, t.ID, deliveryID, seq)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return

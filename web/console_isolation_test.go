@@ -19,7 +19,7 @@ import (
 // anyone remembering to list it.
 func consoleRoutes(t *testing.T, e *env) []struct{ method, pattern string } {
 	t.Helper()
-	h := web.New(web.Config{Ingest: e.store, Query: e.store, Console: e.store, Sessions: e.store.SessionStore(),
+	h := web.New(web.Config{Services: web.ServicesOf(e.store), Sessions: e.store.SessionStore(),
 		Ping: e.store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	var routes []struct{ method, pattern string }
 	err := chi.Walk(h.(chi.Routes), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -56,7 +56,7 @@ func globexData(t *testing.T, e *env) map[string]string {
 	ctx := context.Background()
 	e.store.Pool().QueryRow(ctx, `SELECT c.id::text FROM conflicts c JOIN tenants t ON t.id = c.tenant_id WHERE t.slug = 'globex'`).Scan(&conflictID)
 	e.store.Pool().QueryRow(ctx, `SELECT e.delivery_id::text FROM events e JOIN tenants t ON t.id = e.tenant_id WHERE t.slug = 'globex' LIMIT 1`).Scan(&deliveryID)
-	e.store.CreateToken(ctx, "globex", "globex token")
+	e.store.CreateAPIToken(ctx, e.tenant("globex").ID, "globex token")
 	e.store.Pool().QueryRow(ctx, `SELECT a.id::text FROM api_tokens a JOIN tenants t ON t.id = a.tenant_id WHERE t.slug = 'globex'`).Scan(&tokenID)
 	var userID string
 	e.store.CreateUser(ctx, "globex-ops@example.com", testPassword, false, "globex")

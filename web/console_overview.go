@@ -20,7 +20,7 @@ func (s *Server) handleOverview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	now := s.now()
-	ov, err := s.console.Overview(ctx, t.ID, now)
+	ov, err := s.stats.Overview(ctx, t.ID, now)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return

@@ -52,7 +52,7 @@ func (s *Server) handleProviders(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
-	ps, err := s.console.ProviderSummaries(r.Context(), currentTenant(r.Context()).ID)
+	ps, err := s.providers.ProviderSummaries(r.Context(), currentTenant(r.Context()).ID)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -125,7 +125,7 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 	}
 	var p domain.Provider
 	if err == nil {
-		p, err = s.console.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
+		p, err = s.providers.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
 	}
 	if formRefusal(err) {
 		form.Error = setupFlagNames.Replace(domain.ErrorMessage(err))
@@ -304,7 +304,7 @@ func shellWord(s string) string {
 // currentProvider loads the {name} provider of the current tenant; it
 // writes the error page and returns false when there is none.
 func (s *Server) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, bool) {
-	p, err := s.console.ProviderSummary(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "name"))
+	p, err := s.providers.ProviderSummary(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "name"))
 	if err != nil {
 		s.consoleError(w, r, err)
 		return p, false
@@ -325,17 +325,17 @@ func (s *Server) handleProvider(w http.ResponseWriter, r *http.Request) {
 // form) with its message.
 func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, refusedScope views.ScopeForm) {
 	ctx, tenantID := r.Context(), currentTenant(r.Context()).ID
-	secrets, err := s.console.ProviderSecrets(ctx, tenantID, p.ID)
+	secrets, err := s.providers.ProviderSecrets(ctx, tenantID, p.ID)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
-	deliveries, err := s.console.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
+	deliveries, err := s.providers.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
-	scopes, err := s.console.ProviderScopes(ctx, tenantID, p.ID)
+	scopes, err := s.providers.ProviderScopes(ctx, tenantID, p.ID)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -428,7 +428,7 @@ func (s *Server) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, err := parseScopeForm(f)
 	if err == nil {
-		err = s.console.SaveProviderScope(r.Context(), currentTenant(r.Context()).ID, p.ID, sc)
+		err = s.providers.SaveProviderScope(r.Context(), currentTenant(r.Context()).ID, p.ID, sc)
 	}
 	if formRefusal(err) {
 		f.Error = domain.ErrorMessage(err)
@@ -492,7 +492,7 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "Cannot rotate: "+err.Error())
 		return
 	}
-	if err := s.console.RotateProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID, secret); err != nil {
+	if err := s.providers.RotateProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID, secret); err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
@@ -505,7 +505,7 @@ func (s *Server) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	n, err := s.console.RetireProviderSecrets(r.Context(), currentTenant(r.Context()).ID, p.ID)
+	n, err := s.providers.RetireProviderSecrets(r.Context(), currentTenant(r.Context()).ID, p.ID)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -535,7 +535,7 @@ func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	if hasSecrets(p.Kind) {
 		var err error
-		secret, err = s.console.NewestProviderSecret(r.Context(), t.ID, p.ID)
+		secret, err = s.providers.NewestProviderSecret(r.Context(), t.ID, p.ID)
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
 			return
@@ -603,7 +603,7 @@ func (s *Server) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 		if bytes.Contains(answer, []byte("<Ack>true</Ack>")) {
 			msg += ", Ack true"
 		}
-		o, err := s.console.EventOutcome(r.Context(), t.ID, p.ID, sfEventID, now.Add(-time.Minute))
+		o, err := s.events.EventOutcome(r.Context(), t.ID, p.ID, sfEventID, now.Add(-time.Minute))
 		if err == nil {
 			msg += ", outcome " + string(o)
 		} else {
@@ -736,7 +736,7 @@ func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
-	tokens, err := s.console.APITokens(r.Context(), currentTenant(r.Context()).ID)
+	tokens, err := s.tokens.APITokens(r.Context(), currentTenant(r.Context()).ID)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
@@ -750,7 +750,7 @@ func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	name := strings.TrimSpace(r.PostFormValue("name"))
-	token, err := s.console.CreateAPIToken(r.Context(), t.ID, name)
+	token, err := s.tokens.CreateAPIToken(r.Context(), t.ID, name)
 	if formRefusal(err) {
 		s.renderTokens(w, r, http.StatusUnprocessableEntity, views.TokensView{Form: views.TokenForm{Name: name, Error: domain.ErrorMessage(err)}})
 		return
@@ -772,7 +772,7 @@ func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "API token not found"))
 		return
 	}
-	if err := s.console.RevokeAPIToken(r.Context(), t.ID, id); err != nil {
+	if err := s.tokens.RevokeAPIToken(r.Context(), t.ID, id); err != nil {
 		s.consoleError(w, r, err)
 		return
 	}

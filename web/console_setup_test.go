@@ -32,7 +32,7 @@ func (e *env) operator(email string, admin bool, tenants ...string) *browser {
 		e.t.Fatal(err)
 	}
 	for _, t := range tenants[min(1, len(tenants)):] {
-		if err := e.store.AddMember(ctx, t, email); err != nil {
+		if err := e.store.AddMembership(ctx, e.operatorID(email), t); err != nil {
 			e.t.Fatal(err)
 		}
 	}

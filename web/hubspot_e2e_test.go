@@ -66,7 +66,7 @@ func TestHubSpotSignsThePublicURL(t *testing.T) {
 	e := setup(t)
 	e.hubspotProvider(nil)
 	const public = "https://hooks.example.com"
-	srv := httptest.NewServer(web.New(web.Config{Ingest: e.store, Query: e.store, Console: e.store,
+	srv := httptest.NewServer(web.New(web.Config{Services: web.ServicesOf(e.store),
 		Sessions: e.store.SessionStore(), Ping: e.store.Pool().Ping, PublicURL: public,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()

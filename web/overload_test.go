@@ -33,7 +33,7 @@ func TestOverloadAnswers503(t *testing.T) {
 	}
 	defer pool.Close()
 	store, _ := postgres.New(pool, testKey)
-	srv := httptest.NewServer(web.New(web.Config{Ingest: store, Query: store, Console: store,
+	srv := httptest.NewServer(web.New(web.Config{Services: web.ServicesOf(store),
 		Sessions: store.SessionStore(), Ping: pool.Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()
 	busy := &env{t: t, store: store, srv: srv, secret: e.secret}

@@ -51,17 +51,13 @@ func newPersonJSON(p domain.Person) personJSON {
 // handlePeopleAPI answers GET people?email=: that person (or none), or
 // without an email the newest people first, a page at a time.
 func (s *Server) handlePeopleAPI(w http.ResponseWriter, r *http.Request) {
-	if s.console == nil { // a receiver-only server has no people to show
-		writeError(w, http.StatusNotFound, "not found")
-		return
-	}
 	email := strings.TrimSpace(r.URL.Query().Get("email"))
 	p, err := page(r)
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	people, next, err := s.console.People(r.Context(), apiTenant(r.Context()).ID, email, p)
+	people, next, err := s.people.People(r.Context(), apiTenant(r.Context()).ID, email, p)
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -100,7 +96,7 @@ func (s *Server) handlePeople(w http.ResponseWriter, r *http.Request) {
 	if page.Cursor != "" && p.Email == "" {
 		p.FirstURL = base + peopleQueryString(limit, "")
 	}
-	people, next, err := s.console.People(ctx, t.ID, p.Email, page)
+	people, next, err := s.people.People(ctx, t.ID, p.Email, page)
 	status := http.StatusOK
 	switch {
 	case domain.ErrorCode(err) == domain.EINVALID:
@@ -124,7 +120,7 @@ func (s *Server) handlePerson(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "person not found"))
 		return
 	}
-	d, err := s.console.PersonDetail(ctx, currentTenant(ctx).ID, id)
+	d, err := s.people.PersonDetail(ctx, currentTenant(ctx).ID, id)
 	if err != nil {
 		s.consoleError(w, r, err)
 		return

@@ -43,7 +43,7 @@ func (e *env) sfProvider(name string, config map[string]string) {
 	if config == nil {
 		config = map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp"}
 	}
-	if _, err := e.store.CreateProviderWithConfig(context.Background(), "acme", name, "salesforce", "", config); err != nil {
+	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, "salesforce", "", config); err != nil {
 		e.t.Fatal(err)
 	}
 }

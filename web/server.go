@@ -21,11 +21,44 @@ import (
 // DefaultMaxBody is the largest delivery body accepted (CONTRACT section 1).
 const DefaultMaxBody = 1 << 20
 
+// Services are the domain services the handlers call, one per noun; the
+// API, the console and the CLI use the same ones.
+type Services struct {
+	Ingest    domain.IngestService
+	Access    domain.AccessService
+	Operators domain.OperatorService
+	Providers domain.ProviderService
+	Tokens    domain.TokenService
+	Events    domain.EventService
+	Stats     domain.StatsService
+	Records   domain.RecordService
+	Conflicts domain.ConflictService
+	People    domain.PeopleService
+}
+
+// Storage is one implementation of every service, as postgres.Store is.
+type Storage interface {
+	domain.IngestService
+	domain.AccessService
+	domain.OperatorService
+	domain.ProviderService
+	domain.TokenService
+	domain.EventService
+	domain.StatsService
+	domain.RecordService
+	domain.ConflictService
+	domain.PeopleService
+}
+
+// ServicesOf returns every service from one storage.
+func ServicesOf(st Storage) Services {
+	return Services{Ingest: st, Access: st, Operators: st, Providers: st, Tokens: st, Events: st, Stats: st,
+		Records: st, Conflicts: st, People: st}
+}
+
 // Config wires a Server to its dependencies.
 type Config struct {
-	Ingest   domain.IngestService
-	Query    domain.QueryService
-	Console  domain.ConsoleService
+	Services
 	Sessions scs.Store                   // where console sessions live
 	Ping     func(context.Context) error // database reachability, for /readyz
 	Logger   *slog.Logger
@@ -39,8 +72,15 @@ type Config struct {
 // Server holds the handlers' dependencies.
 type Server struct {
 	ingest    domain.IngestService
-	query     domain.QueryService
-	console   domain.ConsoleService
+	access    domain.AccessService
+	operators domain.OperatorService
+	providers domain.ProviderService
+	tokens    domain.TokenService
+	events    domain.EventService
+	stats     domain.StatsService
+	records   domain.RecordService
+	conflicts domain.ConflictService
+	people    domain.PeopleService
 	sessions  *scs.SessionManager
 	ping      func(context.Context) error
 	log       *slog.Logger
@@ -52,7 +92,9 @@ type Server struct {
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
-	s := &Server{ingest: cfg.Ingest, query: cfg.Query, console: cfg.Console, ping: cfg.Ping, log: cfg.Logger,
+	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
+		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
+		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
 		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"),
 		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
 	if s.maxBody == 0 {

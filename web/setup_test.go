@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
@@ -36,7 +37,7 @@ func setup(t *testing.T) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := web.New(web.Config{Ingest: store, Query: store, Console: store, Sessions: store.SessionStore(),
+	s := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	e := &env{t: t, store: store, srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.srv.Close)
@@ -48,22 +49,31 @@ func setup(t *testing.T) *env {
 func (e *env) provider(tenant, name string) string {
 	e.t.Helper()
 	ctx := context.Background()
-	if _, err := e.store.Tenant(ctx, tenant); err != nil {
-		if _, err := e.store.CreateTenant(ctx, tenant, ""); err != nil {
-			e.t.Fatal(err)
-		}
-	}
 	secret := web.NewStandardSecret()
-	if _, err := e.store.CreateProvider(ctx, tenant, name, "standard", secret); err != nil {
+	if _, err := e.store.ConnectProvider(ctx, e.tenant(tenant).ID, name, "standard", secret, nil); err != nil {
 		e.t.Fatal(err)
 	}
 	return secret
 }
 
+// tenant returns the tenant with that slug, creating it if needed.
+func (e *env) tenant(slug string) domain.Tenant {
+	e.t.Helper()
+	ctx := context.Background()
+	t, err := e.store.Tenant(ctx, slug)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		t, err = e.store.CreateTenant(ctx, slug, "")
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return t
+}
+
 // token creates an API token for tenant.
 func (e *env) token(tenant string) string {
 	e.t.Helper()
-	tok, err := e.store.CreateToken(context.Background(), tenant, "test")
+	tok, err := e.store.CreateAPIToken(context.Background(), e.tenant(tenant).ID, "test")
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -36,7 +36,7 @@ func shippoProvider(t *testing.T, e *env, name, auth string) (domain.Provider, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.store.CreateProviderWithConfig(context.Background(), "acme", name, "shippo", secret, config)
+	p, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, "shippo", secret, config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,7 +218,7 @@ func TestShippoHMACStatuses(t *testing.T) {
 
 	// During a rotation both secrets are active.
 	newer, _, _ := web.ProviderSetup("shippo", "", map[string]string{"auth": "hmac"})
-	if err := e.store.RotateSecret(context.Background(), p.TenantID, p.ID, newer); err != nil {
+	if err := e.store.RotateProviderSecret(context.Background(), p.TenantID, p.ID, newer); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{secret, newer} {

@@ -124,7 +124,7 @@ func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
 	ctx := context.Background()
 	p, _ := e.store.Endpoint(ctx, "acme", "crm")
 	newSecret := web.NewStandardSecret()
-	if err := e.store.RotateSecret(ctx, p.TenantID, p.ID, newSecret); err != nil {
+	if err := e.store.RotateProviderSecret(ctx, p.TenantID, p.ID, newSecret); err != nil {
 		t.Fatal(err)
 	}
 	if got := e.outcome("acme", "crm", e.secret, "m-old", snapshotBody("c-1", 1, `{}`)); got != "applied" {
@@ -135,7 +135,7 @@ func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
 	}
 	// A second rotation retires the first secret: at most two are active.
 	third := web.NewStandardSecret()
-	if err := e.store.RotateSecret(ctx, p.TenantID, p.ID, third); err != nil {
+	if err := e.store.RotateProviderSecret(ctx, p.TenantID, p.ID, third); err != nil {
 		t.Fatal(err)
 	}
 	if status, _ := e.deliver("acme", "crm", e.secret, "m-retired", snapshotBody("c-1", 3, `{}`)); status != 401 {
@@ -165,10 +165,10 @@ func TestStandardWebhooksTestVector(t *testing.T) {
 	// clock is at the vector's time, and refuses the published bad one.
 	e := setup(t)
 	ctx := context.Background()
-	if _, err := e.store.CreateProvider(ctx, "acme", "vector", "standard", secret); err != nil {
+	if _, err := e.store.ConnectProvider(ctx, e.tenant("acme").ID, "vector", "standard", secret, nil); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(web.New(web.Config{Ingest: e.store, Query: e.store, Console: e.store,
+	srv := httptest.NewServer(web.New(web.Config{Services: web.ServicesOf(e.store),
 		Sessions: e.store.SessionStore(), Ping: e.store.Pool().Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:    func() time.Time { return time.Unix(ts, 0) }}).Handler())
@@ -204,7 +204,7 @@ func TestWebhookDatabaseUnavailable(t *testing.T) {
 	}
 	defer pool.Close()
 	store, _ := postgres.New(pool, testKey)
-	srv := httptest.NewServer(web.New(web.Config{Ingest: store, Query: store, Console: store,
+	srv := httptest.NewServer(web.New(web.Config{Services: web.ServicesOf(store),
 		Sessions: store.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()

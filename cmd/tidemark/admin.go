@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
 )
@@ -19,6 +20,18 @@ func (e cliEnv) withStore(ctx context.Context, fn func(*postgres.Store) error) e
 	}
 	defer db.close()
 	return fn(db.store)
+}
+
+// withTenant runs fn on a store opened from the environment and the tenant
+// with that slug.
+func (e cliEnv) withTenant(ctx context.Context, slug string, fn func(*postgres.Store, domain.Tenant) error) error {
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		t, err := s.Tenant(ctx, slug)
+		if err != nil {
+			return err
+		}
+		return fn(s, t)
+	})
 }
 
 func (e cliEnv) migrate(ctx context.Context, args []string) error {
@@ -101,8 +114,8 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
-		if _, err := s.CreateProviderWithConfig(ctx, *tenant, *name, *kind, finalSecret, config); err != nil {
+	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+		if _, err := s.ConnectProvider(ctx, t.ID, *name, *kind, finalSecret, config); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "created %s provider %s for tenant %s\nwebhook URL path: /webhooks/%s/%s\n", *kind, *name, *tenant, *tenant, *name)
@@ -129,8 +142,8 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider rotate: --tenant and --name are required")
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
-		p, err := s.Endpoint(ctx, *tenant, *name)
+	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+		p, err := s.ProviderSummary(ctx, t.ID, *name)
 		if err != nil {
 			return err
 		}
@@ -142,7 +155,7 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if err := s.RotateSecret(ctx, p.TenantID, p.ID, *secret); err != nil {
+		if err := s.RotateProviderSecret(ctx, t.ID, p.ID, *secret); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "rotated the signing secret of %s/%s; the previous secret stays active until the next rotation\n%s\n",
@@ -163,8 +176,11 @@ func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("token create: --tenant is required")
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
-		token, err := s.CreateToken(ctx, *tenant, *name)
+	if *name == "" {
+		*name = "token created " + time.Now().UTC().Format(time.DateTime)
+	}
+	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+		token, err := s.CreateAPIToken(ctx, t.ID, *name)
 		if err != nil {
 			return err
 		}
@@ -189,8 +205,11 @@ func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 	}
 	line, err := bufio.NewReader(e.stdin).ReadString('\n')
 	password := strings.TrimRight(line, "\r\n")
+	if password == "" && err != nil {
+		return fmt.Errorf("user create: no password on standard input: %w", err)
+	}
 	if password == "" {
-		return fmt.Errorf("user create: no password on standard input (%v)", err)
+		return fmt.Errorf("user create: the first line of standard input is empty; it must hold the password")
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		if err := s.CreateUser(ctx, *email, password, *admin, *tenant); err != nil {

@@ -205,11 +205,12 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (str
 	if err := postgres.Migrate(ctx, pool, io.Discard); err != nil {
 		return "", err
 	}
-	if _, err := store.CreateTenant(ctx, benchTenant, "Bench"); err != nil {
+	t, err := store.CreateTenant(ctx, benchTenant, "Bench")
+	if err != nil {
 		return "", err
 	}
 	secret := web.NewStandardSecret()
-	if _, err := store.CreateProvider(ctx, benchTenant, benchProvider, domain.KindStandard, secret); err != nil {
+	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, domain.KindStandard, secret, nil); err != nil {
 		return "", err
 	}
 	return secret, nil

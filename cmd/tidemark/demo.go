@@ -40,8 +40,12 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 	if _, err := store.EnsurePartitions(ctx, start, int(demoSpan/(24*time.Hour))+1); err != nil {
 		return fmt.Errorf("prepare event log partitions: %w", err)
 	}
+	t, err := store.Tenant(ctx, demoTenant)
+	if err != nil {
+		return err
+	}
 	for _, name := range []string{"enrich", "billing"} {
-		_, err := store.CreateProvider(ctx, demoTenant, name, domain.KindStandard, web.NewStandardSecret())
+		_, err := store.ConnectProvider(ctx, t.ID, name, domain.KindStandard, web.NewStandardSecret(), nil)
 		if err != nil && domain.ErrorCode(err) != domain.ECONFLICT {
 			return fmt.Errorf("create provider %s: %w", name, err)
 		}
@@ -49,7 +53,7 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 
 	plan := demoHistory()
 	s := &demoSeeder{store: store, endpoints: map[string]domain.ProviderEndpoint{}, outcomes: map[domain.Outcome]int{}}
-	s.receiver = web.New(web.Config{Ingest: store, Now: func() time.Time { return s.clock },
+	s.receiver = web.New(web.Config{Services: web.Services{Ingest: store}, Now: func() time.Time { return s.clock },
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}).Handler()
 	// Deliveries arrive in plan order, evenly spread with some jitter.
 	rng := rand.New(rand.NewPCG(7, 11))

@@ -27,7 +27,7 @@ func TestSeedDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := web.NewStandardSecret()
-	if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, domain.KindStandard, secret); err != nil {
+	if _, err := store.ConnectProvider(ctx, tenant.ID, demoProvider, domain.KindStandard, secret, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder

@@ -63,7 +63,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	}
 
 	srv := &http.Server{
-		Handler: web.New(web.Config{Ingest: store, Query: store, Console: store, Sessions: store.SessionStore(),
+		Handler: web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 			Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
@@ -122,10 +122,11 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 		if domain.ErrorCode(err) != domain.ENOTFOUND {
 			return err
 		}
-		if _, err := store.CreateTenant(ctx, demoTenant, "Demo workspace"); err != nil {
+		t, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
+		if err != nil {
 			return err
 		}
-		if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, domain.KindStandard, web.NewStandardSecret()); err != nil {
+		if _, err := store.ConnectProvider(ctx, t.ID, demoProvider, domain.KindStandard, web.NewStandardSecret(), nil); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")

@@ -5,15 +5,6 @@ import (
 	"time"
 )
 
-// OverviewService serves the overview page: outcome counts from the
-// counters, the chart, open conflicts and the latest deliveries.
-type OverviewService interface {
-	// Overview summarises the tenant as of now. Counts come from the outcome
-	// counters (hourly buckets), never from the event log. A tenant with no
-	// providers gets an empty overview, not an error.
-	Overview(ctx context.Context, tenantID int64, now time.Time) (Overview, error)
-}
-
 // OverviewWindows are the periods the overview counts over, shortest first.
 // A window holds the hourly buckets that start after now minus the window,
 // so the current, partial hour is always included.
@@ -58,17 +49,6 @@ type DayCounts struct {
 	Counts OutcomeCounts
 }
 
-// DeliveryBrief is what the console shows of one delivery.
-type DeliveryBrief struct {
-	ID         string
-	Provider   string
-	ReceivedAt time.Time
-	Status     int
-	Signature  string
-	Reason     string
-	EventCount int
-}
-
 // Overview is the summary on a tenant's first page.
 type Overview struct {
 	Providers     []ProviderCounts // every provider of the tenant, by name
@@ -87,4 +67,16 @@ func (o Overview) Totals() []OutcomeCounts {
 		}
 	}
 	return totals
+}
+
+// StatsService counts outcomes: all-time totals for the API and the
+// overview's windows, chart, open conflicts and latest deliveries.
+type StatsService interface {
+	// Stats counts outcomes over all time from the counters; provider may be
+	// empty for all providers, and an unknown one is ENOTFOUND.
+	Stats(ctx context.Context, tenantID int64, provider string) (map[Outcome]int64, error)
+	// Overview summarises the tenant as of now. Counts come from the outcome
+	// counters (hourly buckets), never from the event log. A tenant with no
+	// providers gets an empty overview, not an error.
+	Overview(ctx context.Context, tenantID int64, now time.Time) (Overview, error)
 }

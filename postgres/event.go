@@ -4,18 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/tidemark/tidemark/domain"
+
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/tidemark/tidemark/domain"
 )
-
-var _ domain.EventLogService = (*Store)(nil)
 
 // eventLogSQL pages through the log newest first along the primary key.
 // The plain received_at bound repeats the cursor's so that partitions newer
@@ -49,7 +48,7 @@ const (
 
 const eventLogTimeoutSQL = `SELECT set_config('statement_timeout', @timeout, true)`
 
-// EventLog implements domain.EventLogService. The search runs in a
+// EventLog implements domain.EventService. The search runs in a
 // transaction whose statement timeout is domain.EventLogTimeout.
 func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQuery, page domain.Page) ([]domain.LoggedEvent, string, error) {
 	if err := q.Validate(); err != nil {
@@ -159,16 +158,15 @@ func scanLoggedEvent(row pgx.CollectableRow) (domain.LoggedEvent, error) {
 }
 
 const (
-	eventLogProvidersSQL   = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
 	eventLogObjectTypesSQL = `SELECT DISTINCT object_type FROM scopes WHERE tenant_id = @tenant_id ORDER BY 1`
 )
 
-// EventLogChoices implements domain.EventLogService.
+// EventLogChoices implements domain.EventService.
 func (s *Store) EventLogChoices(ctx context.Context, tenantID int64) (domain.EventLogChoices, error) {
 	var c domain.EventLogChoices
 	args := pgx.NamedArgs{"tenant_id": tenantID}
 	batch := &pgx.Batch{}
-	batch.Queue(eventLogProvidersSQL, args).Query(func(rows pgx.Rows) (err error) {
+	batch.Queue(providerNamesSQL, args).Query(func(rows pgx.Rows) (err error) {
 		c.Providers, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
@@ -197,7 +195,7 @@ WHERE e.tenant_id = @tenant_id AND e.delivery_id = @delivery_id::uuid AND e.seq 
 // received time is looked for first.
 const eventDetailSlack = time.Hour
 
-// EventDetail implements domain.EventLogService. An id that is not a UUID
+// EventDetail implements domain.EventService. An id that is not a UUID
 // is an ENOTFOUND error like any other unknown event.
 func (s *Store) EventDetail(ctx context.Context, tenantID int64, deliveryID string, seq int) (domain.EventDetail, error) {
 	id, err := uuid.Parse(deliveryID)
@@ -267,4 +265,42 @@ func uuidV7Time(id uuid.UUID) time.Time {
 
 func eventNotFound(deliveryID string, seq int) error {
 	return notFound("event %d of delivery %q not found", seq, deliveryID)
+}
+
+// EventOutcome implements domain.EventService.
+func (s *Store) EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (domain.Outcome, error) {
+	var o string
+	err := s.pool.QueryRow(ctx, `
+		SELECT outcome FROM events
+		WHERE tenant_id = $1 AND provider_id = $2 AND event_id = $3 AND received_at >= $4
+		ORDER BY received_at DESC, seq DESC LIMIT 1`, tenantID, providerID, eventID, since).Scan(&o)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFound("no event %q since %s", eventID, since.Format(time.RFC3339))
+	}
+	if err != nil {
+		return "", translate(err)
+	}
+	return domain.Outcome(o), nil
+}
+
+type eventCursor struct {
+	ReceivedAt time.Time `json:"t"`
+	DeliveryID string    `json:"d"`
+	Seq        int       `json:"s"`
+}
+
+// eventPageStart reads an event-log cursor: where the page starts, newest
+// first. Without a cursor the page starts above every event.
+func eventPageStart(page domain.Page) (afterAt any, after eventCursor, err error) {
+	after = eventCursor{DeliveryID: uuid.Max.String(), Seq: math.MaxInt32}
+	if page.Cursor == "" {
+		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}, after, nil
+	}
+	if err := decodeCursor(page.Cursor, &after); err != nil {
+		return nil, after, err
+	}
+	if _, err := uuid.Parse(after.DeliveryID); err != nil || after.ReceivedAt.IsZero() {
+		return nil, after, invalidCursor()
+	}
+	return after.ReceivedAt, after, nil
 }

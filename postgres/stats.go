@@ -5,11 +5,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark/tidemark/domain"
 )
-
-var _ domain.OverviewService = (*Store)(nil)
 
 // overviewFoldSQL folds the counter shards of the tenant's closed hours
 // into shard 0, keeping every sum: ingest spreads an hour's increments over
@@ -66,7 +63,7 @@ WHERE d.tenant_id = @tenant_id
 ORDER BY d.received_at DESC, d.id DESC
 LIMIT @limit`
 
-// Overview implements domain.OverviewService. It first folds the counter
+// Overview implements domain.StatsService. It first folds the counter
 // shards of closed hours (see overviewFoldSQL); that and its four reads go
 // to the database as one batch, in one round trip and one transaction.
 func (s *Store) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
@@ -161,4 +158,38 @@ func scanDeliveryBrief(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 		d.Reason = *reason
 	}
 	return d, err
+}
+
+// statsSQL answers whether the named provider exists (always true when no
+// provider is named) and the all-time counts by outcome.
+const statsSQL = `
+WITH prov AS (
+    SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider
+)
+SELECT @provider::text IS NULL OR EXISTS (SELECT FROM prov),
+       coalesce((SELECT json_object_agg(outcome, n) FROM (
+           SELECT outcome, sum(n)::bigint AS n FROM outcome_counters
+           WHERE tenant_id = @tenant_id AND (@provider::text IS NULL OR provider_id IN (SELECT id FROM prov))
+           GROUP BY outcome) c), '{}')`
+
+// Stats implements domain.StatsService. Every outcome is present, zeros
+// included; an unknown provider is an ENOTFOUND error.
+func (s *Store) Stats(ctx context.Context, tenantID int64, provider string) (map[domain.Outcome]int64, error) {
+	var (
+		exists bool
+		counts map[string]int64
+	)
+	err := s.pool.QueryRow(ctx, statsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider": nullString(provider)}).
+		Scan(&exists, &counts)
+	if err != nil {
+		return nil, translate(err)
+	}
+	if !exists {
+		return nil, notFound("provider %q not found", provider)
+	}
+	stats := make(map[domain.Outcome]int64, len(domain.Outcomes))
+	for _, o := range domain.Outcomes {
+		stats[o] = counts[string(o)]
+	}
+	return stats, nil
 }

@@ -7,11 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-
 	"github.com/tidemark/tidemark/domain"
 )
-
-var _ domain.PeopleService = (*Store)(nil)
 
 const personColumns = `p.id, p.email, p.name, p.source, p.created_at, a.id, a.domain, a.name`
 

@@ -4,118 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark/tidemark/domain"
 )
-
-var _ domain.ConflictService = (*Store)(nil)
-
-// queueColumns are conflictColumns without the snapshots, which the queue
-// does not show; scanned by scanQueueConflict in this order.
-const queueColumns = `c.id, p.name, c.object_type, c.object_id, c.revision, c.accepted_event_id,
-       c.conflicting_event_id, c.status, c.note, c.resolved_by, c.resolved_at, c.detected_at`
-
-// The window count is taken before the LIMIT, so the page learns how many
-// open conflicts it does not show.
-const openQueueSQL = `
-SELECT ` + queueColumns + `, count(*) OVER ()
-FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-WHERE c.tenant_id = @tenant_id AND c.status = 'open'
-ORDER BY c.id
-LIMIT @limit`
-
-const resolvedQueueSQL = `
-SELECT ` + queueColumns + `
-FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-WHERE c.tenant_id = @tenant_id AND c.status IN ('kept', 'adopted')
-ORDER BY c.resolved_at DESC, c.id DESC
-LIMIT @limit`
-
-func scanQueueConflict(row pgx.Row, extra ...any) (domain.Conflict, error) {
-	var (
-		c          domain.Conflict
-		resolvedBy *string
-	)
-	err := row.Scan(append([]any{&c.ID, &c.Provider, &c.ObjectType, &c.ObjectID, &c.Revision, &c.AcceptedEventID,
-		&c.ConflictingEventID, &c.Status, &c.Note, &resolvedBy, &c.ResolvedAt, &c.DetectedAt}, extra...)...)
-	if resolvedBy != nil {
-		c.ResolvedBy = *resolvedBy
-	}
-	return c, err
-}
-
-// ConflictQueue implements domain.ConflictService.
-func (s *Store) ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (domain.ConflictQueue, error) {
-	var q domain.ConflictQueue
-	rows, err := s.pool.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
-	if err != nil {
-		return q, translate(err)
-	}
-	q.Open, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
-		return scanQueueConflict(row, &q.OpenTotal)
-	})
-	if err != nil {
-		return q, translate(err)
-	}
-	rows, err = s.pool.Query(ctx, resolvedQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": resolvedLimit})
-	if err != nil {
-		return q, translate(err)
-	}
-	q.Resolved, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
-		return scanQueueConflict(row)
-	})
-	return q, translate(err)
-}
-
-const conflictDetailSQL = `
-SELECT ` + conflictColumns + `,
-       r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at
-FROM conflicts c
-JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-LEFT JOIN records r ON r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
-    AND r.object_type = c.object_type AND r.object_id = c.object_id
-WHERE c.tenant_id = @tenant_id AND c.id = @id`
-
-// ConflictDetail implements domain.ConflictService.
-func (s *Store) ConflictDetail(ctx context.Context, tenantID, conflictID int64) (domain.ConflictDetail, error) {
-	var (
-		d                domain.ConflictDetail
-		revision         *int64
-		snapshot         json.RawMessage
-		count            *int
-		lastEvent        *string
-		created, updated *time.Time
-	)
-	row := s.pool.QueryRow(ctx, conflictDetailSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID})
-	c, err := scanConflict(scanSuffix{row: row, rest: []any{&revision, &snapshot, &count, &lastEvent, &created, &updated}})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return d, notFound("conflict %d not found", conflictID)
-	}
-	if err != nil {
-		return d, translate(err)
-	}
-	d.Conflict = c
-	if revision != nil {
-		d.Current = &domain.Record{Provider: c.Provider, ObjectType: c.ObjectType, ObjectID: c.ObjectID,
-			Revision: *revision, Snapshot: snapshot, ApplicationCount: *count, LastAppliedEvent: *lastEvent,
-			CreatedAt: *created, UpdatedAt: *updated}
-	}
-	return d, nil
-}
-
-// scanSuffix scans a row whose last columns follow the ones scanConflict
-// reads.
-type scanSuffix struct {
-	row  pgx.Row
-	rest []any
-}
-
-func (s scanSuffix) Scan(dest ...any) error {
-	return s.row.Scan(append(dest, s.rest...)...)
-}
 
 // timelineRecordSQL answers one row when the provider exists, with the
 // record's columns NULL when it has no record.
@@ -230,18 +124,6 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 	return tl, nil
 }
 
-const timelineProvidersSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
-
-// TimelineProviders implements domain.ConflictService.
-func (s *Store) TimelineProviders(ctx context.Context, tenantID int64) ([]string, error) {
-	rows, err := s.pool.Query(ctx, timelineProvidersSQL, pgx.NamedArgs{"tenant_id": tenantID})
-	if err != nil {
-		return nil, translate(err)
-	}
-	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return names, translate(err)
-}
-
 // contactProvidersSQL checks each provider through the primary key of
 // records and the events_record index.
 const contactProvidersSQL = `
@@ -264,4 +146,105 @@ func (s *Store) ContactProviders(ctx context.Context, tenantID int64, contactID 
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	return names, translate(err)
+}
+
+const recordSQL = `
+SELECT r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at
+FROM records r JOIN providers p ON p.tenant_id = r.tenant_id AND p.id = r.provider_id
+WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @object_type AND r.object_id = @object_id`
+
+// Record implements domain.RecordService: the current snapshot of one
+// record, or an ENOTFOUND error.
+func (s *Store) Record(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
+	rec := domain.Record{Provider: ref.Provider, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID}
+	err := s.pool.QueryRow(ctx, recordSQL, refArgs(tenantID, ref)).
+		Scan(&rec.Revision, &rec.Snapshot, &rec.ApplicationCount, &rec.LastAppliedEvent, &rec.CreatedAt, &rec.UpdatedAt)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, recordNotFound(ref)
+	}
+	return rec, translate(err)
+}
+
+func refArgs(tenantID int64, ref domain.RecordRef) pgx.NamedArgs {
+	return pgx.NamedArgs{"tenant_id": tenantID, "provider": ref.Provider,
+		"object_type": ref.ObjectType, "object_id": ref.ObjectID}
+}
+
+func recordNotFound(ref domain.RecordRef) error {
+	return notFound("%s %q of provider %q not found", ref.ObjectType, ref.ObjectID, ref.Provider)
+}
+
+// revisionsSQL answers one row per revision of the page, or a single row of
+// NULLs when the record exists but the page is empty; no row at all means
+// there is no such record.
+const revisionsSQL = `
+SELECT a.id, a.revision, a.event_id, a.snapshot, a.applied_at, a.conflict_id
+FROM records r
+JOIN providers p ON p.tenant_id = r.tenant_id AND p.id = r.provider_id
+LEFT JOIN LATERAL (
+    SELECT id, revision, event_id, snapshot, applied_at, conflict_id FROM accepted_revisions a
+    WHERE a.tenant_id = @tenant_id AND a.provider_id = r.provider_id
+      AND a.object_type = r.object_type AND a.object_id = r.object_id
+      AND (a.revision, a.id) < (@after_revision, @after_id)
+    ORDER BY a.revision DESC, a.id DESC
+    LIMIT @limit
+) a ON true
+WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @object_type AND r.object_id = @object_id
+ORDER BY a.revision DESC, a.id DESC`
+
+type revisionCursor struct {
+	Revision int64 `json:"r"`
+	ID       int64 `json:"i"`
+}
+
+// Revisions implements domain.RecordService: the accepted snapshots of a
+// record, newest first, and the cursor of the next page ("" on the last).
+// An absent record is an ENOTFOUND error, a malformed cursor EINVALID.
+func (s *Store) Revisions(ctx context.Context, tenantID int64, ref domain.RecordRef, page domain.Page) ([]domain.Revision, string, error) {
+	after := revisionCursor{Revision: math.MaxInt64, ID: math.MaxInt64}
+	if err := decodeCursor(page.Cursor, &after); err != nil {
+		return nil, "", err
+	}
+	limit := pageLimit(page)
+	args := refArgs(tenantID, ref)
+	args["after_revision"], args["after_id"], args["limit"] = after.Revision, after.ID, limit+1
+
+	rows, err := s.pool.Query(ctx, revisionsSQL, args)
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	found := false
+	var revs []domain.Revision
+	for rows.Next() {
+		found = true
+		var (
+			id, rev, conflictID *int64
+			eventID             *string
+			snapshot            json.RawMessage
+			appliedAt           *time.Time
+		)
+		if err := rows.Scan(&id, &rev, &eventID, &snapshot, &appliedAt, &conflictID); err != nil {
+			return nil, "", translate(err)
+		}
+		if id == nil {
+			continue // the record exists; the page is empty
+		}
+		r := domain.Revision{ID: *id, Revision: *rev, EventID: *eventID, Snapshot: snapshot, AppliedAt: *appliedAt}
+		if conflictID != nil {
+			r.ConflictID = *conflictID
+		}
+		revs = append(revs, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, "", translate(err)
+	}
+	if !found {
+		return nil, "", recordNotFound(ref)
+	}
+	revs, more := trim(revs, limit)
+	if !more {
+		return revs, "", nil
+	}
+	last := revs[len(revs)-1]
+	return revs, encodeCursor(revisionCursor{Revision: last.Revision, ID: last.ID}), nil
 }

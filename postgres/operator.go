@@ -3,11 +3,59 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark/tidemark/domain"
+	"golang.org/x/crypto/bcrypt"
 )
+
+// User implements domain.AccessService.
+func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
+	u := domain.User{ID: id}
+	err := s.pool.QueryRow(ctx, `SELECT email, is_admin FROM users WHERE id = $1`, id).Scan(&u.Email, &u.IsAdmin)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return u, notFound("user not found")
+	}
+	return u, translate(err)
+}
+
+// CreateUser creates an operator. tenantSlug, when set, makes the user a
+// member of that tenant; an existing email is an ECONFLICT error.
+func (s *Store) CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string) error {
+	email = strings.ToLower(strings.TrimSpace(email))
+	if !strings.Contains(email, "@") {
+		return domain.Errorf(domain.EINVALID, "email %q is not an email address", email)
+	}
+	if len(password) < 8 {
+		return domain.Errorf(domain.EINVALID, "password must be at least 8 characters")
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return err
+	}
+	var tenantID *int64
+	if tenantSlug != "" {
+		t, err := s.Tenant(ctx, tenantSlug)
+		if err != nil {
+			return err
+		}
+		tenantID = &t.ID
+	}
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		var userID int64
+		err := tx.QueryRow(ctx, `INSERT INTO users (email, password_hash, is_admin) VALUES ($1, $2, $3) RETURNING id`,
+			email, string(hash), admin).Scan(&userID)
+		if uniqueViolation(err) {
+			return domain.Errorf(domain.ECONFLICT, "user %q already exists", email)
+		}
+		if err != nil || tenantID == nil {
+			return translate(err)
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO memberships (tenant_id, user_id) VALUES ($1, $2)`, *tenantID, userID)
+		return translate(err)
+	})
+}
 
 // Operators and memberships span tenants by nature: these statements are
 // the admin pages' and filter by operator, not by tenant.
@@ -21,7 +69,7 @@ LEFT JOIN tenants t ON t.id = m.tenant_id
 GROUP BY u.id
 ORDER BY u.email`
 
-// Operators implements domain.AdminService.
+// Operators implements domain.OperatorService.
 func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
 	rows, err := s.pool.Query(ctx, operatorsSQL)
 	if err != nil {
@@ -46,7 +94,7 @@ WITH u AS (SELECT id FROM users WHERE id = @user_id),
      )
 SELECT EXISTS (SELECT FROM u), EXISTS (SELECT FROM t)`
 
-// AddMembership implements domain.AdminService.
+// AddMembership implements domain.OperatorService.
 func (s *Store) AddMembership(ctx context.Context, userID int64, tenantSlug string) error {
 	var userFound, tenantFound bool
 	err := s.pool.QueryRow(ctx, addMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug}).
@@ -66,7 +114,7 @@ const removeMembershipSQL = `
 DELETE FROM memberships m USING tenants t
 WHERE m.tenant_id = t.id AND t.slug = @tenant AND m.user_id = @user_id`
 
-// RemoveMembership implements domain.AdminService.
+// RemoveMembership implements domain.OperatorService.
 func (s *Store) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) error {
 	tag, err := s.pool.Exec(ctx, removeMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug})
 	if err != nil {
@@ -78,7 +126,7 @@ func (s *Store) RemoveMembership(ctx context.Context, userID int64, tenantSlug s
 	return nil
 }
 
-// SetAdmin implements domain.AdminService.
+// SetAdmin implements domain.OperatorService.
 func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, admin bool) error {
 	if err := domain.CheckAdminChange(actor, userID, admin); err != nil {
 		return err

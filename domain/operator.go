@@ -5,6 +5,14 @@ import (
 	"time"
 )
 
+// User is a console operator. An admin sees every tenant; a member sees
+// the tenants of their memberships.
+type User struct {
+	ID      int64
+	Email   string
+	IsAdmin bool
+}
+
 // Operator is a console user as the admin pages show them.
 type Operator struct {
 	ID        int64
@@ -38,10 +46,12 @@ func CheckAdminChange(actor User, userID int64, admin bool) error {
 	return nil
 }
 
-// AdminService manages operators and their memberships. Its methods span
-// tenants, so only admins may reach them; the web layer checks that before
-// any call.
-type AdminService interface {
+// OperatorService manages console operators and their memberships. Its
+// methods span tenants: the console lets only admins reach the ones that
+// change anything, and the CLI runs with the database's authority.
+type OperatorService interface {
+	// User returns the operator with that id, or ENOTFOUND.
+	User(ctx context.Context, id int64) (User, error)
 	// Operators lists every operator by email, with the slugs of their
 	// memberships.
 	Operators(ctx context.Context) ([]Operator, error)

@@ -1,0 +1,131 @@
+package domain
+
+import (
+	"context"
+	"strings"
+	"time"
+)
+
+// Provider kinds.
+const (
+	KindStandard   = "standard"
+	KindHubSpot    = "hubspot"
+	KindSalesforce = "salesforce"
+	KindShippo     = "shippo"
+)
+
+// Kinds lists the provider kinds a tenant can connect.
+var Kinds = []string{KindStandard, KindHubSpot, KindSalesforce, KindShippo}
+
+// Provider is one webhook source connected to a tenant.
+type Provider struct {
+	TenantID   int64
+	TenantSlug string
+	ID         int64
+	Name       string
+	Kind       string
+	CreatedAt  time.Time
+	// Config holds kind-specific settings, e.g. "org_id" for Salesforce or
+	// "auth" for Shippo. Secrets are never kept here.
+	Config map[string]string
+}
+
+// ProviderEndpoint is what the receiver needs to authenticate and route a
+// delivery: the provider, its active signing secrets (newest first) and its
+// scopes keyed by object type and action.
+type ProviderEndpoint struct {
+	Provider
+	Secrets []string
+	Scopes  map[ScopeName]Scope
+}
+
+// Scope returns the provider's scope of that name, or the defaults when the
+// scope has not been used yet.
+func (p ProviderEndpoint) Scope(name ScopeName) Scope {
+	if s, ok := p.Scopes[name]; ok {
+		return s
+	}
+	return DefaultScope(name)
+}
+
+// ProviderSummary is a provider with what its list row and page show.
+type ProviderSummary struct {
+	Provider
+	ActiveSecrets  int
+	Deliveries24h  int64
+	LastDeliveryAt time.Time // zero when none is retained
+}
+
+// ProviderSecretInfo describes an active signing secret without its value,
+// which is shown once, when it is created.
+type ProviderSecretInfo struct {
+	ID        int64
+	CreatedAt time.Time
+}
+
+// ProviderDelivery is one logged delivery of a provider.
+type ProviderDelivery struct {
+	ID         string
+	ReceivedAt time.Time
+	Status     int
+	Signature  string // one of the Signature* verdicts
+	Reason     string // why it was refused; empty when accepted
+	EventCount int
+}
+
+// ConnectableKinds are the provider kinds the console can connect now; the
+// others need receivers that come in a later version.
+var ConnectableKinds = []string{KindStandard, KindShippo, KindSalesforce, KindHubSpot}
+
+// ValidateConnectableKind checks that providers of kind can be connected.
+func ValidateConnectableKind(kind string) error {
+	for _, k := range ConnectableKinds {
+		if k == kind {
+			return nil
+		}
+	}
+	for _, k := range Kinds {
+		if k == kind {
+			return Errorf(EINVALID, "%s providers are coming in a later version of Tidemark; providers of kind %s can be connected for now", kind, strings.Join(ConnectableKinds, ", "))
+		}
+	}
+	return Errorf(EINVALID, "provider kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
+}
+
+// ProviderService serves a tenant's provider connections, their secrets,
+// scopes and deliveries. Every method takes the tenant id and answers
+// ENOTFOUND for a provider outside that tenant.
+type ProviderService interface {
+	// ProviderSummaries lists the tenant's providers by name.
+	ProviderSummaries(ctx context.Context, tenantID int64) ([]ProviderSummary, error)
+	// ProviderSummary returns the provider of that name, or ENOTFOUND.
+	ProviderSummary(ctx context.Context, tenantID int64, name string) (ProviderSummary, error)
+	// ProviderNames lists the names of the tenant's providers, sorted.
+	ProviderNames(ctx context.Context, tenantID int64) ([]string, error)
+	// ConnectProvider creates a provider with its kind-specific settings
+	// and, unless secret is empty (a kind that signs nothing), its first
+	// secret. A bad name or a kind that cannot be connected yet is EINVALID,
+	// a name already taken in the tenant ECONFLICT.
+	ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (Provider, error)
+	// ProviderSecrets lists the provider's active secrets, newest first,
+	// without their values.
+	ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]ProviderSecretInfo, error)
+	// NewestProviderSecret returns the plaintext of the provider's newest
+	// active secret, for signing a test event; ENOTFOUND when there is none.
+	NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error)
+	// RotateProviderSecret adds a new active secret; the newest previous one
+	// stays active and any older one is retired, so at most two are ever
+	// active. ENOTFOUND for an unknown provider.
+	RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error
+	// RetireProviderSecrets retires every active secret but the newest and
+	// returns how many it retired.
+	RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error)
+	// ProviderScopes lists the provider's scopes by object type and action.
+	ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]Scope, error)
+	// SaveProviderScope creates or changes a scope. A TTL out of bounds or
+	// an empty object type or action is EINVALID.
+	SaveProviderScope(ctx context.Context, tenantID, providerID int64, sc Scope) error
+	// ProviderDeliveries returns the provider's latest deliveries, newest
+	// first, rejected ones included.
+	ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]ProviderDelivery, error)
+}

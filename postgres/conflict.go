@@ -1,0 +1,272 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/tidemark/tidemark/domain"
+)
+
+// queueColumns are conflictColumns without the snapshots, which the queue
+// does not show; scanned by scanQueueConflict in this order.
+const queueColumns = `c.id, p.name, c.object_type, c.object_id, c.revision, c.accepted_event_id,
+       c.conflicting_event_id, c.status, c.note, c.resolved_by, c.resolved_at, c.detected_at`
+
+// The window count is taken before the LIMIT, so the page learns how many
+// open conflicts it does not show.
+const openQueueSQL = `
+SELECT ` + queueColumns + `, count(*) OVER ()
+FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+WHERE c.tenant_id = @tenant_id AND c.status = 'open'
+ORDER BY c.id
+LIMIT @limit`
+
+const resolvedQueueSQL = `
+SELECT ` + queueColumns + `
+FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+WHERE c.tenant_id = @tenant_id AND c.status IN ('kept', 'adopted')
+ORDER BY c.resolved_at DESC, c.id DESC
+LIMIT @limit`
+
+func scanQueueConflict(row pgx.Row, extra ...any) (domain.Conflict, error) {
+	var (
+		c          domain.Conflict
+		resolvedBy *string
+	)
+	err := row.Scan(append([]any{&c.ID, &c.Provider, &c.ObjectType, &c.ObjectID, &c.Revision, &c.AcceptedEventID,
+		&c.ConflictingEventID, &c.Status, &c.Note, &resolvedBy, &c.ResolvedAt, &c.DetectedAt}, extra...)...)
+	if resolvedBy != nil {
+		c.ResolvedBy = *resolvedBy
+	}
+	return c, err
+}
+
+// ConflictQueue implements domain.ConflictService.
+func (s *Store) ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (domain.ConflictQueue, error) {
+	var q domain.ConflictQueue
+	rows, err := s.pool.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
+	if err != nil {
+		return q, translate(err)
+	}
+	q.Open, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
+		return scanQueueConflict(row, &q.OpenTotal)
+	})
+	if err != nil {
+		return q, translate(err)
+	}
+	rows, err = s.pool.Query(ctx, resolvedQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": resolvedLimit})
+	if err != nil {
+		return q, translate(err)
+	}
+	q.Resolved, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
+		return scanQueueConflict(row)
+	})
+	return q, translate(err)
+}
+
+const conflictDetailSQL = `
+SELECT ` + conflictColumns + `,
+       r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at
+FROM conflicts c
+JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+LEFT JOIN records r ON r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
+    AND r.object_type = c.object_type AND r.object_id = c.object_id
+WHERE c.tenant_id = @tenant_id AND c.id = @id`
+
+// ConflictDetail implements domain.ConflictService.
+func (s *Store) ConflictDetail(ctx context.Context, tenantID, conflictID int64) (domain.ConflictDetail, error) {
+	var (
+		d                domain.ConflictDetail
+		revision         *int64
+		snapshot         json.RawMessage
+		count            *int
+		lastEvent        *string
+		created, updated *time.Time
+	)
+	row := s.pool.QueryRow(ctx, conflictDetailSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID})
+	c, err := scanConflict(scanSuffix{row: row, rest: []any{&revision, &snapshot, &count, &lastEvent, &created, &updated}})
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, notFound("conflict %d not found", conflictID)
+	}
+	if err != nil {
+		return d, translate(err)
+	}
+	d.Conflict = c
+	if revision != nil {
+		d.Current = &domain.Record{Provider: c.Provider, ObjectType: c.ObjectType, ObjectID: c.ObjectID,
+			Revision: *revision, Snapshot: snapshot, ApplicationCount: *count, LastAppliedEvent: *lastEvent,
+			CreatedAt: *created, UpdatedAt: *updated}
+	}
+	return d, nil
+}
+
+// scanSuffix scans a row whose last columns follow the ones scanConflict
+// reads.
+type scanSuffix struct {
+	row  pgx.Row
+	rest []any
+}
+
+func (s scanSuffix) Scan(dest ...any) error {
+	return s.row.Scan(append(dest, s.rest...)...)
+}
+
+// conflictColumns are scanned by scanConflict, in this order.
+const conflictColumns = `c.id, p.name, c.object_type, c.object_id, c.revision, c.accepted_event_id, c.accepted_snapshot,
+       c.conflicting_event_id, c.conflicting_snapshot, c.status, c.note, c.resolved_by, c.resolved_at, c.detected_at`
+
+const conflictsSQL = `
+SELECT ` + conflictColumns + `
+FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+WHERE c.tenant_id = @tenant_id AND c.id < @after_id AND (@status::text IS NULL OR c.status = @status)
+ORDER BY c.id DESC
+LIMIT @limit`
+
+func scanConflict(row pgx.Row) (domain.Conflict, error) {
+	var (
+		c          domain.Conflict
+		resolvedBy *string
+	)
+	err := row.Scan(&c.ID, &c.Provider, &c.ObjectType, &c.ObjectID, &c.Revision, &c.AcceptedEventID,
+		&c.AcceptedSnapshot, &c.ConflictingEventID, &c.ConflictingSnapshot, &c.Status, &c.Note, &resolvedBy,
+		&c.ResolvedAt, &c.DetectedAt)
+	if resolvedBy != nil {
+		c.ResolvedBy = *resolvedBy
+	}
+	return c, err
+}
+
+type conflictCursor struct {
+	ID int64 `json:"i"`
+}
+
+// Conflicts implements domain.ConflictService: the conflicts with that status
+// ("" for all), newest first, and the cursor of the next page ("" on the
+// last). A malformed cursor is an EINVALID error.
+func (s *Store) Conflicts(ctx context.Context, tenantID int64, status string, page domain.Page) ([]domain.Conflict, string, error) {
+	after := conflictCursor{ID: math.MaxInt64}
+	if err := decodeCursor(page.Cursor, &after); err != nil {
+		return nil, "", err
+	}
+	limit := pageLimit(page)
+	rows, err := s.pool.Query(ctx, conflictsSQL, pgx.NamedArgs{"tenant_id": tenantID, "after_id": after.ID,
+		"status": nullString(status), "limit": limit + 1})
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	conflicts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
+		return scanConflict(row)
+	})
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	conflicts, more := trim(conflicts, limit)
+	if !more {
+		return conflicts, "", nil
+	}
+	return conflicts, encodeCursor(conflictCursor{ID: conflicts[len(conflicts)-1].ID}), nil
+}
+
+const lockConflictSQL = `
+SELECT c.provider_id, ` + conflictColumns + `
+FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+WHERE c.tenant_id = @tenant_id AND c.id = @id
+FOR UPDATE OF c`
+
+// adoptSQL applies the conflicting snapshot only while the record is still
+// at the conflict's revision, and writes the operator's decision into the
+// record's timeline.
+const adoptSQL = `
+WITH adopted AS (
+    UPDATE records r SET snapshot = c.conflicting_snapshot, application_count = r.application_count + 1,
+        last_applied_event = c.conflicting_event_id, last_applied_delivery = NULL, last_applied_seq = NULL,
+        updated_at = now()
+    FROM conflicts c
+    WHERE c.tenant_id = @tenant_id AND c.id = @id
+      AND r.tenant_id = @tenant_id AND r.provider_id = c.provider_id AND r.object_type = c.object_type
+      AND r.object_id = c.object_id AND r.revision = c.revision
+    RETURNING r.provider_id, r.object_type, r.object_id, r.revision, r.snapshot, r.last_applied_event
+)
+INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id, conflict_id)
+SELECT @tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event, @id FROM adopted`
+
+const currentRevisionSQL = `
+SELECT revision FROM records
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id`
+
+const resolveSQL = `
+WITH resolved AS (
+    UPDATE conflicts SET status = @status, note = @note, resolved_by = @by, resolved_at = now()
+    WHERE tenant_id = @tenant_id AND id = @id
+    RETURNING *
+)
+SELECT ` + conflictColumns + `
+FROM resolved c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id`
+
+// ResolveConflict implements domain.ConflictService. An unknown resolution is
+// an EINVALID error, an absent conflict ENOTFOUND, and a conflict already
+// resolved, or an adoption the record has moved past, ECONFLICT.
+func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64, resolution, note, by string) (domain.Conflict, error) {
+	var status string
+	switch resolution {
+	case domain.ResolveKeep:
+		status = domain.ConflictKept
+	case domain.ResolveAdopt:
+		status = domain.ConflictAdopted
+	default:
+		return domain.Conflict{}, domain.Errorf(domain.EINVALID, "resolution must be %q or %q, got %q",
+			domain.ResolveKeep, domain.ResolveAdopt, resolution)
+	}
+	var resolved domain.Conflict
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		args := pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID}
+		var providerID int64
+		row := tx.QueryRow(ctx, lockConflictSQL, args)
+		c, err := scanConflict(scanPrefix{row: row, first: &providerID})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("conflict %d not found", conflictID)
+		}
+		if err != nil {
+			return translate(err)
+		}
+		if c.Status != domain.ConflictOpen {
+			return domain.Errorf(domain.ECONFLICT, "conflict %d is already %s", conflictID, c.Status)
+		}
+		if resolution == domain.ResolveAdopt {
+			tag, err := tx.Exec(ctx, adoptSQL, args)
+			if err != nil {
+				return translate(err)
+			}
+			if tag.RowsAffected() == 0 {
+				var current int64
+				err := tx.QueryRow(ctx, currentRevisionSQL, pgx.NamedArgs{"tenant_id": tenantID,
+					"provider_id": providerID, "object_type": c.ObjectType, "object_id": c.ObjectID}).Scan(&current)
+				if err != nil {
+					return translate(err)
+				}
+				return domain.Errorf(domain.ECONFLICT,
+					"the record has moved on to revision %d; adopting the snapshot of revision %d would roll it back",
+					current, c.Revision)
+			}
+		}
+		args["status"], args["note"], args["by"] = status, note, by
+		resolved, err = scanConflict(tx.QueryRow(ctx, resolveSQL, args))
+		return translate(err)
+	})
+	return resolved, err
+}
+
+// scanPrefix scans a row whose first column precedes the ones scanConflict
+// reads.
+type scanPrefix struct {
+	row   pgx.Row
+	first any
+}
+
+func (p scanPrefix) Scan(dest ...any) error {
+	return p.row.Scan(append([]any{p.first}, dest...)...)
+}

@@ -1,0 +1,215 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/tidemark/tidemark/domain"
+)
+
+func (s *Store) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID int64, secret string) error {
+	_, err := tx.Exec(ctx,
+		`INSERT INTO provider_secrets (tenant_id, provider_id, key_id, ciphertext) VALUES ($1, $2, $3, $4)`,
+		tenantID, providerID, s.cipher.keyID, s.cipher.seal(secret))
+	return translate(err)
+}
+
+const providerNamesSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
+
+// ProviderNames implements domain.ProviderService.
+func (s *Store) ProviderNames(ctx context.Context, tenantID int64) ([]string, error) {
+	rows, err := s.pool.Query(ctx, providerNamesSQL, pgx.NamedArgs{"tenant_id": tenantID})
+	if err != nil {
+		return nil, translate(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	return names, translate(err)
+}
+
+// providerSummarySQL lists providers with their delivery activity. The last
+// delivery is searched only back to the provider's latest counter bucket (or
+// the last day, whichever is earlier), so an index range bounds the scan
+// instead of the whole delivery log.
+const providerSummarySQL = `
+SELECT p.id, p.name, p.kind, p.created_at, p.config,
+       (SELECT count(*) FROM provider_secrets s
+        WHERE s.tenant_id = p.tenant_id AND s.provider_id = p.id AND s.retired_at IS NULL),
+       (SELECT count(*) FROM deliveries d
+        WHERE d.tenant_id = p.tenant_id AND d.provider_id = p.id AND d.received_at > now() - interval '24 hours'),
+       (SELECT max(d.received_at) FROM deliveries d
+        WHERE d.tenant_id = p.tenant_id AND d.provider_id = p.id
+          AND d.received_at >= least(now() - interval '24 hours',
+                                     (SELECT max(c.bucket) FROM outcome_counters c
+                                      WHERE c.tenant_id = p.tenant_id AND c.provider_id = p.id)))
+FROM providers p
+WHERE p.tenant_id = $1 AND ($2::text IS NULL OR p.name = $2)
+ORDER BY p.name`
+
+// ProviderSummaries implements domain.ProviderService.
+func (s *Store) ProviderSummaries(ctx context.Context, tenantID int64) ([]domain.ProviderSummary, error) {
+	return s.providerSummaries(ctx, tenantID, nil)
+}
+
+// ProviderSummary implements domain.ProviderService.
+func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string) (domain.ProviderSummary, error) {
+	ps, err := s.providerSummaries(ctx, tenantID, &name)
+	if err != nil {
+		return domain.ProviderSummary{}, err
+	}
+	if len(ps) == 0 {
+		return domain.ProviderSummary{}, notFound("provider %q not found", name)
+	}
+	return ps[0], nil
+}
+
+func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *string) ([]domain.ProviderSummary, error) {
+	rows, err := s.pool.Query(ctx, providerSummarySQL, tenantID, name)
+	if err != nil {
+		return nil, translate(err)
+	}
+	var out []domain.ProviderSummary
+	for rows.Next() {
+		p := domain.ProviderSummary{Provider: domain.Provider{TenantID: tenantID}}
+		var last *time.Time
+		if err := rows.Scan(&p.ID, &p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.ActiveSecrets, &p.Deliveries24h, &last); err != nil {
+			return nil, translate(err)
+		}
+		if last != nil {
+			p.LastDeliveryAt = *last
+		}
+		out = append(out, p)
+	}
+	return out, translate(rows.Err())
+}
+
+// ConnectProvider implements domain.ProviderService: the provider, its
+// settings and (unless the kind signs nothing) its first secret, in one
+// transaction.
+func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (domain.Provider, error) {
+	if err := domain.ValidateSlug("provider", name); err != nil {
+		return domain.Provider{}, err
+	}
+	if err := domain.ValidateConnectableKind(kind); err != nil {
+		return domain.Provider{}, err
+	}
+	if config == nil {
+		config = map[string]string{}
+	}
+	p := domain.Provider{TenantID: tenantID, Name: name, Kind: kind, Config: config}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		err := tx.QueryRow(ctx, connectProviderSQL, tenantID, name, kind, config).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("tenant not found")
+		}
+		if uniqueViolation(err) {
+			return domain.Errorf(domain.ECONFLICT, "a provider named %q already exists in this workspace", name)
+		}
+		if err != nil || secret == "" {
+			return translate(err)
+		}
+		return s.addSecret(ctx, tx, tenantID, p.ID, secret)
+	})
+	if err != nil {
+		return domain.Provider{}, err
+	}
+	return p, nil
+}
+
+// connectProviderSQL inserts a provider of an existing tenant and returns
+// the tenant's slug with it; no row means no such tenant.
+const connectProviderSQL = `
+INSERT INTO providers (tenant_id, name, kind, config)
+SELECT id, $2, $3, $4 FROM tenants WHERE id = $1
+RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = $1)`
+
+// ProviderSecrets implements domain.ProviderService.
+func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
+	rows, err := s.pool.Query(ctx, `
+		SELECT id, created_at FROM provider_secrets
+		WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL
+		ORDER BY id DESC`, tenantID, providerID)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.ProviderSecretInfo, error) {
+		var si domain.ProviderSecretInfo
+		return si, row.Scan(&si.ID, &si.CreatedAt)
+	})
+	return out, translate(err)
+}
+
+// NewestProviderSecret implements domain.ProviderService.
+func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error) {
+	var (
+		keyID  string
+		sealed []byte
+	)
+	err := s.pool.QueryRow(ctx, `
+		SELECT key_id, ciphertext FROM provider_secrets
+		WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL
+		ORDER BY id DESC LIMIT 1`, tenantID, providerID).Scan(&keyID, &sealed)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFound("the provider has no active secret")
+	}
+	if err != nil {
+		return "", translate(err)
+	}
+	return s.cipher.open(keyID, sealed)
+}
+
+// RotateProviderSecret implements domain.ProviderService. The provider row
+// is locked so that concurrent rotations cannot leave three active secrets.
+func (s *Store) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		var id int64
+		err := tx.QueryRow(ctx, `SELECT id FROM providers WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
+			tenantID, providerID).Scan(&id)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return notFound("provider not found")
+		}
+		if err != nil {
+			return translate(err)
+		}
+		if _, err := tx.Exec(ctx, retireOlderSecretsSQL, tenantID, providerID); err != nil {
+			return translate(err)
+		}
+		return s.addSecret(ctx, tx, tenantID, providerID, secret)
+	})
+}
+
+// retireOlderSecretsSQL retires every active secret of a provider but the
+// newest.
+const retireOlderSecretsSQL = `
+UPDATE provider_secrets SET retired_at = now()
+WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL
+  AND id <> (SELECT max(id) FROM provider_secrets
+             WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL)`
+
+// RetireProviderSecrets implements domain.ProviderService: it ends a
+// rotation, so only the newest secret stays active.
+func (s *Store) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
+	tag, err := s.pool.Exec(ctx, retireOlderSecretsSQL, tenantID, providerID)
+	return tag.RowsAffected(), translate(err)
+}
+
+const providerDeliveriesSQL = `
+SELECT id::text, received_at, status, signature, coalesce(reason, ''), event_count
+FROM deliveries
+WHERE tenant_id = $1 AND provider_id = $2
+ORDER BY received_at DESC, id DESC
+LIMIT $3`
+
+// ProviderDeliveries implements domain.ProviderService.
+func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]domain.ProviderDelivery, error) {
+	rows, err := s.pool.Query(ctx, providerDeliveriesSQL, tenantID, providerID, limit)
+	if err != nil {
+		return nil, translate(err)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.ProviderDelivery, error) {
+		var d domain.ProviderDelivery
+		return d, row.Scan(&d.ID, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount)
+	})
+	return out, translate(err)
+}
