@@ -48,6 +48,7 @@ func cleanupCount(t *testing.T, s *Store, sql string, args ...any) int {
 }
 
 func TestEnsurePartitions(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 
@@ -94,6 +95,7 @@ SELECT b[1]::timestamptz, b[2]::timestamptz FROM (
 }
 
 func TestEnsurePartitionsMovesDefaultRows(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
@@ -135,6 +137,7 @@ func TestEnsurePartitionsMovesDefaultRows(t *testing.T) {
 }
 
 func TestCleanup(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 	now := time.Now()
@@ -212,6 +215,7 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 // Two nodes preparing the same day while deliveries for it keep arriving:
 // the partitions are created once, and no row is lost or left behind.
 func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestLateRevisionsAreStale(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 10, `{"job_title":"Analyst"}`)), "applied")
 	wantOutcome(t, ingest(t, s, p, event("e2", "c-1", 12, `{"job_title":"Director"}`)), "applied")
@@ -29,6 +30,7 @@ func TestLateRevisionsAreStale(t *testing.T) {
 }
 
 func TestRedeliveryAndReusedEventID(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 1, `{"a":1,"b":2}`)), "applied")
 	// Key order and whitespace do not make a different snapshot.
@@ -42,6 +44,7 @@ func TestRedeliveryAndReusedEventID(t *testing.T) {
 }
 
 func TestRedundantAndRevisionConflicts(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 5, `{"title":"A"}`)), "applied")
 	wantOutcome(t, ingest(t, s, p, event("e2", "c-1", 5, `{"title":"A"}`)), "redundant")
@@ -73,6 +76,7 @@ func TestRedundantAndRevisionConflicts(t *testing.T) {
 }
 
 func TestNullClearsAField(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 1, `{"title":"A","phone":"555"}`)), "applied")
 	wantOutcome(t, ingest(t, s, p, event("e2", "c-1", 2, `{"title":"A","phone":null}`)), "applied")
@@ -84,6 +88,7 @@ func TestNullClearsAField(t *testing.T) {
 }
 
 func TestUnversionedIsRecordedNeverApplied(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-9", -1, `{"title":"A"}`)), "unversioned")
 	var n int
@@ -95,6 +100,7 @@ func TestUnversionedIsRecordedNeverApplied(t *testing.T) {
 }
 
 func TestSameIDsUnderAnotherTenantAndProvider(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	other := newProvider(t, s, "acme", "enrich")
 	otherTenant := newProvider(t, s, "globex", "crm")
@@ -110,6 +116,7 @@ func TestSameIDsUnderAnotherTenantAndProvider(t *testing.T) {
 }
 
 func TestKeyExpiryNeverRollsBack(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 1, `{"v":1}`)), "applied")
 	wantOutcome(t, ingest(t, s, p, event("e2", "c-1", 2, `{"v":2}`)), "applied")
@@ -126,6 +133,7 @@ func TestKeyExpiryNeverRollsBack(t *testing.T) {
 }
 
 func TestFailureBeforeCommitLeavesNoTrace(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	// An error raised after the claim, the record upsert, the event log and
 	// the counters, before the transaction commits.

@@ -38,6 +38,7 @@ func leadCounts(t *testing.T, s *Store, tenantID int64) (people, accounts, tasks
 }
 
 func TestLeadSignupOutcomes(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, signup(t, "s1", " Ada@Example.com ", "launch")), "applied")
 	wantOutcome(t, ingest(t, s, p, signup(t, "s1", "ada@example.com", "launch")), "duplicate")
@@ -78,6 +79,7 @@ func raceSignups(t *testing.T, s *Store, p domain.ProviderEndpoint, events []dom
 }
 
 func TestConcurrentSignupsOfOnePersonCreateOneOfEach(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	p = knownScopeNamed(t, s, p, domain.ScopeName{ObjectType: "lead", Action: "signup"})
 	var events []domain.Event
@@ -104,6 +106,7 @@ func TestConcurrentSignupsOfOnePersonCreateOneOfEach(t *testing.T) {
 }
 
 func TestConcurrentSignupsOfOneDomainShareOneAccount(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	p = knownScopeNamed(t, s, p, domain.ScopeName{ObjectType: "lead", Action: "signup"})
 	var events []domain.Event
@@ -122,6 +125,7 @@ func TestConcurrentSignupsOfOneDomainShareOneAccount(t *testing.T) {
 }
 
 func TestSignupFailureRollsBackEverything(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	s.beforeCommitSQL = "DO $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$"
 	if _, err := s.Ingest(context.Background(), delivery(p), p, []domain.Event{signup(t, "s1", "ada@example.com", "launch")}); err == nil {
@@ -137,6 +141,7 @@ func TestSignupFailureRollsBackEverything(t *testing.T) {
 // TestSignupWaitsOnTheIdentityLock holds a person's advisory lock and sees
 // the signup wait for it in pg_locks, then finish once it is released.
 func TestSignupWaitsOnTheIdentityLock(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	e := signup(t, "s1", "ada@example.com", "launch")
 	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)

@@ -31,6 +31,7 @@ func change(id, property, value string, revision int64) domain.Event {
 }
 
 func TestPropertyRevisionsAreGuardedPerProperty(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "applied")
 	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
@@ -60,6 +61,7 @@ func TestPropertyRevisionsAreGuardedPerProperty(t *testing.T) {
 }
 
 func TestDeletionMakesOlderChangesStale(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
 	wantOutcome(t, ingest(t, s, p, change("d1", domain.PropertyDeleted, "", 500)), "applied")
@@ -77,6 +79,7 @@ func TestDeletionMakesOlderChangesStale(t *testing.T) {
 }
 
 func TestPropertyChangesInOneBatchApplyInOrder(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	events := []domain.Event{
 		change("b0", domain.PropertyCreated, "", 100),

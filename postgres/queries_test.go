@@ -16,6 +16,7 @@ func wantCode(t *testing.T, err error, code string) {
 }
 
 func TestQueryTenantForToken(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 	token, err := s.CreateAPIToken(ctx, p.TenantID, "ci")
@@ -38,6 +39,7 @@ func TestQueryTenantForToken(t *testing.T) {
 // Events of one delivery share received_at and delivery id; the keyset must
 // still walk them one by one in order.
 func TestQueryEventsPagesWithinOneDelivery(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 	var events []domain.Event
@@ -70,6 +72,7 @@ func TestQueryEventsPagesWithinOneDelivery(t *testing.T) {
 }
 
 func TestQueryInvalidCursors(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 	ingest(t, s, p, event("e1", "c-1", 1, `{}`))
@@ -88,6 +91,7 @@ func TestQueryInvalidCursors(t *testing.T) {
 }
 
 func TestQueryResolveConflict(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	other := newProvider(t, s, "globex", "crm")
 	ctx := context.Background()
@@ -121,6 +125,7 @@ func TestQueryResolveConflict(t *testing.T) {
 }
 
 func TestQueryStatsAndRecordsStayInTenant(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	other := newProvider(t, s, "globex", "crm")
 	ctx := context.Background()

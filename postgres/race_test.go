@@ -125,6 +125,7 @@ func ingestAsync(ctx context.Context, s *Store, p domain.ProviderEndpoint, e dom
 }
 
 func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
+	t.Parallel()
 	s, p := setup(t)
 	wantOutcome(t, ingest(t, s, p, event("e10", "c-1", 10, `{"title":"Analyst"}`)), "applied")
 	p = knownScope(t, s, p)

@@ -20,7 +20,6 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 // standard provider "crm".
 func setup(t *testing.T) (*Store, domain.ProviderEndpoint) {
 	t.Helper()
-	t.Parallel()
 	s, err := New(testdb.New(t), testKey)
 	if err != nil {
 		t.Fatal(err)

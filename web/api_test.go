@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -133,6 +132,7 @@ func assertError(t *testing.T, status int, body map[string]any, wantStatus int, 
 }
 
 func TestAPIContact(t *testing.T) {
+	t.Parallel()
 	e, d := apiSetup(t)
 	status, body := e.get(d.base+"/contacts/crm/c-1", d.token)
 	if status != http.StatusOK {
@@ -153,6 +153,7 @@ func TestAPIContact(t *testing.T) {
 }
 
 func TestAPIRecord(t *testing.T) {
+	t.Parallel()
 	e, d := apiSetup(t)
 	status, body := e.get(d.base+"/records/crm/deal/d-1", d.token)
 	if status != http.StatusOK {
@@ -178,6 +179,7 @@ func TestAPIRecord(t *testing.T) {
 }
 
 func TestAPIRevisions(t *testing.T) {
+	t.Parallel()
 	e, d := apiSetup(t)
 	status, body := e.get(d.base+"/contacts/crm/c-1/revisions", d.token)
 	revs := list(t, status, body, "revisions")
@@ -216,6 +218,7 @@ func TestAPIRevisions(t *testing.T) {
 }
 
 func TestAPIEvents(t *testing.T) {
+	t.Parallel()
 	e, d := apiSetup(t)
 	status, body := e.get(d.base+"/events", d.token)
 	events := list(t, status, body, "events")
@@ -286,6 +289,7 @@ func TestAPIEvents(t *testing.T) {
 }
 
 func TestAPIPagination(t *testing.T) {
+	t.Parallel()
 	e, d := apiSetup(t)
 	// A second conflict so that the conflict list has pages too.
 	status, body := e.deliver(d.tenant, d.provider, d.secret, "evt-12c", snapshotBody("c-1", 12, `{"company":"C12"}`))
@@ -339,6 +343,7 @@ func TestAPIPagination(t *testing.T) {
 }
 
 func TestAPIStats(t *testing.T) {
+	t.Parallel()
 	e, d := apiSetup(t)
 	status, body := e.get(d.base+"/stats", d.token)
 	if status != http.StatusOK {
@@ -365,319 +370,4 @@ func TestAPIStats(t *testing.T) {
 
 	status, body = e.get(d.base+"/stats?provider=nope", d.token)
 	assertError(t, status, body, http.StatusNotFound, "not found")
-}
-
-func TestAPIConflicts(t *testing.T) {
-	e, d := apiSetup(t)
-	for _, q := range []string{"", "?status=open"} {
-		status, body := e.get(d.base+"/conflicts"+q, d.token)
-		conflicts := list(t, status, body, "conflicts")
-		if len(conflicts) != 1 || body["next_cursor"] != nil {
-			t.Fatalf("%q: %v", q, body)
-		}
-		c := conflicts[0]
-		assertKeys(t, c, "id", "provider", "contact_id", "object_type", "object_id", "revision", "status", "note",
-			"resolved_by", "resolved_at", "accepted", "conflicting", "detected_at")
-		assertKeys(t, c["accepted"].(map[string]any), "event_id", "snapshot")
-		assertKeys(t, c["conflicting"].(map[string]any), "event_id", "snapshot")
-		assertTime(t, c, "detected_at")
-		delete(c, "detected_at")
-		assertJSON(t, "conflict", c, fmt.Sprintf(`{"id":%d,"provider":"crm","contact_id":"c-1","object_type":"contact",
-			"object_id":"c-1","revision":12,"status":"open","note":"","resolved_by":null,"resolved_at":null,
-			"accepted":{"event_id":"evt-12","snapshot":{"company":"A12","lead_status":"customer"}},
-			"conflicting":{"event_id":"evt-12b","snapshot":{"company":"B12","lead_status":"churned"}}}`, d.conflictID))
-	}
-	for _, q := range []string{"?status=kept", "?status=adopted"} {
-		status, body := e.get(d.base+"/conflicts"+q, d.token)
-		if conflicts := list(t, status, body, "conflicts"); len(conflicts) != 0 {
-			t.Fatalf("%s: %v", q, conflicts)
-		}
-	}
-	status, body := e.get(d.base+"/conflicts?status=closed", d.token)
-	assertError(t, status, body, http.StatusBadRequest, "open, kept or adopted")
-}
-
-func TestAPIResolveKeep(t *testing.T) {
-	e, d := apiSetup(t)
-	status, body := e.resolve(d, d.conflictID, `{"resolution":"keep","note":"the CRM was right"}`)
-	if status != http.StatusOK {
-		t.Fatalf("status %d (%v)", status, body)
-	}
-	assertKeys(t, body, "id", "provider", "contact_id", "object_type", "object_id", "revision", "status", "note",
-		"resolved_by", "resolved_at", "accepted", "conflicting", "detected_at")
-	if body["status"] != "kept" || body["note"] != "the CRM was right" || body["resolved_by"] != "api token" ||
-		body["id"] != float64(d.conflictID) {
-		t.Fatalf("resolved %v", body)
-	}
-	assertTime(t, body, "resolved_at")
-
-	status, body = e.get(d.base+"/contacts/crm/c-1", d.token)
-	if status != http.StatusOK || body["application_count"] != 2.0 || body["last_applied_event"] != "evt-12" {
-		t.Fatalf("keeping changed the contact: %v", body)
-	}
-	assertJSON(t, "snapshot", body["snapshot"], `{"company":"A12","lead_status":"customer"}`)
-
-	status, body = e.get(d.base+"/conflicts?status=kept", d.token)
-	if kept := list(t, status, body, "conflicts"); len(kept) != 1 || kept[0]["status"] != "kept" {
-		t.Fatalf("kept conflicts %v", kept)
-	}
-	status, body = e.get(d.base+"/conflicts?status=open", d.token)
-	if open := list(t, status, body, "conflicts"); len(open) != 0 {
-		t.Fatalf("open conflicts %v", open)
-	}
-
-	// Resolving twice is refused, whichever way.
-	for _, res := range []string{"keep", "adopt"} {
-		status, body = e.resolve(d, d.conflictID, `{"resolution":"`+res+`"}`)
-		assertError(t, status, body, http.StatusConflict, fmt.Sprintf("conflict %d is already kept", d.conflictID))
-	}
-}
-
-func TestAPIResolveAdopt(t *testing.T) {
-	e, d := apiSetup(t)
-	status, body := e.resolve(d, d.conflictID, `{"resolution":"adopt","note":"the churn is real"}`)
-	if status != http.StatusOK {
-		t.Fatalf("status %d (%v)", status, body)
-	}
-	if body["status"] != "adopted" || body["note"] != "the churn is real" || body["resolved_by"] != "api token" {
-		t.Fatalf("resolved %v", body)
-	}
-	assertTime(t, body, "resolved_at")
-
-	status, body = e.get(d.base+"/contacts/crm/c-1", d.token)
-	if status != http.StatusOK || body["revision"] != 12.0 || body["application_count"] != 3.0 ||
-		body["last_applied_event"] != "evt-12b" {
-		t.Fatalf("contact after adopt: %v", body)
-	}
-	assertJSON(t, "snapshot", body["snapshot"], `{"company":"B12","lead_status":"churned"}`)
-
-	status, body = e.get(d.base+"/contacts/crm/c-1/revisions", d.token)
-	revs := list(t, status, body, "revisions")
-	if len(revs) != 3 {
-		t.Fatalf("revisions %v, want the adopted one on top of 12 and 10", revs)
-	}
-	delete(revs[0], "applied_at")
-	assertJSON(t, "adopted revision", revs[0], fmt.Sprintf(
-		`{"revision":12,"event_id":"evt-12b","snapshot":{"company":"B12","lead_status":"churned"},"conflict_id":%d}`, d.conflictID))
-	if revs[1]["event_id"] != "evt-12" || revs[2]["event_id"] != "evt-10" {
-		t.Fatalf("revisions %v", revs)
-	}
-
-	status, body = e.resolve(d, d.conflictID, `{"resolution":"adopt"}`)
-	assertError(t, status, body, http.StatusConflict, "is already adopted")
-}
-
-func TestAPIAdoptRefusedAfterHigherRevision(t *testing.T) {
-	e, d := apiSetup(t)
-	status, body := e.deliver(d.tenant, d.provider, d.secret, "evt-13", snapshotBody("c-1", 13, `{"company":"A13"}`))
-	if got := outcome(t, status, body); got != "applied" {
-		t.Fatalf("evt-13: %s", got)
-	}
-	status, body = e.resolve(d, d.conflictID, `{"resolution":"adopt"}`)
-	assertError(t, status, body, http.StatusConflict,
-		"the record has moved on to revision 13; adopting the snapshot of revision 12 would roll it back")
-
-	status, body = e.get(d.base+"/contacts/crm/c-1", d.token)
-	if status != http.StatusOK || body["revision"] != 13.0 || body["last_applied_event"] != "evt-13" {
-		t.Fatalf("contact after refused adopt: %v", body)
-	}
-	status, body = e.get(d.base+"/conflicts?status=open", d.token)
-	if open := list(t, status, body, "conflicts"); len(open) != 1 {
-		t.Fatalf("a refused adopt must leave the conflict open: %v", open)
-	}
-	// Keeping is still possible.
-	status, body = e.resolve(d, d.conflictID, `{"resolution":"keep"}`)
-	if status != http.StatusOK || body["status"] != "kept" {
-		t.Fatalf("keep after refused adopt: %d %v", status, body)
-	}
-}
-
-func TestAPIResolveBadRequests(t *testing.T) {
-	e, d := apiSetup(t)
-	for _, c := range []struct {
-		path, body string
-		status     int
-	}{
-		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), `{"resolution":`, http.StatusBadRequest},
-		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), ``, http.StatusBadRequest},
-		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), `{"resolution":"keep"} trailing`, http.StatusBadRequest},
-		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID), `{"resolution":"merge"}`, http.StatusBadRequest},
-		{fmt.Sprintf("/conflicts/%d/resolve", d.conflictID+100), `{"resolution":"keep"}`, http.StatusNotFound},
-		{"/conflicts/abc/resolve", `{"resolution":"keep"}`, http.StatusNotFound},
-	} {
-		status, body := e.post(d.base+c.path, []byte(c.body), map[string]string{"Authorization": "Bearer " + d.token})
-		if status != c.status {
-			t.Errorf("%s %s: %d (%v), want %d", c.path, c.body, status, body, c.status)
-		}
-		assertKeys(t, body, "error")
-	}
-	status, body := e.get(d.base+"/conflicts?status=open", d.token)
-	if open := list(t, status, body, "conflicts"); len(open) != 1 {
-		t.Fatalf("bad requests must leave the conflict open: %v", open)
-	}
-}
-
-func TestAPIAuthentication(t *testing.T) {
-	e, d := apiSetup(t)
-	path := d.base + "/contacts/crm/c-1"
-	for name, header := range map[string]string{
-		"missing":     "",
-		"not bearer":  "Basic " + d.token,
-		"empty":       "Bearer ",
-		"unknown":     "Bearer tmk_not-a-token",
-		"bare token":  d.token,
-		"wrong token": "Bearer " + d.token + "x",
-	} {
-		req, _ := http.NewRequest(http.MethodGet, e.srv.URL+path, nil)
-		if header != "" {
-			req.Header.Set("Authorization", header)
-		}
-		status, body := e.do(req)
-		if status != http.StatusUnauthorized {
-			t.Errorf("%s: status %d (%v), want 401", name, status, body)
-			continue
-		}
-		assertKeys(t, body, "error")
-	}
-	status, body := e.get(path, d.token)
-	if status != http.StatusOK {
-		t.Fatalf("valid token: %d %v", status, body)
-	}
-
-	// Using the token records when; a revoked token stops working.
-	var used bool
-	err := e.store.Pool().QueryRow(context.Background(),
-		`SELECT last_used_at IS NOT NULL FROM api_tokens WHERE name = 'test'`).Scan(&used)
-	if err != nil || !used {
-		t.Fatalf("last_used_at set: %v, %v", used, err)
-	}
-	if _, err := e.store.Pool().Exec(context.Background(), `UPDATE api_tokens SET revoked_at = now()`); err != nil {
-		t.Fatal(err)
-	}
-	status, body = e.get(path, d.token)
-	assertError(t, status, body, http.StatusUnauthorized, "invalid or revoked API token")
-
-	// An unknown tenant in the URL looks like any missing resource.
-	status, body = e.get("/api/v1/tenants/nosuch/contacts/crm/c-1", e.token("acme"))
-	assertError(t, status, body, http.StatusNotFound, "not found")
-}
-
-// apiRoute is one route of CONTRACT section 4, with the resources named.
-type apiRoute struct {
-	method, path string
-}
-
-func apiRoutes(base, provider, contact string, conflictID int64) []apiRoute {
-	return []apiRoute{
-		{http.MethodGet, base + "/contacts/" + provider + "/" + contact},
-		{http.MethodGet, base + "/contacts/" + provider + "/" + contact + "/revisions"},
-		{http.MethodGet, base + "/events"},
-		{http.MethodGet, base + "/stats"},
-		{http.MethodGet, base + "/conflicts"},
-		{http.MethodPost, fmt.Sprintf("%s/conflicts/%d/resolve", base, conflictID)},
-		{http.MethodGet, base + "/records/" + provider + "/contact/" + contact},
-	}
-}
-
-func (e *env) call(rt apiRoute, token string) (int, map[string]any) {
-	e.t.Helper()
-	var body *strings.Reader
-	if rt.method == http.MethodPost {
-		body = strings.NewReader(`{"resolution":"adopt","note":"cross-tenant"}`)
-	} else {
-		body = strings.NewReader("")
-	}
-	req, _ := http.NewRequest(rt.method, e.srv.URL+rt.path, body)
-	req.Header.Set("Authorization", "Bearer "+token)
-	return e.do(req)
-}
-
-func TestAPITenantIsolation(t *testing.T) {
-	e, acme := apiSetup(t)
-	// globex has a provider of the same name with the same contact ids, and
-	// one of its own.
-	globex := apiData{tenant: "globex", provider: "crm", secret: e.provider("globex", "crm"), token: e.token("globex"),
-		base: "/api/v1/tenants/globex"}
-	apiSeed(t, e, &globex, "g-")
-	shop := apiData{tenant: "globex", provider: "shop", secret: e.provider("globex", "shop"), token: globex.token,
-		base: globex.base}
-	status, body := e.deliver("globex", "shop", shop.secret, "g-shop-1", snapshotBody("g-only", 1, `{"company":"G"}`))
-	if got := outcome(t, status, body); got != "applied" {
-		t.Fatalf("g-shop-1: %s", got)
-	}
-	// acme has a provider and a contact globex lacks.
-	erp := e.provider("acme", "erp")
-	status, body = e.deliver("acme", "erp", erp, "a-erp-1", snapshotBody("c-1", 1, `{"company":"E"}`))
-	if got := outcome(t, status, body); got != "applied" {
-		t.Fatalf("a-erp-1: %s", got)
-	}
-	status, body = e.deliver("acme", "crm", acme.secret, "a-only-1", snapshotBody("a-only", 1, `{"company":"A"}`))
-	if got := outcome(t, status, body); got != "applied" {
-		t.Fatalf("a-only-1: %s", got)
-	}
-	if globex.conflictID == acme.conflictID {
-		t.Fatal("both tenants have the same conflict id")
-	}
-
-	// With acme's token, every route under globex answers 404, whatever it names.
-	for _, routes := range [][]apiRoute{
-		apiRoutes(globex.base, "crm", "c-1", globex.conflictID),
-		apiRoutes(globex.base, "shop", "g-only", acme.conflictID),
-	} {
-		for _, rt := range routes {
-			status, body := e.call(rt, acme.token)
-			if status != http.StatusNotFound || body["error"] != "not found" || len(body) != 1 {
-				t.Errorf("acme token %s %s: %d %v, want 404 not found", rt.method, rt.path, status, body)
-			}
-		}
-	}
-	// With globex's token, every route under acme answers 404 too.
-	for _, rt := range apiRoutes(acme.base, "crm", "c-1", acme.conflictID) {
-		status, body := e.call(rt, globex.token)
-		if status != http.StatusNotFound || body["error"] != "not found" || len(body) != 1 {
-			t.Errorf("globex token %s %s: %d %v, want 404 not found", rt.method, rt.path, status, body)
-		}
-	}
-	// Under its own URL, globex's token cannot reach acme's conflict or
-	// acme-only resources: they answer 404 like missing ones.
-	for _, rt := range []apiRoute{
-		{http.MethodPost, fmt.Sprintf("%s/conflicts/%d/resolve", globex.base, acme.conflictID)},
-		{http.MethodGet, globex.base + "/stats?provider=erp"},
-		{http.MethodGet, globex.base + "/contacts/erp/c-1"},
-		{http.MethodGet, globex.base + "/contacts/erp/c-1/revisions"},
-		{http.MethodGet, globex.base + "/records/erp/contact/c-1"},
-		{http.MethodGet, globex.base + "/contacts/crm/a-only"},
-		{http.MethodGet, globex.base + "/contacts/crm/a-only/revisions"},
-		{http.MethodGet, globex.base + "/records/crm/contact/a-only"},
-	} {
-		status, body := e.call(rt, globex.token)
-		if status != http.StatusNotFound {
-			t.Errorf("globex token %s %s: %d %v, want 404", rt.method, rt.path, status, body)
-		}
-	}
-
-	// Lists under each tenant hold only its own data.
-	status, body = e.get(globex.base+"/events", globex.token)
-	for _, ev := range list(t, status, body, "events") {
-		if id := ev["event_id"].(string); !strings.HasPrefix(id, "g-") {
-			t.Errorf("globex events list acme's %s", id)
-		}
-	}
-	status, body = e.get(globex.base+"/conflicts", globex.token)
-	if cs := list(t, status, body, "conflicts"); len(cs) != 1 || cs[0]["id"] != float64(globex.conflictID) {
-		t.Errorf("globex conflicts %v", cs)
-	}
-	status, body = e.get(acme.base+"/stats", acme.token)
-	if status != http.StatusOK || body["outcomes"].(map[string]any)["applied"] != 5.0 { // 3 seeded, a-erp-1, a-only-1
-		t.Errorf("acme stats %v", body)
-	}
-	status, body = e.get(globex.base+"/contacts/crm/c-1", globex.token)
-	if status != http.StatusOK || body["last_applied_event"] != "g-evt-12" {
-		t.Errorf("globex contact %v", body)
-	}
-	// acme's conflict survived every attempt.
-	status, body = e.get(acme.base+"/conflicts?status=open", acme.token)
-	if open := list(t, status, body, "conflicts"); len(open) != 1 || open[0]["id"] != float64(acme.conflictID) {
-		t.Errorf("acme open conflicts %v", open)
-	}
 }

@@ -58,6 +58,7 @@ func userPath(id int64, path string) string {
 }
 
 func TestAdminManagesOperatorAccess(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.provider("globex", "crm")
 	admin := e.operator("root@example.com", true)
@@ -160,6 +161,7 @@ func TestAdminManagesOperatorAccess(t *testing.T) {
 }
 
 func TestAdminCreatesOperatorWithFirstWorkspace(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.provider("globex", "crm")
 	admin := e.operator("root@example.com", true)
@@ -188,6 +190,7 @@ func TestAdminCreatesOperatorWithFirstWorkspace(t *testing.T) {
 }
 
 func TestAdminRoleToggle(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.provider("globex", "crm")
 	admin := e.operator("root@example.com", true)
@@ -240,6 +243,7 @@ func TestAdminRoleToggle(t *testing.T) {
 }
 
 func TestAdminRoutesHiddenFromMembers(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.provider("globex", "crm")
 	e.operator("root@example.com", true)
@@ -289,6 +293,7 @@ func TestAdminRoutesHiddenFromMembers(t *testing.T) {
 }
 
 func TestAdminCrossOriginPostRefused(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	admin := e.operator("root@example.com", true)
 	form := url.Values{"email": {"evil@example.com"}, "password": {"long enough pw"}, "admin": {"true"}}

@@ -66,6 +66,7 @@ func (b *browser) redirectTarget(path string) (int, string) {
 }
 
 func TestConflictQueueEmpty(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	status, doc := b.get("/t/acme/conflicts")
@@ -81,6 +82,7 @@ func TestConflictQueueEmpty(t *testing.T) {
 }
 
 func TestConflictQueueAndKeep(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	id := e.conflictOf("c-1", 5, `{"name":"Ada","email":"ada@example.com"}`, `{"name":"Ada L.","email":"ada@example.com","phone":"123"}`)
 	_, err := e.store.Pool().Exec(context.Background(), `UPDATE conflicts SET detected_at = now() - interval '3 hours 5 minutes' WHERE id = $1`, id)
@@ -175,6 +177,7 @@ func TestConflictQueueAndKeep(t *testing.T) {
 }
 
 func TestConflictQueuePollFragment(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.conflictOf("c-1", 5, `{"a":1}`, `{"a":2}`)
 	b := e.operator("ops@example.com", false, "acme")
@@ -190,6 +193,7 @@ func TestConflictQueuePollFragment(t *testing.T) {
 }
 
 func TestConflictAdopt(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	id := e.conflictOf("c-2", 3, `{"name":"Bea"}`, `{"name":"Beatrice"}`)
 	b := e.operator("ops@example.com", false, "acme")
@@ -223,6 +227,7 @@ func TestConflictAdopt(t *testing.T) {
 }
 
 func TestConflictAdoptRefusedAfterNewerRevision(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	id := e.conflictOf("c-3", 5, `{"stage":"lead"}`, `{"stage":"customer"}`)
 	if got := e.outcome("acme", "crm", e.secret, "c-3-six", snapshotBody("c-3", 6, `{"stage":"churned"}`)); got != "applied" {
@@ -257,6 +262,7 @@ func TestConflictAdoptRefusedAfterNewerRevision(t *testing.T) {
 }
 
 func TestContactTimeline(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	deliver := func(id string, rev int, snapshot, want string) {
 		t.Helper()
@@ -312,6 +318,7 @@ func TestContactTimeline(t *testing.T) {
 }
 
 func TestContactTimelineWithoutRecord(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if got := e.outcome("acme", "crm", e.secret, "u1", snapshotBody("c-8", nil, `{"a":1}`)); got != "unversioned" {
 		t.Fatalf("unversioned: %s", got)
@@ -332,6 +339,7 @@ func TestContactTimelineWithoutRecord(t *testing.T) {
 }
 
 func TestContactSearch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	hub := e.provider("acme", "hub")
 	e.outcome("acme", "crm", e.secret, "s1", snapshotBody("c-1", 1, `{"a":1}`))
@@ -370,6 +378,7 @@ func TestContactSearch(t *testing.T) {
 }
 
 func TestConflictPagesEscapePayloads(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	evil := `{"name":"<script>alert(1)</script>","title":"\"'><img src=x onerror=alert(1)>"}`
 	id := e.conflictOf("c-x", 1, `{"name":"plain"}`, evil)
@@ -398,6 +407,7 @@ func TestConflictPagesEscapePayloads(t *testing.T) {
 }
 
 func TestConflictPagesOtherTenant(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	id := e.conflictOf("c-1", 5, `{"a":1}`, `{"a":2}`)
 	e.provider("globex", "crm")

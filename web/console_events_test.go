@@ -57,6 +57,7 @@ func eventLogSeed(t *testing.T, e *env) {
 // names, newest first, and links lead to the event, its record's timeline
 // and its conflict.
 func TestEventHistoryFilters(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	eventLogSeed(t, e)
 	b := e.operator("ops@example.com", false, "acme")
@@ -131,6 +132,7 @@ func TestEventHistoryFilters(t *testing.T) {
 // TestEventHistoryConflictLink: an event that opened a revision conflict
 // links to it, from the list and from its detail.
 func TestEventHistoryConflictLink(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.outcome("acme", "crm", e.secret, "e1", snapshotBody("c-1", 5, `{"a":1}`))
 	e.outcome("acme", "crm", e.secret, "e2", snapshotBody("c-1", 5, `{"a":2}`))
@@ -156,6 +158,7 @@ func TestEventHistoryConflictLink(t *testing.T) {
 // TestEventHistoryBadFilters: a filter that cannot be used is explained on
 // the page, with the form kept, instead of failing.
 func TestEventHistoryBadFilters(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	eventLogSeed(t, e)
 	b := e.operator("ops@example.com", false, "acme")
@@ -189,6 +192,7 @@ func TestEventHistoryBadFilters(t *testing.T) {
 // TestEventHistoryPagination: with a small page size the Next links walk
 // every event exactly once, newest first, keeping the filters.
 func TestEventHistoryPagination(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	var want []string
 	for i := range 7 {
@@ -225,6 +229,7 @@ func TestEventHistoryPagination(t *testing.T) {
 // TestEventDetailEscapesPayload: the raw payload is shown as text, however
 // hostile, indented for reading, with the delivery and the scope.
 func TestEventDetailEscapesPayload(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	snapshot := `{"note":"<script>alert(1)</script>","title":"\"'><img src=x>"}`
 	e.outcome("acme", "crm", e.secret, "x1", snapshotBody("c-<b>", 3, snapshot))
@@ -266,6 +271,7 @@ func TestEventDetailEscapesPayload(t *testing.T) {
 // TestEventDetailNotFound: unknown events, malformed ids and another
 // tenant's events answer 404.
 func TestEventDetailNotFound(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.outcome("acme", "crm", e.secret, "e1", snapshotBody("c-1", 1, `{}`))
 	b := e.operator("ops@example.com", false, "acme")
@@ -302,6 +308,7 @@ func TestEventDetailNotFound(t *testing.T) {
 // TestEventHistoryTimeout: a search that cannot finish within the
 // statement timeout stops and says how to narrow it.
 func TestEventHistoryTimeout(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.outcome("acme", "crm", e.secret, "e1", snapshotBody("c-1", 1, `{}`))
 	b := e.operator("ops@example.com", false, "acme")
@@ -334,6 +341,7 @@ func TestEventHistoryTimeout(t *testing.T) {
 
 // TestEventHistoryEmpty: a tenant without events says where they come from.
 func TestEventHistoryEmpty(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	status, doc := b.get("/t/acme/events")

@@ -72,6 +72,7 @@ func globexData(t *testing.T, e *env) map[string]string {
 // TestConsoleTenantIsolation: a member of acme gets 404 for every route of
 // tenant globex, GET and POST alike, and for every admin route.
 func TestConsoleTenantIsolation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	values := globexData(t, e)
 	member := e.operator("acme-ops@example.com", false, "acme")
@@ -95,6 +96,7 @@ func TestConsoleTenantIsolation(t *testing.T) {
 // TestConsoleRefusesCrossOriginPosts: every state-changing console route
 // refuses a cross-site form post, even from a signed-in admin.
 func TestConsoleRefusesCrossOriginPosts(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	values := globexData(t, e)
 	admin := e.operator("root@example.com", true)

@@ -39,6 +39,7 @@ func overviewCell(t *testing.T, doc *goquery.Document, window int, provider, out
 // the refused delivery apart, links the open conflict, and lists the
 // deliveries newest first.
 func TestOverviewCountsRealDeliveries(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.provider("acme", "erp")
 	b := e.operator("ops@example.com", false, "acme")
@@ -136,6 +137,7 @@ func TestOverviewCountsRealDeliveries(t *testing.T) {
 // an htmx request gets that section alone, without the page frame and
 // without taking the pending flash.
 func TestOverviewPollsForItsCounts(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	_, doc := b.get("/t/acme")
@@ -163,6 +165,7 @@ func TestOverviewPollsForItsCounts(t *testing.T) {
 
 // TestOverviewEmptyTenant: a tenant without providers says what to do.
 func TestOverviewEmptyTenant(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	if _, err := e.store.CreateTenant(context.Background(), "initech", ""); err != nil {
 		t.Fatal(err)
@@ -182,6 +185,7 @@ func TestOverviewEmptyTenant(t *testing.T) {
 
 // TestOverviewOtherTenant: a member of another tenant gets 404.
 func TestOverviewOtherTenant(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.provider("globex", "crm")
 	b := e.operator("x@example.com", false, "globex")
@@ -199,6 +203,7 @@ func TestOverviewOtherTenant(t *testing.T) {
 // shards of closed hours into one row each without changing any count,
 // and leaves the current hour's shards to ingest.
 func TestOverviewFoldsClosedHours(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	pool := e.store.Pool()

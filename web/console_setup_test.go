@@ -95,6 +95,7 @@ func text(doc *goquery.Document, selector string) string {
 }
 
 func TestLoginAndLogout(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	anon := e.anonymous()
 	if status, _ := anon.get("/t/acme"); status != http.StatusSeeOther {
@@ -119,6 +120,7 @@ func TestLoginAndLogout(t *testing.T) {
 }
 
 func TestLoginThrottling(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.operator("ops@example.com", false, "acme")
 	anon := e.anonymous()
@@ -132,6 +134,7 @@ func TestLoginThrottling(t *testing.T) {
 }
 
 func TestConsoleSecurityHeaders(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	resp, err := http.Get(e.srv.URL + "/login")
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 // delivery's budget, the receiver answers 503 with Retry-After, stores
 // nothing, and the provider's retry is then processed once.
 func TestOverloadAnswers503(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	cfg, err := pgxpool.ParseConfig(e.store.Pool().Config().ConnString())
 	if err != nil {

@@ -20,6 +20,7 @@ func signupBody(email, name, campaign string) []byte {
 }
 
 func TestPeopleSignupsOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	body := []byte(`{"type":"lead.signup","data":{"email":"Ada@Example.com","name":"Ada","company":"Example","campaign":"launch","source":"webinar"}}`)
 	if status, answer := e.deliver1("s1", body); outcome(t, status, answer) != "applied" {
@@ -65,6 +66,7 @@ func TestPeopleSignupsOverHTTP(t *testing.T) {
 }
 
 func TestPeopleAPIListPaginationAndIsolation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for i := range 5 {
 		email := fmt.Sprintf("p%d@gmail.com", i)
@@ -127,6 +129,7 @@ func TestPeopleAPIListPaginationAndIsolation(t *testing.T) {
 }
 
 func TestConsolePeople(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	status, doc := b.get("/t/acme/people")
@@ -220,6 +223,7 @@ func TestConsolePeople(t *testing.T) {
 }
 
 func TestConsolePeoplePagination(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for i := range 3 {
 		e.outcome("acme", "crm", e.secret, fmt.Sprint("s", i), signupBody(fmt.Sprintf("p%d@gmail.com", i), "P", "launch"))

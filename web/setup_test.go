@@ -32,7 +32,6 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	t.Parallel()
 	store, err := postgres.New(testdb.New(t), testKey)
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 )
 
 func TestWebhookOutcomesOverHTTP(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	deliver := func(id string, body []byte) string {
 		status, answer := e.deliver1(id, body)
@@ -45,6 +46,7 @@ func TestWebhookOutcomesOverHTTP(t *testing.T) {
 }
 
 func TestWebhookRejectsMalformedEvents(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	for _, tc := range []struct {
 		name, body, reason string
@@ -68,6 +70,7 @@ func TestWebhookRejectsMalformedEvents(t *testing.T) {
 }
 
 func TestWebhookStatuses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	now := time.Now().Unix()
 	good := snapshotBody("c-1", 1, `{"a":1}`)
@@ -120,6 +123,7 @@ func TestWebhookStatuses(t *testing.T) {
 }
 
 func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	ctx := context.Background()
 	p, _ := e.store.Endpoint(ctx, "acme", "crm")
@@ -149,6 +153,7 @@ func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
 // TestStandardWebhooksTestVector checks the signature published with the
 // Standard Webhooks specification's reference libraries.
 func TestStandardWebhooksTestVector(t *testing.T) {
+	t.Parallel()
 	const (
 		secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 		id     = "msg_p5jXN8AQM9LWM0D4loKWxJek"
@@ -224,6 +229,7 @@ func TestWebhookDatabaseUnavailable(t *testing.T) {
 }
 
 func TestMetricsCountByKindAndOutcome(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.outcome("acme", "crm", e.secret, "m1", snapshotBody("c-1", 1, `{}`))
 	e.outcome("acme", "crm", e.secret, "m1", snapshotBody("c-1", 1, `{}`))

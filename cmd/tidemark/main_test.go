@@ -118,6 +118,7 @@ func TestHelpAndUnknownCommands(t *testing.T) {
 // TestServeEmbeddedDefault runs the README's first command: serve with no
 // configuration starts an embedded PostgreSQL and a demo tenant, accepts a
 // signed event, and keeps its data for the next start.
+// It changes the working directory, so it cannot run in parallel.
 func TestServeEmbeddedDefault(t *testing.T) {
 	dir := t.TempDir()
 	// The embedded server runs as the postgres user when we are root.

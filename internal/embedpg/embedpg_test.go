@@ -36,6 +36,7 @@ func start(t *testing.T, dir string, log io.Writer) *Cluster {
 }
 
 func TestStartReusesData(t *testing.T) {
+	t.Parallel()
 	ctx := context.Background()
 	dir := clusterDir(t)
 
@@ -94,6 +95,7 @@ func TestNoBinaries(t *testing.T) {
 }
 
 func TestSecondStartRefused(t *testing.T) {
+	t.Parallel()
 	dir := clusterDir(t)
 	start(t, dir, io.Discard)
 	c, err := Start(context.Background(), dir, io.Discard)
@@ -107,6 +109,7 @@ func TestSecondStartRefused(t *testing.T) {
 }
 
 func TestSocketPathTooLong(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(clusterDir(t), strings.Repeat("x", 100))
 	_, err := Start(context.Background(), dir, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "over the Unix limit") {
@@ -115,6 +118,7 @@ func TestSocketPathTooLong(t *testing.T) {
 }
 
 func TestRootUntraversableParent(t *testing.T) {
+	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("only root hands the cluster to the postgres user")
 	}
