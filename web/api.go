@@ -15,7 +15,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// The JSON API of CONTRACT section 4. Every handler reads the tenant that
+// The JSON API of docs/contract.md section 4. Every handler reads the tenant that
 // requireToken put in the context and passes it to the query service, which
 // answers ENOTFOUND for anything outside it.
 

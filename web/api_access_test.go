@@ -54,7 +54,7 @@ func TestAPIAuthentication(t *testing.T) {
 	assertError(t, status, body, http.StatusNotFound, "not found")
 }
 
-// apiRoute is one route of CONTRACT section 4, with the resources named.
+// apiRoute is one route of docs/contract.md section 4, with the resources named.
 type apiRoute struct {
 	method, path string
 }

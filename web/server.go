@@ -18,7 +18,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// DefaultMaxBody is the largest delivery body accepted (CONTRACT section 1).
+// DefaultMaxBody is the largest delivery body accepted (docs/contract.md section 1).
 const DefaultMaxBody = 1 << 20
 
 // Services are the domain services the handlers call, one per noun; the

@@ -1,5 +1,5 @@
 // Command tidemark receives CRM webhooks and keeps their records exactly
-// once, in order, in PostgreSQL. See README.md and CONTRACT section 3.
+// once, in order, in PostgreSQL. See README.md and docs/contract.md section 3.
 package main
 
 import (
