@@ -25,8 +25,6 @@ Usage:
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
   tidemark cleanup [--retention 720h]
   tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
-  tidemark bench ingest [flags]
-  tidemark bench burst [flags]
 
 Environment:
   DATABASE_URL             PostgreSQL connection string. Without it, serve starts an
@@ -76,7 +74,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.cleanup(ctx, rest)
 	case "send":
 		return env.send(ctx, rest)
-	case "tenant", "provider", "token", "user", "bench":
+	case "tenant", "provider", "token", "user":
 		verb, rest := sub()
 		switch cmd + " " + verb {
 		case "tenant create":
@@ -89,10 +87,6 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.tokenCreate(ctx, rest)
 		case "user create":
 			return env.userCreate(ctx, rest)
-		case "bench ingest":
-			return env.benchIngest(ctx, rest)
-		case "bench burst":
-			return env.benchBurst(ctx, rest)
 		}
 		return fmt.Errorf("unknown command %q; run tidemark --help", cmd+" "+verb)
 	case "-h", "--help", "help":

@@ -6,21 +6,6 @@ import (
 	"time"
 )
 
-func TestBenchDatabaseURL(t *testing.T) {
-	for _, c := range []struct{ server, want string }{
-		{"postgres:///postgres?host=/var/run/postgresql&sslmode=disable",
-			"postgres:///scratch?host=/var/run/postgresql&sslmode=disable"},
-		{"postgres://u:p@db:5432/app", "postgres://u:p@db:5432/scratch"},
-		{"postgresql://db/app?dbname=app", "postgresql://db/scratch?dbname=scratch"},
-		{"host=/tmp dbname=app", "host=/tmp dbname=app dbname=scratch"},
-	} {
-		got, err := databaseURL(c.server, "scratch")
-		if err != nil || got != c.want {
-			t.Errorf("databaseURL(%q) = %q, %v; want %q", c.server, got, err, c.want)
-		}
-	}
-}
-
 func TestBenchParsePgbench(t *testing.T) {
 	out := []byte(`pgbench (15.20 (Debian 15.20-0+deb12u1))
 transaction type: /tmp/floor.sql

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// The PostgreSQL floor, the floor scripts in cmd/tidemark-bench/benchdata:
+// the minimum durable work of one event (claim + guarded upsert), run by
+// pgbench. Embedded so the binary measures the floor on whatever server it
+// is pointed at.
+var (
+	//go:embed benchdata/floor-schema.sql
+	floorSchema string
+	//go:embed benchdata/floor-ingest.sql
+	floorIngest string
+)
+
+// floorResult is pgbench's measurement of the floor.
+type floorResult struct {
+	tps     float64
+	latency float64 // average, in ms
+	command []string
+	missing bool // pgbench was not found
+}
+
+// benchFloor loads the floor schema into a second scratch database and runs
+// the floor script with as many clients as there were senders.
+func (e cliEnv) benchFloor(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, name string) (*floorResult, error) {
+	bin := findPgbench()
+	if bin == "" {
+		fmt.Fprintln(e.stderr, "pgbench not found on PATH or under /usr/lib/postgresql/*/bin: skipping the floor baseline")
+		return &floorResult{missing: true}, nil
+	}
+	dbURL, err := dbs.create(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := loadFloorSchema(ctx, dbURL); err != nil {
+		return nil, err
+	}
+	script, err := writeTemp("tidemark-bench-floor-*.sql", floorIngest)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.keep {
+		defer os.Remove(script)
+	}
+	seconds := max(1, int((cfg.duration+time.Second-1)/time.Second))
+	args := []string{"-n", "-f", script, "-c", strconv.Itoa(cfg.senders), "-j", strconv.Itoa(min(2, cfg.senders)),
+		"-T", strconv.Itoa(seconds), dbURL}
+	checkpoint(ctx, dbs.admin)
+	fmt.Fprintf(e.stderr, "pgbench floor: %d clients for %ds\n", cfg.senders, seconds)
+	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
+	res := &floorResult{command: append([]string{bin}, args...)}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w\n%s", shellJoin(res.command), err, out)
+	}
+	res.tps, res.latency, err = parsePgbench(out)
+	if err != nil {
+		return nil, fmt.Errorf("%w\n%s", err, out)
+	}
+	return res, nil
+}
+
+func loadFloorSchema(ctx context.Context, dbURL string) error {
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	// The simple protocol runs the whole multi-statement script.
+	if _, err := conn.PgConn().Exec(ctx, floorSchema).ReadAll(); err != nil {
+		return fmt.Errorf("load floor schema: %w", err)
+	}
+	return nil
+}
+
+func writeTemp(pattern, content string) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.WriteString(content)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return f.Name(), err
+}
+
+// findPgbench prefers PATH, then the newest Debian-style install.
+func findPgbench() string {
+	if p, err := exec.LookPath("pgbench"); err == nil {
+		return p
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
+	version := func(p string) int {
+		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p))))
+		return n
+	}
+	slices.SortFunc(found, func(a, b string) int { return version(a) - version(b) })
+	if len(found) == 0 {
+		return ""
+	}
+	return found[len(found)-1]
+}
+
+var (
+	tpsLine     = regexp.MustCompile(`(?m)^tps = ([0-9.]+) \(without initial connection time\)`)
+	latencyLine = regexp.MustCompile(`(?m)^latency average = ([0-9.]+) ms`)
+)
+
+// parsePgbench reads the rate and average latency of pgbench's summary.
+func parsePgbench(out []byte) (tps, latencyMS float64, err error) {
+	m := tpsLine.FindSubmatch(out)
+	if m == nil {
+		return 0, 0, errors.New(`pgbench printed no "tps = ... (without initial connection time)" line`)
+	}
+	tps, err = strconv.ParseFloat(string(m[1]), 64)
+	if err != nil {
+		return 0, 0, err
+	}
+	if m := latencyLine.FindSubmatch(out); m != nil {
+		latencyMS, _ = strconv.ParseFloat(string(m[1]), 64)
+	}
+	return tps, latencyMS, nil
+}

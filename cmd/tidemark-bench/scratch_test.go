@@ -1,0 +1,69 @@
+package main
+
+import (
+	"context"
+	"io"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/internal/testdb"
+)
+
+func TestScratchDatabaseURL(t *testing.T) {
+	for _, c := range []struct{ server, want string }{
+		{"postgres:///postgres?host=/var/run/postgresql&sslmode=disable",
+			"postgres:///scratch?host=/var/run/postgresql&sslmode=disable"},
+		{"postgres://u:p@db:5432/app", "postgres://u:p@db:5432/scratch"},
+		{"postgresql://db/app?dbname=app", "postgresql://db/scratch?dbname=scratch"},
+		{"host=/tmp dbname=app", "host=/tmp dbname=app dbname=scratch"},
+	} {
+		got, err := databaseURL(c.server, "scratch")
+		if err != nil || got != c.want {
+			t.Errorf("databaseURL(%q) = %q, %v; want %q", c.server, got, err, c.want)
+		}
+	}
+}
+
+// The scratch databases the benchmarks measure on are created, prepared for
+// the receiver and dropped again.
+func TestScratchReceiverDatabase(t *testing.T) {
+	t.Parallel()
+	testdb.NewURL(t) // skips (or fails under CI=true) when no server answers
+	ctx := context.Background()
+	dbs, err := openScratch(ctx, testdb.ServerURL(), false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "tidemark_bench_test_" + randomHex(6)
+	db, err := dbs.createReceiver(ctx, name)
+	if err != nil {
+		dbs.close(ctx)
+		t.Fatal(err)
+	}
+	if len(db.key) != 32 || db.secret == "" {
+		t.Errorf("receiver database: key of %d bytes, secret %q", len(db.key), db.secret)
+	}
+	pool, err := pgxpool.New(ctx, db.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var providers int
+	err = pool.QueryRow(ctx, `SELECT count(*) FROM providers p JOIN tenants t ON t.id = p.tenant_id
+		WHERE t.slug = $1 AND p.name = $2`, benchTenant, benchProvider).Scan(&providers)
+	pool.Close()
+	if err != nil || providers != 1 {
+		t.Errorf("bench provider rows = %d, %v; want 1", providers, err)
+	}
+
+	dbs.close(ctx)
+	admin, err := openScratch(ctx, testdb.ServerURL(), false, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.close(ctx)
+	var exists bool
+	if err := admin.admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || exists {
+		t.Errorf("scratch database %s still exists after close (%v)", name, err)
+	}
+}

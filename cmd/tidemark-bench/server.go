@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// serverProcess is the receiver running as a child process: the real
+// tidemark binary, built from this source tree, as it runs in production.
+type serverProcess struct {
+	cmd     *exec.Cmd
+	base    string
+	binDir  string // holds the built binary; removed by stop
+	logPath string
+	logFile *os.File
+	exited  chan struct{}
+	waitErr error
+}
+
+// tidemarkModule is the product's module; the bench module's replace
+// directive (or the workspace) points it at this source tree.
+const tidemarkModule = "github.com/tidemark/tidemark"
+
+// startServer builds tidemark, runs its serve command on a free local port
+// against dbURL with key, and waits until /readyz answers. It returns an
+// error naming the server log when the server does not get ready.
+func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer) (*serverProcess, error) {
+	binDir, err := os.MkdirTemp("", "tidemark-bench-bin-*")
+	if err != nil {
+		return nil, err
+	}
+	exe := filepath.Join(binDir, "tidemark")
+	if err := buildTidemark(ctx, exe, log); err != nil {
+		os.RemoveAll(binDir)
+		return nil, err
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		os.RemoveAll(binDir)
+		return nil, err
+	}
+	logFile, err := os.CreateTemp("", "tidemark-bench-serve-*.log")
+	if err != nil {
+		os.RemoveAll(binDir)
+		return nil, err
+	}
+	cmd := exec.Command(exe, "serve", "--addr", addr)
+	cmd.Env = append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY"),
+		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		os.RemoveAll(binDir)
+		return nil, fmt.Errorf("start server: %w", err)
+	}
+	p := &serverProcess{cmd: cmd, base: "http://" + addr, binDir: binDir, logPath: logFile.Name(), logFile: logFile, exited: make(chan struct{})}
+	go func() {
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx, 30*time.Second); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// buildTidemark builds the product's command to exe with the go command,
+// in the folder of the tidemark module this bench is built against, so the
+// server under test is the same code as the bench's own imports of it.
+func buildTidemark(ctx context.Context, exe string, log io.Writer) error {
+	list := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", tidemarkModule)
+	out, err := list.Output()
+	if err != nil {
+		return fmt.Errorf("find the %s source tree (run tidemark-bench inside it, with the go command on PATH): go list -m: %w%s",
+			tidemarkModule, err, exitStderr(err))
+	}
+	root := strings.TrimSpace(string(out))
+	fmt.Fprintf(log, "building the server under test: go build -o %s ./cmd/tidemark (in %s)\n", exe, root)
+	build := exec.CommandContext(ctx, "go", "build", "-o", exe, "./cmd/tidemark")
+	build.Dir = root
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build tidemark: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// exitStderr is what a failed command's Output kept of its stderr.
+func exitStderr(err error) string {
+	var exit *exec.ExitError
+	if errors.As(err, &exit) && len(exit.Stderr) > 0 {
+		return "\n" + strings.TrimSpace(string(exit.Stderr))
+	}
+	return ""
+}
+
+// webhookURL is where the bench provider's deliveries go.
+func (p *serverProcess) webhookURL() string {
+	return p.base + "/webhooks/" + benchTenant + "/" + benchProvider
+}
+
+// freeAddr asks the kernel for a free port. Another process could take it
+// before the child listens; the readiness wait would then report the error.
+func freeAddr() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func withoutEnv(env []string, names ...string) []string {
+	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return slices.Contains(names, name)
+	})
+}
+
+// waitReady polls /readyz until it answers 200, the child exits, or the
+// timeout passes.
+func (p *serverProcess) waitReady(ctx context.Context, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		resp, err := client.Get(p.base + "/readyz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-p.exited:
+			return fmt.Errorf("server exited before it was ready (%v); server log: %s", p.waitErr, p.logPath)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("server not ready after %s; server log: %s", timeout, p.logPath)
+		}
+	}
+}
+
+// stop asks the server to shut down gracefully, and kills it if it has not
+// within 15 seconds.
+func (p *serverProcess) stop() {
+	defer os.RemoveAll(p.binDir)
+	defer p.logFile.Close()
+	select {
+	case <-p.exited:
+		return
+	default:
+	}
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// procMemory is a process's resident memory, in bytes.
+type procMemory struct {
+	peak, current int64
+}
+
+func readProcMemory(pid int) (procMemory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return procMemory{}, err
+	}
+	defer f.Close()
+	return parseProcStatus(f)
+}
+
+// parseProcStatus reads VmHWM (peak resident set) and VmRSS, given in kB.
+func parseProcStatus(r io.Reader) (procMemory, error) {
+	var m procMemory
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		key, value, ok := strings.Cut(sc.Text(), ":")
+		if !ok || (key != "VmHWM" && key != "VmRSS") {
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 10, 64)
+		if err != nil {
+			return m, fmt.Errorf("%s: %w", key, err)
+		}
+		if key == "VmHWM" {
+			m.peak = kb << 10
+		} else {
+			m.current = kb << 10
+		}
+	}
+	if m.peak == 0 {
+		return m, errors.New("no VmHWM in /proc status")
+	}
+	return m, sc.Err()
+}
