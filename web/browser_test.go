@@ -2,14 +2,19 @@ package web_test
 
 import (
 	"context"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/tidemark/tidemark/internal/e2e"
 )
 
 // screenshotDir is where the browser test leaves its screenshots for a
@@ -28,16 +33,15 @@ func screenshotDir(t *testing.T) string {
 	return abs
 }
 
-// newBrowser starts headless Chromium (Debian's package). With CI=true a
-// missing browser fails the test instead of skipping it.
+// newBrowser starts headless Chromium (Debian's package). It runs only
+// with TIDEMARK_E2E=1 (see internal/e2e); then a missing browser fails the
+// test: tests install nothing, .ci/run does.
 func newBrowser(t *testing.T) context.Context {
 	t.Helper()
+	e2e.Require(t, "Chromium")
 	path, err := exec.LookPath("chromium")
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is not installed (apt-get install chromium)")
-		}
-		t.Skip("chromium is not installed (apt-get install chromium)")
+		t.Fatal("chromium is not installed (apt-get install chromium, or run .ci/run)")
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(path), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
@@ -47,10 +51,46 @@ func newBrowser(t *testing.T) context.Context {
 	}
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancelCtx := chromedp.NewContext(allocCtx)
-	ctx, cancelTimeout := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelTimeout(); cancelCtx(); cancelAlloc() })
+	t.Cleanup(func() { cancelCtx(); cancelAlloc() })
+	// The first run starts the browser and ties it to its context, so it
+	// runs without a deadline; each step then gets its own (see step).
+	if err := chromedp.Do(ctx); err != nil {
+		t.Fatalf("start chromium: %v", err)
+	}
 	return ctx
 }
+
+// onPage waits until the browser shows the page a step was meant to reach:
+// unique is a CSS selector that only that page has (never the page the
+// step started from, or the wait could succeed before the navigation), and
+// path must match the location's whole path. A failed check says which
+// page the browser is on instead.
+func onPage(unique string, path *regexp.Regexp) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		if _, err := chromedp.WaitVisible(chromedp.CSS(unique))(ctx, tg); err != nil {
+			// ctx may be what ran out: ask where the browser is on a fresh one.
+			lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+			defer cancel()
+			loc, _ := chromedp.Location()(lctx, tg)
+			return fmt.Errorf("waiting for %s (want path %s) on %s: %w", unique, path, loc, err)
+		}
+		loc, err := chromedp.Location()(ctx, tg)
+		if err != nil {
+			return err
+		}
+		u, err := url.Parse(loc)
+		if err != nil {
+			return err
+		}
+		if !path.MatchString(u.Path) {
+			return fmt.Errorf("%s is on %s, want path %s", unique, u.Path, path)
+		}
+		return nil
+	})
+}
+
+// exact matches exactly one path.
+func exact(path string) *regexp.Regexp { return regexp.MustCompile("^" + regexp.QuoteMeta(path) + "$") }
 
 // shot saves a full-page screenshot under dir.
 func shot(dir, name string) chromedp.Action[chromedp.Void] {
@@ -77,6 +117,7 @@ func count(ctx context.Context, t *testing.T, search string) int {
 // overview, resolves a conflict and sees the queue shrink, and rotates a
 // provider's secret.
 func TestBrowserOperatorJourney(t *testing.T) {
+	e2e.Require(t, "Chromium") // before setup makes a database
 	e := setup(t)
 	ctx := newBrowser(t)
 	dir := screenshotDir(t)
@@ -93,53 +134,72 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	e.deliver1("m6", snapshotBody("c-2", 3, `{"job_title":"CEO"}`))
 
 	openBadges := `//table//span[contains(concat(" ", normalize-space(@class), " "), " open ")]`
+	// Every step ends by waiting for an element only its target page has
+	// and checking the path: the login page and every console page have a
+	// main h1, so waiting for one proves nothing about where the browser is.
 	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
 		t.Helper()
-		if err := chromedp.Do(ctx, steps...); err != nil {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		if err := chromedp.Do(sctx, steps...); err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
 	}
-	step("sign in and open the overview",
+	step("sign in and land on the overview",
 		chromedp.Navigate(e.srv.URL+"/login"),
-		chromedp.WaitVisible(chromedp.CSS(`input[name=email]`)),
+		onPage(`form[action="/login"] input[name=email]`, exact("/login")),
 		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "ops@example.com"),
 		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), testPassword),
-		chromedp.Click(chromedp.CSS(`button[type=submit]`)),
-		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		// Only a signed-in page has the sign-out form; only the overview
+		// has its live counters.
+		onPage(`form[action="/logout"]`, exact("/t/acme")),
+		onPage(`#overview-live`, exact("/t/acme")),
 		shot(dir, "1-overview.png"))
 
 	step("open the conflict queue",
 		chromedp.Navigate(e.srv.URL+"/t/acme/conflicts"),
-		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+		onPage(`#conflict-queue`, exact("/t/acme/conflicts")),
 		shot(dir, "2-conflicts.png"))
 	openBefore := count(ctx, t, openBadges)
-	step("keep the accepted snapshot of one conflict",
+	step("open one conflict",
 		chromedp.Click(chromedp.Search(`//table//a[contains(@href, "/conflicts/")]`)),
-		chromedp.WaitVisible(chromedp.CSS(`textarea[name=note]`)),
-		shot(dir, "3-conflict.png"),
+		onPage(`form[action$="/resolve"] textarea[name=note]`, regexp.MustCompile(`^/t/acme/conflicts/[0-9]+$`)),
+		shot(dir, "3-conflict.png"))
+	step("keep the accepted snapshot and return to the queue",
 		chromedp.SendKeys(chromedp.CSS(`textarea[name=note]`), "Director is confirmed by the account owner"),
 		chromedp.Click(chromedp.CSS(`button[name=resolution][value=keep]`)),
-		chromedp.WaitVisible(chromedp.CSS(`.flash`)),
+		// The conflict page has no queue and, before the keep, no flash.
+		onPage(`#conflict-queue`, exact("/t/acme/conflicts")),
+		onPage(`.flash.flash-ok`, exact("/t/acme/conflicts")),
 		shot(dir, "4-after-keep.png"))
 	openAfter := count(ctx, t, openBadges)
+	flash, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.flash`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`^Conflict [0-9]+ kept\.$`).MatchString(strings.TrimSpace(flash)) {
+		t.Errorf("flash after keep = %q", flash)
+	}
 
-	step("look at the event history and a contact timeline",
+	step("look at the event history",
 		chromedp.Navigate(e.srv.URL+"/t/acme/events"),
-		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
-		shot(dir, "7-events.png"),
+		onPage(`form.event-filters`, exact("/t/acme/events")),
+		shot(dir, "7-events.png"))
+	step("look at a contact timeline",
 		chromedp.Navigate(e.srv.URL+"/t/acme/contacts/crm/c-1"),
-		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+		onPage(`section.record-state .current-revision`, exact("/t/acme/contacts/crm/c-1")),
 		shot(dir, "8-timeline.png"))
 
 	step("open the provider",
 		chromedp.Navigate(e.srv.URL+"/t/acme/providers/crm"),
-		chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+		onPage(`form[action$="/providers/crm/rotate"] button`, exact("/t/acme/providers/crm")),
 		shot(dir, "5-provider.png"))
 	step("rotate its secret",
-		chromedp.Click(chromedp.Search(`//form[contains(@action, "/rotate")]//button`)),
-		chromedp.WaitVisible(chromedp.CSS(`.secret`)),
+		chromedp.Click(chromedp.CSS(`form[action$="/providers/crm/rotate"] button`)),
+		onPage(`#provider-secret`, exact("/t/acme/providers/crm/rotate")),
 		shot(dir, "6-rotated.png"))
-	secret, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`.secret`)))
+	secret, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#provider-secret`)))
 	if err != nil {
 		t.Fatal(err)
 	}

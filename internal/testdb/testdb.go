@@ -1,7 +1,15 @@
 // Package testdb gives each test a fresh PostgreSQL database cloned from a
-// migrated template, on the server named by TEST_DATABASE_URL (default: the
-// local server). With CI=true an unreachable server fails the test instead
-// of skipping it.
+// migrated template.
+//
+// The server is, in order: the one TEST_DATABASE_URL names; the local
+// server (socket /var/run/postgresql) if it answers; otherwise an embedded
+// cluster (internal/embedpg) that this test process starts once, so
+// `go test ./...` works on a machine with PostgreSQL's binaries and no
+// running server. See embedded.go for where that cluster lives and when it
+// stops.
+//
+// When no server can be had, tests are skipped, except with CI=true, where
+// they fail.
 package testdb
 
 import (
@@ -13,6 +21,7 @@ import (
 	"io/fs"
 	"net/url"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,22 +33,86 @@ import (
 	"github.com/tidemark/tidemark/migrations"
 )
 
-const defaultURL = "postgres:///postgres?host=/var/run/postgresql&sslmode=disable"
+// localURL is the local server of every development and CI machine.
+const localURL = "postgres:///postgres?host=/var/run/postgresql&sslmode=disable"
 
-// ServerURL returns the maintenance connection string of the test server.
-func ServerURL() string {
-	if u := os.Getenv("TEST_DATABASE_URL"); u != "" {
-		return u
+// server is a PostgreSQL server tests may create databases on.
+type server struct {
+	url      string // maintenance connection string
+	embedded bool   // the embedded cluster of this process
+}
+
+var shared struct {
+	once sync.Once
+	srv  server
+	err  error
+}
+
+// defaultServer resolves the server once per test process.
+func defaultServer() (server, error) {
+	shared.once.Do(func() {
+		shared.srv, shared.err = resolve(context.Background(), os.Getenv("TEST_DATABASE_URL"), localURL)
+	})
+	return shared.srv, shared.err
+}
+
+// resolve picks the server: explicit if set (no fallback: a named server
+// that does not answer is an error), else local if it answers, else the
+// embedded cluster. The error says what was tried.
+func resolve(ctx context.Context, explicit, local string) (server, error) {
+	if explicit != "" {
+		if err := ping(ctx, explicit); err != nil {
+			return server{}, fmt.Errorf("TEST_DATABASE_URL=%q does not answer: %w", explicit, err)
+		}
+		return server{url: explicit}, nil
 	}
-	return defaultURL
+	localErr := ping(ctx, local)
+	if localErr == nil {
+		return server{url: local}, nil
+	}
+	u, err := startEmbedded(ctx)
+	if err != nil {
+		return server{}, fmt.Errorf("no test database: TEST_DATABASE_URL is not set, the local server (%s) does not answer (%v), and the embedded cluster did not start: %w", local, localErr, err)
+	}
+	return server{url: u, embedded: true}, nil
+}
+
+func ping(ctx context.Context, u string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	return c.Close(ctx)
+}
+
+// mustServer returns the test server or ends t: skipped, or failed with
+// CI=true.
+func mustServer(t testing.TB) server {
+	t.Helper()
+	srv, err := defaultServer()
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	return srv
+}
+
+// ServerURL returns the maintenance connection string of the test server,
+// starting the embedded cluster if that is the one in use.
+func ServerURL(t testing.TB) string {
+	t.Helper()
+	return mustServer(t).url
 }
 
 // New creates a fresh migrated database for t, dropped when t ends, and
 // returns a small pool on it.
 func New(t testing.TB) *pgxpool.Pool {
 	t.Helper()
-	u := NewURL(t)
-	cfg, err := pgxpool.ParseConfig(u)
+	cfg, err := pgxpool.ParseConfig(NewURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,32 +128,47 @@ func New(t testing.TB) *pgxpool.Pool {
 // NewURL creates a fresh migrated database for t and returns its URL.
 func NewURL(t testing.TB) string {
 	t.Helper()
+	return mustServer(t).newURL(t, true)
+}
+
+// NewEmptyURL creates an empty database (no migrations) for t and returns
+// its URL.
+func NewEmptyURL(t testing.TB) string {
+	t.Helper()
+	return mustServer(t).newURL(t, false)
+}
+
+// newURL creates a database, cloned from the migrated template when
+// migrated, dropped when t ends.
+func (s server) newURL(t testing.TB, migrated bool) string {
+	t.Helper()
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, ServerURL())
+	admin, err := pgx.Connect(ctx, s.url)
 	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("test database server unreachable (TEST_DATABASE_URL=%q): %v", ServerURL(), err)
-		}
-		t.Skipf("test database server unreachable (set TEST_DATABASE_URL): %v", err)
+		t.Fatalf("connect to the test server: %v", err)
 	}
 	defer admin.Close(ctx)
 
-	tpl, err := template(ctx, admin)
-	if err != nil {
-		t.Fatalf("prepare template database: %v", err)
+	create := "CREATE DATABASE %s"
+	if migrated {
+		tpl, err := s.template(ctx, admin)
+		if err != nil {
+			t.Fatalf("prepare template database: %v", err)
+		}
+		create += " TEMPLATE " + tpl
 	}
 	name := "tidemark_test_" + randomHex(6)
-	if _, err := admin.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s", name, tpl)); err != nil {
+	if _, err := admin.Exec(ctx, fmt.Sprintf(create, name)); err != nil {
 		t.Fatalf("create test database: %v", err)
 	}
-	t.Cleanup(func() { dropDatabase(name) })
-	return withDatabase(ServerURL(), name)
+	t.Cleanup(func() { s.drop(name) })
+	return withDatabase(s.url, name)
 }
 
 // template returns the name of a database migrated to the current
 // migrations, creating it once per migration set. An advisory lock keeps
 // test binaries running in parallel from building it twice.
-func template(ctx context.Context, admin *pgx.Conn) (string, error) {
+func (s server) template(ctx context.Context, admin *pgx.Conn) (string, error) {
 	name := "tidemark_tpl_" + migrationsHash()
 	if _, err := admin.Exec(ctx, "SELECT pg_advisory_lock(7310001)"); err != nil {
 		return "", err
@@ -95,17 +183,31 @@ func template(ctx context.Context, admin *pgx.Conn) (string, error) {
 		return name, nil
 	}
 	building := name + "_building"
-	admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", building))
+	if _, err := admin.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", building)); err != nil {
+		return "", err
+	}
 	if _, err := admin.Exec(ctx, "CREATE DATABASE "+building); err != nil {
 		return "", err
 	}
-	if err := migrate(ctx, withDatabase(ServerURL(), building)); err != nil {
-		return "", err
+	if err := migrate(ctx, withDatabase(s.url, building)); err != nil {
+		return "", fmt.Errorf("migrate %s: %w", building, err)
 	}
 	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s", building, name)); err != nil {
 		return "", err
 	}
 	return name, nil
+}
+
+// drop is best effort: a database left behind by a failed drop costs disk,
+// not correctness.
+func (s server) drop(name string) {
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, s.url)
+	if err != nil {
+		return
+	}
+	defer c.Close(ctx)
+	c.Exec(ctx, fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
 }
 
 func migrate(ctx context.Context, u string) error {
@@ -126,21 +228,25 @@ func migrate(ctx context.Context, u string) error {
 
 func migrationsHash() string {
 	h := sha256.New()
-	fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() {
-			b, _ := fs.ReadFile(migrations.FS, path)
-			h.Write([]byte(path))
-			h.Write(b)
+	err := fs.WalkDir(migrations.FS, ".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
 		}
-		return nil
+		b, err := fs.ReadFile(migrations.FS, path)
+		h.Write([]byte(path))
+		h.Write(b)
+		return err
 	})
+	if err != nil {
+		panic(fmt.Sprintf("read embedded migrations: %v", err))
+	}
 	return hex.EncodeToString(h.Sum(nil))[:16]
 }
 
 func withDatabase(server, name string) string {
 	u, err := url.Parse(server)
 	if err != nil {
-		panic(fmt.Sprintf("TEST_DATABASE_URL is not a URL: %v", err))
+		panic(fmt.Sprintf("test server URL is not a URL: %v", err))
 	}
 	u.Path = "/" + name
 	return u.String()
@@ -150,31 +256,4 @@ func randomHex(n int) string {
 	b := make([]byte, n)
 	rand.Read(b)
 	return hex.EncodeToString(b) + fmt.Sprintf("%x", time.Now().UnixNano()%4096)
-}
-
-// NewEmptyURL creates an empty database (no migrations) for t and returns
-// its URL.
-func NewEmptyURL(t testing.TB) string {
-	t.Helper()
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, ServerURL())
-	if err != nil {
-		t.Fatalf("test database server unreachable: %v", err)
-	}
-	defer admin.Close(ctx)
-	name := "tidemark_test_" + randomHex(6)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create test database: %v", err)
-	}
-	t.Cleanup(func() { dropDatabase(name) })
-	return withDatabase(ServerURL(), name)
-}
-
-func dropDatabase(name string) {
-	c, err := pgx.Connect(context.Background(), ServerURL())
-	if err != nil {
-		return
-	}
-	defer c.Close(context.Background())
-	c.Exec(context.Background(), fmt.Sprintf("DROP DATABASE IF EXISTS %s WITH (FORCE)", name))
 }

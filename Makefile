@@ -1,0 +1,29 @@
+# Everyday commands. Nothing here installs anything: .ci/run installs what
+# the end-to-end tests drive (PostgreSQL, Chromium, Node packages).
+
+GO ?= go
+
+.PHONY: run generate test test-e2e lint bench
+
+run:
+	$(GO) run ./cmd/tidemark serve
+
+# Run from the repository root: run from views/ templ writes other file
+# names into the generated code.
+generate:
+	$(GO) tool templ generate
+
+test:
+	$(GO) test -race -count=1 ./...
+
+# Also runs the tests gated by internal/e2e (Chromium, node, openssl).
+test-e2e:
+	TIDEMARK_E2E=1 $(GO) test -race -count=1 ./...
+
+lint:
+	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) tool staticcheck ./...
+
+bench:
+	$(GO) test ./postgres -run '^$$' -bench . -benchtime 200x
