@@ -176,8 +176,8 @@ func TestErrors(t *testing.T) {
 			}
 		})
 	}
-	if invalid.Error() != invalid.Message {
-		t.Errorf("Error() = %q, want the message", invalid.Error())
+	if want := "invalid: " + invalid.Message; invalid.Error() != want {
+		t.Errorf("Error() = %q, want the code before the message, %q", invalid.Error(), want)
 	}
 }
 

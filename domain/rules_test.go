@@ -48,7 +48,7 @@ func TestValidateSlug(t *testing.T) {
 			t.Parallel()
 			err := domain.ValidateSlug("tenant", tc.slug)
 			wantCode(t, err, tc.code)
-			if err != nil && !strings.HasPrefix(err.Error(), "tenant ") {
+			if err != nil && !strings.HasPrefix(domain.ErrorMessage(err), "tenant ") {
 				t.Errorf("message %q does not name what was checked", err)
 			}
 		})

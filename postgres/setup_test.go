@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,8 +45,6 @@ func newProvider(t *testing.T, s *Store, tenant, provider string) domain.Provide
 	}
 	return p
 }
-
-var seq atomic.Int64
 
 // event builds a contact snapshot event; rev < 0 means no revision.
 func event(id, contact string, rev int64, snapshot string) domain.Event {
