@@ -44,7 +44,7 @@ func TestNormalizeLead(t *testing.T) {
 			if tc.code == "" && got != tc.want {
 				t.Errorf("NormalizeLead = %+v, want %+v", got, tc.want)
 			}
-			if tc.code != "" && !strings.HasPrefix(err.Error(), "data.") {
+			if tc.code != "" && !strings.HasPrefix(domain.ErrorMessage(err), "data.") {
 				t.Errorf("reject reason %q does not name the field", err)
 			}
 		})

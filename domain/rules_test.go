@@ -203,7 +203,7 @@ func TestValidateConnectableKind(t *testing.T) {
 		t.Parallel()
 		err := domain.ValidateConnectableKind("stripe")
 		wantCode(t, err, domain.EINVALID)
-		if !strings.Contains(err.Error(), "standard") {
+		if !strings.Contains(domain.ErrorMessage(err), "standard") {
 			t.Errorf("message %q does not list the kinds", err)
 		}
 	})
