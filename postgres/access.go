@@ -23,14 +23,26 @@ func (s *Store) SessionStore() scs.Store {
 // email takes as long as a wrong password.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("tidemark timing equaliser"), bcrypt.DefaultCost)
 
+// loginFailuresSQL counts the recent failed sign-ins of the account and of
+// the network address.
+const loginFailuresSQL = `
+SELECT count(*) FILTER (WHERE email = @email), count(*) FILTER (WHERE address = @address)
+FROM login_failures WHERE failed_at > now() - @window::interval AND (email = @email OR address = @address)`
+
+const userByEmailSQL = `SELECT id, password_hash, is_admin FROM users WHERE email = @email`
+
+const insertLoginFailureSQL = `INSERT INTO login_failures (email, address) VALUES (@email, @address)`
+
+// clearLoginFailuresSQL forgets the account's failures on success, and
+// everyone's once they are past the window.
+const clearLoginFailuresSQL = `DELETE FROM login_failures WHERE email = @email OR failed_at < now() - @window::interval`
+
 // Authenticate implements domain.AccessService.
 func (s *Store) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
 	email = strings.ToLower(strings.TrimSpace(email))
+	args := pgx.NamedArgs{"email": email, "address": address, "window": domain.LoginWindow.String()}
 	var byAccount, byAddress int
-	err := s.pool.QueryRow(ctx, `
-		SELECT count(*) FILTER (WHERE email = $1), count(*) FILTER (WHERE address = $2)
-		FROM login_failures WHERE failed_at > now() - $3::interval AND (email = $1 OR address = $2)`,
-		email, address, domain.LoginWindow.String()).Scan(&byAccount, &byAddress)
+	err := s.pool.QueryRow(ctx, loginFailuresSQL, args).Scan(&byAccount, &byAddress)
 	if err != nil {
 		return domain.User{}, translate(err)
 	}
@@ -45,30 +57,30 @@ func (s *Store) Authenticate(ctx context.Context, email, password, address strin
 
 	u := domain.User{Email: email}
 	var hash string
-	err = s.pool.QueryRow(ctx, `SELECT id, password_hash, is_admin FROM users WHERE email = $1`, email).
-		Scan(&u.ID, &hash, &u.IsAdmin)
+	err = s.pool.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin)
 	if errors.Is(err, pgx.ErrNoRows) {
 		hash = string(dummyHash)
 	} else if err != nil {
 		return domain.User{}, translate(err)
 	}
 	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || u.ID == 0 {
-		if _, err := s.pool.Exec(ctx, `INSERT INTO login_failures (email, address) VALUES ($1, $2)`, email, address); err != nil {
+		if _, err := s.pool.Exec(ctx, insertLoginFailureSQL, args); err != nil {
 			return domain.User{}, translate(err)
 		}
 		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "Wrong email or password.")
 	}
-	_, err = s.pool.Exec(ctx, `DELETE FROM login_failures WHERE email = $1 OR failed_at < now() - $2::interval`,
-		email, domain.LoginWindow.String())
+	_, err = s.pool.Exec(ctx, clearLoginFailuresSQL, args)
 	return u, translate(err)
 }
 
+const visibleTenantsSQL = `
+SELECT t.id, t.slug, t.name, t.created_at FROM tenants t
+WHERE @is_admin::boolean OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id = t.id AND m.user_id = @user_id)
+ORDER BY t.slug`
+
 // VisibleTenants implements domain.AccessService.
 func (s *Store) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Tenant, error) {
-	rows, _ := s.pool.Query(ctx, `
-		SELECT t.id, t.slug, t.name, t.created_at FROM tenants t
-		WHERE $2 OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id = t.id AND m.user_id = $1)
-		ORDER BY t.slug`, u.ID, u.IsAdmin)
+	rows, _ := s.pool.Query(ctx, visibleTenantsSQL, pgx.NamedArgs{"user_id": u.ID, "is_admin": u.IsAdmin})
 	tenants, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Tenant, error) {
 		var t domain.Tenant
 		return t, row.Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
@@ -76,13 +88,16 @@ func (s *Store) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Ten
 	return tenants, translate(err)
 }
 
+const tenantForSQL = `
+SELECT t.id, t.name, t.created_at FROM tenants t
+WHERE t.slug = @slug
+  AND (@is_admin::boolean OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id = t.id AND m.user_id = @user_id))`
+
 // TenantFor implements domain.AccessService.
 func (s *Store) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
-	err := s.pool.QueryRow(ctx, `
-		SELECT t.id, t.name, t.created_at FROM tenants t
-		WHERE t.slug = $1 AND ($3 OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id = t.id AND m.user_id = $2))`,
-		slug, u.ID, u.IsAdmin).Scan(&t.ID, &t.Name, &t.CreatedAt)
+	err := s.pool.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
+		Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, notFound("not found")
 	}

@@ -32,7 +32,7 @@ const cleanupBatch = 5000
 var partitionedTables = []string{"deliveries", "events"}
 
 const (
-	lockPartitionsSQL = `SELECT pg_advisory_xact_lock($1)`
+	lockPartitionsSQL = `SELECT pg_advisory_xact_lock(@key)`
 	lockDropSQL       = `LOCK TABLE ONLY deliveries, ONLY events IN ACCESS EXCLUSIVE MODE`
 )
 
@@ -67,6 +67,10 @@ DELETE FROM %[1]s WHERE ctid = ANY (ARRAY (SELECT ctid FROM %[1]s WHERE received
 // would otherwise fail its partition check once let through. The locks are
 // taken in the order ingest writes, deliveries then events, so the two
 // never deadlock.
+//
+// DDL takes no parameters: each %s is a table name quoted with
+// pgx.Identifier{...}.Sanitize(), and the attach bounds are timestamps
+// formatted in Go.
 const (
 	lockWritesSQL      = `LOCK TABLE ONLY deliveries, ONLY events IN EXCLUSIVE MODE`
 	createPartitionSQL = `CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`
@@ -75,6 +79,9 @@ WITH moved AS (DELETE FROM %s WHERE received_at >= @from AND received_at < @to R
 INSERT INTO %s SELECT * FROM moved`
 	attachPartitionSQL = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')`
 )
+
+// dropPartitionSQL drops a whole daily partition (%s is its name).
+const dropPartitionSQL = `DROP TABLE %s`
 
 // CleanupReport says what one Cleanup removed.
 type CleanupReport struct {
@@ -140,7 +147,7 @@ func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, ahead int)
 	var created []string
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		created = nil
-		if _, err := tx.Exec(ctx, lockPartitionsSQL, partitionLockKey); err != nil {
+		if _, err := tx.Exec(ctx, lockPartitionsSQL, pgx.NamedArgs{"key": partitionLockKey}); err != nil {
 			return err
 		}
 		existing, err := listPartitions(ctx, tx)
@@ -256,7 +263,7 @@ func (s *Store) dropPartitions(ctx context.Context, cutoff time.Time) ([]string,
 	var dropped []string
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		dropped = nil
-		if _, err := tx.Exec(ctx, lockPartitionsSQL, partitionLockKey); err != nil {
+		if _, err := tx.Exec(ctx, lockPartitionsSQL, pgx.NamedArgs{"key": partitionLockKey}); err != nil {
 			return err
 		}
 		existing, err := listPartitions(ctx, tx)
@@ -281,7 +288,7 @@ func (s *Store) dropPartitions(ctx context.Context, cutoff time.Time) ([]string,
 			}
 		}
 		for _, name := range dropped {
-			if _, err := tx.Exec(ctx, "DROP TABLE "+pgx.Identifier{name}.Sanitize()); err != nil {
+			if _, err := tx.Exec(ctx, fmt.Sprintf(dropPartitionSQL, pgx.Identifier{name}.Sanitize())); err != nil {
 				return err
 			}
 		}

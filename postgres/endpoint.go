@@ -10,6 +10,20 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
+// endpointSQL reads a provider, its active secrets (newest first) and its
+// scopes.
+const endpointSQL = `
+SELECT t.id, p.id, p.kind, p.created_at, p.config,
+       coalesce((SELECT array_agg(key_id ORDER BY id DESC) FROM provider_secrets ps
+                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
+       coalesce((SELECT array_agg(ciphertext ORDER BY id DESC) FROM provider_secrets ps
+                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
+       coalesce((SELECT json_agg(json_build_object('object_type', object_type, 'action', action,
+                        'ttl_seconds', ttl_seconds, 'identifier_rule', identifier_rule, 'enabled', enabled))
+                 FROM scopes sc WHERE sc.tenant_id = t.id AND sc.provider_id = p.id), '[]')
+FROM tenants t JOIN providers p ON p.tenant_id = t.id
+WHERE t.slug = @tenant AND p.name = @provider`
+
 // Endpoint implements domain.IngestService in one query: the provider, its
 // active secrets and its scopes.
 func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
@@ -19,17 +33,7 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 		sealed [][]byte
 		scopes []scopeRow
 	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT t.id, p.id, p.kind, p.created_at, p.config,
-		       coalesce((SELECT array_agg(key_id ORDER BY id DESC) FROM provider_secrets ps
-		                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
-		       coalesce((SELECT array_agg(ciphertext ORDER BY id DESC) FROM provider_secrets ps
-		                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
-		       coalesce((SELECT json_agg(json_build_object('object_type', object_type, 'action', action,
-		                        'ttl_seconds', ttl_seconds, 'identifier_rule', identifier_rule, 'enabled', enabled))
-		                 FROM scopes sc WHERE sc.tenant_id = t.id AND sc.provider_id = p.id), '[]')
-		FROM tenants t JOIN providers p ON p.tenant_id = t.id
-		WHERE t.slug = $1 AND p.name = $2`, tenantSlug, providerName).
+	err := s.pool.QueryRow(ctx, endpointSQL, pgx.NamedArgs{"tenant": tenantSlug, "provider": providerName}).
 		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &keyIDs, &sealed, &scopes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, notFound("unknown tenant %q or provider %q", tenantSlug, providerName)

@@ -267,13 +267,17 @@ func eventNotFound(deliveryID string, seq int) error {
 	return notFound("event %d of delivery %q not found", seq, deliveryID)
 }
 
+// eventOutcomeSQL finds the latest outcome of an event id since a time.
+const eventOutcomeSQL = `
+SELECT outcome FROM events
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND event_id = @event_id AND received_at >= @since
+ORDER BY received_at DESC, seq DESC LIMIT 1`
+
 // EventOutcome implements domain.EventService.
 func (s *Store) EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (domain.Outcome, error) {
 	var o string
-	err := s.pool.QueryRow(ctx, `
-		SELECT outcome FROM events
-		WHERE tenant_id = $1 AND provider_id = $2 AND event_id = $3 AND received_at >= $4
-		ORDER BY received_at DESC, seq DESC LIMIT 1`, tenantID, providerID, eventID, since).Scan(&o)
+	err := s.pool.QueryRow(ctx, eventOutcomeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+		"event_id": eventID, "since": since}).Scan(&o)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", notFound("no event %q since %s", eventID, since.Format(time.RFC3339))
 	}

@@ -130,16 +130,14 @@ UPDATE idempotency_keys SET effect = CASE
       OR EXISTS (SELECT FROM joined) OR EXISTS (SELECT FROM task) THEN 'applied' ELSE 'redundant' END
 WHERE tenant_id = @tenant_id AND key = @key AND delivery_id = @delivery_id AND seq = @seq`)
 
-const leadLockSQL = `SELECT pg_advisory_xact_lock($1)`
+var leadLockSQL = named(`SELECT pg_advisory_xact_lock(@key)`)
 
-// projection is what of a stored snapshot an event is compared with: all
-// of it, or for a property change just {property: value} ({} for creation
-// and deletion, which carry no value).
-func projection(snapshot string) string {
-	return `CASE WHEN @property::text IS NULL THEN ` + snapshot + `
+// projectedSnapshot is what of a stored snapshot (the column snapshot) an
+// event is compared with: all of it, or for a property change just
+// {property: value} ({} for creation and deletion, which carry no value).
+const projectedSnapshot = `CASE WHEN @property::text IS NULL THEN snapshot
                 WHEN @property::text LIKE '$%' THEN '{}'::jsonb
-                ELSE jsonb_build_object(@property::text, ` + snapshot + ` -> @property::text) END`
-}
+                ELSE jsonb_build_object(@property::text, snapshot -> @property::text) END`
 
 // Step 3: decide the outcome in a new statement, which sees whatever the
 // waits of steps 1 and 2 let other transactions commit, then log the event
@@ -156,7 +154,7 @@ WITH claim AS (
     -- change that property's revision and value.
     SELECT CASE WHEN @property::text IS NULL THEN revision
                 ELSE (property_revisions ->> @property::text)::bigint END AS revision,
-           ` + projection("snapshot") + ` AS snapshot, last_applied_event, deleted_revision
+           ` + projectedSnapshot + ` AS snapshot, last_applied_event, deleted_revision
     FROM rec
 ), facts AS (
     SELECT EXISTS (SELECT FROM claim WHERE delivery_id = @delivery_id AND seq = @seq) AS claimed,
@@ -170,7 +168,7 @@ WITH claim AS (
         SELECT 1 AS pref, last_applied_event AS event_id, snapshot FROM cur
         WHERE revision = @revision::bigint AND @property::text IS NULL
         UNION ALL
-        SELECT 2, event_id, ` + projection("snapshot") + ` FROM accepted_revisions
+        SELECT 2, event_id, ` + projectedSnapshot + ` FROM accepted_revisions
         WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type
           AND object_id = @object_id AND revision = @revision::bigint AND property IS NOT DISTINCT FROM @property::text
         UNION ALL
@@ -311,7 +309,7 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 			switch {
 			case e.Lead != nil:
 				for _, k := range domain.LeadLockKeys(p.TenantID, *e.Lead) {
-					batch.Queue(leadLockSQL, k)
+					batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": k})...)
 				}
 				batch.Queue(leadSQL.sql, leadSQL.args(args)...)
 			case e.Revision != nil && e.Property != "":

@@ -10,15 +10,23 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+const userSQL = `SELECT email, is_admin FROM users WHERE id = @id`
+
 // User implements domain.AccessService.
 func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	u := domain.User{ID: id}
-	err := s.pool.QueryRow(ctx, `SELECT email, is_admin FROM users WHERE id = $1`, id).Scan(&u.Email, &u.IsAdmin)
+	err := s.pool.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return u, notFound("user not found")
 	}
 	return u, translate(err)
 }
+
+const (
+	createUserSQL       = `INSERT INTO users (email, password_hash, is_admin) VALUES (@email, @password_hash, @is_admin) RETURNING id`
+	insertMembershipSQL = `INSERT INTO memberships (tenant_id, user_id) VALUES (@tenant_id, @user_id)`
+	setAdminSQL         = `UPDATE users SET is_admin = @admin WHERE id = @user_id RETURNING id`
+)
 
 // CreateUser creates an operator. tenantSlug, when set, makes the user a
 // member of that tenant; an existing email is an ECONFLICT error.
@@ -44,15 +52,15 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 	}
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		var userID int64
-		err := tx.QueryRow(ctx, `INSERT INTO users (email, password_hash, is_admin) VALUES ($1, $2, $3) RETURNING id`,
-			email, string(hash), admin).Scan(&userID)
+		err := tx.QueryRow(ctx, createUserSQL, pgx.NamedArgs{"email": email, "password_hash": string(hash),
+			"is_admin": admin}).Scan(&userID)
 		if uniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "user %q already exists", email)
 		}
 		if err != nil || tenantID == nil {
 			return translate(err)
 		}
-		_, err = tx.Exec(ctx, `INSERT INTO memberships (tenant_id, user_id) VALUES ($1, $2)`, *tenantID, userID)
+		_, err = tx.Exec(ctx, insertMembershipSQL, pgx.NamedArgs{"tenant_id": *tenantID, "user_id": userID})
 		return translate(err)
 	})
 }
@@ -132,8 +140,7 @@ func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, a
 		return err
 	}
 	var id int64
-	err := s.pool.QueryRow(ctx, `UPDATE users SET is_admin = @admin WHERE id = @user_id RETURNING id`,
-		pgx.NamedArgs{"user_id": userID, "admin": admin}).Scan(&id)
+	err := s.pool.QueryRow(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin}).Scan(&id)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return notFound("operator not found")
 	}

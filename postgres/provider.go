@@ -9,10 +9,13 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
+const addSecretSQL = `
+INSERT INTO provider_secrets (tenant_id, provider_id, key_id, ciphertext)
+VALUES (@tenant_id, @provider_id, @key_id, @ciphertext)`
+
 func (s *Store) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID int64, secret string) error {
-	_, err := tx.Exec(ctx,
-		`INSERT INTO provider_secrets (tenant_id, provider_id, key_id, ciphertext) VALUES ($1, $2, $3, $4)`,
-		tenantID, providerID, s.cipher.keyID, s.cipher.seal(secret))
+	_, err := tx.Exec(ctx, addSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+		"key_id": s.cipher.keyID, "ciphertext": s.cipher.seal(secret)})
 	return translate(err)
 }
 
@@ -44,7 +47,7 @@ SELECT p.id, p.name, p.kind, p.created_at, p.config,
                                      (SELECT max(c.bucket) FROM outcome_counters c
                                       WHERE c.tenant_id = p.tenant_id AND c.provider_id = p.id)))
 FROM providers p
-WHERE p.tenant_id = $1 AND ($2::text IS NULL OR p.name = $2)
+WHERE p.tenant_id = @tenant_id AND (@name::text IS NULL OR p.name = @name)
 ORDER BY p.name`
 
 // ProviderSummaries implements domain.ProviderService.
@@ -65,7 +68,7 @@ func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string
 }
 
 func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *string) ([]domain.ProviderSummary, error) {
-	rows, err := s.pool.Query(ctx, providerSummarySQL, tenantID, name)
+	rows, err := s.pool.Query(ctx, providerSummarySQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -99,7 +102,8 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 	}
 	p := domain.Provider{TenantID: tenantID, Name: name, Kind: kind, Config: config}
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, connectProviderSQL, tenantID, name, kind, config).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug)
+		err := tx.QueryRow(ctx, connectProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name, "kind": kind,
+			"config": config}).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("tenant not found")
 		}
@@ -121,15 +125,24 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 // the tenant's slug with it; no row means no such tenant.
 const connectProviderSQL = `
 INSERT INTO providers (tenant_id, name, kind, config)
-SELECT id, $2, $3, $4 FROM tenants WHERE id = $1
-RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = $1)`
+SELECT id, @name, @kind, @config FROM tenants WHERE id = @tenant_id
+RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = @tenant_id)`
+
+const providerSecretsSQL = `
+SELECT id, created_at FROM provider_secrets
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
+ORDER BY id DESC`
+
+const newestProviderSecretSQL = `
+SELECT key_id, ciphertext FROM provider_secrets
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
+ORDER BY id DESC LIMIT 1`
+
+const lockProviderSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR UPDATE`
 
 // ProviderSecrets implements domain.ProviderService.
 func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, created_at FROM provider_secrets
-		WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL
-		ORDER BY id DESC`, tenantID, providerID)
+	rows, err := s.pool.Query(ctx, providerSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -146,10 +159,8 @@ func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID i
 		keyID  string
 		sealed []byte
 	)
-	err := s.pool.QueryRow(ctx, `
-		SELECT key_id, ciphertext FROM provider_secrets
-		WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL
-		ORDER BY id DESC LIMIT 1`, tenantID, providerID).Scan(&keyID, &sealed)
+	err := s.pool.QueryRow(ctx, newestProviderSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
+		Scan(&keyID, &sealed)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", notFound("the provider has no active secret")
 	}
@@ -163,16 +174,16 @@ func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID i
 // is locked so that concurrent rotations cannot leave three active secrets.
 func (s *Store) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
+		args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}
 		var id int64
-		err := tx.QueryRow(ctx, `SELECT id FROM providers WHERE tenant_id = $1 AND id = $2 FOR UPDATE`,
-			tenantID, providerID).Scan(&id)
+		err := tx.QueryRow(ctx, lockProviderSQL, args).Scan(&id)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("provider not found")
 		}
 		if err != nil {
 			return translate(err)
 		}
-		if _, err := tx.Exec(ctx, retireOlderSecretsSQL, tenantID, providerID); err != nil {
+		if _, err := tx.Exec(ctx, retireOlderSecretsSQL, args); err != nil {
 			return translate(err)
 		}
 		return s.addSecret(ctx, tx, tenantID, providerID, secret)
@@ -183,27 +194,28 @@ func (s *Store) RotateProviderSecret(ctx context.Context, tenantID, providerID i
 // newest.
 const retireOlderSecretsSQL = `
 UPDATE provider_secrets SET retired_at = now()
-WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
   AND id <> (SELECT max(id) FROM provider_secrets
-             WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL)`
+             WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL)`
 
 // RetireProviderSecrets implements domain.ProviderService: it ends a
 // rotation, so only the newest secret stays active.
 func (s *Store) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
-	tag, err := s.pool.Exec(ctx, retireOlderSecretsSQL, tenantID, providerID)
+	tag, err := s.pool.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	return tag.RowsAffected(), translate(err)
 }
 
 const providerDeliveriesSQL = `
 SELECT id::text, received_at, status, signature, coalesce(reason, ''), event_count
 FROM deliveries
-WHERE tenant_id = $1 AND provider_id = $2
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id
 ORDER BY received_at DESC, id DESC
-LIMIT $3`
+LIMIT @limit`
 
 // ProviderDeliveries implements domain.ProviderService.
 func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]domain.ProviderDelivery, error) {
-	rows, err := s.pool.Query(ctx, providerDeliveriesSQL, tenantID, providerID, limit)
+	rows, err := s.pool.Query(ctx, providerDeliveriesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+		"limit": limit})
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -9,12 +9,23 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
+const providerScopesSQL = `
+SELECT object_type, action, ttl_seconds, identifier_rule, enabled FROM scopes
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id
+ORDER BY object_type, action`
+
+const providerExistsSQL = `SELECT EXISTS (SELECT FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id)`
+
+const saveScopeSQL = `
+INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds, identifier_rule, enabled)
+VALUES (@tenant_id, @provider_id, @object_type, @action, @ttl_seconds, @identifier_rule, @enabled)
+ON CONFLICT (tenant_id, provider_id, object_type, action) DO UPDATE SET
+  ttl_seconds = EXCLUDED.ttl_seconds, identifier_rule = EXCLUDED.identifier_rule,
+  enabled = EXCLUDED.enabled, updated_at = now()`
+
 // ProviderScopes implements domain.ProviderService.
 func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]domain.Scope, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT object_type, action, ttl_seconds, identifier_rule, enabled FROM scopes
-		WHERE tenant_id = $1 AND provider_id = $2
-		ORDER BY object_type, action`, tenantID, providerID)
+	rows, err := s.pool.Query(ctx, providerScopesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -46,8 +57,8 @@ func (s *Store) SaveProviderScope(ctx context.Context, tenantID, providerID int6
 		return err
 	}
 	var exists bool
-	err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM providers WHERE tenant_id = $1 AND id = $2)`,
-		tenantID, providerID).Scan(&exists)
+	err := s.pool.QueryRow(ctx, providerExistsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
+		Scan(&exists)
 	if err != nil {
 		return translate(err)
 	}
@@ -57,12 +68,8 @@ func (s *Store) SaveProviderScope(ctx context.Context, tenantID, providerID int6
 	if err := domain.ValidateTTL(sc.TTL); err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, `
-		INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds, identifier_rule, enabled)
-		VALUES ($1, $2, $3, $4, $5, $6, $7)
-		ON CONFLICT (tenant_id, provider_id, object_type, action) DO UPDATE SET
-		  ttl_seconds = EXCLUDED.ttl_seconds, identifier_rule = EXCLUDED.identifier_rule,
-		  enabled = EXCLUDED.enabled, updated_at = now()`,
-		tenantID, providerID, sc.ObjectType, sc.Action, int64(sc.TTL/time.Second), sc.IdentifierRule.String(), sc.Enabled)
+	_, err = s.pool.Exec(ctx, saveScopeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+		"object_type": sc.ObjectType, "action": sc.Action, "ttl_seconds": int64(sc.TTL / time.Second),
+		"identifier_rule": sc.IdentifierRule.String(), "enabled": sc.Enabled})
 	return translate(err)
 }

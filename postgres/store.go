@@ -1,6 +1,12 @@
 // Package postgres implements Tidemark's storage on PostgreSQL with pgx.
 // Every SQL statement of the project lives here, and every statement on
 // tenant-owned data filters by tenant.
+//
+// One rule for statements: each is a package-level constant ending in SQL
+// (a named(...) variable on the ingest hot path) with @name parameters, cast
+// where PostgreSQL cannot infer them (@x::text IS NULL), run with
+// pgx.NamedArgs (st.args for named); no $n, no SQL literals in calls. DDL
+// naming tables fills a constant template with pgx.Identifier{...}.Sanitize().
 package postgres
 
 import (

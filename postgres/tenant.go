@@ -8,6 +8,11 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
+const (
+	createTenantSQL = `INSERT INTO tenants (slug, name) VALUES (@slug, @name) RETURNING id, created_at`
+	tenantSQL       = `SELECT id, name, created_at FROM tenants WHERE slug = @slug`
+)
+
 // CreateTenant creates a tenant; an existing slug is an ECONFLICT error.
 func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Tenant, error) {
 	if err := domain.ValidateSlug("tenant", slug); err != nil {
@@ -17,9 +22,7 @@ func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Ten
 		name = slug
 	}
 	t := domain.Tenant{Slug: slug, Name: name}
-	err := s.pool.QueryRow(ctx,
-		`INSERT INTO tenants (slug, name) VALUES ($1, $2) RETURNING id, created_at`, slug, name).
-		Scan(&t.ID, &t.CreatedAt)
+	err := s.pool.QueryRow(ctx, createTenantSQL, pgx.NamedArgs{"slug": slug, "name": name}).Scan(&t.ID, &t.CreatedAt)
 	if uniqueViolation(err) {
 		return domain.Tenant{}, domain.Errorf(domain.ECONFLICT, "tenant %q already exists", slug)
 	}
@@ -29,8 +32,7 @@ func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Ten
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.
 func (s *Store) Tenant(ctx context.Context, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
-	err := s.pool.QueryRow(ctx, `SELECT id, name, created_at FROM tenants WHERE slug = $1`, slug).
-		Scan(&t.ID, &t.Name, &t.CreatedAt)
+	err := s.pool.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, notFound("tenant %q not found", slug)
 	}

@@ -18,11 +18,24 @@ func tokenHash(token string) []byte {
 	return h[:]
 }
 
+const apiTokensSQL = `
+SELECT id, name, created_at, last_used_at, revoked_at FROM api_tokens
+WHERE tenant_id = @tenant_id ORDER BY id DESC`
+
+const createAPITokenSQL = `INSERT INTO api_tokens (tenant_id, name, token_hash) VALUES (@tenant_id, @name, @token_hash)`
+
+// revokeAPITokenSQL revokes an active token and answers whether the token
+// exists at all, so revoking twice is not an error.
+const revokeAPITokenSQL = `
+WITH revoked AS (
+    UPDATE api_tokens SET revoked_at = now()
+    WHERE tenant_id = @tenant_id AND id = @id AND revoked_at IS NULL
+)
+SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = @tenant_id AND id = @id)`
+
 // APITokens implements domain.TokenService.
 func (s *Store) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToken, error) {
-	rows, err := s.pool.Query(ctx, `
-		SELECT id, name, created_at, last_used_at, revoked_at FROM api_tokens
-		WHERE tenant_id = $1 ORDER BY id DESC`, tenantID)
+	rows, err := s.pool.Query(ctx, apiTokensSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -54,8 +67,8 @@ func (s *Store) CreateAPIToken(ctx context.Context, tenantID int64, name string)
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	token := "tmk_" + base64.RawURLEncoding.EncodeToString(raw)
-	_, err := s.pool.Exec(ctx, `INSERT INTO api_tokens (tenant_id, name, token_hash) VALUES ($1, $2, $3)`,
-		tenantID, name, tokenHash(token))
+	_, err := s.pool.Exec(ctx, createAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name,
+		"token_hash": tokenHash(token)})
 	if err != nil {
 		return "", translate(err)
 	}
@@ -65,13 +78,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tenantID int64, name string)
 // RevokeAPIToken implements domain.TokenService.
 func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error {
 	var found bool
-	err := s.pool.QueryRow(ctx, `
-		WITH revoked AS (
-		    UPDATE api_tokens SET revoked_at = now()
-		    WHERE tenant_id = $1 AND id = $2 AND revoked_at IS NULL
-		)
-		SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = $1 AND id = $2)`,
-		tenantID, tokenID).Scan(&found)
+	err := s.pool.QueryRow(ctx, revokeAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": tokenID}).Scan(&found)
 	if err != nil {
 		return translate(err)
 	}
@@ -85,14 +92,14 @@ func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) err
 const tokenSQL = `
 UPDATE api_tokens k SET last_used_at = now()
 FROM tenants t
-WHERE k.token_hash = $1 AND k.revoked_at IS NULL AND t.id = k.tenant_id
+WHERE k.token_hash = @token_hash AND k.revoked_at IS NULL AND t.id = k.tenant_id
 RETURNING t.id, t.slug, t.name, t.created_at`
 
 // TenantForToken implements domain.TokenService. An unknown or revoked token
 // is an EUNAUTHORIZED error.
 func (s *Store) TenantForToken(ctx context.Context, token string) (domain.Tenant, error) {
 	var t domain.Tenant
-	err := s.pool.QueryRow(ctx, tokenSQL, tokenHash(token)).Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
+	err := s.pool.QueryRow(ctx, tokenSQL, pgx.NamedArgs{"token_hash": tokenHash(token)}).Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, domain.Errorf(domain.EUNAUTHORIZED, "invalid or revoked API token")
 	}
