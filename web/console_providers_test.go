@@ -13,7 +13,8 @@ import (
 
 	"github.com/PuerkitoBio/goquery"
 
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/internal/e2e"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // connectProvider submits the connect form and returns the page showing
@@ -117,9 +118,10 @@ func TestProviderConnectValidation(t *testing.T) {
 
 // TestProviderCurlExample runs the shown shell snippet against the server.
 func TestProviderCurlExample(t *testing.T) {
+	e2e.Require(t, "openssl and curl")
 	for _, tool := range []string{"bash", "openssl", "curl", "od", "base64"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not installed", tool)
+			t.Fatalf("%s is not installed", tool)
 		}
 	}
 	e := setup(t)
@@ -428,7 +430,7 @@ func TestProviderConnectShippoHMAC(t *testing.T) {
 		t.Fatalf("created page: secret %q endpoint %q", secret, endpoint)
 	}
 	body := []byte(`{"event":"track_updated","test":false,"data":{"carrier":"usps","tracking_number":"9205","tracking_status":{"object_id":"ts_1","status_date":"2026-01-01T10:00:00Z"}}}`)
-	status, answer := e.post("/webhooks/acme/ship", body, map[string]string{"Shippo-Auth-Signature": web.SignShippo(secret, time.Now().Unix(), body)})
+	status, answer := e.post("/webhooks/acme/ship", body, map[string]string{"Shippo-Auth-Signature": provider.SignShippo(secret, time.Now().Unix(), body)})
 	if got := outcome(t, status, answer); got != "applied" {
 		t.Fatalf("delivery signed with the shown secret: %s", got)
 	}
@@ -451,7 +453,7 @@ func TestProviderConnectShippoHMAC(t *testing.T) {
 		t.Fatalf("rotate: %d, secret %q", status, rotated)
 	}
 	body2 := []byte(`{"event":"track_updated","test":false,"data":{"carrier":"usps","tracking_number":"9205","tracking_status":{"object_id":"ts_2","status_date":"2026-01-02T10:00:00Z"}}}`)
-	status, answer = e.post("/webhooks/acme/ship", body2, map[string]string{"Shippo-Auth-Signature": web.SignShippo(rotated, time.Now().Unix(), body2)})
+	status, answer = e.post("/webhooks/acme/ship", body2, map[string]string{"Shippo-Auth-Signature": provider.SignShippo(rotated, time.Now().Unix(), body2)})
 	if got := outcome(t, status, answer); got != "applied" {
 		t.Fatalf("delivery signed with the rotated secret: %s", got)
 	}
@@ -586,14 +588,14 @@ func TestProviderTestEventSalesforceNetworks(t *testing.T) {
 
 // hubspotDelivery posts a HubSpot batch to the provider, signed v3 with
 // secret over the public URL (the test server's), and returns the answer.
-func hubspotDelivery(e *env, provider, secret string, body []byte) (int, map[string]any) {
+func hubspotDelivery(e *env, name, secret string, body []byte) (int, map[string]any) {
 	e.t.Helper()
-	path := "/webhooks/acme/" + provider
+	path := "/webhooks/acme/" + name
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 	return e.post(path, body, map[string]string{
 		"Content-Type":                "application/json",
 		"X-HubSpot-Request-Timestamp": ts,
-		"X-HubSpot-Signature-v3":      web.SignHubSpotV3(secret, http.MethodPost, e.srv.URL+path, body, ts),
+		"X-HubSpot-Signature-v3":      provider.SignHubSpotV3(secret, http.MethodPost, e.srv.URL+path, body, ts),
 	})
 }
 
@@ -715,7 +717,7 @@ func TestProviderConnectHubSpotV1(t *testing.T) {
 	}
 	body := hubspotBatch(1, "Director")
 	status, answer := e.post("/webhooks/acme/hub1", body, map[string]string{"Content-Type": "application/json",
-		"X-HubSpot-Signature": web.SignHubSpotV1(secret, body), "X-HubSpot-Signature-Version": "v1"})
+		"X-HubSpot-Signature": provider.SignHubSpotV1(secret, body), "X-HubSpot-Signature-Version": "v1"})
 	if got := outcome(t, status, answer); got != "applied" {
 		t.Fatalf("v1 delivery: %s", got)
 	}

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // withStore runs fn on a store opened from the environment.
@@ -97,7 +97,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 			config[k] = v
 		}
 	}
-	finalSecret, config, err := web.ProviderSetup(*kind, *secret, config)
+	finalSecret, config, err := provider.Setup(*kind, *secret, config)
 	if err != nil {
 		return err
 	}
@@ -135,9 +135,9 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 			return err
 		}
 		if *secret == "" {
-			*secret, err = web.NewProviderSecret(p.Provider)
+			*secret, err = provider.NewSecret(p.Provider)
 		} else {
-			_, _, err = web.ProviderSetup(p.Kind, *secret, p.Config)
+			_, _, err = provider.Setup(p.Kind, *secret, p.Config)
 		}
 		if err != nil {
 			return err

@@ -28,9 +28,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // The PostgreSQL floor of /work/shared/bench: the minimum durable work of
@@ -208,8 +207,8 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (str
 	if _, err := store.CreateTenant(ctx, benchTenant, "Bench"); err != nil {
 		return "", err
 	}
-	secret := web.NewStandardSecret()
-	if _, err := store.CreateProvider(ctx, benchTenant, benchProvider, domain.KindStandard, secret); err != nil {
+	secret := provider.NewStandardSecret()
+	if _, err := store.CreateProvider(ctx, benchTenant, benchProvider, provider.Standard.Name(), secret); err != nil {
 		return "", err
 	}
 	return secret, nil
@@ -538,7 +537,7 @@ func benchRequest(ctx context.Context, target, secret, id string, contacts int) 
 		return nil, err
 	}
 	ts := time.Now().Unix()
-	sig, err := web.SignStandard(secret, id, ts, body)
+	sig, err := provider.SignStandard(secret, id, ts, body)
 	if err != nil {
 		return nil, err
 	}

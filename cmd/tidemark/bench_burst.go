@@ -25,7 +25,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // Strategies of bench burst.
@@ -317,7 +317,7 @@ func fire(ctx context.Context, cfg burstConfig, strategy, target, secret string,
 		}
 		id := fmt.Sprintf("burst-%s-%d-%d", runID, c, i)
 		ts := time.Now().Unix()
-		sig, err := web.SignStandard(secret, id, ts, body)
+		sig, err := provider.SignStandard(secret, id, ts, body)
 		if err != nil {
 			panic(err) // the secret is ours
 		}

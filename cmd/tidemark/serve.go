@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // cleanupEvery is how often serve runs the TTL and retention cleanup.
@@ -125,7 +126,7 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 		if _, err := store.CreateTenant(ctx, demoTenant, "Demo workspace"); err != nil {
 			return err
 		}
-		if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, domain.KindStandard, web.NewStandardSecret()); err != nil {
+		if _, err := store.CreateProvider(ctx, demoTenant, demoProvider, provider.Standard.Name(), provider.NewStandardSecret()); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")
