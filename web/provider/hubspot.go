@@ -390,6 +390,7 @@ func (hubspot) Form() Form {
 	return Form{Legend: "For HubSpot", Fields: []Field{
 		hubspotSecretField,
 		{Name: "hubspot_allow_v1", Config: "allow_v1", Label: "also accept legacy v1 signatures", Flag: "--allow-v1", Input: "checkbox",
+			Usage:  "hubspot: also accept legacy v1 signatures (no replay protection)",
 			Hint:   "v1 signatures (X-HubSpot-Signature) carry no timestamp, so they have no replay protection: a captured delivery can be replayed. Leave this off unless your app still sends v1.",
 			HintID: "hubspot-v1-hint"},
 	}}

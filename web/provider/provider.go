@@ -79,6 +79,7 @@ type Field struct {
 	// such as "Allowed networks (optional)".
 	Caption string
 	Flag    string // the command-line flag setting the same value, such as "--org-id"
+	Usage   string // the command-line flag's help, naming the kind
 	Input   string // "text", "password", "select" or "checkbox"
 	// Required means the console refuses an empty value instead of
 	// generating one: the provider issues the secret. RequiredHint says

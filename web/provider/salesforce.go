@@ -63,13 +63,16 @@ func (salesforce) Name() string { return domain.KindSalesforce }
 // The connect form's fields, which setup refusals name.
 var (
 	sfOrgField = Field{Name: "org_id", Config: "org_id", Label: "Organization Id", Flag: "--org-id", Input: "text", MaxLength: 18,
+		Usage:  "salesforce: the OrganizationId every outbound message must carry (required for salesforce)",
 		Hint:   "Required: 15 or 18 characters starting with 00D (Setup, Company Information). Every outbound message must carry it.",
 		HintID: "sf-org-hint"}
 	sfNetworksField = Field{Name: "allowed_networks", Config: "allowed_networks", Label: "Allowed networks", Flag: "--allowed-networks", Input: "text",
+		Usage:   "salesforce: comma-separated CIDRs allowed to send (default: any)",
 		Caption: "Allowed networks (optional)",
 		Hint:    "Comma-separated CIDRs, for example 13.108.0.0/14; empty accepts any sender address.",
 		HintID:  "sf-net-hint"}
 	sfRevisionField = Field{Name: "revision_field", Config: "revision_field", Label: "Revision field", Flag: "--revision-field", Input: "text",
+		Usage:       "salesforce: sObject field used as the revision (default SystemModstamp)",
 		Placeholder: sfDefaultRevKey}
 )
 
@@ -519,7 +522,7 @@ func (salesforce) SecretPage(endpoint, _ string, config map[string]string) Secre
 func (salesforce) ProviderPage(map[string]string) ProviderPage {
 	return ProviderPage{AuthNote: salesforceAuthNote,
 		NoRotation: "they are authenticated by Organization Id and, optionally, network.",
-		TestHint: "Sends a one-notification outbound message for Contact tidemark-test with the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."}
+		TestHint:   "Sends a one-notification outbound message for Contact tidemark-test with the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."}
 }
 
 // TestDelivery is a one-notification outbound message of the configured

@@ -57,6 +57,7 @@ func (shippo) Name() string { return domain.KindShippo }
 // The connect form's fields, which setup refusals name.
 var (
 	shippoAuthField = Field{Name: "shippo_auth", Config: "auth", Label: "Auth mode", Flag: "--auth", Input: "select",
+		Usage: "shippo: how deliveries authenticate, hmac (Shippo-Auth-Signature header) or token (?token= in the URL); default hmac",
 		Options: []Option{
 			{Value: shippoAuthHMAC, Label: "hmac: Shippo-Auth-Signature header"},
 			{Value: shippoAuthToken, Label: "token: ?token= on the webhook URL"},
