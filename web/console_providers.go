@@ -253,7 +253,7 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 		page := kind.ProviderPage(p.Config)
 		v.EndpointURL += page.EndpointSuffix
 		v.URLNote, v.AuthNote, v.TestHint = page.URLNote, page.AuthNote, page.TestHint
-		_, v.RotateNeedsSecret = pastedSecret(kind)
+		v.RotateNeedsSecret = secretIssued(kind)
 	}
 	for _, sc := range scopes {
 		f := scopeForm(sc)

@@ -28,16 +28,16 @@ func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, p domai
 	s.render(w, r, http.StatusOK, views.ProviderSecret(s.layout(r, title, "providers"), v))
 }
 
-// pastedSecret returns the connect-form field of k's secret when the
-// provider issues it, so the console takes a pasted one instead of
+// secretIssued reports whether the provider issues k's secrets (its secret
+// field is required), so the console takes a pasted one instead of
 // generating it.
-func pastedSecret(k provider.Kind) (provider.Field, bool) {
+func secretIssued(k provider.Kind) bool {
 	for _, f := range k.Form().Fields {
 		if f.Secret && f.Required {
-			return f, true
+			return true
 		}
 	}
-	return provider.Field{}, false
+	return false
 }
 
 // signable refuses secret actions on kinds this version does not know,
@@ -67,7 +67,7 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		secret string
 		err    error
 	)
-	if _, paste := pastedSecret(k); paste {
+	if secretIssued(k) {
 		// The provider issues the new secret; the operator pastes it.
 		secret, _, err = consoleSetup(k, r.PostFormValue("new_secret"), p.Config)
 		if err != nil {

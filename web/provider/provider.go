@@ -3,6 +3,12 @@
 // for), what a new provider of the kind needs, and what the console shows
 // and sends for it. Each kind lives in one file and registers itself, so the
 // webhook handler, the console and the command line never name a kind.
+//
+// A new kind is one file here (a type implementing Kind, registered from the
+// file's init), its fixtures under testdata/<kind> and its tests (table
+// tests of its authentication and parse errors, a fuzz test of Parse). The
+// schema's CHECK on providers.kind and domain.Kinds, which storage validates
+// against, must list the name too.
 package provider
 
 import (
