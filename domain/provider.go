@@ -2,20 +2,8 @@ package domain
 
 import (
 	"context"
-	"strings"
 	"time"
 )
-
-// Provider kinds.
-const (
-	KindStandard   = "standard"
-	KindHubSpot    = "hubspot"
-	KindSalesforce = "salesforce"
-	KindShippo     = "shippo"
-)
-
-// Kinds lists the provider kinds a tenant can connect.
-var Kinds = []string{KindStandard, KindHubSpot, KindSalesforce, KindShippo}
 
 // Provider is one webhook source connected to a tenant.
 type Provider struct {
@@ -23,7 +11,7 @@ type Provider struct {
 	TenantSlug string
 	ID         int64
 	Name       string
-	Kind       string
+	Kind       string // a kind registered in web/provider
 	CreatedAt  time.Time
 	// Config holds kind-specific settings, e.g. "org_id" for Salesforce or
 	// "auth" for Shippo. Secrets are never kept here.
@@ -71,25 +59,6 @@ type ProviderDelivery struct {
 	Signature  string // one of the Signature* verdicts
 	Reason     string // why it was refused; empty when accepted
 	EventCount int
-}
-
-// ConnectableKinds are the provider kinds the console can connect now; the
-// others need receivers that come in a later version.
-var ConnectableKinds = []string{KindStandard, KindShippo, KindSalesforce, KindHubSpot}
-
-// ValidateConnectableKind checks that providers of kind can be connected.
-func ValidateConnectableKind(kind string) error {
-	for _, k := range ConnectableKinds {
-		if k == kind {
-			return nil
-		}
-	}
-	for _, k := range Kinds {
-		if k == kind {
-			return Errorf(EINVALID, "%s providers are coming in a later version of Tidemark; providers of kind %s can be connected for now", kind, strings.Join(ConnectableKinds, ", "))
-		}
-	}
-	return Errorf(EINVALID, "provider kind %q is not one of %s", kind, strings.Join(Kinds, ", "))
 }
 
 // ProviderService serves a tenant's provider connections, their secrets,

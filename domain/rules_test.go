@@ -191,24 +191,6 @@ func TestEventLogQueryValidate(t *testing.T) {
 	}
 }
 
-func TestValidateConnectableKind(t *testing.T) {
-	t.Parallel()
-	for _, kind := range domain.Kinds {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			wantCode(t, domain.ValidateConnectableKind(kind), "")
-		})
-	}
-	t.Run("unknown", func(t *testing.T) {
-		t.Parallel()
-		err := domain.ValidateConnectableKind("stripe")
-		wantCode(t, err, domain.EINVALID)
-		if !strings.Contains(domain.ErrorMessage(err), "standard") {
-			t.Errorf("message %q does not list the kinds", err)
-		}
-	})
-}
-
 func TestValidateTokenName(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {

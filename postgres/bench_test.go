@@ -35,7 +35,7 @@ func BenchmarkCounterShards(b *testing.B) {
 			s.counterShards = shards
 			ctx := context.Background()
 			t, _ := s.CreateTenant(ctx, "acme", "")
-			if _, err := s.ConnectProvider(ctx, t.ID, "crm", domain.KindStandard, "whsec_dGVzdA==", nil); err != nil {
+			if _, err := s.ConnectProvider(ctx, t.ID, "crm", "standard", "whsec_dGVzdA==", nil); err != nil {
 				b.Fatal(err)
 			}
 			p, _ := s.Endpoint(ctx, "acme", "crm")
@@ -78,7 +78,7 @@ func BenchmarkBatchVersusSingle(b *testing.B) {
 			s, _ := New(pool, testKey)
 			ctx := context.Background()
 			t, _ := s.CreateTenant(ctx, "acme", "")
-			if _, err := s.ConnectProvider(ctx, t.ID, "hs", domain.KindHubSpot, "client-secret", nil); err != nil {
+			if _, err := s.ConnectProvider(ctx, t.ID, "hs", "hubspot", "client-secret", nil); err != nil {
 				b.Fatal(err)
 			}
 			p, _ := s.Endpoint(ctx, "acme", "hs")

@@ -212,7 +212,7 @@ func seedConsoleEvents(ctx context.Context, s *Store, tenant string, n int, now 
 	}
 	var providers []provider
 	for i, name := range []string{"crm", "erp", "shop"} {
-		p, err := s.ConnectProvider(ctx, tn.ID, name, domain.KindStandard, "whsec_dGVzdA==", nil)
+		p, err := s.ConnectProvider(ctx, tn.ID, name, "standard", "whsec_dGVzdA==", nil)
 		if err != nil {
 			return seed, err
 		}

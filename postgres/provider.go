@@ -94,9 +94,6 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 	if err := domain.ValidateSlug("provider", name); err != nil {
 		return domain.Provider{}, err
 	}
-	if err := domain.ValidateConnectableKind(kind); err != nil {
-		return domain.Provider{}, err
-	}
 	if config == nil {
 		config = map[string]string{}
 	}

@@ -36,7 +36,7 @@ func newProvider(t *testing.T, s *Store, tenant, provider string) domain.Provide
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ConnectProvider(ctx, tn.ID, provider, domain.KindStandard, "whsec_dGVzdA==", nil); err != nil {
+	if _, err := s.ConnectProvider(ctx, tn.ID, provider, "standard", "whsec_dGVzdA==", nil); err != nil {
 		t.Fatal(err)
 	}
 	p, err := s.Endpoint(ctx, tenant, provider)

@@ -14,9 +14,9 @@ import (
 func TestProvidersList(t *testing.T) {
 	t.Parallel()
 	at := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	crm := domain.ProviderSummary{Provider: domain.Provider{Name: "crm", Kind: domain.KindStandard, CreatedAt: at},
+	crm := domain.ProviderSummary{Provider: domain.Provider{Name: "crm", Kind: "standard", CreatedAt: at},
 		ActiveSecrets: 2, Deliveries24h: 7, LastDeliveryAt: at.Add(time.Hour)}
-	quiet := domain.ProviderSummary{Provider: domain.Provider{Name: "ship-eu", Kind: domain.KindShippo, CreatedAt: at}, ActiveSecrets: 1}
+	quiet := domain.ProviderSummary{Provider: domain.Provider{Name: "ship-eu", Kind: "shippo", CreatedAt: at}, ActiveSecrets: 1}
 	kinds := []views.ProviderKindOption{{Value: "standard", Label: "Standard"}, {Value: "shippo", Label: "Shippo"},
 		{Value: "later", Label: "Later", Disabled: true}}
 	for _, tc := range []struct {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestOverloadAnswers503: when no database connection frees up within the
@@ -62,7 +63,7 @@ func TestOverloadAnswers503(t *testing.T) {
 func signed(t *testing.T, base, secret, id string, body []byte) *http.Request {
 	t.Helper()
 	ts := time.Now().Unix()
-	sig, err := web.SignStandard(secret, id, ts, body)
+	sig, err := provider.SignStandard(secret, id, ts, body)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")
@@ -48,7 +49,7 @@ func setup(t *testing.T) *env {
 func (e *env) provider(tenant, name string) string {
 	e.t.Helper()
 	ctx := context.Background()
-	secret := web.NewStandardSecret()
+	secret := provider.NewStandardSecret()
 	if _, err := e.store.ConnectProvider(ctx, e.tenant(tenant).ID, name, "standard", secret, nil); err != nil {
 		e.t.Fatal(err)
 	}
@@ -86,15 +87,15 @@ func snapshotBody(contact string, revision any, snapshot string) []byte {
 		contact, rev, snapshot))
 }
 
-// deliver signs body with secret as event id and posts it to tenant/provider.
-func (e *env) deliver(tenant, provider, secret, id string, body []byte) (int, map[string]any) {
+// deliver signs body with secret as event id and posts it to tenant/name.
+func (e *env) deliver(tenant, name, secret, id string, body []byte) (int, map[string]any) {
 	e.t.Helper()
 	ts := time.Now().Unix()
-	sig, err := web.SignStandard(secret, id, ts, body)
+	sig, err := provider.SignStandard(secret, id, ts, body)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return e.post("/webhooks/"+tenant+"/"+provider, body, map[string]string{
+	return e.post("/webhooks/"+tenant+"/"+name, body, map[string]string{
 		"webhook-id": id, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig})
 }
 

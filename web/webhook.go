@@ -12,31 +12,8 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web/provider"
 )
-
-// A receiver understands the deliveries of one provider kind.
-type receiver interface {
-	// authenticate checks the delivery over its raw bytes before anything is
-	// parsed, returning the signature verdict stored with the delivery.
-	authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (verdict string, err error)
-	// parse splits an authenticated body into events, in delivery order. An
-	// error means the body is not in the kind's format at all (400).
-	parse(r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error)
-	// respond acknowledges a committed delivery.
-	respond(w http.ResponseWriter, deliveryID string, results []domain.Result)
-}
-
-var receivers = map[string]receiver{
-	domain.KindStandard:   standardReceiver{},
-	domain.KindShippo:     shippoReceiver{},
-	domain.KindSalesforce: salesforceReceiver{},
-	domain.KindHubSpot:    hubspotReceiver{},
-}
-
-// publicBaseKey is the request context key under which handleWebhook
-// stores the public base URL (string) the provider calls this server at, for
-// receivers whose signature covers the URL.
-type publicBaseKey struct{}
 
 // ingestBudget bounds the database work of one delivery, well inside the
 // 5-10 s providers wait, so an overloaded database answers 503 rather than
@@ -48,9 +25,9 @@ const ingestBudget = 3 * time.Second
 // provider to retry, and 200 is written only after Ingest committed.
 func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
-	// Receivers that sign the URL (HubSpot) verify against the public URL the
-	// provider called, which differs from r.Host behind a proxy.
-	r = r.WithContext(context.WithValue(r.Context(), publicBaseKey{}, s.baseURL(r)))
+	// Kinds that sign the URL verify against the public URL the provider
+	// called, which differs from r.Host behind a proxy.
+	r = r.WithContext(provider.WithPublicBase(r.Context(), s.baseURL(r)))
 	ctx, cancel := context.WithTimeout(r.Context(), ingestBudget)
 	defer cancel()
 
@@ -60,7 +37,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	rcv, ok := receivers[p.Kind]
+	kind, ok := provider.Lookup(p.Kind)
 	if !ok {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("provider kind %q is not supported by this version of Tidemark", p.Kind))
 		return
@@ -89,12 +66,12 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, "could not read the request body")
 		return
 	}
-	verdict, err := rcv.authenticate(r, body, p, start)
+	verdict, err := kind.Authenticate(r, body, p, start)
 	if err != nil {
 		reject(http.StatusUnauthorized, verdict, nil, err.Error())
 		return
 	}
-	events, err := rcv.parse(r, body, p)
+	events, err := kind.Parse(r, body, p)
 	if err != nil {
 		reject(http.StatusBadRequest, verdict, body, err.Error())
 		return
@@ -117,5 +94,5 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.metrics.events.WithLabelValues(p.Kind, string(res.Outcome)).Inc()
 	}
 	s.metrics.delivery(p.Kind, http.StatusOK, time.Since(start).Seconds())
-	rcv.respond(w, d.ID, results)
+	kind.Respond(w, d.ID, results)
 }

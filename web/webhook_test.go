@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 func TestWebhookOutcomesOverHTTP(t *testing.T) {
@@ -76,7 +77,7 @@ func TestWebhookStatuses(t *testing.T) {
 	good := snapshotBody("c-1", 1, `{"a":1}`)
 	surrogate := snapshotBody("c-2", 1, `{"name":"\ud800"}`)
 	signed := func(id string, ts int64, body []byte) map[string]string {
-		sig, _ := web.SignStandard(e.secret, id, ts, body)
+		sig, _ := provider.SignStandard(e.secret, id, ts, body)
 		return map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig}
 	}
 	for _, tc := range []struct {
@@ -92,7 +93,7 @@ func TestWebhookStatuses(t *testing.T) {
 		{"no signature", "/webhooks/acme/crm", good, map[string]string{"webhook-id": "m1", "webhook-timestamp": strconv.FormatInt(now, 10)}, 401, "required"},
 		{"wrong secret", "/webhooks/acme/crm", good, func() map[string]string {
 			h := signed("m1", now, good)
-			h["webhook-signature"], _ = web.SignStandard(web.NewStandardSecret(), "m1", now, good)
+			h["webhook-signature"], _ = provider.SignStandard(provider.NewStandardSecret(), "m1", now, good)
 			return h
 		}(), 401, "no webhook-signature matches"},
 		{"body changed after signing", "/webhooks/acme/crm", snapshotBody("c-1", 2, `{"a":1}`), signed("m1", now, good), 401, "no webhook-signature matches"},
@@ -127,7 +128,7 @@ func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
 	e := setup(t)
 	ctx := context.Background()
 	p, _ := e.store.Endpoint(ctx, "acme", "crm")
-	newSecret := web.NewStandardSecret()
+	newSecret := provider.NewStandardSecret()
 	if err := e.store.RotateProviderSecret(ctx, p.TenantID, p.ID, newSecret); err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +139,7 @@ func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
 		t.Fatalf("new secret during rotation: %s", got)
 	}
 	// A second rotation retires the first secret: at most two are active.
-	third := web.NewStandardSecret()
+	third := provider.NewStandardSecret()
 	if err := e.store.RotateProviderSecret(ctx, p.TenantID, p.ID, third); err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +162,7 @@ func TestStandardWebhooksTestVector(t *testing.T) {
 		body   = `{"test": 2432232314}`
 		want   = "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="
 	)
-	got, err := web.SignStandard(secret, id, ts, []byte(body))
+	got, err := provider.SignStandard(secret, id, ts, []byte(body))
 	if err != nil || got != want {
 		t.Fatalf("SignStandard = %q, %v; want %q", got, err, want)
 	}

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // loadResult is what the senders saw.
@@ -144,7 +144,7 @@ func benchRequest(ctx context.Context, target, secret, id string, contacts int) 
 // Webhooks under the provider's secret, as both benchmarks send it.
 func signedRequest(ctx context.Context, target, secret, id string, body []byte) (*http.Request, error) {
 	ts := time.Now().Unix()
-	sig, err := web.SignStandard(secret, id, ts, body)
+	sig, err := provider.SignStandard(secret, id, ts, body)
 	if err != nil {
 		return nil, err
 	}

@@ -12,9 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // Both benchmarks measure the receiver on scratch databases of the server at
@@ -46,8 +45,8 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (str
 	if err != nil {
 		return "", err
 	}
-	secret := web.NewStandardSecret()
-	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, domain.KindStandard, secret, nil); err != nil {
+	secret := provider.NewStandardSecret()
+	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, "standard", secret, nil); err != nil {
 		return "", err
 	}
 	return secret, nil

@@ -31,7 +31,7 @@ func TestScratchReceiverDatabase(t *testing.T) {
 	t.Parallel()
 	testdb.NewURL(t) // skips (or fails under CI=true) when no server answers
 	ctx := context.Background()
-	dbs, err := openScratch(ctx, testdb.ServerURL(), false, io.Discard)
+	dbs, err := openScratch(ctx, testdb.ServerURL(t), false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestScratchReceiverDatabase(t *testing.T) {
 	}
 
 	dbs.close(ctx)
-	admin, err := openScratch(ctx, testdb.ServerURL(), false, io.Discard)
+	admin, err := openScratch(ctx, testdb.ServerURL(t), false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

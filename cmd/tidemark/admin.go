@@ -3,13 +3,14 @@ package main
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // withStore runs fn on a store opened from the environment.
@@ -89,11 +90,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	name := fs.String("name", "", "provider name, unique within the tenant (required)")
 	kind := fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)")
 	secret := fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated)`)
-	allowV1 := fs.Bool("allow-v1", false, "hubspot: also accept legacy v1 signatures (no replay protection)")
-	auth := fs.String("auth", "", "shippo: how deliveries authenticate, hmac (Shippo-Auth-Signature header) or token (?token= in the URL); default hmac")
-	orgID := fs.String("org-id", "", "salesforce: the OrganizationId every outbound message must carry (required for salesforce)")
-	networks := fs.String("allowed-networks", "", "salesforce: comma-separated CIDRs allowed to send (default: any)")
-	revisionField := fs.String("revision-field", "", "salesforce: sObject field used as the revision (default SystemModstamp)")
+	settings := kindFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -101,16 +98,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
 	}
-	config := map[string]string{}
-	if *allowV1 {
-		config["allow_v1"] = "true"
-	}
-	for k, v := range map[string]string{"auth": *auth, "org_id": *orgID, "allowed_networks": *networks, "revision_field": *revisionField} {
-		if v != "" {
-			config[k] = v
-		}
-	}
-	finalSecret, config, err := web.ProviderSetup(*kind, *secret, config)
+	finalSecret, config, err := provider.Setup(*kind, *secret, settings())
 	if err != nil {
 		return err
 	}
@@ -126,6 +114,46 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stdout, "signing secret or token (shown once):\n%s\n", finalSecret)
 		return nil
 	})
+}
+
+// kindFlags registers a flag for every setting of every kind, as the kinds
+// describe them, and returns a function reading the ones given into a
+// provider's config.
+func kindFlags(fs *flag.FlagSet) func() map[string]string {
+	type setting struct {
+		key string
+		on  *bool
+		str *string
+	}
+	var settings []setting
+	seen := map[string]bool{}
+	for _, name := range provider.Names() {
+		k, _ := provider.Lookup(name)
+		for _, f := range k.Form().Fields {
+			if f.Secret || f.Flag == "" || seen[f.Flag] {
+				continue
+			}
+			seen[f.Flag] = true
+			flagName := strings.TrimPrefix(f.Flag, "--")
+			if f.Input == "checkbox" {
+				settings = append(settings, setting{key: f.Config, on: fs.Bool(flagName, false, f.Usage)})
+			} else {
+				settings = append(settings, setting{key: f.Config, str: fs.String(flagName, "", f.Usage)})
+			}
+		}
+	}
+	return func() map[string]string {
+		config := map[string]string{}
+		for _, s := range settings {
+			switch {
+			case s.on != nil && *s.on:
+				config[s.key] = "true"
+			case s.str != nil && *s.str != "":
+				config[s.key] = *s.str
+			}
+		}
+		return config
+	}
 }
 
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
@@ -148,9 +176,9 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 			return err
 		}
 		if *secret == "" {
-			*secret, err = web.NewProviderSecret(p.Provider)
+			*secret, err = provider.NewSecret(p.Provider)
 		} else {
-			_, _, err = web.ProviderSetup(p.Kind, *secret, p.Config)
+			_, _, err = provider.Setup(p.Kind, *secret, p.Config)
 		}
 		if err != nil {
 			return err

@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // demoSpan is how far back the demo history reaches.
@@ -45,7 +46,7 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 		return err
 	}
 	for _, name := range []string{"enrich", "billing"} {
-		_, err := store.ConnectProvider(ctx, t.ID, name, domain.KindStandard, web.NewStandardSecret(), nil)
+		_, err := store.ConnectProvider(ctx, t.ID, name, provider.Standard.Name(), provider.NewStandardSecret(), nil)
 		if err != nil && domain.ErrorCode(err) != domain.ECONFLICT {
 			return fmt.Errorf("create provider %s: %w", name, err)
 		}
@@ -135,7 +136,7 @@ func (s *demoSeeder) deliver(ctx context.Context, step *demoStep) error {
 		secret = step.secret
 	}
 	ts := s.clock.Add(-step.age).Unix()
-	sig, err := web.SignStandard(secret, step.id, ts, step.body)
+	sig, err := provider.SignStandard(secret, step.id, ts, step.body)
 	if err != nil {
 		return err
 	}
@@ -366,7 +367,7 @@ func demoHistory() []*demoStep {
 		return false
 	})
 	p.add(&demoStep{provider: demoProvider, id: "crm-evt-forged", typ: "contact.snapshot", status: http.StatusUnauthorized,
-		secret: web.NewStandardSecret(), data: map[string]any{"contact_id": "c-2001", "revision": 9,
+		secret: provider.NewStandardSecret(), data: map[string]any{"contact_id": "c-2001", "revision": 9,
 			"snapshot": map[string]any{"name": "Ada Lindqvist", "lead_status": "customer"}}})
 	// Website signals carry no revision: recorded, never applied.
 	for _, i := range []int{4, 10, 14} {

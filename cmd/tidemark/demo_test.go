@@ -9,7 +9,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestSeedDemo fills a fresh demo tenant and checks that every page of the
@@ -26,8 +26,8 @@ func TestSeedDemo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	secret := web.NewStandardSecret()
-	if _, err := store.ConnectProvider(ctx, tenant.ID, demoProvider, domain.KindStandard, secret, nil); err != nil {
+	secret := provider.NewStandardSecret()
+	if _, err := store.ConnectProvider(ctx, tenant.ID, demoProvider, provider.Standard.Name(), secret, nil); err != nil {
 		t.Fatal(err)
 	}
 	var out strings.Builder

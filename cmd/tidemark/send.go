@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 func (e cliEnv) send(ctx context.Context, args []string) error {
@@ -51,7 +50,7 @@ func (e cliEnv) send(ctx context.Context, args []string) error {
 		*id = "msg_" + uuid.NewString()
 	}
 	ts := time.Now().Unix()
-	sig, err := web.SignStandard(*secret, *id, ts, body)
+	sig, err := provider.SignStandard(*secret, *id, ts, body)
 	if err != nil {
 		return fmt.Errorf("--secret: %w", err)
 	}

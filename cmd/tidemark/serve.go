@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // cleanupEvery is how often serve runs the TTL and retention cleanup.
@@ -126,7 +127,7 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 		if err != nil {
 			return err
 		}
-		if _, err := store.ConnectProvider(ctx, t.ID, demoProvider, domain.KindStandard, web.NewStandardSecret(), nil); err != nil {
+		if _, err := store.ConnectProvider(ctx, t.ID, demoProvider, provider.Standard.Name(), provider.NewStandardSecret(), nil); err != nil {
 			return err
 		}
 		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")

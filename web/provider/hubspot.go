@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -9,11 +9,11 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	mathrand "math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/google/uuid"
@@ -40,6 +40,13 @@ import (
 // hubspotMaxEvents is the largest batch HubSpot sends.
 const hubspotMaxEvents = 100
 
+func init() { Register(hubspot{}) }
+
+// hubspot handles kind "hubspot".
+type hubspot struct{}
+
+func (hubspot) Name() string { return "hubspot" }
+
 // hubspotURI is the request URI as HubSpot saw it: the public base URL from
 // the request context (else "http://" + Host) followed by the request URI,
 // with the percent-encodings HubSpot decodes before signing decoded.
@@ -60,14 +67,18 @@ var hubspotURIDecoder = strings.NewReplacer(
 
 func hubspotDecodeURI(uri string) string { return hubspotURIDecoder.Replace(uri) }
 
-// hubspotSetup checks a new hubspot provider: the secret is the app's client
-// secret (generated, in HubSpot's 36-character form, when empty) and
+// hubspotSecretField is the client secret: HubSpot issues it, so the
+// console requires it rather than generating one.
+var hubspotSecretField = Field{Name: "hubspot_secret", Secret: true, Label: "Client secret", Flag: "--secret", Input: "password",
+	Required: true, RequiredHint: "paste the client secret of your HubSpot app (Settings → Auth)",
+	Hint:   "Required: the client secret of your HubSpot app (Settings → Auth). HubSpot issues it, so Tidemark does not generate one; it is stored encrypted and never shown again.",
+	HintID: "hubspot-secret-hint"}
+
+// Setup checks a new hubspot provider: the secret is the app's client secret
+// (generated, in HubSpot's 36-character form, when empty) and
 // config["allow_v1"] is "", "true" or "false" (default "false").
-func hubspotSetup(secret string, config map[string]string) (string, map[string]string, error) {
-	out := make(map[string]string, len(config)+1)
-	for k, v := range config {
-		out[k] = v
-	}
+func (hubspot) Setup(secret string, config map[string]string) (string, map[string]string, error) {
+	out := clone(config)
 	switch out["allow_v1"] {
 	case "":
 		out["allow_v1"] = "false"
@@ -78,13 +89,20 @@ func hubspotSetup(secret string, config map[string]string) (string, map[string]s
 	if secret == "" {
 		return NewHubSpotSecret(), out, nil
 	}
-	if len(secret) < 8 || strings.ContainsFunc(secret, func(c rune) bool { return !unicode.IsPrint(c) }) || surroundingSpace(secret) {
-		return "", nil, domain.Errorf(domain.EINVALID,
-			"--secret must be the HubSpot app's client secret: at least 8 printable characters without surrounding spaces (or leave it out to generate one, for example %s)",
-			NewHubSpotSecret())
+	if len(secret) < 8 || !printable(secret) || surroundingSpace(secret) {
+		const rule = "%s must be the HubSpot app's client secret: at least 8 printable characters without surrounding spaces"
+		f := hubspotSecretField
+		err := fieldErrorf(f, rule+" (or leave it out to generate one, for example %s)", NewHubSpotSecret())
+		// The console never generates a client secret: it says where to find one.
+		err.FormMessage = fmt.Sprintf(rule+"; %s", f.Label, f.RequiredHint)
+		return "", nil, err
 	}
 	return secret, out, nil
 }
+
+func (hubspot) NewSecret(map[string]string) (string, error) { return NewHubSpotSecret(), nil }
+
+func (hubspot) HasSecrets() bool { return true }
 
 // NewHubSpotSecret returns a random secret shaped like a HubSpot client
 // secret (36 characters, UUID form).
@@ -133,10 +151,7 @@ func hubspotV2Hash(secret, method, uri string, body []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// hubspotReceiver handles kind "hubspot".
-type hubspotReceiver struct{}
-
-func (hubspotReceiver) authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
+func (hubspot) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	if sig := r.Header.Get("X-HubSpot-Signature-v3"); sig != "" {
 		return hubspotAuthenticateV3(r, sig, body, p.Secrets, now)
 	}
@@ -166,22 +181,16 @@ func hubspotAuthenticateV3(r *http.Request, header string, body []byte, secrets 
 	if err != nil || ts[0] < '0' || ts[0] > '9' {
 		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Request-Timestamp must be epoch milliseconds")
 	}
-	if skew := now.Sub(time.UnixMilli(ms)); skew > replayWindow || skew < -replayWindow {
-		return domain.SignatureExpired, fmt.Errorf("X-HubSpot-Request-Timestamp is %s from the server clock; more than 5 minutes is refused", shippoSkew(skew))
+	if skew, out := outsideWindow(now, time.UnixMilli(ms)); out {
+		return domain.SignatureExpired, fmt.Errorf("X-HubSpot-Request-Timestamp is %s from the server clock; more than 5 minutes is refused", skewText(skew))
 	}
 	got, err := base64.StdEncoding.DecodeString(strings.TrimSpace(header))
 	if err != nil {
 		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Signature-v3 must be base64")
 	}
 	uri := hubspotURI(r)
-	// Compute every candidate MAC, then compare each in constant time.
-	valid := false
-	for _, secret := range secrets {
-		if secret != "" && hmac.Equal(got, hubspotV3MAC(secret, r.Method, uri, body, ts)) {
-			valid = true
-		}
-	}
-	if !valid {
+	expected := macs(secrets, func(secret string) []byte { return hubspotV3MAC(secret, r.Method, uri, body, ts) })
+	if !matchAny([][]byte{got}, expected) {
 		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Signature-v3 matches no active client secret of this provider (signed URI %.300q; check --public-url)", uri)
 	}
 	return domain.SignatureValid, nil
@@ -192,13 +201,8 @@ func hubspotAuthenticateV1(header string, body []byte, secrets []string) (string
 	if err != nil {
 		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Signature must be hex")
 	}
-	valid := false
-	for _, secret := range secrets {
-		if secret != "" && hmac.Equal(got, hubspotV1Hash(secret, body)) {
-			valid = true
-		}
-	}
-	if !valid {
+	expected := macs(secrets, func(secret string) []byte { return hubspotV1Hash(secret, body) })
+	if !matchAny([][]byte{got}, expected) {
 		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Signature (v1) matches no active client secret of this provider")
 	}
 	return domain.SignatureValid, nil
@@ -213,7 +217,7 @@ var (
 // parse splits a delivery into its events, in array order. A body that is
 // not a JSON array of at most 100 elements is a format error (400); an
 // element that cannot be used is a rejected event and the rest still apply.
-func (hubspotReceiver) parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
+func (hubspot) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("body is not valid UTF-8")
 	}
@@ -241,8 +245,7 @@ func hubspotEvent(raw json.RawMessage) domain.Event {
 	reject := func(reason string) domain.Event {
 		e.RejectReason, e.Revision, e.Snapshot, e.Property = reason, nil, nil, ""
 		if e.EventID == "" {
-			sum := sha256.Sum256(raw)
-			e.EventID = "sha256:" + hex.EncodeToString(sum[:])
+			e.EventID = fallbackEventID(raw)
 		}
 		return e
 	}
@@ -262,7 +265,7 @@ func hubspotEvent(raw json.RawMessage) domain.Event {
 		e.Scope = domain.ScopeName{ObjectType: objectType, Action: action}
 	} else {
 		name := typ
-		if name == "" || len(name) > 100 || strings.ContainsFunc(name, func(c rune) bool { return !unicode.IsPrint(c) }) {
+		if name == "" || len(name) > 100 || !printable(name) {
 			name = "unsupported"
 		}
 		e.Scope = domain.ScopeName{Action: name}
@@ -379,6 +382,63 @@ func hubspotValue(raw json.RawMessage) (string, string) {
 	return value, ""
 }
 
-func (hubspotReceiver) respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	writeJSON(w, http.StatusOK, deliveryResponse(deliveryID, results))
+func (hubspot) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
+	respondJSON(w, deliveryID, results)
+}
+
+func (hubspot) Form() Form {
+	return Form{Legend: "For HubSpot", Fields: []Field{
+		hubspotSecretField,
+		{Name: "hubspot_allow_v1", Config: "allow_v1", Label: "also accept legacy v1 signatures", Flag: "--allow-v1", Input: "checkbox",
+			Usage:  "hubspot: also accept legacy v1 signatures (no replay protection)",
+			Hint:   "v1 signatures (X-HubSpot-Signature) carry no timestamp, so they have no replay protection: a captured delivery can be replayed. Leave this off unless your app still sends v1.",
+			HintID: "hubspot-v1-hint"},
+	}}
+}
+
+func (hubspot) Settings(config map[string]string) []Setting {
+	return []Setting{{Label: "Accept legacy v1 signatures (allow_v1)", Value: strconv.FormatBool(config["allow_v1"] == "true")}}
+}
+
+const hubspotURLNote = "HubSpot signs this exact URL (X-HubSpot-Signature-v3 covers the method, URL, body and timestamp), so it must be the address HubSpot calls: when Tidemark runs behind a proxy or load balancer, start it with --public-url (or TIDEMARK_PUBLIC_URL) set to its public URL, or every delivery is refused with 401."
+
+// SecretPage does not show the secret: the operator pasted it from HubSpot.
+func (hubspot) SecretPage(endpoint, _ string, config map[string]string) SecretPage {
+	v := SecretPage{EndpointURL: endpoint, SecretName: "client secret",
+		SecretStored: "The client secret you pasted is stored encrypted; Tidemark does not show it. HubSpot keeps it under your app's Settings → Auth.",
+		URLNote:      hubspotURLNote,
+		Intro:        "HubSpot signs every delivery with your app's client secret (X-HubSpot-Signature-v3). Paste the URL below into your HubSpot app's webhook settings as the target URL.",
+	}
+	if config["allow_v1"] == "true" {
+		v.Intro += " Legacy v1 signatures are accepted too; they carry no timestamp, so they have no replay protection."
+	}
+	return v
+}
+
+func (hubspot) ProviderPage(map[string]string) ProviderPage {
+	return ProviderPage{URLNote: hubspotURLNote,
+		TestHint: "Sends a one-event batch (contact.propertyChange of tidemark_test on contact 1) signed v3 with the newest client secret over the URL above."}
+}
+
+// TestDelivery is a one-event batch signed v3 over endpoint, which must be
+// the public URL the webhook handler derives for the delivery.
+func (hubspot) TestDelivery(endpoint, secret string, _ map[string]string, now time.Time) (Delivery, error) {
+	body := hubspotSampleBody(mathrand.Int64N(1<<53-1)+1, now)
+	ts := strconv.FormatInt(now.UnixMilli(), 10)
+	return Delivery{Body: body, Headers: map[string]string{
+		"X-HubSpot-Signature-v3":      SignHubSpotV3(secret, http.MethodPost, endpoint, body, ts),
+		"X-HubSpot-Request-Timestamp": ts,
+	}}, nil
+}
+
+// hubspotSampleBody is a one-event batch in the shape of HubSpot's
+// (testdata/hubspot/batch_contact.json): property tidemark_test of contact 1
+// changed to the time at.
+func hubspotSampleBody(eventID int64, at time.Time) []byte {
+	body, _ := json.Marshal([]map[string]any{{
+		"eventId": eventID, "subscriptionId": 1, "portalId": 1, "occurredAt": at.UnixMilli(),
+		"subscriptionType": "contact.propertyChange", "attemptNumber": 0, "objectId": 1,
+		"propertyName": "tidemark_test", "propertyValue": at.UTC().Format(time.RFC3339Nano), "changeSource": "TIDEMARK_CONSOLE",
+	}})
+	return body
 }

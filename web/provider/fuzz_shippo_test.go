@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -32,18 +32,18 @@ func FuzzShippoParse(f *testing.F) {
 		f.Add(b, append(bytes.Clone(b), ' '))
 	}
 	const secret = "shippo-fuzz-secret-0123456789"
-	hmacP := domain.ProviderEndpoint{Provider: domain.Provider{Kind: domain.KindShippo, Config: map[string]string{"auth": "hmac"}},
+	hmacP := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "shippo", Config: map[string]string{"auth": "hmac"}},
 		Secrets: []string{"rotated-shippo-secret-9876543210", secret}}
-	tokenP := domain.ProviderEndpoint{Provider: domain.Provider{Kind: domain.KindShippo, Config: map[string]string{"auth": "token"}},
+	tokenP := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "shippo", Config: map[string]string{"auth": "token"}},
 		Secrets: []string{secret}}
-	rcv := shippoReceiver{}
+	rcv := shippo{}
 
 	f.Fuzz(func(t *testing.T, signed, sent []byte) {
 		now := time.Now()
 		req := httptest.NewRequest(http.MethodPost, "/webhooks/acme/ship", bytes.NewReader(sent))
 
 		// parse: no panic, one event carrying the raw body, usable fields.
-		events, err := rcv.parse(req, sent, hmacP)
+		events, err := rcv.Parse(req, sent, hmacP)
 		if err == nil {
 			if len(events) != 1 || !bytes.Equal(events[0].Payload, sent) || events[0].EventID == "" {
 				t.Fatalf("parse(%q) = %+v", sent, events)
@@ -64,19 +64,19 @@ func FuzzShippoParse(f *testing.F) {
 
 		// HMAC: sign the original body, send the fuzzed one.
 		req.Header.Set("Shippo-Auth-Signature", SignShippo(secret, now.Unix(), signed))
-		verdict, err := rcv.authenticate(req, sent, hmacP, now)
+		verdict, err := rcv.Authenticate(req, sent, hmacP, now)
 		if same := bytes.Equal(signed, sent); (err == nil) != same || (verdict == domain.SignatureValid) != same {
 			t.Fatalf("hmac: signed %q, sent %q: verdict %s, err %v", signed, sent, verdict, err)
 		}
 		// A signature made with another secret never passes.
 		req.Header.Set("Shippo-Auth-Signature", SignShippo("not-the-shippo-secret-000", now.Unix(), sent))
-		if verdict, err := rcv.authenticate(req, sent, hmacP, now); err == nil || verdict == domain.SignatureValid {
+		if verdict, err := rcv.Authenticate(req, sent, hmacP, now); err == nil || verdict == domain.SignatureValid {
 			t.Fatalf("hmac with another secret accepted: %s", verdict)
 		}
 
 		// Token: only the exact token passes.
 		req.URL.RawQuery = url.Values{"token": {string(sent)}}.Encode()
-		verdict, err = rcv.authenticate(req, sent, tokenP, now)
+		verdict, err = rcv.Authenticate(req, sent, tokenP, now)
 		if same := req.URL.Query().Get("token") == secret; (err == nil) != same || (verdict == domain.SignatureValid) != same {
 			t.Fatalf("token %q: verdict %s, err %v", sent, verdict, err)
 		}

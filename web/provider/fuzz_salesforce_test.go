@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -25,19 +25,19 @@ func FuzzSalesforceParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body/></soapenv:Envelope>`))
-	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: domain.KindSalesforce,
+	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "salesforce",
 		Config: map[string]string{"org_id": "00D5e000000AbCdEAK", "revision_field": "SystemModstamp"}}}
-	rcv := salesforceReceiver{}
+	rcv := salesforce{}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest("POST", "/webhooks/acme/sf", bytes.NewReader(body))
-		verdict, err := rcv.authenticate(r, body, p, time.Now())
+		verdict, err := rcv.Authenticate(r, body, p, time.Now())
 		if err != nil {
 			return
 		}
 		if verdict != domain.SignatureValid && verdict != domain.SignatureUnchecked {
 			t.Fatalf("verdict %q without an error", verdict)
 		}
-		events, err := rcv.parse(r, body, p)
+		events, err := rcv.Parse(r, body, p)
 		if verdict == domain.SignatureUnchecked && err == nil {
 			t.Fatalf("unchecked body parsed into %d events", len(events))
 		}

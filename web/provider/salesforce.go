@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -51,29 +53,48 @@ var (
 	sfObjectTypePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,99}$`)
 )
 
-// salesforceReceiver handles kind "salesforce".
-type salesforceReceiver struct{}
+func init() { Register(salesforce{}) }
 
-func salesforceSetup(secret string, config map[string]string) (string, map[string]string, error) {
+// salesforce handles kind "salesforce".
+type salesforce struct{}
+
+func (salesforce) Name() string { return "salesforce" }
+
+// The connect form's fields, which setup refusals name.
+var (
+	sfOrgField = Field{Name: "org_id", Config: "org_id", Label: "Organization Id", Flag: "--org-id", Input: "text", MaxLength: 18,
+		Usage:  "salesforce: the OrganizationId every outbound message must carry (required for salesforce)",
+		Hint:   "Required: 15 or 18 characters starting with 00D (Setup, Company Information). Every outbound message must carry it.",
+		HintID: "sf-org-hint"}
+	sfNetworksField = Field{Name: "allowed_networks", Config: "allowed_networks", Label: "Allowed networks", Flag: "--allowed-networks", Input: "text",
+		Usage:   "salesforce: comma-separated CIDRs allowed to send (default: any)",
+		Caption: "Allowed networks (optional)",
+		Hint:    "Comma-separated CIDRs, for example 13.108.0.0/14; empty accepts any sender address.",
+		HintID:  "sf-net-hint"}
+	sfRevisionField = Field{Name: "revision_field", Config: "revision_field", Label: "Revision field", Flag: "--revision-field", Input: "text",
+		Usage:       "salesforce: sObject field used as the revision (default SystemModstamp)",
+		Placeholder: sfDefaultRevKey}
+)
+
+func (salesforce) Setup(secret string, config map[string]string) (string, map[string]string, error) {
 	if secret != "" {
-		return "", nil, domain.Errorf(domain.EINVALID, "salesforce outbound messages carry no signature; use --org-id")
+		msg := "salesforce outbound messages carry no signature; use --org-id"
+		return "", nil, &FieldError{Field: "secret", Flag: "--secret", Label: "Secret", Message: msg,
+			FormMessage: "salesforce outbound messages carry no signature; use " + sfOrgField.Label}
 	}
-	out := make(map[string]string, len(config)+1)
-	for k, v := range config {
-		out[k] = v
-	}
+	out := clone(config)
 	org := strings.TrimSpace(out["org_id"])
 	if org == "" {
-		return "", nil, domain.Errorf(domain.EINVALID, "--org-id is required for salesforce: the OrganizationId (15 or 18 characters starting with 00D) every outbound message must carry")
+		return "", nil, fieldErrorf(sfOrgField, "%s is required for salesforce: the OrganizationId (15 or 18 characters starting with 00D) every outbound message must carry")
 	}
 	if !sfOrgIDPattern.MatchString(org) {
-		return "", nil, domain.Errorf(domain.EINVALID, "--org-id %q is not a Salesforce organization id: expected 15 or 18 letters and digits starting with 00D", org)
+		return "", nil, fieldErrorf(sfOrgField, "%s %q is not a Salesforce organization id: expected 15 or 18 letters and digits starting with 00D", org)
 	}
 	out["org_id"] = org
 	if raw := strings.TrimSpace(out["allowed_networks"]); raw != "" {
 		prefixes, err := parseNetworks(raw)
 		if err != nil {
-			return "", nil, domain.Errorf(domain.EINVALID, "--allowed-networks: %v", err)
+			return "", nil, fieldErrorf(sfNetworksField, "%s: %v", err)
 		}
 		list := make([]string, len(prefixes))
 		for i, p := range prefixes {
@@ -88,11 +109,17 @@ func salesforceSetup(secret string, config map[string]string) (string, map[strin
 		field = sfDefaultRevKey
 	}
 	if !sfFieldNamePattern.MatchString(field) {
-		return "", nil, domain.Errorf(domain.EINVALID, "--revision-field %q is not a Salesforce field name (for example SystemModstamp)", field)
+		return "", nil, fieldErrorf(sfRevisionField, "%s %q is not a Salesforce field name (for example SystemModstamp)", field)
 	}
 	out["revision_field"] = field
 	return "", out, nil
 }
+
+func (k salesforce) NewSecret(map[string]string) (string, error) { return "", errNoSecret(k.Name()) }
+
+// HasSecrets is false: the sender is identified by its organization and,
+// optionally, its network.
+func (salesforce) HasSecrets() bool { return false }
 
 // parseNetworks reads a comma-separated list of CIDRs (a bare address counts
 // as a single-host network).
@@ -116,7 +143,7 @@ func parseNetworks(raw string) ([]netip.Prefix, error) {
 	return out, nil
 }
 
-func (salesforceReceiver) authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
+func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	if raw := strings.TrimSpace(p.Config["allowed_networks"]); raw != "" {
 		nets, err := parseNetworks(raw)
 		if err != nil {
@@ -171,7 +198,7 @@ func salesforceOrgMatches(configured, got string) bool {
 	return subtle.ConstantTimeCompare([]byte(configured), []byte(got)) == 1
 }
 
-func (salesforceReceiver) parse(r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error) {
+func (salesforce) Parse(r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error) {
 	env, err := decodeSalesforce(body)
 	if err != nil {
 		return nil, err
@@ -190,7 +217,7 @@ func (salesforceReceiver) parse(r *http.Request, body []byte, p domain.ProviderE
 	return events, nil
 }
 
-func (salesforceReceiver) respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
+func (salesforce) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
 	w.Header().Set("Content-Type", "text/xml; charset=utf-8")
 	w.WriteHeader(http.StatusOK)
 	io.WriteString(w, salesforceAck)
@@ -455,4 +482,82 @@ func (n sfNote) event(orgID, revField string) domain.Event {
 	}
 	e.Revision = &micros
 	return e
+}
+
+func (salesforce) Form() Form {
+	return Form{Legend: "For Salesforce", Fields: []Field{sfOrgField, sfNetworksField, sfRevisionField}}
+}
+
+func (salesforce) Settings(config map[string]string) []Setting {
+	nets := config["allowed_networks"]
+	if nets == "" {
+		nets = "any"
+	}
+	rev := config["revision_field"]
+	if rev == "" {
+		rev = sfDefaultRevKey
+	}
+	return []Setting{
+		{Label: sfOrgField.Label, Value: config["org_id"]},
+		{Label: sfNetworksField.Label, Value: nets},
+		{Label: sfRevisionField.Label, Value: rev},
+	}
+}
+
+const salesforceAuthNote = "Salesforce outbound messages carry no signature: deliveries are authenticated by the Organization Id every message carries and, when set, by the sender's network. There is no secret to copy or rotate."
+
+func (salesforce) SecretPage(endpoint, _ string, config map[string]string) SecretPage {
+	body := salesforceSampleBody(config["org_id"], "04l000000000000AAA", sampleTime)
+	return SecretPage{EndpointURL: endpoint, SecretName: "signing secret",
+		Intro:    salesforceAuthNote + " Paste the URL into the outbound message's Endpoint URL.",
+		CurlHint: "Send a one-notification outbound message from a shell (needs curl); the answer is the SOAP acknowledgement:",
+		CurlExample: strings.Join([]string{
+			"url=" + ShellQuote(endpoint),
+			"body=" + ShellQuote(string(body)),
+			`curl -sS -X POST "$url" -H 'Content-Type: text/xml; charset=utf-8' -H 'SOAPAction: ""' -d "$body"`,
+		}, "\n"),
+	}
+}
+
+func (salesforce) ProviderPage(map[string]string) ProviderPage {
+	return ProviderPage{AuthNote: salesforceAuthNote,
+		NoRotation: "they are authenticated by Organization Id and, optionally, network.",
+		TestHint:   "Sends a one-notification outbound message for Contact tidemark-test with the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."}
+}
+
+// TestDelivery is a one-notification outbound message of the configured
+// organization, sent from the first allowed network when there are any. Its
+// answer is the bare acknowledgement, so the outcome is read from the log.
+func (salesforce) TestDelivery(_, _ string, config map[string]string, now time.Time) (Delivery, error) {
+	noteID := "console-test-" + uuid.NewString()
+	org := config["org_id"]
+	d := Delivery{Body: salesforceSampleBody(org, noteID, now), ContentType: "text/xml; charset=utf-8",
+		Headers: map[string]string{"SOAPAction": `""`}, EventID: org + ":" + noteID,
+		Ack: "<Ack>true</Ack>", AckNote: "Ack true"}
+	if nets, err := parseNetworks(config["allowed_networks"]); err == nil && len(nets) > 0 {
+		d.RemoteAddr = net.JoinHostPort(nets[0].Addr().String(), "443")
+	}
+	return d, nil
+}
+
+// salesforceSampleBody is an outbound message with one notification (id
+// noteID) for the sample Contact of organization org, modified at.
+func salesforceSampleBody(org, noteID string, at time.Time) []byte {
+	var b bytes.Buffer
+	esc := func(s string) string {
+		var e bytes.Buffer
+		xml.EscapeText(&e, []byte(s))
+		return e.String()
+	}
+	b.WriteString(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
+	b.WriteString(`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">`)
+	b.WriteString(`<soapenv:Body><notifications xmlns="http://soap.sforce.com/2005/09/outbound">`)
+	b.WriteString(`<OrganizationId>` + esc(org) + `</OrganizationId>`)
+	b.WriteString(`<Notification><Id>` + esc(noteID) + `</Id>`)
+	b.WriteString(`<sObject xsi:type="sf:Contact" xmlns:sf="urn:sobject.enterprise.soap.sforce.com">`)
+	b.WriteString(`<sf:Id>` + sampleContact + `</sf:Id>`)
+	b.WriteString(`<sf:LastName>Tidemark test</sf:LastName>`)
+	b.WriteString(`<sf:SystemModstamp>` + at.UTC().Format("2006-01-02T15:04:05.000Z") + `</sf:SystemModstamp>`)
+	b.WriteString(`</sObject></Notification></notifications></soapenv:Body></soapenv:Envelope>`)
+	return b.Bytes()
 }

@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -34,9 +34,9 @@ func FuzzStandardParse(f *testing.F) {
 		f.Add(b, append(bytes.Clone(b), ' '))
 	}
 	secret := "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: domain.KindStandard},
+	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "standard"},
 		Secrets: []string{NewStandardSecret(), secret}}
-	rcv := standardReceiver{}
+	rcv := standard{}
 
 	f.Fuzz(func(t *testing.T, signed, sent []byte) {
 		now := time.Now()
@@ -44,7 +44,7 @@ func FuzzStandardParse(f *testing.F) {
 		req.Header.Set("webhook-id", "msg_fuzz")
 		req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
 
-		events, err := rcv.parse(req, sent, p)
+		events, err := rcv.Parse(req, sent, p)
 		if err == nil {
 			if len(events) != 1 || !bytes.Equal(events[0].Payload, sent) {
 				t.Fatalf("parse(%q) = %+v", sent, events)
@@ -62,13 +62,13 @@ func FuzzStandardParse(f *testing.F) {
 
 		sig, _ := SignStandard(secret, "msg_fuzz", now.Unix(), signed)
 		req.Header.Set("webhook-signature", sig)
-		verdict, err := rcv.authenticate(req, sent, p, now)
+		verdict, err := rcv.Authenticate(req, sent, p, now)
 		if same := bytes.Equal(signed, sent); (err == nil) != same || (verdict == domain.SignatureValid) != same {
 			t.Fatalf("signed %q, sent %q: verdict %s, err %v", signed, sent, verdict, err)
 		}
 		other, _ := SignStandard(NewStandardSecret(), "msg_fuzz", now.Unix(), sent)
 		req.Header.Set("webhook-signature", other)
-		if verdict, err := rcv.authenticate(req, sent, p, now); err == nil || verdict == domain.SignatureValid {
+		if verdict, err := rcv.Authenticate(req, sent, p, now); err == nil || verdict == domain.SignatureValid {
 			t.Fatalf("a signature made with another secret was accepted: %s", verdict)
 		}
 	})

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestHubSpotPerPropertyOutcomes: a batch applies per event and per
@@ -74,7 +75,7 @@ func TestHubSpotSignsThePublicURL(t *testing.T) {
 	post := func(signedURL string) int {
 		ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
 		req, _ := http.NewRequestWithContext(context.Background(), http.MethodPost, srv.URL+"/webhooks/acme/hs", strings.NewReader(string(body)))
-		req.Header.Set("X-HubSpot-Signature-v3", web.SignHubSpotV3(hubspotSecret, http.MethodPost, signedURL, body, ts))
+		req.Header.Set("X-HubSpot-Signature-v3", provider.SignHubSpotV3(hubspotSecret, http.MethodPost, signedURL, body, ts))
 		req.Header.Set("X-HubSpot-Request-Timestamp", ts)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {

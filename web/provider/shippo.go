@@ -1,22 +1,22 @@
-package web
+package provider
 
 import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/google/uuid"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -25,7 +25,7 @@ import (
 //
 //   - "hmac" (default): header Shippo-Auth-Signature: t=<unix time>,v1=<hex>
 //     where v1 is HMAC-SHA256(secret, t + "." + raw body), and t must be
-//     within replayWindow of the server clock.
+//     within ReplayWindow of the server clock.
 //   - "token": a self-generated token Shippo sends back as the "token" query
 //     parameter of every POST.
 //
@@ -47,36 +47,60 @@ var shippoSignatureHeaders = []string{"Shippo-Auth-Signature", "Shippo-Signature
 // shippoMinSecret is the shortest secret or token accepted from an operator.
 const shippoMinSecret = 16
 
-func shippoSetup(secret string, config map[string]string) (string, map[string]string, error) {
-	out := make(map[string]string, len(config)+1)
-	for k, v := range config {
-		out[k] = v
-	}
+func init() { Register(shippo{}) }
+
+// shippo handles kind "shippo".
+type shippo struct{}
+
+func (shippo) Name() string { return "shippo" }
+
+// The connect form's fields, which setup refusals name.
+var (
+	shippoAuthField = Field{Name: "shippo_auth", Config: "auth", Label: "Auth mode", Flag: "--auth", Input: "select",
+		Usage: "shippo: how deliveries authenticate, hmac (Shippo-Auth-Signature header) or token (?token= in the URL); default hmac",
+		Options: []Option{
+			{Value: shippoAuthHMAC, Label: "hmac: Shippo-Auth-Signature header"},
+			{Value: shippoAuthToken, Label: "token: ?token= on the webhook URL"},
+		}}
+	shippoSecretField = Field{Name: "shippo_secret", Secret: true, Label: "Secret", Caption: "Secret or token (optional)", Flag: "--secret",
+		Input: "text", MinLength: shippoMinSecret,
+		Hint:   "At least 16 printable characters. Leave empty to have one generated; it is shown once after connecting.",
+		HintID: "shippo-secret-hint"}
+)
+
+func (shippo) Setup(secret string, config map[string]string) (string, map[string]string, error) {
+	out := clone(config)
 	mode := out["auth"]
 	if mode == "" {
 		mode = shippoAuthHMAC
 	}
 	if mode != shippoAuthHMAC && mode != shippoAuthToken {
-		return "", nil, domain.Errorf(domain.EINVALID, `--auth must be "hmac" or "token" for a shippo provider; got %q`, mode)
+		return "", nil, fieldErrorf(shippoAuthField, `%s must be "hmac" or "token" for a shippo provider; got %q`, mode)
 	}
 	out["auth"] = mode
 	if secret == "" {
 		return newShippoSecret(mode), out, nil
 	}
-	if len(secret) < shippoMinSecret || strings.ContainsFunc(secret, func(c rune) bool { return !unicode.IsPrint(c) }) ||
-		surroundingSpace(secret) {
-		return "", nil, domain.Errorf(domain.EINVALID,
-			"--secret must be at least %d printable characters without surrounding spaces (or leave it out to generate one, for example %s)",
+	if len(secret) < shippoMinSecret || !printable(secret) || surroundingSpace(secret) {
+		return "", nil, fieldErrorf(shippoSecretField,
+			"%s must be at least %d printable characters without surrounding spaces (or leave it out to generate one, for example %s)",
 			shippoMinSecret, newShippoSecret(mode))
 	}
 	return secret, out, nil
 }
 
-// surroundingSpace reports whether s starts or ends with white space.
-func surroundingSpace(s string) bool {
-	first, _ := utf8.DecodeRuneInString(s)
-	last, _ := utf8.DecodeLastRuneInString(s)
-	return unicode.IsSpace(first) || unicode.IsSpace(last)
+func (shippo) NewSecret(config map[string]string) (string, error) {
+	return newShippoSecret(shippoMode(config)), nil
+}
+
+func (shippo) HasSecrets() bool { return true }
+
+// shippoMode is a provider's auth mode; anything but "token" is HMAC.
+func shippoMode(config map[string]string) string {
+	if config["auth"] == shippoAuthToken {
+		return shippoAuthToken
+	}
+	return shippoAuthHMAC
 }
 
 // newShippoSecret returns a fresh HMAC secret (32 random bytes, hex) or URL
@@ -108,10 +132,7 @@ func shippoMAC(secret, t string, body []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// shippoReceiver handles kind "shippo".
-type shippoReceiver struct{}
-
-func (shippoReceiver) authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
+func (shippo) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	switch mode := p.Config["auth"]; mode {
 	case "", shippoAuthHMAC:
 		return shippoAuthenticateHMAC(r, body, p.Secrets, now)
@@ -160,35 +181,14 @@ func shippoAuthenticateHMAC(r *http.Request, body []byte, secrets []string, now 
 	if n >= 1e12 {
 		sent = time.UnixMilli(n)
 	}
-	if skew := now.Sub(sent); skew > replayWindow || skew < -replayWindow {
-		return domain.SignatureExpired, fmt.Errorf("Shippo-Auth-Signature t is %s from the server clock; more than 5 minutes is refused", shippoSkew(skew))
+	if skew, out := outsideWindow(now, sent); out {
+		return domain.SignatureExpired, fmt.Errorf("Shippo-Auth-Signature t is %s from the server clock; more than 5 minutes is refused", skewText(skew))
 	}
-	// Compute every candidate MAC, then compare each in constant time.
-	macs := make([][]byte, 0, len(secrets))
-	for _, secret := range secrets {
-		if secret != "" {
-			macs = append(macs, shippoMAC(secret, ts, body))
-		}
-	}
-	valid := false
-	for _, sig := range sigs {
-		for _, mac := range macs {
-			if hmac.Equal(sig, mac) {
-				valid = true
-			}
-		}
-	}
-	if !valid {
+	expected := macs(secrets, func(secret string) []byte { return shippoMAC(secret, ts, body) })
+	if !matchAny(sigs, expected) {
 		return domain.SignatureInvalid, fmt.Errorf("no Shippo-Auth-Signature v1 matches an active secret of this provider")
 	}
 	return domain.SignatureValid, nil
-}
-
-func shippoSkew(d time.Duration) string {
-	if d = d.Abs(); d < 0 || d > 100*365*24*time.Hour {
-		return "years"
-	}
-	return d.Round(time.Second).String()
 }
 
 func shippoAuthenticateToken(r *http.Request, secrets []string) (string, error) {
@@ -198,15 +198,11 @@ func shippoAuthenticateToken(r *http.Request, secrets []string) (string, error) 
 	}
 	// Hash both sides so the comparison is constant time whatever the lengths.
 	got := sha256.Sum256([]byte(token))
-	valid := 0
-	for _, secret := range secrets {
-		if secret == "" {
-			continue
-		}
+	expected := macs(secrets, func(secret string) []byte {
 		want := sha256.Sum256([]byte(secret))
-		valid |= subtle.ConstantTimeCompare(got[:], want[:])
-	}
-	if valid != 1 {
+		return want[:]
+	})
+	if !matchAny([][]byte{got[:]}, expected) {
 		return domain.SignatureInvalid, fmt.Errorf("the token query parameter does not match an active token of this provider")
 	}
 	return domain.SignatureValid, nil
@@ -222,7 +218,7 @@ type shippoBody struct {
 // parse turns a Shippo delivery into its one event. A body that is not a JSON
 // object with "event" and "data" is a format error (400); a known event with
 // unusable data, or an event type Tidemark does not handle, is a rejected event.
-func (shippoReceiver) parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
+func (shippo) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("body is not valid UTF-8")
 	}
@@ -247,7 +243,7 @@ func (shippoReceiver) parse(_ *http.Request, body []byte, _ domain.ProviderEndpo
 	default:
 		// No object type, so no scope is created for it.
 		action := name
-		if action == "" || len(action) > 100 || strings.ContainsFunc(action, func(c rune) bool { return !unicode.IsPrint(c) }) {
+		if action == "" || len(action) > 100 || !printable(action) {
 			action = "unsupported"
 		}
 		e.Scope = domain.ScopeName{Action: action}
@@ -259,8 +255,7 @@ func (shippoReceiver) parse(_ *http.Request, body []byte, _ domain.ProviderEndpo
 	if e.EventID == "" {
 		// Shippo sends no event id; an event whose ids could not be read is
 		// named by its body.
-		sum := sha256.Sum256(body)
-		e.EventID = "sha256:" + hex.EncodeToString(sum[:])
+		e.EventID = fallbackEventID(body)
 	}
 	if e.RejectReason == "" && (shippoIsTest(env.Test) || shippoIsTest(shippoField(env.Data, "test"))) {
 		// Test webhooks (test: true, on the envelope or on a test-mode
@@ -343,12 +338,11 @@ func shippoObject(e *domain.Event, data json.RawMessage) (map[string]json.RawMes
 	if err := json.Unmarshal(data, &fields); err != nil || fields == nil {
 		return nil, `"data" must be a JSON object`
 	}
-	if bytes.Contains(data, []byte(`\u0000`)) {
-		return nil, "data contains a NUL character (\\u0000), which cannot be stored"
+	snapshot, reject := compactSnapshot("data", data)
+	if reject != "" {
+		return nil, reject
 	}
-	var compact bytes.Buffer
-	json.Compact(&compact, data)
-	e.Snapshot = compact.Bytes()
+	e.Snapshot = snapshot
 	return fields, ""
 }
 
@@ -390,6 +384,83 @@ func shippoRevision(field, s string) (*int64, string) {
 	return &n, ""
 }
 
-func (shippoReceiver) respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	writeJSON(w, http.StatusOK, deliveryResponse(deliveryID, results))
+func (shippo) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
+	respondJSON(w, deliveryID, results)
+}
+
+func (shippo) Form() Form {
+	return Form{Legend: "For Shippo", Fields: []Field{shippoAuthField, shippoSecretField}}
+}
+
+func (shippo) Settings(config map[string]string) []Setting {
+	return []Setting{{Label: shippoAuthField.Label, Value: shippoMode(config)}}
+}
+
+func (shippo) SecretPage(endpoint, secret string, config map[string]string) SecretPage {
+	body := shippoSampleBody("tidemark-test", "ts_example", sampleTime)
+	if shippoMode(config) == shippoAuthToken {
+		v := SecretPage{EndpointURL: endpoint + "?token=" + url.QueryEscape(secret), Secret: secret, SecretName: "token",
+			Intro:    "Shippo authenticates its deliveries with this token, sent back as the token query parameter of the webhook URL. Paste the whole URL below, token included, into Shippo's webhook settings.",
+			CurlHint: "Send a track_updated delivery from a shell (needs curl):"}
+		v.CurlExample = strings.Join([]string{
+			"url=" + ShellQuote(v.EndpointURL),
+			"body=" + ShellQuote(string(body)),
+			`curl -sS -X POST "$url" -H 'Content-Type: application/json' -d "$body"`,
+		}, "\n")
+		return v
+	}
+	return SecretPage{EndpointURL: endpoint, Secret: secret, SecretName: "HMAC secret",
+		Intro:    "Shippo signs every delivery with this HMAC secret in the Shippo-Auth-Signature header (t=<unix seconds>,v1=<hex HMAC-SHA256 of t.body>). Paste the URL into Shippo's webhook settings and the secret as its signing secret.",
+		CurlHint: "Send a signed track_updated delivery from a shell (needs openssl and curl):",
+		CurlExample: strings.Join([]string{
+			"secret=" + ShellQuote(secret),
+			"url=" + ShellQuote(endpoint),
+			"ts=$(date +%s)",
+			"body=" + ShellQuote(string(body)),
+			`sig=$(printf '%s.%s' "$ts" "$body" | openssl dgst -sha256 -hmac "$secret" -hex | sed 's/^.* //')`,
+			`curl -sS -X POST "$url" -H "Shippo-Auth-Signature: t=$ts,v1=$sig" -H 'Content-Type: application/json' -d "$body"`,
+		}, "\n"),
+	}
+}
+
+func (shippo) ProviderPage(config map[string]string) ProviderPage {
+	v := ProviderPage{TestHint: "Sends a track_updated event (shipment tidemark:tidemark-test) authenticated with the newest secret."}
+	if shippoMode(config) == shippoAuthToken {
+		v.EndpointSuffix = "?token=…"
+		v.URLNote = "Shippo sends the token back as the token query parameter: the URL to paste ends in ?token= and the token, which was shown once when it was created. Tidemark cannot show it again; rotate to get a new one."
+	}
+	return v
+}
+
+// TestDelivery is a track_updated of the sample shipment with a new status
+// dated now, signed or carrying the token as the provider's mode says.
+func (shippo) TestDelivery(_, secret string, config map[string]string, now time.Time) (Delivery, error) {
+	d := Delivery{Body: shippoSampleBody(sampleContact, "console-test-"+uuid.NewString(), now), Headers: map[string]string{}}
+	if shippoMode(config) == shippoAuthToken {
+		d.Query = "token=" + url.QueryEscape(secret)
+	} else {
+		d.Headers["Shippo-Auth-Signature"] = SignShippo(secret, now.Unix(), d.Body)
+	}
+	return d, nil
+}
+
+// shippoSampleBody is a track_updated delivery in the shape of Shippo's
+// (testdata/shippo/track_updated_transit.json), for tracking number number
+// with tracking status statusID dated at.
+func shippoSampleBody(number, statusID string, at time.Time) []byte {
+	date := at.UTC().Format(time.RFC3339Nano)
+	status := map[string]any{
+		"object_id": statusID, "object_created": date, "object_updated": date,
+		"status": "TRANSIT", "status_details": "Test event from the Tidemark console.", "status_date": date,
+		"substatus": nil, "location": map[string]any{"city": "San Francisco", "state": "CA", "zip": "94103", "country": "US"},
+	}
+	body, _ := json.Marshal(map[string]any{
+		"event": "track_updated", "test": false,
+		"data": map[string]any{
+			"carrier": "tidemark", "tracking_number": number, "transaction": nil, "metadata": "Tidemark console test",
+			"eta": nil, "original_eta": nil, "servicelevel": map[string]any{"token": "test", "name": "Test"},
+			"tracking_status": status, "tracking_history": []any{status}, "messages": []any{},
+		},
+	})
+	return body
 }

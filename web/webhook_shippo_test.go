@@ -3,10 +3,6 @@ package web_test
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"net/http"
 	"os"
 	"strconv"
@@ -15,13 +11,13 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
-// shippoFixture reads web/testdata/shippo/name.json.
+// shippoFixture reads web/provider/testdata/shippo/name.json.
 func shippoFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("testdata/shippo/" + name + ".json")
+	b, err := os.ReadFile("provider/testdata/shippo/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,7 +28,7 @@ func shippoFixture(t *testing.T, name string) []byte {
 // provider with the given auth mode, returning the provider and its secret.
 func shippoProvider(t *testing.T, e *env, name, auth string) (domain.Provider, string) {
 	t.Helper()
-	secret, config, err := web.ProviderSetup("shippo", "", map[string]string{"auth": auth})
+	secret, config, err := provider.Setup("shippo", "", map[string]string{"auth": auth})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +40,7 @@ func shippoProvider(t *testing.T, e *env, name, auth string) (domain.Provider, s
 }
 
 func shippoSigned(secret string, t int64, body []byte) map[string]string {
-	return map[string]string{"Shippo-Auth-Signature": web.SignShippo(secret, t, body)}
+	return map[string]string{"Shippo-Auth-Signature": provider.SignShippo(secret, t, body)}
 }
 
 // shippoResult posts a signed body and returns the single result.
@@ -61,16 +57,6 @@ func micros(s string) float64 {
 		panic(err)
 	}
 	return float64(ts.UnixMicro())
-}
-
-func TestShippoSignatureVector(t *testing.T) {
-	// The synthetic vector of the Shippo research notes (section 3.2).
-	body := shippoFixture(t, "track_updated_test")
-	got := web.SignShippo("shippo-hmac-secret-synthetic", 1714564860, body)
-	want := "t=1714564860,v1=5b4302a55c73c5c1b387b919ebb2fbb58ab5381d9dea0c70cc8c06adc0107110"
-	if got != want {
-		t.Fatalf("signature %s, want %s", got, want)
-	}
 }
 
 func TestShippoTrackUpdated(t *testing.T) {
@@ -187,14 +173,14 @@ func TestShippoHMACStatuses(t *testing.T) {
 		{"old t", shippoSigned(secret, now-6*60, body), 401, "more than 5 minutes"},
 		{"future t", shippoSigned(secret, now+6*60, body), 401, "more than 5 minutes"},
 		{"t replaced", map[string]string{"Shippo-Auth-Signature": "t=" + strconv.FormatInt(now-1, 10) + "," +
-			strings.Split(web.SignShippo(secret, now, body), ",")[1]}, 401, "no Shippo-Auth-Signature v1 matches"},
+			strings.Split(provider.SignShippo(secret, now, body), ",")[1]}, 401, "no Shippo-Auth-Signature v1 matches"},
 		{"malformed", map[string]string{"Shippo-Auth-Signature": "v1=abc"}, 401, "must be t="},
 		{"t not a number", map[string]string{"Shippo-Auth-Signature": "t=soon,v1=00"}, 401, "unix timestamp"},
 		{"token in hmac mode", nil, 401, "header is required"},
 		{"valid", shippoSigned(secret, now, body), 200, ""},
-		{"Shippo-Signature fallback", map[string]string{"Shippo-Signature": web.SignShippo(secret, now, body)}, 200, ""},
-		{"one of several v1", map[string]string{"Shippo-Auth-Signature": web.SignShippo(other, now, body) + ",v1=" +
-			strings.TrimPrefix(strings.Split(web.SignShippo(secret, now, body), ",")[1], "v1=")}, 200, ""},
+		{"Shippo-Signature fallback", map[string]string{"Shippo-Signature": provider.SignShippo(secret, now, body)}, 200, ""},
+		{"one of several v1", map[string]string{"Shippo-Auth-Signature": provider.SignShippo(other, now, body) + ",v1=" +
+			strings.TrimPrefix(strings.Split(provider.SignShippo(secret, now, body), ",")[1], "v1=")}, 200, ""},
 	} {
 		p := path
 		if tc.headers == nil {
@@ -208,16 +194,16 @@ func TestShippoHMACStatuses(t *testing.T) {
 
 	// t in milliseconds (unconfirmed unit) is accepted; the MAC covers t as sent.
 	ms := time.Now().UnixMilli()
-	mac := strings.Split(web.SignShippo(secret, ms, body), ",")[1]
+	mac := strings.Split(provider.SignShippo(secret, ms, body), ",")[1]
 	if status, answer := e.post(path, body, map[string]string{"Shippo-Auth-Signature": "t=" + strconv.FormatInt(ms, 10) + "," + mac}); status != 200 {
 		t.Fatalf("t in milliseconds: %d %v", status, answer)
 	}
-	if status, _ := e.post(path, body, map[string]string{"Shippo-Auth-Signature": web.SignShippo(secret, ms-10*60*1000, body)}); status != 401 {
+	if status, _ := e.post(path, body, map[string]string{"Shippo-Auth-Signature": provider.SignShippo(secret, ms-10*60*1000, body)}); status != 401 {
 		t.Fatalf("old t in milliseconds: %d", status)
 	}
 
 	// During a rotation both secrets are active.
-	newer, _, _ := web.ProviderSetup("shippo", "", map[string]string{"auth": "hmac"})
+	newer, _, _ := provider.Setup("shippo", "", map[string]string{"auth": "hmac"})
 	if err := e.store.RotateProviderSecret(context.Background(), p.TenantID, p.ID, newer); err != nil {
 		t.Fatal(err)
 	}
@@ -255,68 +241,4 @@ func TestShippoToken(t *testing.T) {
 	if got := outcome(t, status, answer); got != "duplicate" {
 		t.Fatalf("redelivery: %s", got)
 	}
-}
-
-func TestShippoSetup(t *testing.T) {
-	secret, config, err := web.ProviderSetup("shippo", "", nil)
-	if err != nil || config["auth"] != "hmac" || len(secret) != 64 {
-		t.Fatalf("default: %q %v %v", secret, config, err)
-	}
-	if _, err := hex.DecodeString(secret); err != nil {
-		t.Fatalf("hmac secret %q is not hex", secret)
-	}
-	secret, config, err = web.ProviderSetup("shippo", "", map[string]string{"auth": "token"})
-	if err != nil || config["auth"] != "token" || len(secret) != 32 || strings.ContainsAny(secret, "+/=") {
-		t.Fatalf("token: %q %v %v", secret, config, err)
-	}
-	if s, _, err := web.ProviderSetup("shippo", "my-own-shippo-secret", map[string]string{"auth": "hmac"}); err != nil || s != "my-own-shippo-secret" {
-		t.Fatalf("given secret: %q %v", s, err)
-	}
-	if _, _, err := web.ProviderSetup("shippo", "short", nil); domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), "--secret") {
-		t.Fatalf("short secret: %v", err)
-	}
-	if _, _, err := web.ProviderSetup("shippo", "", map[string]string{"auth": "basic"}); domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), "--auth") {
-		t.Fatalf("bad auth: %v", err)
-	}
-}
-
-// TestShippoConstantTimeCompare checks that shippo.go never compares a
-// secret, token or MAC with == or != (only with "" or nil), so the checks
-// go through hmac.Equal / subtle.ConstantTimeCompare.
-func TestShippoConstantTimeCompare(t *testing.T) {
-	src, err := os.ReadFile("shippo.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, call := range []string{"hmac.Equal(", "subtle.ConstantTimeCompare("} {
-		if !bytes.Contains(src, []byte(call)) {
-			t.Errorf("shippo.go does not use %s", call)
-		}
-	}
-	fset := token.NewFileSet()
-	f, err := parser.ParseFile(fset, "shippo.go", src, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sensitive := func(x ast.Expr) bool {
-		s := strings.ToLower(string(src[fset.Position(x.Pos()).Offset:fset.Position(x.End()).Offset]))
-		return strings.Contains(s, "secret") || strings.Contains(s, "token") || strings.Contains(s, "mac") || strings.Contains(s, "sig") || strings.Contains(s, "got") || strings.Contains(s, "want")
-	}
-	literal := func(x ast.Expr) bool {
-		switch v := x.(type) {
-		case *ast.BasicLit:
-			return true
-		case *ast.Ident:
-			return v.Name == "nil" || strings.HasPrefix(v.Name, "shippoAuth")
-		}
-		return false
-	}
-	ast.Inspect(f, func(n ast.Node) bool {
-		if b, ok := n.(*ast.BinaryExpr); ok && (b.Op == token.EQL || b.Op == token.NEQ) {
-			if (sensitive(b.X) || sensitive(b.Y)) && !literal(b.X) && !literal(b.Y) {
-				t.Errorf("%s: non-constant-time comparison %s", fset.Position(b.Pos()), src[fset.Position(b.Pos()).Offset:fset.Position(b.End()).Offset])
-			}
-		}
-		return true
-	})
 }

@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -12,8 +12,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -22,8 +23,27 @@ import (
 // "{webhook-id}.{webhook-timestamp}.{body}" keyed with the base64-decoded
 // part of a "whsec_" secret.
 
-// replayWindow is how far a delivery's timestamp may be from the clock.
-const replayWindow = 5 * time.Minute
+func init() { Register(Standard) }
+
+// Standard is the Standard Webhooks kind, which the command line's demo,
+// send and benchmarks use directly with SignStandard.
+var Standard Kind = standard{}
+
+// standard handles kind "standard".
+type standard struct{}
+
+func (standard) Name() string { return "standard" }
+
+func (standard) Setup(secret string, config map[string]string) (string, map[string]string, error) {
+	if secret == "" {
+		return NewStandardSecret(), config, nil
+	}
+	return secret, config, ValidateStandardSecret(secret)
+}
+
+func (standard) NewSecret(map[string]string) (string, error) { return NewStandardSecret(), nil }
+
+func (standard) HasSecrets() bool { return true }
 
 // NewStandardSecret returns a fresh "whsec_" signing secret.
 func NewStandardSecret() string {
@@ -32,10 +52,12 @@ func NewStandardSecret() string {
 	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }
 
-// ValidateStandardSecret checks that secret is "whsec_" followed by base64.
+// ValidateStandardSecret checks that secret is "whsec_" followed by base64;
+// the refusal is a *FieldError about the secret.
 func ValidateStandardSecret(secret string) error {
 	if _, err := standardKey(secret); err != nil {
-		return domain.Errorf(domain.EINVALID, `secret must be "whsec_" followed by base64 (for example %s)`, NewStandardSecret())
+		msg := fmt.Sprintf(`secret must be "whsec_" followed by base64 (for example %s)`, NewStandardSecret())
+		return &FieldError{Field: "secret", Flag: "--secret", Label: "Secret", Message: msg, FormMessage: msg}
 	}
 	return nil
 }
@@ -64,10 +86,7 @@ func standardMAC(key []byte, id string, timestamp int64, body []byte) []byte {
 	return mac.Sum(nil)
 }
 
-// standardReceiver handles kind "standard".
-type standardReceiver struct{}
-
-func (standardReceiver) authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
+func (standard) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	id, ts, sigs := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature")
 	if id == "" || ts == "" || sigs == "" {
 		return domain.SignatureMissing, fmt.Errorf("the webhook-id, webhook-timestamp and webhook-signature headers are required")
@@ -76,34 +95,27 @@ func (standardReceiver) authenticate(r *http.Request, body []byte, p domain.Prov
 	if err != nil {
 		return domain.SignatureInvalid, fmt.Errorf("webhook-timestamp must be unix seconds")
 	}
-	if skew := now.Sub(time.Unix(sec, 0)); skew > replayWindow || skew < -replayWindow {
+	if skew, out := outsideWindow(now, time.Unix(sec, 0)); out {
 		return domain.SignatureExpired, fmt.Errorf("webhook-timestamp is %s from the server clock; more than 5 minutes is refused", skew.Round(time.Second).Abs())
 	}
-	// Compute every candidate MAC before comparing, and compare each in
-	// constant time, so timing reveals nothing about the secrets.
-	var macs [][]byte
-	for _, secret := range p.Secrets {
-		if key, err := standardKey(secret); err == nil {
-			macs = append(macs, standardMAC(key, id, sec, body))
+	expected := macs(p.Secrets, func(secret string) []byte {
+		key, err := standardKey(secret)
+		if err != nil {
+			return nil
 		}
-	}
-	valid := false
+		return standardMAC(key, id, sec, body)
+	})
+	var sent [][]byte
 	for _, sig := range strings.Fields(sigs) {
 		version, encoded, ok := strings.Cut(sig, ",")
 		if !ok || version != "v1" {
 			continue
 		}
-		got, err := base64.StdEncoding.DecodeString(encoded)
-		if err != nil {
-			continue
-		}
-		for _, mac := range macs {
-			if hmac.Equal(got, mac) {
-				valid = true
-			}
+		if got, err := base64.StdEncoding.DecodeString(encoded); err == nil {
+			sent = append(sent, got)
 		}
 	}
-	if !valid {
+	if !matchAny(sent, expected) {
 		return domain.SignatureInvalid, fmt.Errorf("no webhook-signature matches an active secret of this provider")
 	}
 	return domain.SignatureValid, nil
@@ -119,12 +131,12 @@ type standardBody struct {
 // parse turns a standard delivery into its one event. A body that is not a
 // JSON object with a "type" of the form "object.action" is a format error
 // (400); a well-formed envelope with unusable data is a rejected event.
-func (standardReceiver) parse(r *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
+func (standard) Parse(r *http.Request, body []byte, _ domain.ProviderEndpoint) ([]domain.Event, error) {
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("body is not valid UTF-8")
 	}
 	id := r.Header.Get("webhook-id")
-	if len(id) > 255 || strings.ContainsFunc(id, func(c rune) bool { return !unicode.IsPrint(c) }) {
+	if len(id) > 255 || !printable(id) {
 		return nil, fmt.Errorf("webhook-id must be at most 255 printable characters")
 	}
 	var env standardBody
@@ -193,12 +205,10 @@ func parseSnapshotData(objectType string, data json.RawMessage) (objectID string
 	if len(snap) == 0 || snap[0] != '{' {
 		return objectID, nil, nil, "data.snapshot must be a JSON object"
 	}
-	if bytes.Contains(snap, []byte(`\u0000`)) {
-		return objectID, nil, nil, "data.snapshot contains a NUL character (\\u0000), which cannot be stored"
+	snapshot, reject = compactSnapshot("data.snapshot", snap)
+	if reject != "" {
+		return objectID, nil, nil, reject
 	}
-	var compact bytes.Buffer
-	json.Compact(&compact, snap)
-	snapshot = compact.Bytes()
 
 	rev := bytes.TrimSpace(fields["revision"])
 	if len(rev) == 0 || string(rev) == "null" {
@@ -211,31 +221,55 @@ func parseSnapshotData(objectType string, data json.RawMessage) (objectID string
 	return objectID, &n, snapshot, ""
 }
 
-func (standardReceiver) respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	writeJSON(w, http.StatusOK, deliveryResponse(deliveryID, results))
+func (standard) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
+	respondJSON(w, deliveryID, results)
 }
 
-type resultJSON struct {
-	EventID         string         `json:"event_id"`
-	Outcome         domain.Outcome `json:"outcome"`
-	ContactID       string         `json:"contact_id,omitempty"`
-	ObjectType      string         `json:"object_type,omitempty"`
-	ObjectID        string         `json:"object_id,omitempty"`
-	Revision        *int64         `json:"revision"`
-	CurrentRevision *int64         `json:"current_revision"`
-	Reason          string         `json:"reason,omitempty"`
-}
+func (standard) Form() Form { return Form{} }
 
-func deliveryResponse(deliveryID string, results []domain.Result) any {
-	out := make([]resultJSON, len(results))
-	for i, r := range results {
-		out[i] = resultJSON{EventID: r.EventID, Outcome: r.Outcome, Revision: r.Revision, CurrentRevision: r.CurrentRevision}
-		if r.ObjectType == domain.ContactType {
-			out[i].ContactID = r.ObjectID
-		} else {
-			out[i].ObjectType, out[i].ObjectID = r.ObjectType, r.ObjectID
-		}
-		out[i].Reason = r.Reason
+func (standard) Settings(map[string]string) []Setting { return nil }
+
+func (k standard) SecretPage(endpoint, secret string, _ map[string]string) SecretPage {
+	return SecretPage{
+		EndpointURL: endpoint, Secret: secret, SecretName: "signing secret",
+		Intro:       "Give the provider this endpoint URL and signing secret (" + k.Name() + ", Standard Webhooks signatures).",
+		CurlHint:    "Send a signed contact.snapshot delivery from a shell (needs openssl, curl and od):",
+		CurlExample: standardCurlExample(endpoint, secret),
+		SendExample: "tidemark send --url " + ShellWord(endpoint) + " --secret " + ShellWord(secret),
 	}
-	return map[string]any{"delivery_id": deliveryID, "results": out}
+}
+
+// standardCurlExample is a shell snippet that signs one delivery per
+// Standard Webhooks with openssl and posts it with curl.
+func standardCurlExample(endpoint, secret string) string {
+	body := `{"type":"contact.snapshot","data":{"contact_id":"c-1001","revision":1,"snapshot":{"job_title":"Director"}}}`
+	return strings.Join([]string{
+		"secret=" + ShellQuote(strings.TrimPrefix(secret, "whsec_")),
+		"url=" + ShellQuote(endpoint),
+		"id=msg_$(date +%s); ts=$(date +%s)",
+		"body=" + ShellQuote(body),
+		`sig=$(printf '%s.%s.%s' "$id" "$ts" "$body" | openssl dgst -sha256 -mac HMAC -macopt hexkey:$(printf '%s' "$secret" | base64 -d | od -An -tx1 | tr -d ' \n') -binary | base64)`,
+		`curl -sS -X POST "$url" -H "webhook-id: $id" -H "webhook-timestamp: $ts" -H "webhook-signature: v1,$sig" -H 'Content-Type: application/json' -d "$body"`,
+	}, "\n")
+}
+
+func (standard) ProviderPage(map[string]string) ProviderPage {
+	return ProviderPage{TestHint: "Signs a contact.snapshot event (contact tidemark-test) with the newest secret."}
+}
+
+// TestDelivery is a contact.snapshot of the sample contact whose revision is
+// now in milliseconds, so each test event applies.
+func (standard) TestDelivery(_, secret string, _ map[string]string, now time.Time) (Delivery, error) {
+	body, _ := json.Marshal(map[string]any{
+		"type": "contact.snapshot", "timestamp": now.UTC().Format(time.RFC3339),
+		"data": map[string]any{"contact_id": sampleContact, "revision": now.UnixMilli(),
+			"snapshot": map[string]any{"note": "test event from the Tidemark console", "sent_at": now.UTC().Format(time.RFC3339)}},
+	})
+	id := "console-test-" + uuid.NewString()
+	sig, err := SignStandard(secret, id, now.Unix(), body)
+	if err != nil {
+		return Delivery{}, err
+	}
+	return Delivery{Body: body, Headers: map[string]string{
+		"webhook-id": id, "webhook-timestamp": strconv.FormatInt(now.Unix(), 10), "webhook-signature": sig}}, nil
 }

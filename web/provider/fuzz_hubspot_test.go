@@ -1,4 +1,4 @@
-package web
+package provider
 
 import (
 	"bytes"
@@ -64,7 +64,7 @@ func TestHubSpotSignatureVectors(t *testing.T) {
 	req.Header.Set("X-HubSpot-Signature-V3", "OIAW0UVRlyfAHdAH6q5eX0jRih9kGmm+txtGgW7X0ME=")
 	req.Header.Set("X-HubSpot-Request-Timestamp", "1714564860000")
 	p := domain.ProviderEndpoint{Secrets: []string{"rotated-out-secret", secret}}
-	if v, err := (hubspotReceiver{}).authenticate(req, []byte(hubspotResearchBody), p, time.UnixMilli(1714564860000+60_000)); v != domain.SignatureValid {
+	if v, err := (hubspot{}).Authenticate(req, []byte(hubspotResearchBody), p, time.UnixMilli(1714564860000+60_000)); v != domain.SignatureValid {
 		t.Errorf("authenticate = %s, %v; want valid", v, err)
 	}
 }
@@ -83,7 +83,7 @@ func TestHubSpotURIDecoding(t *testing.T) {
 
 func TestHubSpotParseBatch(t *testing.T) {
 	body := readHubSpotFixture(t, "batch_contact.json")
-	events, err := hubspotReceiver{}.parse(httptest.NewRequest(http.MethodPost, "/", nil), body, domain.ProviderEndpoint{})
+	events, err := hubspot{}.Parse(httptest.NewRequest(http.MethodPost, "/", nil), body, domain.ProviderEndpoint{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestHubSpotParseBatch(t *testing.T) {
 		}
 	}
 
-	events, err = hubspotReceiver{}.parse(nil, readHubSpotFixture(t, "deletion.json"), domain.ProviderEndpoint{})
+	events, err = hubspot{}.Parse(nil, readHubSpotFixture(t, "deletion.json"), domain.ProviderEndpoint{})
 	if err != nil || len(events) != 1 {
 		t.Fatalf("deletion: %v %+v", err, events)
 	}
@@ -126,14 +126,14 @@ func TestHubSpotParseBatch(t *testing.T) {
 
 	// attemptNumber stays out of the event id.
 	retry := bytes.Replace(readHubSpotFixture(t, "deletion.json"), []byte(`"attemptNumber":0`), []byte(`"attemptNumber":3`), 1)
-	again, _ := hubspotReceiver{}.parse(nil, retry, domain.ProviderEndpoint{})
+	again, _ := hubspot{}.Parse(nil, retry, domain.ProviderEndpoint{})
 	if len(again) != 1 || again[0].EventID != events[0].EventID {
 		t.Errorf("retry event id %+v, want %s", again, events[0].EventID)
 	}
 }
 
 func TestHubSpotParseRejects(t *testing.T) {
-	events, err := hubspotReceiver{}.parse(nil, readHubSpotFixture(t, "batch_malformed.json"), domain.ProviderEndpoint{})
+	events, err := hubspot{}.Parse(nil, readHubSpotFixture(t, "batch_malformed.json"), domain.ProviderEndpoint{})
 	if err != nil || len(events) != 3 {
 		t.Fatalf("%v %+v", err, events)
 	}
@@ -156,7 +156,7 @@ func TestHubSpotParseRejects(t *testing.T) {
 		{`{"eventId":1,"subscriptionId":2,"portalId":3,"occurredAt":-5,"objectId":4,"subscriptionType":"contact.creation"}`, "occurredAt must be"},
 		{`"not an object"`, "not a JSON object"},
 	} {
-		events, err := hubspotReceiver{}.parse(nil, []byte(`[`+c.elem+`]`), domain.ProviderEndpoint{})
+		events, err := hubspot{}.Parse(nil, []byte(`[`+c.elem+`]`), domain.ProviderEndpoint{})
 		if err != nil || len(events) != 1 {
 			t.Fatalf("%s: %v %+v", c.elem, err, events)
 		}
@@ -167,37 +167,37 @@ func TestHubSpotParseRejects(t *testing.T) {
 			t.Errorf("unknown type kept an object type: %+v", events[0].Scope)
 		}
 	}
-	if events, _ := (hubspotReceiver{}).parse(nil, []byte(`[`+base+`,"subscriptionType":"contact.merge"}]`), domain.ProviderEndpoint{}); events[0].Scope.ObjectType != "" || events[0].Scope.Action != "contact.merge" {
+	if events, _ := (hubspot{}).Parse(nil, []byte(`[`+base+`,"subscriptionType":"contact.merge"}]`), domain.ProviderEndpoint{}); events[0].Scope.ObjectType != "" || events[0].Scope.Action != "contact.merge" {
 		t.Errorf("unknown type scope %+v", events[0].Scope)
 	}
 
 	for _, body := range []string{`{}`, `null`, ``, `"x"`, `[1,`, "[\xff]"} {
-		if _, err := (hubspotReceiver{}).parse(nil, []byte(body), domain.ProviderEndpoint{}); err == nil {
+		if _, err := (hubspot{}).Parse(nil, []byte(body), domain.ProviderEndpoint{}); err == nil {
 			t.Errorf("parse(%q) succeeded, want an error", body)
 		}
 	}
 	big := "[" + strings.TrimSuffix(strings.Repeat(`{},`, hubspotMaxEvents+1), ",") + "]"
-	if _, err := (hubspotReceiver{}).parse(nil, []byte(big), domain.ProviderEndpoint{}); err == nil {
+	if _, err := (hubspot{}).Parse(nil, []byte(big), domain.ProviderEndpoint{}); err == nil {
 		t.Error("a batch of 101 events was accepted")
 	}
 	full := "[" + strings.TrimSuffix(strings.Repeat(`{},`, hubspotMaxEvents), ",") + "]"
-	if events, err := (hubspotReceiver{}).parse(nil, []byte(full), domain.ProviderEndpoint{}); err != nil || len(events) != hubspotMaxEvents {
+	if events, err := (hubspot{}).Parse(nil, []byte(full), domain.ProviderEndpoint{}); err != nil || len(events) != hubspotMaxEvents {
 		t.Errorf("a batch of 100 events: %v", err)
 	}
 }
 
 func TestHubSpotSetup(t *testing.T) {
-	secret, config, err := hubspotSetup("", nil)
+	secret, config, err := (hubspot{}).Setup("", nil)
 	if err != nil || len(secret) != 36 || config["allow_v1"] != "false" {
-		t.Errorf("hubspotSetup(\"\") = %q %v %v", secret, config, err)
+		t.Errorf("(hubspot{}).Setup(\"\") = %q %v %v", secret, config, err)
 	}
-	if _, config, err := hubspotSetup("my-client-secret", map[string]string{"allow_v1": "true"}); err != nil || config["allow_v1"] != "true" {
+	if _, config, err := (hubspot{}).Setup("my-client-secret", map[string]string{"allow_v1": "true"}); err != nil || config["allow_v1"] != "true" {
 		t.Errorf("allow_v1=true: %v %v", config, err)
 	}
-	if _, _, err := hubspotSetup("my-client-secret", map[string]string{"allow_v1": "yes"}); domain.ErrorCode(err) != domain.EINVALID {
+	if _, _, err := (hubspot{}).Setup("my-client-secret", map[string]string{"allow_v1": "yes"}); domain.ErrorCode(err) != domain.EINVALID {
 		t.Errorf("allow_v1=yes: %v", err)
 	}
-	if _, _, err := hubspotSetup(" short", nil); domain.ErrorCode(err) != domain.EINVALID {
+	if _, _, err := (hubspot{}).Setup(" short", nil); domain.ErrorCode(err) != domain.EINVALID {
 		t.Errorf("bad secret: %v", err)
 	}
 }
@@ -214,15 +214,15 @@ func FuzzHubSpotParse(f *testing.F) {
 	}
 	f.Add([]byte(hubspotResearchBody), []byte(hubspotResearchBody))
 	const secret = "hubspot-fuzz-secret-0123456789"
-	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: domain.KindHubSpot, Config: map[string]string{"allow_v1": "true"}},
+	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "hubspot", Config: map[string]string{"allow_v1": "true"}},
 		Secrets: []string{"rotated-hubspot-secret-98765", secret}}
-	rcv := hubspotReceiver{}
+	rcv := hubspot{}
 
 	f.Fuzz(func(t *testing.T, signed, sent []byte) {
 		now := time.Now()
 		req := httptest.NewRequest(http.MethodPost, "http://hooks.example.com/webhooks/acme/hs?x=1", bytes.NewReader(sent))
 
-		events, err := rcv.parse(req, sent, p)
+		events, err := rcv.Parse(req, sent, p)
 		if err == nil {
 			if len(events) > hubspotMaxEvents {
 				t.Fatalf("%d events", len(events))
@@ -254,14 +254,14 @@ func FuzzHubSpotParse(f *testing.F) {
 		ts := strconv.FormatInt(now.UnixMilli(), 10)
 		req.Header.Set("X-HubSpot-Signature-v3", SignHubSpotV3(secret, http.MethodPost, "http://hooks.example.com/webhooks/acme/hs?x=1", signed, ts))
 		req.Header.Set("X-HubSpot-Request-Timestamp", ts)
-		v, _ := rcv.authenticate(req, sent, p, now)
+		v, _ := rcv.Authenticate(req, sent, p, now)
 		if (v == domain.SignatureValid) != bytes.Equal(signed, sent) {
 			t.Fatalf("v3 verdict %s for signed %q, sent %q", v, signed, sent)
 		}
 		v1 := httptest.NewRequest(http.MethodPost, "/webhooks/acme/hs", nil)
 		v1.Header.Set("X-HubSpot-Signature", SignHubSpotV1(secret, signed))
 		v1.Header.Set("X-HubSpot-Signature-Version", "v1")
-		v, _ = rcv.authenticate(v1, sent, p, now)
+		v, _ = rcv.Authenticate(v1, sent, p, now)
 		if (v == domain.SignatureValid) != bytes.Equal(signed, sent) {
 			t.Fatalf("v1 verdict %s for signed %q, sent %q", v, signed, sent)
 		}

@@ -10,9 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web"
 )
 
 const sfOrg = "00D5e000000AbCdEAK"
@@ -30,7 +27,7 @@ const sfAck = `<?xml version="1.0" encoding="UTF-8"?>
 
 func sfFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "salesforce", name))
+	b, err := os.ReadFile(filepath.Join("provider", "testdata", "salesforce", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,35 +308,5 @@ func TestSalesforceRevisionField(t *testing.T) {
 	e.sfAcked("sf", bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAQ")))
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxWAAQ"); strings.Join(got, ",") != "unversioned" {
 		t.Fatalf("SystemModstamp with revision_field LastModifiedDate: %v, want unversioned", got)
-	}
-}
-
-func TestSalesforceSetup(t *testing.T) {
-	t.Parallel()
-	secret, config, err := web.ProviderSetup(domain.KindSalesforce, "", map[string]string{"org_id": sfOrg})
-	if err != nil || secret != "" || config["org_id"] != sfOrg || config["revision_field"] != "SystemModstamp" {
-		t.Fatalf("setup: %q %v %v", secret, config, err)
-	}
-	_, config, err = web.ProviderSetup(domain.KindSalesforce, "", map[string]string{"org_id": sfOrg[:15],
-		"allowed_networks": "13.108.0.0/14, 2a01:111:f400::/48", "revision_field": "LastModifiedDate"})
-	if err != nil || config["allowed_networks"] != "13.108.0.0/14,2a01:111:f400::/48" || config["revision_field"] != "LastModifiedDate" {
-		t.Fatalf("setup with networks: %v %v", config, err)
-	}
-	for _, tc := range []struct {
-		name, secret string
-		config       map[string]string
-		want         string
-	}{
-		{"secret", "whsec_abc", map[string]string{"org_id": sfOrg}, "--org-id"},
-		{"no org", "", nil, "--org-id"},
-		{"short org", "", map[string]string{"org_id": "00D5e000000AbC"}, "--org-id"},
-		{"not an org", "", map[string]string{"org_id": "0035e00000Q7kLmAAB"}, "--org-id"},
-		{"bad network", "", map[string]string{"org_id": sfOrg, "allowed_networks": "10.0.0.0/8,10.0.0.300/8"}, "10.0.0.300/8"},
-		{"bad field", "", map[string]string{"org_id": sfOrg, "revision_field": "System Modstamp"}, "--revision-field"},
-	} {
-		_, _, err := web.ProviderSetup(domain.KindSalesforce, tc.secret, tc.config)
-		if domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%s: %v, want EINVALID naming %s", tc.name, err, tc.want)
-		}
 	}
 }

@@ -1,0 +1,61 @@
+package web
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/provider"
+)
+
+func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
+	s.renderTokens(w, r, http.StatusOK, views.TokensView{})
+}
+
+func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
+	tokens, err := s.tokens.APITokens(r.Context(), currentTenant(r.Context()).ID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	v.Tokens = tokens
+	s.render(w, r, status, views.Tokens(s.layout(r, "API tokens", "tokens"), v))
+}
+
+// handleCreateToken creates a token and answers with it, once: only its
+// hash is stored.
+func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	name := strings.TrimSpace(r.PostFormValue("name"))
+	token, err := s.tokens.CreateAPIToken(r.Context(), t.ID, name)
+	if formRefusal(err) {
+		s.renderTokens(w, r, http.StatusUnprocessableEntity, views.TokensView{Form: views.TokenForm{Name: name, Error: domain.ErrorMessage(err)}})
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("API token created", "tenant", t.Slug, "name", name, "by", currentUser(r.Context()).Email)
+	example := "curl -sS -H " + provider.ShellQuote("Authorization: Bearer "+token) + " " + provider.ShellWord(s.baseURL(r)+"/api/v1/tenants/"+t.Slug+"/stats")
+	w.Header().Set("Cache-Control", "no-store")
+	s.renderTokens(w, r, http.StatusOK, views.TokensView{Created: views.NewToken{Name: name, Token: token, APIExample: example}})
+}
+
+func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "API token not found"))
+		return
+	}
+	if err := s.tokens.RevokeAPIToken(r.Context(), t.ID, id); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("API token revoked", "tenant", t.Slug, "id", id, "by", currentUser(r.Context()).Email)
+	s.redirectWithFlash(w, r, "/t/"+t.Slug+"/tokens", "ok", "Token revoked: API calls with it are refused from now on.")
+}
