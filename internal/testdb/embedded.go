@@ -107,7 +107,7 @@ func takeSlot(root string) (*os.File, int, error) {
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		return nil, 0, fmt.Errorf("%w: lock slot %d: %v", errNoSlot, n, err)
+		return nil, 0, fmt.Errorf("%w: lock slot %d: %w", errNoSlot, n, err)
 	}
 	return f, n, nil
 }

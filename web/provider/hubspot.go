@@ -227,7 +227,7 @@ func (hubspot) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([
 	}
 	var elems []json.RawMessage
 	if err := json.Unmarshal(trimmed, &elems); err != nil {
-		return nil, fmt.Errorf("body is not a JSON array of HubSpot events: %v", err)
+		return nil, fmt.Errorf("body is not a JSON array of HubSpot events: %w", err)
 	}
 	if len(elems) > hubspotMaxEvents {
 		return nil, fmt.Errorf("batch has %d events; HubSpot sends at most %d", len(elems), hubspotMaxEvents)

@@ -147,7 +147,7 @@ func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEn
 	if raw := strings.TrimSpace(p.Config["allowed_networks"]); raw != "" {
 		nets, err := parseNetworks(raw)
 		if err != nil {
-			return domain.SignatureInvalid, fmt.Errorf("the provider's allowed_networks is invalid (%v); no delivery is accepted until it is fixed", err)
+			return domain.SignatureInvalid, fmt.Errorf("the provider's allowed_networks is invalid; no delivery is accepted until it is fixed: %w", err)
 		}
 		host, _, err := net.SplitHostPort(r.RemoteAddr)
 		if err != nil {
@@ -281,7 +281,7 @@ func decodeSalesforce(body []byte) (*sfEnvelope, error) {
 		if err == io.EOF {
 			return fmt.Errorf("body is not a complete XML document")
 		}
-		return fmt.Errorf("body is not well-formed XML: %v", err)
+		return fmt.Errorf("body is not well-formed XML: %w", err)
 	}
 	// next returns the next start element at this level, or nil at the
 	// parent's end.

@@ -224,7 +224,7 @@ func (shippo) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]
 	}
 	var env shippoBody
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, fmt.Errorf("body is not a JSON object: %v", err)
+		return nil, fmt.Errorf("body is not a JSON object: %w", err)
 	}
 	if env.Event == nil {
 		return nil, fmt.Errorf(`body has no "event"; expected for example {"event": "track_updated", "data": {...}}`)

@@ -141,7 +141,7 @@ func (standard) Parse(r *http.Request, body []byte, _ domain.ProviderEndpoint) (
 	}
 	var env standardBody
 	if err := json.Unmarshal(body, &env); err != nil {
-		return nil, fmt.Errorf("body is not a JSON object: %v", err)
+		return nil, fmt.Errorf("body is not a JSON object: %w", err)
 	}
 	if env.Type == nil {
 		return nil, fmt.Errorf(`body has no "type"; expected for example {"type": "contact.snapshot", "data": {...}}`)
