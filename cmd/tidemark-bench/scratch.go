@@ -46,7 +46,7 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (str
 		return "", err
 	}
 	secret := provider.NewStandardSecret()
-	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, "standard", secret, nil); err != nil {
+	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, provider.Standard.Name(), secret, nil); err != nil {
 		return "", err
 	}
 	return secret, nil
