@@ -8,6 +8,7 @@ import (
 )
 
 func TestIdentifierRules(t *testing.T) {
+	t.Parallel()
 	e := Event{EventID: "msg_1", ObjectID: "c-1", Timestamp: "2026-11-29T10:00:00Z",
 		Snapshot: json.RawMessage(`{"email":"a@example.com","score":{"b":2,"a":1}}`)}
 	for _, tc := range []struct{ rule, want string }{
@@ -37,6 +38,7 @@ func TestIdentifierRules(t *testing.T) {
 }
 
 func TestIdempotencyKeyIsUnambiguous(t *testing.T) {
+	t.Parallel()
 	a := IdempotencyKey(1, 2, ScopeName{"contact", "snapshot"}, "x")
 	for name, other := range map[string][]byte{
 		"tenant":      IdempotencyKey(2, 2, ScopeName{"contact", "snapshot"}, "x"),
@@ -55,6 +57,7 @@ func TestIdempotencyKeyIsUnambiguous(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
+	t.Parallel()
 	for _, ok := range []string{"acme", "a", "acme-2", "0x"} {
 		if err := ValidateSlug("tenant", ok); err != nil {
 			t.Errorf("%q: %v", ok, err)

@@ -7,6 +7,7 @@ import (
 )
 
 func TestDiffFields(t *testing.T) {
+	t.Parallel()
 	old := json.RawMessage(`{"name":"Ada","tags":["a","b"],"n":1.50,"gone":null,"nested":{"b":1,"a":2}}`)
 	after := json.RawMessage(`{"name":"Ada L.","tags":["a","b"],"n":1.50,"added":"<b>&</b>","nested":{"a":2,"b":1}}`)
 	got := DiffFields(old, after)
@@ -31,6 +32,7 @@ func TestDiffFields(t *testing.T) {
 }
 
 func TestDiffFieldsAgainstNothing(t *testing.T) {
+	t.Parallel()
 	got := ChangedFields(nil, json.RawMessage(`{"a":1}`))
 	if len(got) != 1 || !got[0].OldMissing || got[0].New != "1" {
 		t.Fatalf("first snapshot: %+v", got)
@@ -41,6 +43,7 @@ func TestDiffFieldsAgainstNothing(t *testing.T) {
 }
 
 func TestJSONText(t *testing.T) {
+	t.Parallel()
 	raw := json.RawMessage(`{ "b": "<script>", "a": 12345678901234567890 }`)
 	if got := CompactJSON(raw); got != `{"a":12345678901234567890,"b":"<script>"}` {
 		t.Errorf("CompactJSON: %s", got)

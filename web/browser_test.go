@@ -116,6 +116,9 @@ func count(ctx context.Context, t *testing.T, search string) int {
 // TestBrowserOperatorJourney signs in with a real browser, opens the
 // overview, resolves a conflict and sees the queue shrink, and rotates a
 // provider's secret.
+//
+// It is not parallel: the package's parallel tests wait until it is done, so
+// Chromium has the machine's two cores to itself.
 func TestBrowserOperatorJourney(t *testing.T) {
 	e2e.Require(t, "Chromium") // before setup makes a database
 	e := setup(t)

@@ -26,6 +26,7 @@ func consoleTestEvent(t *testing.T, b *browser, provider string) string {
 }
 
 func TestProviderConnectShippoHMAC(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	_, doc := b.get("/t/acme/providers")
@@ -77,6 +78,7 @@ func TestProviderConnectShippoHMAC(t *testing.T) {
 }
 
 func TestProviderConnectShippoToken(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	status, doc, _ := b.post("/t/acme/providers", url.Values{"name": {"ship-t"}, "kind": {"shippo"}, "shippo_auth": {"token"}})
@@ -131,6 +133,7 @@ func postedOutcome(t *testing.T, u string, body []byte) string {
 }
 
 func TestProviderConnectSalesforce(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	for _, c := range []struct {
@@ -195,6 +198,7 @@ func TestProviderConnectSalesforce(t *testing.T) {
 // TestProviderTestEventSalesforceNetworks: with allowed networks, the test
 // event comes from inside the first one and is accepted.
 func TestProviderTestEventSalesforceNetworks(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	e.sfProvider("sfnet", map[string]string{"org_id": sfOrg, "allowed_networks": "13.108.0.0/14", "revision_field": "SystemModstamp"})
@@ -230,6 +234,7 @@ func hubspotBatch(eventID int64, value string) []byte {
 }
 
 func TestProviderConnectHubSpot(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	_, doc := b.get("/t/acme/providers")
@@ -273,8 +278,11 @@ func TestProviderConnectHubSpot(t *testing.T) {
 		t.Fatalf("provider page: %d, endpoint %q, settings %q, note %q, shows secret %v", status, text(doc, "#endpoint-url"),
 			text(doc, ".provider-settings"), text(doc, ".url-note"), strings.Contains(html, secret))
 	}
-	if doc.Find(`form[action$='/rotate'] input[name=new_secret][required]`).Length() != 1 {
-		t.Fatal("hubspot rotation should ask for the new client secret")
+	if doc.Find(`form[action$='/rotate'] input[name=new_secret][required]`).Length() != 1 ||
+		!strings.HasPrefix(text(doc, "form[action$='/rotate'] label"), "New client secret") ||
+		!strings.HasPrefix(text(doc, "#rotate-secret-hint"), "Paste the client secret of your HubSpot app (Settings → Auth).") {
+		t.Fatalf("hubspot rotation should ask for the new client secret: label %q, hint %q",
+			text(doc, "form[action$='/rotate'] label"), text(doc, "#rotate-secret-hint"))
 	}
 
 	// A delivery HubSpot signs with the client secret over the URL is applied.
@@ -321,6 +329,7 @@ func TestProviderConnectHubSpot(t *testing.T) {
 // TestProviderConnectHubSpotV1: allow_v1 is saved from the checkbox and a
 // v1-signed delivery is then accepted.
 func TestProviderConnectHubSpotV1(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	const secret = "legacy-secret-0123456789"

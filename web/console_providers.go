@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -47,9 +48,8 @@ func (s *Server) renderProviders(w http.ResponseWriter, r *http.Request, status 
 		s.consoleError(w, r, err)
 		return
 	}
-	v := views.ProvidersView{Providers: ps, Form: form}
-	for _, name := range provider.Names() {
-		v.Kinds = append(v.Kinds, views.ProviderKindOption{Value: name, Label: name})
+	v := views.ProvidersView{Providers: ps, Form: form, Kinds: provider.Names()}
+	for _, name := range v.Kinds {
 		k, _ := provider.Lookup(name)
 		if f := k.Form(); len(f.Fields) > 0 {
 			v.Fieldsets = append(v.Fieldsets, connectFieldset(name, f, form.Values))
@@ -135,15 +135,13 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var (
+		k      provider.Kind
 		secret string
 		config map[string]string
 	)
 	err := domain.ValidateSlug("provider", form.Name)
 	if err == nil {
-		k, ok := provider.Lookup(form.Kind)
-		if !ok {
-			err = domain.Errorf(domain.EINVALID, "provider kind %q is not one of %s", form.Kind, strings.Join(provider.Names(), ", "))
-		} else {
+		if k, err = provider.Get(form.Kind); err == nil {
 			in, inSecret := map[string]string{}, ""
 			for _, f := range k.Form().Fields {
 				if f.Secret {
@@ -153,9 +151,6 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 				}
 			}
 			secret, config, err = consoleSetup(k, inSecret, in)
-		}
-		if err != nil && domain.ErrorCode(err) != domain.EINVALID {
-			err = domain.Errorf(domain.EINVALID, "%s", err.Error())
 		}
 	}
 	var p domain.Provider
@@ -172,56 +167,52 @@ func (s *Server) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", currentUser(r.Context()).Email)
-	s.renderNewSecret(w, r, p, secret, false)
+	s.renderNewSecret(w, r, p, k, secret, false)
 }
 
 // providerSettings lists a provider's kind-specific settings for display.
-func providerSettings(p domain.Provider) []views.ProviderSetting {
-	k, ok := provider.Lookup(p.Kind)
-	if !ok {
-		return nil
-	}
+func providerSettings(k provider.Kind, config map[string]string) []views.ProviderSetting {
 	var out []views.ProviderSetting
-	for _, st := range k.Settings(p.Config) {
+	for _, st := range k.Settings(config) {
 		out = append(out, views.ProviderSetting{Label: st.Label, Value: st.Value})
 	}
 	return out
-}
-
-// hasSecrets reports whether providers of kind authenticate with secrets,
-// so that rotating and retiring apply.
-func hasSecrets(kind string) bool {
-	k, ok := provider.Lookup(kind)
-	return !ok || k.HasSecrets()
 }
 
 func (s *Server) endpointURL(r *http.Request, provider string) string {
 	return s.baseURL(r) + "/webhooks/" + currentTenant(r.Context()).Slug + "/" + provider
 }
 
-// currentProvider loads the {name} provider of the current tenant; it
-// writes the error page and returns false when there is none.
-func (s *Server) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, bool) {
+// currentProvider loads the {name} provider of the current tenant and its
+// kind; it writes the error page and returns false when there is none. A
+// kind this build does not know can only come from a newer version that
+// wrote the row, so it is an internal error, not a page to improvise.
+func (s *Server) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, provider.Kind, bool) {
 	p, err := s.providers.ProviderSummary(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "name"))
 	if err != nil {
 		s.consoleError(w, r, err)
-		return p, false
+		return p, nil, false
 	}
-	return p, true
+	k, ok := provider.Lookup(p.Kind)
+	if !ok {
+		s.consoleError(w, r, fmt.Errorf("provider %s has kind %q, which this version of Tidemark does not know", p.Name, p.Kind))
+		return p, nil, false
+	}
+	return p, k, true
 }
 
 func (s *Server) handleProvider(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.currentProvider(w, r)
+	p, k, ok := s.currentProvider(w, r)
 	if !ok {
 		return
 	}
-	s.renderProvider(w, r, http.StatusOK, p, views.ScopeForm{})
+	s.renderProvider(w, r, http.StatusOK, p, k, views.ScopeForm{})
 }
 
 // renderProvider shows a provider's page. A refused scope form, when given,
 // is shown as submitted in place of the stored scope (or of the empty "add"
 // form) with its message.
-func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, refusedScope views.ScopeForm) {
+func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refusedScope views.ScopeForm) {
 	ctx, tenantID := r.Context(), currentTenant(r.Context()).ID
 	secrets, err := s.providers.ProviderSecrets(ctx, tenantID, p.ID)
 	if err != nil {
@@ -238,15 +229,14 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 		s.consoleError(w, r, err)
 		return
 	}
-	kind, canSign := provider.Lookup(p.Kind)
-	v := views.ProviderView{Provider: p, EndpointURL: s.endpointURL(r, p.Name), Secrets: secrets, Deliveries: deliveries,
-		CanSign: canSign, HasSecrets: hasSecrets(p.Kind), Settings: providerSettings(p.Provider),
+	page := k.ProviderPage(p.Config)
+	v := views.ProviderView{Provider: p, EndpointURL: s.endpointURL(r, p.Name) + page.EndpointSuffix, Secrets: secrets,
+		Deliveries: deliveries, HasSecrets: k.HasSecrets(), Settings: providerSettings(k, p.Config),
+		URLNote: page.URLNote, AuthNote: page.AuthNote, TestHint: page.TestHint,
 		NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true}}
-	if canSign {
-		page := kind.ProviderPage(p.Config)
-		v.EndpointURL += page.EndpointSuffix
-		v.URLNote, v.AuthNote, v.TestHint = page.URLNote, page.AuthNote, page.TestHint
-		v.RotateNeedsSecret = secretIssued(kind)
+	if f, ok := pastedSecret(k); ok {
+		v.RotatePasted = &views.PastedSecret{Label: "New " + strings.ToLower(f.Label[:1]) + f.Label[1:],
+			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}
 	}
 	for _, sc := range scopes {
 		f := scopeForm(sc)

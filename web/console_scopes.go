@@ -51,7 +51,7 @@ func parseScopeForm(f views.ScopeForm) (domain.Scope, error) {
 }
 
 func (s *Server) handleSaveScope(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.currentProvider(w, r)
+	p, k, ok := s.currentProvider(w, r)
 	if !ok {
 		return
 	}
@@ -70,7 +70,7 @@ func (s *Server) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 	}
 	if formRefusal(err) {
 		f.Error = domain.ErrorMessage(err)
-		s.renderProvider(w, r, http.StatusUnprocessableEntity, p, f)
+		s.renderProvider(w, r, http.StatusUnprocessableEntity, p, k, f)
 		return
 	}
 	if err != nil {

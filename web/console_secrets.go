@@ -11,15 +11,11 @@ import (
 
 // renderNewSecret shows a new provider's endpoint and secret once. The page
 // must not be cached: it is the only place the plaintext ever appears.
-func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, secret string, rotated bool) {
-	endpoint := s.endpointURL(r, p.Name)
-	v := views.ProviderSecretView{Name: p.Name, Kind: p.Kind, Rotated: rotated, EndpointURL: endpoint, Secret: secret,
-		SecretName: "signing secret", Settings: providerSettings(p)}
-	if k, ok := provider.Lookup(p.Kind); ok {
-		page := k.SecretPage(endpoint, secret, p.Config)
-		v.EndpointURL, v.Secret, v.SecretName, v.SecretStored = page.EndpointURL, page.Secret, page.SecretName, page.SecretStored
-		v.URLNote, v.Intro, v.CurlHint, v.CurlExample, v.SendExample = page.URLNote, page.Intro, page.CurlHint, page.CurlExample, page.SendExample
-	}
+func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, k provider.Kind, secret string, rotated bool) {
+	page := k.SecretPage(s.endpointURL(r, p.Name), secret, p.Config)
+	v := views.ProviderSecretView{Name: p.Name, Kind: p.Kind, Rotated: rotated, Settings: providerSettings(k, p.Config),
+		EndpointURL: page.EndpointURL, Secret: page.Secret, SecretName: page.SecretName, SecretStored: page.SecretStored,
+		URLNote: page.URLNote, Intro: page.Intro, CurlHint: page.CurlHint, CurlExample: page.CurlExample, SendExample: page.SendExample}
 	title := "Provider connected"
 	if rotated {
 		title = "New " + v.SecretName
@@ -28,36 +24,24 @@ func (s *Server) renderNewSecret(w http.ResponseWriter, r *http.Request, p domai
 	s.render(w, r, http.StatusOK, views.ProviderSecret(s.layout(r, title, "providers"), v))
 }
 
-// secretIssued reports whether the provider issues k's secrets (its secret
-// field is required), so the console takes a pasted one instead of
-// generating it.
-func secretIssued(k provider.Kind) bool {
+// pastedSecret returns k's secret field when the provider issues the
+// secret (the field is required), so the console takes a pasted one
+// instead of generating it.
+func pastedSecret(k provider.Kind) (provider.Field, bool) {
 	for _, f := range k.Form().Fields {
 		if f.Secret && f.Required {
-			return true
+			return f, true
 		}
 	}
-	return false
-}
-
-// signable refuses secret actions on kinds this version does not know,
-// whose secrets it cannot use.
-func (s *Server) signable(w http.ResponseWriter, r *http.Request, p domain.ProviderSummary) bool {
-	if _, ok := provider.Lookup(p.Kind); ok {
-		return true
-	}
-	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error",
-		fmt.Sprintf("%s providers are not supported by this version of Tidemark yet.", p.Kind))
-	return false
+	return provider.Field{}, false
 }
 
 // handleRotateSecret adds a new secret and answers with it, once.
 func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.currentProvider(w, r)
-	if !ok || !s.signable(w, r, p) {
+	p, k, ok := s.currentProvider(w, r)
+	if !ok {
 		return
 	}
-	k, _ := provider.Lookup(p.Kind)
 	if !k.HasSecrets() {
 		s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "error",
 			fmt.Sprintf("%s providers have no secret to rotate: %s", p.Kind, k.ProviderPage(p.Config).NoRotation))
@@ -67,7 +51,7 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		secret string
 		err    error
 	)
-	if secretIssued(k) {
+	if _, pasted := pastedSecret(k); pasted {
 		// The provider issues the new secret; the operator pastes it.
 		secret, _, err = consoleSetup(k, r.PostFormValue("new_secret"), p.Config)
 		if err != nil {
@@ -86,11 +70,11 @@ func (s *Server) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.log.Info("provider secret rotated", "tenant", currentTenant(r.Context()).Slug, "provider", p.Name, "by", currentUser(r.Context()).Email)
-	s.renderNewSecret(w, r, p.Provider, secret, true)
+	s.renderNewSecret(w, r, p.Provider, k, secret, true)
 }
 
 func (s *Server) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
-	p, ok := s.currentProvider(w, r)
+	p, _, ok := s.currentProvider(w, r)
 	if !ok {
 		return
 	}

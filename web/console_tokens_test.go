@@ -8,6 +8,7 @@ import (
 )
 
 func TestAPITokensConsole(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	b := e.operator("ops@example.com", false, "acme")
 	if _, doc := b.get("/t/acme/tokens"); !strings.Contains(text(doc, ".empty"), "No API tokens yet") {

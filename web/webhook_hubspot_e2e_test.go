@@ -19,6 +19,7 @@ import (
 // property; a late older change of one property is stale while a newer
 // change of another still applies; deletion makes older changes stale.
 func TestHubSpotPerPropertyOutcomes(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.hubspotProvider(nil)
 	now := time.Now()
@@ -64,6 +65,7 @@ func TestHubSpotPerPropertyOutcomes(t *testing.T) {
 // TestHubSpotSignsThePublicURL: behind a proxy HubSpot signs the public URL,
 // not the address the server sees.
 func TestHubSpotSignsThePublicURL(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.hubspotProvider(nil)
 	const public = "https://hooks.example.com"

@@ -66,6 +66,7 @@ func (e *env) hubspotResults(status int, body map[string]any) []map[string]any {
 }
 
 func TestHubSpotSignatures(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.hubspotProvider(nil)
 	body := hubspotFixture(t, "deletion.json")
@@ -106,6 +107,7 @@ func TestHubSpotSignatures(t *testing.T) {
 }
 
 func TestHubSpotDeliveryOutcomes(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.hubspotProvider(nil)
 

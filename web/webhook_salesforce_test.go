@@ -104,6 +104,7 @@ func sfMicros(stamp string) float64 {
 }
 
 func TestSalesforceContactLifecycle(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.sfProvider("sf", nil)
 	token := e.token("acme")
@@ -159,6 +160,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 }
 
 func TestSalesforceBatch(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.sfProvider("sf", nil)
 	e.sfAcked("sf", sfFixture(t, "batch.xml"))
@@ -204,6 +206,7 @@ func TestSalesforceBatch(t *testing.T) {
 }
 
 func TestSalesforceRejectsSender(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.sfProvider("sf", nil)
 	contact := sfFixture(t, "contact.xml")
@@ -242,6 +245,7 @@ func TestSalesforceRejectsSender(t *testing.T) {
 }
 
 func TestSalesforceMalformed(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.sfProvider("sf", nil)
 	contact := string(sfFixture(t, "contact.xml"))
@@ -266,6 +270,7 @@ func TestSalesforceMalformed(t *testing.T) {
 }
 
 func TestSalesforceRejectedNotifications(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.sfProvider("sf", nil)
 	contact := sfFixture(t, "contact.xml")
@@ -295,6 +300,7 @@ func TestSalesforceRejectedNotifications(t *testing.T) {
 }
 
 func TestSalesforceRevisionField(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	e.sfProvider("sf", map[string]string{"org_id": sfOrg, "revision_field": "LastModifiedDate"})
 	body := bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("SystemModstamp"), []byte("LastModifiedDate"))

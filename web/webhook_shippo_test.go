@@ -60,6 +60,7 @@ func micros(s string) float64 {
 }
 
 func TestShippoTrackUpdated(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	_, secret := shippoProvider(t, e, "ship", "hmac")
 	const path = "/webhooks/acme/ship"
@@ -97,6 +98,7 @@ func TestShippoTrackUpdated(t *testing.T) {
 }
 
 func TestShippoTransactions(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	_, secret := shippoProvider(t, e, "ship", "")
 	const path = "/webhooks/acme/ship"
@@ -122,6 +124,7 @@ func TestShippoTransactions(t *testing.T) {
 }
 
 func TestShippoEventsOfNoEffect(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	_, secret := shippoProvider(t, e, "ship", "hmac")
 	const path = "/webhooks/acme/ship"
@@ -155,6 +158,7 @@ func TestShippoEventsOfNoEffect(t *testing.T) {
 }
 
 func TestShippoHMACStatuses(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	p, secret := shippoProvider(t, e, "ship", "hmac")
 	const path = "/webhooks/acme/ship"
@@ -215,6 +219,7 @@ func TestShippoHMACStatuses(t *testing.T) {
 }
 
 func TestShippoToken(t *testing.T) {
+	t.Parallel()
 	e := setup(t)
 	_, token := shippoProvider(t, e, "ship", "token")
 	const path = "/webhooks/acme/ship"

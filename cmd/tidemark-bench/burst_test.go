@@ -11,6 +11,7 @@ import (
 )
 
 func TestBurstParseConcurrency(t *testing.T) {
+	t.Parallel()
 	got, err := parseConcurrency(" 50, 100,,2000 ")
 	if err != nil || !slices.Equal(got, []int{50, 100, 2000}) {
 		t.Fatalf("parseConcurrency = %v, %v", got, err)
@@ -23,6 +24,7 @@ func TestBurstParseConcurrency(t *testing.T) {
 }
 
 func TestBurstWithPoolMaxConns(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want string }{
 		{"postgres:///scratch?host=/var/run/postgresql&sslmode=disable",
 			"postgres:///scratch?host=%2Fvar%2Frun%2Fpostgresql&pool_max_conns=16&sslmode=disable"},
@@ -36,6 +38,7 @@ func TestBurstWithPoolMaxConns(t *testing.T) {
 }
 
 func TestBurstLeads(t *testing.T) {
+	t.Parallel()
 	leads := burstLeads(500, false, "t")
 	if len(leads) != 500 {
 		t.Fatalf("%d leads", len(leads))
@@ -66,6 +69,7 @@ func TestBurstLeads(t *testing.T) {
 }
 
 func TestBurstDupPercent(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		rows, distinct int
 		want           float64
@@ -77,6 +81,7 @@ func TestBurstDupPercent(t *testing.T) {
 }
 
 func TestBurstPrintResults(t *testing.T) {
+	t.Parallel()
 	ms := time.Millisecond
 	var b bytes.Buffer
 	printBurstResults(&b, []burstResult{

@@ -7,6 +7,7 @@ import (
 )
 
 func TestBenchParsePgbench(t *testing.T) {
+	t.Parallel()
 	out := []byte(`pgbench (15.20 (Debian 15.20-0+deb12u1))
 transaction type: /tmp/floor.sql
 number of clients: 32
@@ -25,6 +26,7 @@ tps = 8310.482913 (without initial connection time)
 }
 
 func TestBenchParseProcStatus(t *testing.T) {
+	t.Parallel()
 	m, err := parseProcStatus(strings.NewReader("Name:\ttidemark\nVmPeak:\t 1000 kB\nVmHWM:\t   49152 kB\nVmRSS:\t   40960 kB\n"))
 	if err != nil || m.peak != 48<<20 || m.current != 40<<20 {
 		t.Fatalf("parseProcStatus = %+v, %v", m, err)
@@ -35,6 +37,7 @@ func TestBenchParseProcStatus(t *testing.T) {
 }
 
 func TestBenchFormatting(t *testing.T) {
+	t.Parallel()
 	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1 000", 5431: "5 431", 1234567: "1 234 567", -1000: "-1 000"} {
 		if got := thousands(n); got != want {
 			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
@@ -49,6 +52,7 @@ func TestBenchFormatting(t *testing.T) {
 }
 
 func TestBenchPercentile(t *testing.T) {
+	t.Parallel()
 	var d []time.Duration
 	for i := 1; i <= 100; i++ {
 		d = append(d, time.Duration(i)*time.Millisecond)

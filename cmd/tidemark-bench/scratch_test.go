@@ -11,6 +11,7 @@ import (
 )
 
 func TestScratchDatabaseURL(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ server, want string }{
 		{"postgres:///postgres?host=/var/run/postgresql&sslmode=disable",
 			"postgres:///scratch?host=/var/run/postgresql&sslmode=disable"},

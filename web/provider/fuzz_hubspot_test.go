@@ -35,6 +35,7 @@ const hubspotResearchBody = `[{"eventId":100,"subscriptionId":2001,"portalId":90
 // and the synthetic v3 vector (the v3 one was also reproduced with
 // @hubspot/api-client's Signature.getSignature).
 func TestHubSpotSignatureVectors(t *testing.T) {
+	t.Parallel()
 	const docSecret = "yyyyyyyy-yyyy-yyyy-yyyy-yyyyyyyyyyyy"
 	v1Body := `[{"eventId":1,"subscriptionId":12345,"portalId":62515,"occurredAt":1564113600000,"subscriptionType":"contact.creation","attemptNumber":0,"objectId":123,"changeSource":"CRM","changeFlag":"NEW","appId":54321}]`
 	if got, want := SignHubSpotV1(docSecret, []byte(v1Body)), "232db2615f3d666fe21a8ec971ac7b5402d33b9a925784df3ca654d05f4817de"; got != want {
@@ -70,6 +71,7 @@ func TestHubSpotSignatureVectors(t *testing.T) {
 }
 
 func TestHubSpotURIDecoding(t *testing.T) {
+	t.Parallel()
 	req := httptest.NewRequest(http.MethodPost, "/webhooks/acme/hs?a=b%3Ac%2Fd%20e%2Bf&x=%40%21%24%27%28%29%2A%2C%3B%3F", nil)
 	req.Host = "internal:8080"
 	if got, want := hubspotURI(req), "http://internal:8080/webhooks/acme/hs?a=b:c/d%20e%2Bf&x=@!$'()*,;?"; got != want {
@@ -82,6 +84,7 @@ func TestHubSpotURIDecoding(t *testing.T) {
 }
 
 func TestHubSpotParseBatch(t *testing.T) {
+	t.Parallel()
 	body := readHubSpotFixture(t, "batch_contact.json")
 	events, err := hubspot{}.Parse(httptest.NewRequest(http.MethodPost, "/", nil), body, domain.ProviderEndpoint{})
 	if err != nil {
@@ -133,6 +136,7 @@ func TestHubSpotParseBatch(t *testing.T) {
 }
 
 func TestHubSpotParseRejects(t *testing.T) {
+	t.Parallel()
 	events, err := hubspot{}.Parse(nil, readHubSpotFixture(t, "batch_malformed.json"), domain.ProviderEndpoint{})
 	if err != nil || len(events) != 3 {
 		t.Fatalf("%v %+v", err, events)
@@ -187,6 +191,7 @@ func TestHubSpotParseRejects(t *testing.T) {
 }
 
 func TestHubSpotSetup(t *testing.T) {
+	t.Parallel()
 	secret, config, err := (hubspot{}).Setup("", nil)
 	if err != nil || len(secret) != 36 || config["allow_v1"] != "false" {
 		t.Errorf("(hubspot{}).Setup(\"\") = %q %v %v", secret, config, err)

@@ -96,6 +96,7 @@ func TestHubSpotParseErrors(t *testing.T) {
 // signature, accepted by Authenticate. CI installs the client; the test
 // installs nothing.
 func TestHubSpotSignatureFromOfficialClient(t *testing.T) {
+	t.Parallel()
 	e2e.Require(t, "node and @hubspot/api-client")
 	node, err := exec.LookPath("node")
 	if err != nil {

@@ -191,12 +191,20 @@ func Names() []string {
 // Default is the name of the kind the connect form preselects.
 func Default() string { return defaultKind }
 
+// Get returns the kind of that name, or an EINVALID error listing the kinds.
+func Get(name string) (Kind, error) {
+	if k, ok := Lookup(name); ok {
+		return k, nil
+	}
+	return nil, domain.Errorf(domain.EINVALID, "provider kind %q is not one of %s", name, strings.Join(Names(), ", "))
+}
+
 // Setup checks and completes a new provider of the named kind (see
 // Kind.Setup). An unknown kind is EINVALID.
 func Setup(kind, secret string, config map[string]string) (string, map[string]string, error) {
-	k, ok := Lookup(kind)
-	if !ok {
-		return "", nil, domain.Errorf(domain.EINVALID, "provider kind %q is not supported yet; supported: %s", kind, strings.Join(Names(), ", "))
+	k, err := Get(kind)
+	if err != nil {
+		return "", nil, err
 	}
 	if config == nil {
 		config = map[string]string{}
@@ -206,9 +214,8 @@ func Setup(kind, secret string, config map[string]string) (string, map[string]st
 
 // NewSecret returns a fresh secret for a rotation of p.
 func NewSecret(p domain.Provider) (string, error) {
-	k, ok := Lookup(p.Kind)
-	if !ok {
-		_, _, err := Setup(p.Kind, "", p.Config)
+	k, err := Get(p.Kind)
+	if err != nil {
 		return "", err
 	}
 	return k.NewSecret(p.Config)

@@ -116,7 +116,7 @@ func TestRegistry(t *testing.T) {
 		t.Error("Lookup(telepathy) found a kind")
 	}
 	_, _, err := Setup("telepathy", "", nil)
-	if domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), `provider kind "telepathy" is not supported yet`) {
+	if domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(err.Error(), `provider kind "telepathy" is not one of standard, hubspot, salesforce, shippo`) {
 		t.Errorf("Setup(telepathy) = %v", err)
 	}
 	if _, err := NewSecret(domain.Provider{Kind: "salesforce"}); err == nil || err.Error() != "providers of kind salesforce have no secret to rotate" {
