@@ -46,11 +46,15 @@ const ContactType = "contact"
 // Event is one change inside a delivery, as a receiver parsed it. An event
 // the receiver found malformed has RejectReason set and may lack the rest.
 type Event struct {
-	Seq          int // position in the delivery, from 0
-	EventID      string
-	Scope        ScopeName
-	ObjectID     string
-	Revision     *int64          // nil: no trustworthy revision
+	Seq      int // position in the delivery, from 0
+	EventID  string
+	Scope    ScopeName
+	ObjectID string
+	Revision *int64 // nil: no trustworthy revision
+	// RevisionTime is the instant Revision stands for, for kinds whose
+	// revision is a timestamp; zero otherwise. An event dated further ahead
+	// of the database's clock than the provider's MaxFutureSkew is rejected.
+	RevisionTime time.Time
 	Snapshot     json.RawMessage // a JSON object
 	Timestamp    string          // the provider's event time, as sent
 	Payload      []byte          // the raw event as received

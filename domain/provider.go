@@ -16,6 +16,12 @@ type Provider struct {
 	// Config holds kind-specific settings, e.g. "org_id" for Salesforce or
 	// "auth" for Shippo. Secrets are never kept here.
 	Config map[string]string
+	// MaxBody is the largest delivery body read, in bytes; 0 means the
+	// kind's default.
+	MaxBody int64
+	// MaxFutureSkew is how far ahead of the database's clock a timestamp
+	// revision may be before its event is rejected.
+	MaxFutureSkew time.Duration
 }
 
 // ProviderEndpoint is what the receiver needs to authenticate and route a

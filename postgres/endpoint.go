@@ -13,7 +13,7 @@ import (
 // endpointSQL reads a provider, its active secrets (newest first) and its
 // scopes.
 const endpointSQL = `
-SELECT t.id, p.id, p.kind, p.created_at, p.config,
+SELECT t.id, p.id, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.max_future_skew_seconds,
        coalesce((SELECT array_agg(key_id ORDER BY id DESC) FROM provider_secrets ps
                  WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
        coalesce((SELECT array_agg(ciphertext ORDER BY id DESC) FROM provider_secrets ps
@@ -32,9 +32,10 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 		keyIDs []string
 		sealed [][]byte
 		scopes []scopeRow
+		skew   int64
 	)
 	err := s.pool.QueryRow(ctx, endpointSQL, pgx.NamedArgs{"tenant": tenantSlug, "provider": providerName}).
-		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &keyIDs, &sealed, &scopes)
+		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew, &keyIDs, &sealed, &scopes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, notFound("unknown tenant %q or provider %q", tenantSlug, providerName)
 	}
@@ -42,6 +43,7 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 		return p, translate(err)
 	}
 	p.TenantSlug, p.Name = tenantSlug, providerName
+	p.MaxFutureSkew = time.Duration(skew) * time.Second
 	for i := range sealed {
 		secret, err := s.cipher.open(keyIDs[i], sealed[i])
 		if err != nil {
