@@ -225,9 +225,9 @@ type crashPass struct {
 	retries  int64 // 429 and 503 answers, retried
 }
 
-// sendPass sends every delivery of the load, in the order of the indexes
-// in order, with eight senders, each retrying 429 and 503. With killAfter >
-// 0 it kills the server with SIGKILL a few random milliseconds after that
+// sendPass sends the load's deliveries in the given order (indexes into
+// l.deliveries) with eight senders, each retrying 429 and 503. With
+// killAfter > 0 it kills the server with SIGKILL a few random milliseconds after that
 // many deliveries were acknowledged; senders then stop, and requests still
 // open count as in flight.
 func sendPass(t *testing.T, srv *crashServer, l crashLoad, secrets map[string]string, order []int, killAfter int) crashPass {
