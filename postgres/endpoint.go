@@ -14,28 +14,34 @@ import (
 // scopes.
 const endpointSQL = `
 SELECT t.id, p.id, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.max_future_skew_seconds,
-       coalesce((SELECT array_agg(key_id ORDER BY id DESC) FROM provider_secrets ps
-                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
-       coalesce((SELECT array_agg(ciphertext ORDER BY id DESC) FROM provider_secrets ps
-                 WHERE ps.tenant_id = t.id AND ps.provider_id = p.id AND ps.retired_at IS NULL), '{}'),
+       coalesce(ps.ids, '{}'), coalesce(ps.key_ids, '{}'), coalesce(ps.aad_versions, '{}'), coalesce(ps.ciphertexts, '{}'),
        coalesce((SELECT json_agg(json_build_object('object_type', object_type, 'action', action,
                         'ttl_seconds', ttl_seconds, 'identifier_rule', identifier_rule, 'enabled', enabled))
                  FROM scopes sc WHERE sc.tenant_id = t.id AND sc.provider_id = p.id), '[]')
 FROM tenants t JOIN providers p ON p.tenant_id = t.id
+CROSS JOIN LATERAL (
+    SELECT array_agg(id ORDER BY id DESC) AS ids, array_agg(key_id ORDER BY id DESC) AS key_ids,
+           array_agg(aad_version ORDER BY id DESC) AS aad_versions, array_agg(ciphertext ORDER BY id DESC) AS ciphertexts
+    FROM provider_secrets
+    WHERE tenant_id = t.id AND provider_id = p.id AND retired_at IS NULL) ps
 WHERE t.slug = @tenant AND p.name = @provider`
 
 // Endpoint implements domain.IngestService in one query: the provider, its
-// active secrets and its scopes.
+// active secrets and its scopes. A secret that cannot be decrypted is
+// logged and left out; without keys the store returns ErrNoKey for a
+// provider that has secrets.
 func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
 	var (
 		p      domain.ProviderEndpoint
+		ids    []int64
 		keyIDs []string
+		aads   []int16
 		sealed [][]byte
 		scopes []scopeRow
 		skew   int64
 	)
 	err := s.pool.QueryRow(ctx, endpointSQL, pgx.NamedArgs{"tenant": tenantSlug, "provider": providerName}).
-		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew, &keyIDs, &sealed, &scopes)
+		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew, &ids, &keyIDs, &aads, &sealed, &scopes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, notFound("unknown tenant %q or provider %q", tenantSlug, providerName)
 	}
@@ -44,12 +50,13 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 	}
 	p.TenantSlug, p.Name = tenantSlug, providerName
 	p.MaxFutureSkew = time.Duration(skew) * time.Second
-	for i := range sealed {
-		secret, err := s.cipher.open(keyIDs[i], sealed[i])
-		if err != nil {
-			return p, err
-		}
-		p.Secrets = append(p.Secrets, secret)
+	secrets := make([]sealedSecret, len(ids))
+	for i := range ids {
+		secrets[i] = sealedSecret{TenantID: p.TenantID, ProviderID: p.ID, ID: ids[i], KeyID: keyIDs[i],
+			AADVersion: aads[i], Ciphertext: sealed[i]}
+	}
+	if p.Secrets, err = s.openSecrets(secrets); err != nil {
+		return p, err
 	}
 	p.Scopes = make(map[domain.ScopeName]domain.Scope, len(scopes))
 	for _, r := range scopes {

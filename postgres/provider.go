@@ -10,12 +10,18 @@ import (
 )
 
 const addSecretSQL = `
-INSERT INTO provider_secrets (tenant_id, provider_id, key_id, ciphertext)
-VALUES (@tenant_id, @provider_id, @key_id, @ciphertext)`
+INSERT INTO provider_secrets (tenant_id, provider_id, key_id, aad_version, ciphertext)
+VALUES (@tenant_id, @provider_id, @key_id, @aad_version, @ciphertext)`
 
+// addSecret seals a new secret under the first key, bound to its provider;
+// without keys it returns ErrNoKey.
 func (s *Store) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID int64, secret string) error {
-	_, err := tx.Exec(ctx, addSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
-		"key_id": s.cipher.keyID, "ciphertext": s.cipher.seal(secret)})
+	sealed, err := s.keys.seal(tenantID, providerID, secret)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, addSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+		"key_id": sealed.KeyID, "aad_version": sealed.AADVersion, "ciphertext": sealed.Ciphertext})
 	return translate(err)
 }
 
@@ -130,10 +136,10 @@ SELECT id, created_at FROM provider_secrets
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
 ORDER BY id DESC`
 
-const newestProviderSecretSQL = `
-SELECT key_id, ciphertext FROM provider_secrets
+const activeSecretsSQL = `
+SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
-ORDER BY id DESC LIMIT 1`
+ORDER BY id DESC`
 
 const lockProviderSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR UPDATE`
 
@@ -150,21 +156,28 @@ func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64)
 	return out, translate(err)
 }
 
-// NewestProviderSecret implements domain.ProviderService.
+// NewestProviderSecret implements domain.ProviderService: the newest active
+// secret that can be decrypted (one that cannot is logged and skipped).
 func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error) {
-	var (
-		keyID  string
-		sealed []byte
-	)
-	err := s.pool.QueryRow(ctx, newestProviderSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
-		Scan(&keyID, &sealed)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", notFound("the provider has no active secret")
-	}
+	rows, err := s.pool.Query(ctx, activeSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return "", translate(err)
 	}
-	return s.cipher.open(keyID, sealed)
+	sealed, err := pgx.CollectRows(rows, scanSealedSecret)
+	if err != nil {
+		return "", translate(err)
+	}
+	if len(sealed) == 0 {
+		return "", notFound("the provider has no active secret")
+	}
+	secrets, err := s.openSecrets(sealed)
+	if err != nil {
+		return "", err
+	}
+	if len(secrets) == 0 {
+		return "", notFound("none of the provider's active secrets can be decrypted with the configured keys")
+	}
+	return secrets[0], nil
 }
 
 // RotateProviderSecret implements domain.ProviderService. The provider row

@@ -5,15 +5,33 @@ import (
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
-
-	"github.com/tidemark/tidemark/domain"
+	"strings"
 )
 
-// secretCipher encrypts provider signing secrets with AES-256-GCM. keyID, a
-// fingerprint of the key, is stored beside each ciphertext so that running
-// with the wrong key is reported as such rather than as a bad signature.
+// Provider signing secrets are sealed with AES-256-GCM. Beside each
+// ciphertext a row keeps the key id (a fingerprint of the key that sealed
+// it), so a store holding several keys opens each secret with the right one
+// and a missing key is reported as such, and aad_version, which says what
+// associated data the secret was sealed with.
+const (
+	// aadNone: sealed without associated data, before migration 00014.
+	aadNone int16 = 0
+	// aadProvider: sealed with secretAAD(tenant, provider), so the
+	// ciphertext does not open in another provider's row.
+	aadProvider int16 = 1
+)
+
+// ErrNoKey is what every operation on provider secrets returns on a store
+// opened without keys.
+var ErrNoKey = errors.New("provider secrets are encrypted at rest and TIDEMARK_ENCRYPTION_KEY is not set: " +
+	"create a key once (openssl rand -base64 32), keep it in your secret manager and set TIDEMARK_ENCRYPTION_KEY from there " +
+	"on every node; a database that already holds secrets needs the key they were stored with")
+
+// secretCipher is one key.
 type secretCipher struct {
 	aead  cipher.AEAD
 	keyID string
@@ -35,23 +53,91 @@ func newSecretCipher(key []byte) (*secretCipher, error) {
 	return &secretCipher{aead: aead, keyID: hex.EncodeToString(sum[:8])}, nil
 }
 
-func (c *secretCipher) seal(plaintext string) []byte {
-	nonce := make([]byte, c.aead.NonceSize())
-	rand.Read(nonce)
-	return c.aead.Seal(nonce, nonce, []byte(plaintext), nil)
+// keyring holds a store's keys: the first seals new secrets, every one
+// opens the secrets stored under its key id.
+type keyring struct {
+	sealer *secretCipher // nil when the store has no keys
+	byID   map[string]*secretCipher
+	ids    []string // in the order given
 }
 
-func (c *secretCipher) open(keyID string, ciphertext []byte) (string, error) {
-	if keyID != c.keyID {
-		return "", domain.Errorf(domain.EINTERNAL, "provider secret was encrypted with another TIDEMARK_ENCRYPTION_KEY (key id %s, this process has %s)", keyID, c.keyID)
+func newKeyring(keys [][]byte) (*keyring, error) {
+	k := &keyring{byID: map[string]*secretCipher{}}
+	for i, key := range keys {
+		c, err := newSecretCipher(key)
+		if err != nil {
+			return nil, fmt.Errorf("encryption key %d: %w", i+1, err)
+		}
+		if k.sealer == nil {
+			k.sealer = c
+		}
+		if k.byID[c.keyID] == nil {
+			k.byID[c.keyID] = c
+			k.ids = append(k.ids, c.keyID)
+		}
+	}
+	return k, nil
+}
+
+// sealedSecret is a provider secret as stored. Its ids name it in logs and
+// errors; its plaintext never appears there.
+type sealedSecret struct {
+	TenantID, ProviderID, ID int64
+	KeyID                    string
+	AADVersion               int16
+	Ciphertext               []byte
+}
+
+// seal encrypts a new secret of a provider under the first key, bound to
+// the tenant and provider.
+func (k *keyring) seal(tenantID, providerID int64, plaintext string) (sealedSecret, error) {
+	if k.sealer == nil {
+		return sealedSecret{}, ErrNoKey
+	}
+	nonce := make([]byte, k.sealer.aead.NonceSize())
+	rand.Read(nonce)
+	return sealedSecret{TenantID: tenantID, ProviderID: providerID, KeyID: k.sealer.keyID, AADVersion: aadProvider,
+		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), secretAAD(tenantID, providerID))}, nil
+}
+
+// errMissingKey wraps the error of a secret whose key the store lacks.
+var errMissingKey = errors.New("no configured encryption key has this key id")
+
+// open decrypts a stored secret with the key it names and the associated
+// data its row implies.
+func (k *keyring) open(s sealedSecret) (string, error) {
+	if k.sealer == nil {
+		return "", ErrNoKey
+	}
+	c := k.byID[s.KeyID]
+	if c == nil {
+		return "", fmt.Errorf("key id %s: %w (configured: %s)", s.KeyID, errMissingKey, strings.Join(k.ids, ", "))
+	}
+	var aad []byte
+	switch s.AADVersion {
+	case aadNone:
+	case aadProvider:
+		aad = secretAAD(s.TenantID, s.ProviderID)
+	default:
+		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
 	}
 	n := c.aead.NonceSize()
-	if len(ciphertext) < n {
-		return "", fmt.Errorf("provider secret ciphertext is truncated")
+	if len(s.Ciphertext) < n {
+		return "", errors.New("ciphertext is truncated")
 	}
-	plain, err := c.aead.Open(nil, ciphertext[:n], ciphertext[n:], nil)
+	plain, err := c.aead.Open(nil, s.Ciphertext[:n], s.Ciphertext[n:], aad)
 	if err != nil {
-		return "", fmt.Errorf("decrypt provider secret: %w", err)
+		return "", fmt.Errorf("decrypt: %w", err)
 	}
 	return string(plain), nil
+}
+
+// secretAAD is the associated data binding a secret to its tenant and
+// provider: a fixed label, then both ids as 8-byte big-endian integers.
+func secretAAD(tenantID, providerID int64) []byte {
+	const label = "tidemark provider secret v1\x00"
+	b := make([]byte, 0, len(label)+16)
+	b = append(b, label...)
+	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
+	return binary.BigEndian.AppendUint64(b, uint64(providerID))
 }

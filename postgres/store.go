@@ -13,7 +13,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -24,8 +26,14 @@ import (
 
 // Store is the PostgreSQL implementation of the domain services.
 type Store struct {
-	pool   *pgxpool.Pool
-	cipher *secretCipher
+	pool *pgxpool.Pool
+	keys *keyring
+	log  *slog.Logger
+
+	// undecryptable remembers when each secret that failed to decrypt was
+	// last logged (secret id to time.Time), so that steady traffic to its
+	// provider does not repeat the error on every delivery.
+	undecryptable sync.Map
 
 	counterShards int
 
@@ -35,14 +43,35 @@ type Store struct {
 	beforeCommitSQL string
 }
 
-// New returns a Store on pool. encryptionKey (32 bytes) encrypts provider
-// secrets at rest.
+// New returns a Store on pool whose one key, encryptionKey (32 bytes),
+// encrypts provider secrets at rest; it logs to slog.Default().
 func New(pool *pgxpool.Pool, encryptionKey []byte) (*Store, error) {
-	c, err := newSecretCipher(encryptionKey)
+	return Open(pool, Options{Keys: [][]byte{encryptionKey}})
+}
+
+// Options configure a Store beyond its pool.
+type Options struct {
+	// Keys (32 bytes each) encrypt provider secrets at rest: the first seals
+	// new secrets, every one opens the secrets stored under it. Without
+	// keys the store serves everything but provider secrets, whose
+	// operations return ErrNoKey.
+	Keys [][]byte
+	// Logger receives errors that fail no request, such as a secret that
+	// cannot be decrypted and is skipped. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Open returns a Store on pool configured by o.
+func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
+	keys, err := newKeyring(o.Keys)
 	if err != nil {
 		return nil, err
 	}
-	return &Store{pool: pool, cipher: c, counterShards: defaultCounterShards}, nil
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Store{pool: pool, keys: keys, log: log, counterShards: defaultCounterShards}, nil
 }
 
 // Pool returns the store's connection pool.

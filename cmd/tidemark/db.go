@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,7 +17,7 @@ import (
 	"github.com/tidemark/tidemark/postgres"
 )
 
-// dataDir holds the embedded database and the generated encryption key.
+// dataDir holds the embedded database and its generated encryption key.
 const dataDir = ".tidemark"
 
 // database is an open store and how to release it.
@@ -32,7 +33,8 @@ type database struct {
 func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database, error) {
 	db := &database{close: func() {}}
 	url := e.getenv("DATABASE_URL")
-	if url == "" {
+	embedded := url == ""
+	if embedded {
 		switch {
 		case startEmbedded:
 			cluster, err := embedpg.Start(ctx, dataDir, e.stderr)
@@ -70,9 +72,9 @@ func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database
 		db.stopEmbedded()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
-	key, err := e.encryptionKey()
+	keys, err := e.encryptionKeys(embedded)
 	if err == nil {
-		db.store, err = postgres.New(pool, key)
+		db.store, err = postgres.Open(pool, postgres.Options{Keys: keys, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	}
 	if err != nil {
 		pool.Close()
@@ -89,23 +91,28 @@ func (db *database) stopEmbedded() {
 	}
 }
 
-// encryptionKey reads TIDEMARK_ENCRYPTION_KEY, or the key file under
-// ./.tidemark, generating it on first use.
-func (e cliEnv) encryptionKey() ([]byte, error) {
+// keyFile is the embedded database's encryption key.
+var keyFile = filepath.Join(dataDir, "encryption.key")
+
+// encryptionKeys returns the keys of provider secrets: those in
+// TIDEMARK_ENCRYPTION_KEY, else, for the embedded database only, the key
+// file under ./.tidemark, generated on first use. A database of its own
+// (DATABASE_URL) outlives this folder, so no key is ever made up for it:
+// without TIDEMARK_ENCRYPTION_KEY it gets none, and the store refuses
+// every operation on secrets while the rest works.
+func (e cliEnv) encryptionKeys(embedded bool) ([][]byte, error) {
 	if v := e.getenv("TIDEMARK_ENCRYPTION_KEY"); v != "" {
-		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(v))
-		if err != nil || len(key) != 32 {
-			return nil, errors.New("TIDEMARK_ENCRYPTION_KEY must be the base64 of 32 random bytes (for example: openssl rand -base64 32)")
-		}
-		return key, nil
+		return parseKeys("TIDEMARK_ENCRYPTION_KEY", v)
 	}
-	path := filepath.Join(dataDir, "encryption.key")
-	if b, err := os.ReadFile(path); err == nil {
-		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(string(b)))
-		if err != nil || len(key) != 32 {
-			return nil, fmt.Errorf("%s does not hold the base64 of 32 bytes", path)
+	if !embedded {
+		if _, err := os.Stat(keyFile); err == nil {
+			fmt.Fprintf(e.stderr, "TIDEMARK_ENCRYPTION_KEY is not set; ./%s is the embedded database's key and is not used with DATABASE_URL "+
+				"(if an earlier tidemark made it for this database, set TIDEMARK_ENCRYPTION_KEY from it)\n", keyFile)
 		}
-		return key, nil
+		return nil, nil
+	}
+	if b, err := os.ReadFile(keyFile); err == nil {
+		return parseKeys(keyFile, string(b))
 	} else if !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
@@ -114,9 +121,23 @@ func (e cliEnv) encryptionKey() ([]byte, error) {
 	if err := os.MkdirAll(dataDir, 0o755); err != nil {
 		return nil, err
 	}
-	if err := os.WriteFile(path, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, []byte(base64.StdEncoding.EncodeToString(key)+"\n"), 0o600); err != nil {
 		return nil, fmt.Errorf("save generated encryption key: %w", err)
 	}
-	fmt.Fprintf(e.stderr, "generated an encryption key for provider secrets in %s; set TIDEMARK_ENCRYPTION_KEY to share one key between nodes\n", path)
-	return key, nil
+	fmt.Fprintf(e.stderr, "generated an encryption key for the embedded database's provider secrets in %s\n", keyFile)
+	return [][]byte{key}, nil
+}
+
+// parseKeys reads comma-separated keys, each the base64 of 32 bytes; the
+// first seals new secrets, every one opens the secrets stored under it.
+func parseKeys(source, list string) ([][]byte, error) {
+	var keys [][]byte
+	for i, part := range strings.Split(list, ",") {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimSpace(part))
+		if err != nil || len(key) != 32 {
+			return nil, fmt.Errorf("%s: key %d is not the base64 of 32 bytes; create a key once with: openssl rand -base64 32", source, i+1)
+		}
+		keys = append(keys, key)
+	}
+	return keys, nil
 }

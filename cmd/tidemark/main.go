@@ -24,14 +24,18 @@ Usage:
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
   tidemark cleanup [--retention 720h]
+  tidemark secrets rekey [--batch 500]
   tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
 
 Environment:
   DATABASE_URL             PostgreSQL connection string. Without it, serve starts an
                            embedded PostgreSQL under ./.tidemark with a demo tenant.
-  TIDEMARK_ENCRYPTION_KEY  base64 of 32 bytes encrypting provider secrets at rest.
-                           Without it the key in ./.tidemark/encryption.key is used
-                           (created on first use).
+  TIDEMARK_ENCRYPTION_KEY  base64 of 32 bytes encrypting provider secrets at rest;
+                           several comma-separated: the first encrypts, all decrypt.
+                           Create it once (openssl rand -base64 32) and keep it. With
+                           DATABASE_URL, commands that touch secrets refuse to run
+                           without it; the embedded database uses (and creates)
+                           ./.tidemark/encryption.key.
   TIDEMARK_PUBLIC_URL      base URL providers call (same as serve --public-url).
 
 Run "tidemark COMMAND --help" for a command's flags.
@@ -74,7 +78,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.cleanup(ctx, rest)
 	case "send":
 		return env.send(ctx, rest)
-	case "tenant", "provider", "token", "user":
+	case "tenant", "provider", "token", "user", "secrets":
 		verb, rest := sub()
 		switch cmd + " " + verb {
 		case "tenant create":
@@ -87,6 +91,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.tokenCreate(ctx, rest)
 		case "user create":
 			return env.userCreate(ctx, rest)
+		case "secrets rekey":
+			return env.secretsRekey(ctx, rest)
 		}
 		return fmt.Errorf("unknown command %q; run tidemark --help", cmd+" "+verb)
 	case "-h", "--help", "help":

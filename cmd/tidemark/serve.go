@@ -45,6 +45,11 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := postgres.Migrate(ctx, store.Pool(), e.stderr); err != nil {
 		return err
 	}
+	// A node started without the key its secrets were stored with would
+	// refuse every signed delivery; it does not start instead.
+	if err := store.CheckSecrets(ctx); err != nil {
+		return fmt.Errorf("refusing to start: %w", err)
+	}
 	if _, err := store.EnsurePartitions(ctx, time.Now(), 7); err != nil {
 		return fmt.Errorf("prepare event log partitions: %w", err)
 	}
@@ -145,6 +150,10 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 	p, err := store.Endpoint(ctx, demoTenant, demoProvider)
 	if err != nil {
 		return err
+	}
+	if len(p.Secrets) == 0 {
+		return fmt.Errorf("the demo provider has no secret that decrypts (see the log): %s provider rotate --tenant %s --name %s",
+			selfCommand(), demoTenant, demoProvider)
 	}
 	fmt.Fprintf(e.stdout, `
 Embedded demo (data in ./%s):

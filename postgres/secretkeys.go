@@ -1,0 +1,206 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// secretLogEvery is how often one undecryptable secret is logged again.
+const secretLogEvery = 5 * time.Minute
+
+// openSecrets decrypts secrets in order and returns the plaintexts of those
+// that open. One that does not is logged and skipped, so a provider keeps
+// working with its other secrets. Without keys it returns ErrNoKey.
+func (s *Store) openSecrets(secrets []sealedSecret) ([]string, error) {
+	var out []string
+	for _, sec := range secrets {
+		plain, err := s.keys.open(sec)
+		if errors.Is(err, ErrNoKey) {
+			return nil, err
+		}
+		if err != nil {
+			s.logUndecryptable(sec, err)
+			continue
+		}
+		out = append(out, plain)
+	}
+	return out, nil
+}
+
+// logUndecryptable logs a secret that cannot be decrypted by its ids, at
+// most once per secretLogEvery.
+func (s *Store) logUndecryptable(sec sealedSecret, err error) {
+	now := time.Now()
+	if last, ok := s.undecryptable.Load(sec.ID); ok && now.Sub(last.(time.Time)) < secretLogEvery {
+		return
+	}
+	s.undecryptable.Store(sec.ID, now)
+	s.log.Error("provider secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
+		"provider_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
+}
+
+// activeSecretsAllSQL reads every tenant's active secrets, for the start-up
+// check.
+const activeSecretsAllSQL = `
+SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
+WHERE retired_at IS NULL
+ORDER BY tenant_id, id`
+
+// CheckSecrets tries every active provider secret with the store's keys, as
+// serve does before it starts. It returns ErrNoKey on a store without keys,
+// and an error naming each key id that active secrets are stored under but
+// no key of the store has, with how many secrets and providers use it.
+// Secrets that fail under a key the store has are logged and skipped, as
+// at ingest: they stop no other provider.
+func (s *Store) CheckSecrets(ctx context.Context) error {
+	if s.keys.sealer == nil {
+		return ErrNoKey
+	}
+	rows, err := s.pool.Query(ctx, activeSecretsAllSQL)
+	if err != nil {
+		return translate(err)
+	}
+	secrets, err := pgx.CollectRows(rows, scanSealedSecret)
+	if err != nil {
+		return translate(err)
+	}
+	missing := map[string]*keyUse{}
+	for _, sec := range secrets {
+		_, err := s.keys.open(sec)
+		switch {
+		case errors.Is(err, errMissingKey):
+			u := missing[sec.KeyID]
+			if u == nil {
+				u = &keyUse{providers: map[int64]bool{}}
+				missing[sec.KeyID] = u
+			}
+			u.secrets++
+			u.providers[sec.ProviderID] = true
+		case err != nil:
+			s.logUndecryptable(sec, err)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var parts []string
+	for id, u := range missing {
+		parts = append(parts, fmt.Sprintf("key id %s (%d active secrets of %d providers)", id, u.secrets, len(u.providers)))
+	}
+	sort.Strings(parts)
+	return fmt.Errorf("provider secrets are stored under keys that TIDEMARK_ENCRYPTION_KEY does not hold: %s; "+
+		"it holds key id %s. Set it to the key those secrets were stored with (several keys comma-separated, "+
+		"the one that seals new secrets first)", strings.Join(parts, ", "), strings.Join(s.keys.ids, ", "))
+}
+
+// keyUse counts what a missing key would open.
+type keyUse struct {
+	secrets   int
+	providers map[int64]bool // keyed by provider id; ids are unique across tenants
+}
+
+func scanSealedSecret(row pgx.CollectableRow) (sealedSecret, error) {
+	var sec sealedSecret
+	return sec, row.Scan(&sec.TenantID, &sec.ProviderID, &sec.ID, &sec.KeyID, &sec.AADVersion, &sec.Ciphertext)
+}
+
+// rekeyBatchSQL locks the next batch of secrets, retired ones included,
+// that are not sealed under @key_id bound to their provider.
+const rekeyBatchSQL = `
+SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
+WHERE (tenant_id, id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
+ORDER BY tenant_id, id
+LIMIT @limit
+FOR UPDATE`
+
+// rekeySecretsSQL stores a batch of re-sealed secrets.
+const rekeySecretsSQL = `
+UPDATE provider_secrets ps SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
+FROM unnest(@tenant_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[]) AS u(tenant_id, id, ciphertext)
+WHERE ps.tenant_id = u.tenant_id AND ps.id = u.id`
+
+// RekeySecrets re-encrypts every provider secret (retired ones included)
+// that is not yet sealed under the store's first key and bound to its
+// tenant and provider, batchSize (at least 1) secrets per transaction, and
+// returns how many it changed. A secret it cannot decrypt is left as it is
+// and logged; once the rest is done, such secrets make it return an error
+// saying how many there are and, for a missing key, its id. Without keys it
+// returns ErrNoKey.
+func (s *Store) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
+	if s.keys.sealer == nil {
+		return 0, ErrNoKey
+	}
+	var (
+		changed, failed int64
+		missing         = map[string]int{}
+		afterTenant     int64
+		afterID         int64
+	)
+	batchSize = max(batchSize, 1)
+	for {
+		var n int
+		var batchChanged int64
+		err := s.withTx(ctx, func(tx pgx.Tx) error {
+			rows, err := tx.Query(ctx, rekeyBatchSQL, pgx.NamedArgs{"after_tenant": afterTenant, "after_id": afterID,
+				"key_id": s.keys.sealer.keyID, "aad_version": aadProvider, "limit": batchSize})
+			if err != nil {
+				return translate(err)
+			}
+			batch, err := pgx.CollectRows(rows, scanSealedSecret)
+			if err != nil || len(batch) == 0 {
+				return translate(err)
+			}
+			n = len(batch)
+			afterTenant, afterID = batch[n-1].TenantID, batch[n-1].ID
+			var tenantIDs, ids []int64
+			var ciphertexts [][]byte
+			for _, sec := range batch {
+				plain, err := s.keys.open(sec)
+				if errors.Is(err, errMissingKey) {
+					missing[sec.KeyID]++
+					continue
+				}
+				if err != nil {
+					s.logUndecryptable(sec, err)
+					failed++
+					continue
+				}
+				sealed, err := s.keys.seal(sec.TenantID, sec.ProviderID, plain)
+				if err != nil {
+					return err
+				}
+				tenantIDs, ids = append(tenantIDs, sec.TenantID), append(ids, sec.ID)
+				ciphertexts = append(ciphertexts, sealed.Ciphertext)
+			}
+			tag, err := tx.Exec(ctx, rekeySecretsSQL, pgx.NamedArgs{"key_id": s.keys.sealer.keyID, "aad_version": aadProvider,
+				"tenant_ids": tenantIDs, "ids": ids, "ciphertexts": ciphertexts})
+			batchChanged = tag.RowsAffected()
+			return translate(err)
+		})
+		if err != nil {
+			return changed, err
+		}
+		changed += batchChanged
+		if n < batchSize {
+			break
+		}
+	}
+	if len(missing) == 0 && failed == 0 {
+		return changed, nil
+	}
+	var parts []string
+	for id, count := range missing {
+		parts = append(parts, fmt.Sprintf("%d under key id %s, which TIDEMARK_ENCRYPTION_KEY does not hold", count, id))
+	}
+	sort.Strings(parts)
+	if failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d that failed to decrypt (logged with their ids)", failed))
+	}
+	return changed, fmt.Errorf("some provider secrets were left as they were: %s", strings.Join(parts, "; "))
+}
