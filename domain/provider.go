@@ -95,6 +95,14 @@ type ProviderService interface {
 	// RetireProviderSecrets retires every active secret but the newest and
 	// returns how many it retired.
 	RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error)
+	// UnshownProviderSecret returns the provider's newest active secret and
+	// its plaintext when no operator has seen it yet (one issued at start-up
+	// to a provider connected before its kind needed a secret); ENOTFOUND
+	// otherwise.
+	UnshownProviderSecret(ctx context.Context, tenantID, providerID int64) (ProviderSecretInfo, string, error)
+	// MarkProviderSecretShown records that an operator has seen the secret
+	// and updated the provider; ENOTFOUND for a secret of another provider.
+	MarkProviderSecretShown(ctx context.Context, tenantID, providerID, secretID int64) error
 	// ProviderScopes lists the provider's scopes by object type and action.
 	ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]Scope, error)
 	// SaveProviderScope creates or changes a scope. A TTL out of bounds or

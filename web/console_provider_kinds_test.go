@@ -1,12 +1,14 @@
 package web_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -160,39 +162,56 @@ func TestProviderConnectSalesforce(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("connect: %d %q", status, text(doc, "[role=alert]"))
 	}
-	if doc.Find("#provider-secret").Length() != 0 || text(doc, "#endpoint-url") != e.srv.URL+"/webhooks/acme/sf" ||
-		!strings.Contains(text(doc, "main"), "Organization Id") {
-		t.Fatalf("created page: %q", text(doc, "main"))
+	token, endpoint := text(doc, "#provider-secret"), text(doc, "#endpoint-url")
+	if len(token) != 32 || token == "ignored-for-salesforce" || endpoint != e.srv.URL+"/webhooks/acme/sf?token="+token ||
+		!strings.Contains(text(doc, "main"), "Organization Id") || !strings.Contains(text(doc, "#curl-example"), "?token="+token) {
+		t.Fatalf("created page: token %q, endpoint %q: %q", token, endpoint, text(doc, "main"))
 	}
 	p, err := e.store.Endpoint(context.Background(), "acme", "sf")
-	if err != nil || p.Config["org_id"] != "00D5e000000AbCdEAK" || p.Config["revision_field"] != "SystemModstamp" {
+	if err != nil || p.Config["org_id"] != "00D5e000000AbCdEAK" || p.Config["revision_field"] != "SystemModstamp" ||
+		len(p.Secrets) != 1 || p.Secrets[0] != token {
 		t.Fatalf("stored provider %+v: %v", p.Config, err)
 	}
+	sf := sfHook{e: e, name: "sf", token: token}
+	sf.acked(sfFixture(t, "contact.xml"))
 
 	_, doc = b.get("/t/acme/providers/sf")
 	settings := text(doc, ".provider-settings")
+	html, _ := doc.Html()
 	if !strings.Contains(settings, "00D5e000000AbCdEAK") || !strings.Contains(settings, "SystemModstamp") ||
-		!strings.Contains(text(doc, ".auth-note"), "Organization Id") {
-		t.Fatalf("provider page settings %q, note %q", settings, text(doc, ".auth-note"))
+		text(doc, "#endpoint-url") != e.srv.URL+"/webhooks/acme/sf?token=…" || !strings.Contains(text(doc, ".url-note"), "shown once") ||
+		strings.Contains(html, token) || doc.Find(".issued-secret").Length() != 0 {
+		t.Fatalf("provider page: settings %q, endpoint %q, note %q, shows token %v", settings, text(doc, "#endpoint-url"),
+			text(doc, ".url-note"), strings.Contains(html, token))
 	}
-	if doc.Find("form[action$='/rotate']").Length() != 0 || doc.Find("form[action$='/test']").Length() != 1 {
-		t.Fatal("salesforce page should offer the test event but not rotation")
+	if doc.Find("form[action$='/rotate']").Length() != 1 || doc.Find("form[action$='/test']").Length() != 1 {
+		t.Fatal("salesforce page should offer rotation and the test event")
 	}
 	flash := consoleTestEvent(t, b, "sf")
 	if !strings.Contains(flash, "Test event answered 200 OK, Ack true, outcome applied") || !strings.Contains(flash, "<Ack>true</Ack>") {
 		t.Fatalf("test event flash %q", flash)
 	}
 
-	status, _, loc := b.post("/t/acme/providers/sf/rotate", nil)
-	if status != http.StatusSeeOther || loc != "/t/acme/providers/sf" {
-		t.Fatalf("rotate salesforce: %d to %q", status, loc)
+	// Rotation shows a new URL once; both tokens work until the old one is retired.
+	status, doc, _ = b.post("/t/acme/providers/sf/rotate", nil)
+	rotated := text(doc, "#provider-secret")
+	if status != http.StatusOK || len(rotated) != 32 || rotated == token ||
+		text(doc, "#endpoint-url") != e.srv.URL+"/webhooks/acme/sf?token="+rotated || !strings.Contains(text(doc, "h1"), "New token") {
+		t.Fatalf("rotate: %d, token %q, endpoint %q, title %q", status, rotated, text(doc, "#endpoint-url"), text(doc, "h1"))
 	}
-	if _, doc = b.get(loc); !strings.Contains(text(doc, ".flash"), "no secret to rotate") {
-		t.Fatalf("rotate flash %q", text(doc, ".flash"))
+	sf.acked(bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAA1")))
+	renewed := sfHook{e: e, name: "sf", token: rotated}
+	renewed.acked(bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAA2")))
+	if flash := consoleTestEvent(t, b, "sf"); !strings.Contains(flash, "outcome applied") {
+		t.Fatalf("test event after rotation: flash %q", flash)
 	}
-	if n := e.sfCount(`SELECT count(*) FROM provider_secrets s JOIN providers p ON p.id = s.provider_id WHERE p.name = 'sf'`); n != 0 {
-		t.Fatalf("salesforce provider has %d secrets", n)
+	if status, _, _ := b.post("/t/acme/providers/sf/retire", nil); status != http.StatusSeeOther {
+		t.Fatalf("retire: %d", status)
 	}
+	if status, _, _ := sf.post(sfFixture(t, "contact.xml")); status != http.StatusUnauthorized {
+		t.Fatalf("retired token: %d, want 401", status)
+	}
+	renewed.acked(sfFixture(t, "contact.xml"))
 }
 
 // TestProviderTestEventSalesforceNetworks: with allowed networks, the test
@@ -346,5 +365,92 @@ func TestProviderConnectHubSpotV1(t *testing.T) {
 		"X-HubSpot-Signature": provider.SignHubSpotV1(secret, body), "X-HubSpot-Signature-Version": "v1"})
 	if got := outcome(t, status, answer); got != "applied" {
 		t.Fatalf("v1 delivery: %s", got)
+	}
+}
+
+// TestSalesforceIssuedTokenNotice: a salesforce provider connected before
+// tokens were required gets exactly one token from the start-up step, even
+// when several nodes run it at once; its page shows the new URL to the
+// tenant's operators until one confirms it, and only the tenant's.
+func TestSalesforceIssuedTokenNotice(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	b := e.operator("ops@example.com", false, "acme")
+	e.tenant("other")
+	outsider := e.operator("other@example.com", false, "other")
+	config := map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp"}
+	if _, err := e.store.ConnectProvider(ctx, e.tenant("acme").ID, "legacy", "salesforce", "", config); err != nil {
+		t.Fatal(err)
+	}
+	contact := sfFixture(t, "contact.xml")
+	if status, _, _ := (sfHook{e: e, name: "legacy"}).postQuery("", contact); status != http.StatusUnauthorized {
+		t.Fatalf("delivery to a provider without a token: %d, want 401", status)
+	}
+
+	// Several nodes start at once, then one restarts.
+	kinds := provider.Names()
+	var wg sync.WaitGroup
+	issued := make(chan int, 4)
+	for range 4 {
+		wg.Go(func() {
+			got, err := e.store.IssueMissingSecrets(ctx, kinds, provider.NewSecret)
+			if err != nil {
+				t.Error(err)
+			}
+			issued <- len(got)
+		})
+	}
+	wg.Wait()
+	close(issued)
+	total := 0
+	for n := range issued {
+		total += n
+	}
+	if again, err := e.store.IssueMissingSecrets(ctx, kinds, provider.NewSecret); err != nil || len(again) != 0 {
+		t.Fatalf("second start-up issued %v, %v", again, err)
+	}
+	p, err := e.store.Endpoint(ctx, "acme", "legacy")
+	if total != 1 || err != nil || len(p.Secrets) != 1 || len(p.Secrets[0]) != 32 {
+		t.Fatalf("issued %d times, provider has %d secrets (%v), want one token", total, len(p.Secrets), err)
+	}
+	token := p.Secrets[0]
+	issuedURL := e.srv.URL + "/webhooks/acme/legacy?token=" + token
+
+	for range 2 { // shown on every visit until confirmed
+		_, doc := b.get("/t/acme/providers/legacy")
+		if !strings.Contains(text(doc, ".issued-secret"), "Salesforce deliveries now need this URL") || text(doc, "#issued-url") != issuedURL {
+			t.Fatalf("notice %q, url %q, want %q", text(doc, ".issued-secret"), text(doc, "#issued-url"), issuedURL)
+		}
+	}
+	resp, err := b.client.Get(e.srv.URL + "/t/acme/providers/legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if cc := resp.Header.Get("Cache-Control"); cc != "no-store" {
+		t.Errorf("page holding a token has Cache-Control %q", cc)
+	}
+	(sfHook{e: e, name: "legacy", token: token}).acked(contact)
+
+	secrets, err := e.store.ProviderSecrets(ctx, p.TenantID, p.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatInt(secrets[0].ID, 10)
+	if status, _, _ := outsider.post("/t/acme/providers/legacy/secret-shown", url.Values{"secret_id": {id}}); status != http.StatusNotFound {
+		t.Fatalf("another tenant's operator confirmed: %d, want 404", status)
+	}
+	if status, _, _ := b.post("/t/acme/providers/legacy/secret-shown", url.Values{"secret_id": {"999999"}}); status != http.StatusNotFound {
+		t.Fatalf("confirming another secret: %d, want 404", status)
+	}
+	status, _, loc := b.post("/t/acme/providers/legacy/secret-shown", url.Values{"secret_id": {id}})
+	if status != http.StatusSeeOther || loc != "/t/acme/providers/legacy" {
+		t.Fatalf("confirm: %d to %q", status, loc)
+	}
+	_, doc := b.get(loc)
+	html, _ := doc.Html()
+	if doc.Find(".issued-secret").Length() != 0 || strings.Contains(html, token) || !strings.Contains(text(doc, ".flash"), "no longer shown") {
+		t.Fatalf("after confirming: notice %q, flash %q, shows token %v", text(doc, ".issued-secret"), text(doc, ".flash"), strings.Contains(html, token))
 	}
 }

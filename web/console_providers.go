@@ -24,6 +24,7 @@ func (s *Server) providerRoutes(r chi.Router) {
 	r.Get("/providers/{name}", s.handleProvider)
 	r.Post("/providers/{name}/rotate", s.handleRotateSecret)
 	r.Post("/providers/{name}/retire", s.handleRetireSecrets)
+	r.Post("/providers/{name}/secret-shown", s.handleSecretShown)
 	r.Post("/providers/{name}/test", s.handleTestEvent)
 	r.Post("/providers/{name}/scopes", s.handleSaveScope)
 	r.Get("/tokens", s.handleTokens)
@@ -237,6 +238,15 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 	if f, ok := pastedSecret(k); ok {
 		v.RotatePasted = &views.PastedSecret{Label: "New " + strings.ToLower(f.Label[:1]) + f.Label[1:],
 			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}
+	}
+	if k.HasSecrets() {
+		if v.Issued, err = s.issuedSecret(r, p, k); err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		if v.Issued != nil {
+			w.Header().Set("Cache-Control", "no-store") // the page holds a secret's plaintext
+		}
 	}
 	for _, sc := range scopes {
 		f := scopeForm(sc)

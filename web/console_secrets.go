@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
@@ -89,4 +90,50 @@ func (s *Server) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 		msg = fmt.Sprintf("Retired %d old secret(s). Only the newest secret is accepted now.", n)
 	}
 	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "ok", msg)
+}
+
+// issuedSecret is the notice of a secret issued at start-up to provider p,
+// connected before its kind needed one, until an operator confirms it was
+// pasted into the sending system; nil when there is none.
+func (s *Server) issuedSecret(r *http.Request, p domain.ProviderSummary, k provider.Kind) (*views.IssuedSecret, error) {
+	info, secret, err := s.providers.UnshownProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	page := k.SecretPage(s.endpointURL(r, p.Name), secret, p.Config)
+	v := &views.IssuedSecret{ID: info.ID, EndpointURL: page.EndpointURL, SecretName: page.SecretName,
+		Notice: k.ProviderPage(p.Config).IssuedNotice}
+	if !page.CopyURL {
+		v.Secret = page.Secret
+	}
+	if v.Notice == "" {
+		v.Notice = fmt.Sprintf("Deliveries of this provider now need this %s: Tidemark issued it because the provider had none. "+
+			"Paste it into the provider's webhook settings.", page.SecretName)
+	}
+	return v, nil
+}
+
+// handleSecretShown records that an operator has pasted an issued secret
+// into the sending system, so the provider's page stops showing it.
+func (s *Server) handleSecretShown(w http.ResponseWriter, r *http.Request) {
+	p, k, ok := s.currentProvider(w, r)
+	if !ok {
+		return
+	}
+	id, err := strconv.ParseInt(r.PostFormValue("secret_id"), 10, 64)
+	if err != nil {
+		s.consoleError(w, r, domain.Errorf(domain.EINVALID, "secret_id must be a secret's id"))
+		return
+	}
+	t := currentTenant(r.Context())
+	if err := s.providers.MarkProviderSecretShown(r.Context(), t.ID, p.ID, id); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.log.Info("issued provider secret confirmed", "tenant", t.Slug, "provider", p.Name, "secret", id, "by", currentUser(r.Context()).Email)
+	name := k.SecretPage(s.endpointURL(r, p.Name), "", p.Config).SecretName
+	s.redirectWithFlash(w, r, s.providerURL(r, p.Name), "ok", "Confirmed: the issued "+name+" is no longer shown. Deliveries without it are refused.")
 }

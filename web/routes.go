@@ -12,7 +12,9 @@ import (
 // Handler returns the router: the index of every URL Tidemark serves.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
-	r.Use(middleware.Recoverer)
+	// The client's address first, so every handler and middleware keys on
+	// the client rather than on a proxy in front.
+	r.Use(clientAddr(s.trusted), middleware.Recoverer)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -67,6 +68,9 @@ type Config struct {
 	// PublicURL is the base URL providers call; empty means built from each
 	// request. An https URL also marks session cookies Secure.
 	PublicURL string
+	// TrustedProxies are the networks whose X-Forwarded-For is believed
+	// when they connect; empty means the peer is always the client.
+	TrustedProxies []netip.Prefix
 }
 
 // Server holds the handlers' dependencies.
@@ -88,6 +92,7 @@ type Server struct {
 	now       func() time.Time
 	metrics   *metrics
 	publicURL string
+	trusted   []netip.Prefix
 }
 
 // New returns a Server for cfg.
@@ -95,7 +100,7 @@ func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
 		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
-		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"),
+		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
 		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
 	if s.maxBody == 0 {
 		s.maxBody = DefaultMaxBody

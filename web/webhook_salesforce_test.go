@@ -4,12 +4,19 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 const sfOrg = "00D5e000000AbCdEAK"
@@ -34,38 +41,63 @@ func sfFixture(t *testing.T, name string) []byte {
 	return b
 }
 
-// sfProvider creates tenant acme (if needed) and a salesforce provider.
-func (e *env) sfProvider(name string, config map[string]string) {
+// sfHook is a salesforce provider of tenant acme and its newest token.
+type sfHook struct {
+	e           *env
+	name, token string
+}
+
+// sfProvider creates tenant acme (if needed) and a salesforce provider with
+// a generated token.
+func (e *env) sfProvider(name string, config map[string]string) sfHook {
 	e.t.Helper()
 	if config == nil {
 		config = map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp"}
 	}
-	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, "salesforce", "", config); err != nil {
+	k, _ := provider.Lookup("salesforce")
+	token, err := k.NewSecret(config)
+	if err != nil {
 		e.t.Fatal(err)
 	}
+	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, "salesforce", token, config); err != nil {
+		e.t.Fatal(err)
+	}
+	return sfHook{e: e, name: name, token: token}
 }
 
-// sfPost posts a SOAP body and returns the status, body and Content-Type.
-func (e *env) sfPost(provider string, body []byte) (int, string, string) {
-	e.t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, e.srv.URL+"/webhooks/acme/"+provider, bytes.NewReader(body))
+// post posts a SOAP body with the token and returns the status, body and
+// Content-Type.
+func (h sfHook) post(body []byte) (int, string, string) {
+	h.e.t.Helper()
+	return h.postQuery("token="+url.QueryEscape(h.token), body)
+}
+
+// postQuery posts a SOAP body to the provider's URL with query (no "?").
+func (h sfHook) postQuery(query string, body []byte) (int, string, string) {
+	h.e.t.Helper()
+	u := h.e.srv.URL + "/webhooks/acme/" + h.name
+	if query != "" {
+		u += "?" + query
+	}
+	req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
 	req.Header.Set("Content-Type", "text/xml; charset=utf-8")
 	req.Header.Set("SOAPAction", `""`)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		e.t.Fatal(err)
+		h.e.t.Fatal(err)
 	}
 	defer resp.Body.Close()
 	raw, _ := io.ReadAll(resp.Body)
 	return resp.StatusCode, string(raw), resp.Header.Get("Content-Type")
 }
 
-// sfAcked posts body and fails unless the answer is the exact ack.
-func (e *env) sfAcked(provider string, body []byte) {
-	e.t.Helper()
-	status, answer, ctype := e.sfPost(provider, body)
+// acked posts body with the token and fails unless the answer is the exact
+// ack.
+func (h sfHook) acked(body []byte) {
+	h.e.t.Helper()
+	status, answer, ctype := h.post(body)
 	if status != http.StatusOK || answer != sfAck || ctype != "text/xml; charset=utf-8" {
-		e.t.Fatalf("answer %d %q %q, want 200 with the exact ack", status, ctype, answer)
+		h.e.t.Fatalf("answer %d %q %q, want 200 with the exact ack", status, ctype, answer)
 	}
 }
 
@@ -106,12 +138,12 @@ func sfMicros(stamp string) float64 {
 func TestSalesforceContactLifecycle(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", nil)
+	sf := e.sfProvider("sf", nil)
 	token := e.token("acme")
 	contact := sfFixture(t, "contact.xml")
 	const eventID = sfOrg + ":04l5e00000ZzYxWAAV"
 
-	e.sfAcked("sf", contact)
+	sf.acked(contact)
 	status, rec := e.get("/api/v1/tenants/acme/records/sf/contact/0035e00000Q7kLmAAB", token)
 	if status != 200 || rec["revision"] != sfMicros("2026-11-29T10:00:00Z") || rec["last_applied_event"] != eventID {
 		t.Fatalf("record %d %v", status, rec)
@@ -123,7 +155,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 	}
 
 	// Salesforce redelivers the same message: a duplicate, still acknowledged.
-	e.sfAcked("sf", contact)
+	sf.acked(contact)
 	if got := e.sfOutcomes(eventID); strings.Join(got, ",") != "applied,duplicate" {
 		t.Fatalf("outcomes %v, want applied then duplicate", got)
 	}
@@ -132,7 +164,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 	older := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAW"))
 	older = bytes.ReplaceAll(older, []byte("2026-11-29T10:00:00.000Z"), []byte("2026-11-29T09:00:00.000Z"))
 	older = bytes.ReplaceAll(older, []byte("Lovelace &amp; Co"), []byte("Byron"))
-	e.sfAcked("sf", older)
+	sf.acked(older)
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxWAAW"); strings.Join(got, ",") != "stale" {
 		t.Fatalf("older modstamp: %v, want stale", got)
 	}
@@ -140,7 +172,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 	// A newer one is applied.
 	newer := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAX"))
 	newer = bytes.ReplaceAll(newer, []byte("2026-11-29T10:00:00.000Z"), []byte("2026-11-29T11:30:00.123456Z"))
-	e.sfAcked("sf", newer)
+	sf.acked(newer)
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxWAAX"); strings.Join(got, ",") != "applied" {
 		t.Fatalf("newer modstamp: %v, want applied", got)
 	}
@@ -150,7 +182,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 	}
 
 	// Without SystemModstamp: unversioned, and no record is created.
-	e.sfAcked("sf", sfFixture(t, "no_modstamp.xml"))
+	sf.acked(sfFixture(t, "no_modstamp.xml"))
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYyAAAV"); strings.Join(got, ",") != "unversioned" {
 		t.Fatalf("no modstamp: %v, want unversioned", got)
 	}
@@ -162,8 +194,8 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 func TestSalesforceBatch(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", nil)
-	e.sfAcked("sf", sfFixture(t, "batch.xml"))
+	sf := e.sfProvider("sf", nil)
+	sf.acked(sfFixture(t, "batch.xml"))
 	rows, err := e.store.Pool().Query(context.Background(),
 		`SELECT seq, event_id, object_type, action, object_id, revision, outcome, convert_from(payload, 'UTF8') FROM events ORDER BY seq`)
 	if err != nil {
@@ -208,13 +240,13 @@ func TestSalesforceBatch(t *testing.T) {
 func TestSalesforceRejectsSender(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", nil)
+	sf := e.sfProvider("sf", nil)
 	contact := sfFixture(t, "contact.xml")
 
 	wrong := bytes.ReplaceAll(contact, []byte("<OrganizationId>"+sfOrg), []byte("<OrganizationId>00D5e000000ZzZzEAK"))
 	missing := bytes.ReplaceAll(contact, []byte("<OrganizationId>"+sfOrg+"</OrganizationId>"), nil)
 	for name, body := range map[string][]byte{"wrong org": wrong, "no org": missing} {
-		status, answer, _ := e.sfPost("sf", body)
+		status, answer, _ := sf.post(body)
 		if status != http.StatusUnauthorized || !strings.Contains(answer, "OrganizationId") {
 			t.Errorf("%s: %d %s, want 401 naming OrganizationId", name, status, answer)
 		}
@@ -227,19 +259,17 @@ func TestSalesforceRejectsSender(t *testing.T) {
 	}
 
 	// Sender networks: the test server sees 127.0.0.1.
-	e.sfProvider("sf-far", map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8"})
-	status, answer, _ := e.sfPost("sf-far", contact)
+	far := e.sfProvider("sf-far", map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8"})
+	status, answer, _ := far.post(contact)
 	if status != http.StatusUnauthorized || !strings.Contains(answer, "127.0.0.1") {
 		t.Fatalf("outside allowed networks: %d %s, want 401 naming the address", status, answer)
 	}
-	e.sfProvider("sf-near", map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8, 127.0.0.0/8"})
-	e.sfAcked("sf-near", contact)
+	e.sfProvider("sf-near", map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8, 127.0.0.0/8"}).acked(contact)
 
 	// A 15-character org id matches the 18-character one Salesforce sends.
-	e.sfProvider("sf-15", map[string]string{"org_id": sfOrg[:15]})
-	e.sfAcked("sf-15", contact)
-	e.sfProvider("sf-15-other", map[string]string{"org_id": "00D5e000000AbCe"})
-	if status, _, _ := e.sfPost("sf-15-other", contact); status != http.StatusUnauthorized {
+	e.sfProvider("sf-15", map[string]string{"org_id": sfOrg[:15]}).acked(contact)
+	other := e.sfProvider("sf-15-other", map[string]string{"org_id": "00D5e000000AbCe"})
+	if status, _, _ := other.post(contact); status != http.StatusUnauthorized {
 		t.Fatalf("other 15-character org: %d, want 401", status)
 	}
 }
@@ -247,7 +277,7 @@ func TestSalesforceRejectsSender(t *testing.T) {
 func TestSalesforceMalformed(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", nil)
+	sf := e.sfProvider("sf", nil)
 	contact := string(sfFixture(t, "contact.xml"))
 	for name, body := range map[string]string{
 		"truncated":        contact[:len(contact)/2],
@@ -259,7 +289,7 @@ func TestSalesforceMalformed(t *testing.T) {
 			`<notifications xmlns="http://soap.sforce.com/2005/09/outbound"><OrganizationId>` + sfOrg + `</OrganizationId></notifications></soapenv:Body></soapenv:Envelope>`,
 		"empty": ``,
 	} {
-		status, answer, _ := e.sfPost("sf", []byte(body))
+		status, answer, _ := sf.post([]byte(body))
 		if status != http.StatusBadRequest || !strings.Contains(answer, `"error"`) {
 			t.Errorf("%s: %d %s, want 400", name, status, answer)
 		}
@@ -272,7 +302,7 @@ func TestSalesforceMalformed(t *testing.T) {
 func TestSalesforceRejectedNotifications(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", nil)
+	sf := e.sfProvider("sf", nil)
 	contact := sfFixture(t, "contact.xml")
 	for _, tc := range []struct {
 		name, old, new, reason string
@@ -283,7 +313,7 @@ func TestSalesforceRejectedNotifications(t *testing.T) {
 	} {
 		body := bytes.ReplaceAll(contact, []byte(tc.old), []byte(tc.new))
 		body = bytes.ReplaceAll(body, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e0000"+strings.ReplaceAll(tc.name, " ", "")))
-		e.sfAcked("sf", body)
+		sf.acked(body)
 		var reason string
 		err := e.store.Pool().QueryRow(context.Background(),
 			`SELECT reason FROM events WHERE outcome = 'rejected' ORDER BY received_at DESC, delivery_id DESC LIMIT 1`).Scan(&reason)
@@ -302,17 +332,166 @@ func TestSalesforceRejectedNotifications(t *testing.T) {
 func TestSalesforceRevisionField(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", map[string]string{"org_id": sfOrg, "revision_field": "LastModifiedDate"})
+	sf := e.sfProvider("sf", map[string]string{"org_id": sfOrg, "revision_field": "LastModifiedDate"})
 	body := bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("SystemModstamp"), []byte("LastModifiedDate"))
-	e.sfAcked("sf", body)
+	sf.acked(body)
 	_, rec := e.get("/api/v1/tenants/acme/records/sf/contact/0035e00000Q7kLmAAB", e.token("acme"))
 	if rec["revision"] != sfMicros("2026-11-29T10:00:00Z") {
 		t.Fatalf("record %v", rec)
 	}
 	// The default field is then not a revision.
-	e.sfAcked("sf", sfFixture(t, "no_modstamp.xml"))
-	e.sfAcked("sf", bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAQ")))
+	sf.acked(sfFixture(t, "no_modstamp.xml"))
+	sf.acked(bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAQ")))
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxWAAQ"); strings.Join(got, ",") != "unversioned" {
 		t.Fatalf("SystemModstamp with revision_field LastModifiedDate: %v, want unversioned", got)
+	}
+}
+
+// TestSalesforceForgeryRefused: the OrganizationId is no secret, so a
+// message carrying it without the provider's token (or with a wrong one) is
+// refused with 401, logged as refused, and changes nothing; a forged
+// SystemModstamp far in the future cannot freeze the record.
+func TestSalesforceForgeryRefused(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	sf := e.sfProvider("sf", nil)
+	contact := sfFixture(t, "contact.xml")
+	sf.acked(contact)
+
+	forged := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ForgedAAV"))
+	forged = bytes.ReplaceAll(forged, []byte("2026-11-29T10:00:00.000Z"), []byte("9999-12-31T23:59:59.000Z"))
+	forged = bytes.ReplaceAll(forged, []byte("Lovelace &amp; Co"), []byte("Forged"))
+	for _, c := range []struct{ name, query, verdict, reason string }{
+		{"no token", "", "missing", "must end in ?token="},
+		{"empty token", "token=", "missing", "must end in ?token="},
+		{"wrong token", "token=" + url.QueryEscape(sf.token[1:]+"x"), "invalid", "does not match an active token"},
+	} {
+		status, answer, _ := sf.postQuery(c.query, forged)
+		if status != http.StatusUnauthorized || !strings.Contains(answer, c.reason) {
+			t.Errorf("%s: %d %s, want 401 saying %q", c.name, status, answer, c.reason)
+		}
+		if answer == sfAck {
+			t.Errorf("%s: a refused message was acknowledged", c.name)
+		}
+	}
+	if n := e.sfCount(`SELECT count(*) FROM deliveries WHERE status = 401 AND body IS NULL AND reason LIKE '%token%'`); n != 3 {
+		t.Fatalf("%d refused deliveries logged, want 3", n)
+	}
+	if n := e.sfCount(`SELECT count(*) FROM deliveries WHERE status = 401 AND signature = 'missing'`); n != 2 {
+		t.Fatalf("%d deliveries logged as missing a token, want 2", n)
+	}
+	if got := e.sfOutcomes(sfOrg + ":04l5e00000ForgedAAV"); len(got) != 0 {
+		t.Fatalf("forged message has events %v", got)
+	}
+
+	// The genuine record moves on with Salesforce's next update.
+	newer := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAX"))
+	newer = bytes.ReplaceAll(newer, []byte("2026-11-29T10:00:00.000Z"), []byte("2026-11-29T11:30:00.000Z"))
+	sf.acked(newer)
+	_, rec := e.get("/api/v1/tenants/acme/records/sf/contact/0035e00000Q7kLmAAB", e.token("acme"))
+	if rec["revision"] != sfMicros("2026-11-29T11:30:00Z") || rec["application_count"] != 2.0 {
+		t.Fatalf("record after a forgery and a genuine update: %v", rec)
+	}
+}
+
+// TestSalesforceTokenRotation: after a rotation the previous token keeps
+// working; a second rotation, or retiring, ends it.
+func TestSalesforceTokenRotation(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	ctx := context.Background()
+	first := e.sfProvider("sf", nil)
+	p, err := e.store.ProviderSummary(ctx, e.tenant("acme").ID, "sf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, _ := provider.Lookup(p.Kind)
+	rotate := func() sfHook {
+		t.Helper()
+		token, err := k.NewSecret(p.Config)
+		if err == nil {
+			err = e.store.RotateProviderSecret(ctx, p.TenantID, p.ID, token)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sfHook{e: e, name: "sf", token: token}
+	}
+	contact := sfFixture(t, "contact.xml")
+	n := 0
+	deliver := func(h sfHook) int {
+		t.Helper()
+		n++
+		body := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e0000Rotation"+strconv.Itoa(n)))
+		status, _, _ := h.post(body)
+		return status
+	}
+	want := func(step string, h sfHook, status int) {
+		t.Helper()
+		if got := deliver(h); got != status {
+			t.Errorf("%s: %d, want %d", step, got, status)
+		}
+	}
+
+	second := rotate()
+	want("first token after one rotation", first, http.StatusOK)
+	want("second token after one rotation", second, http.StatusOK)
+	third := rotate()
+	want("first token after two rotations", first, http.StatusUnauthorized)
+	want("second token after two rotations", second, http.StatusOK)
+	want("third token after two rotations", third, http.StatusOK)
+	if retired, err := e.store.RetireProviderSecrets(ctx, p.TenantID, p.ID); err != nil || retired != 1 {
+		t.Fatalf("retire: %d, %v", retired, err)
+	}
+	want("second token after retiring", second, http.StatusUnauthorized)
+	want("third token after retiring", third, http.StatusOK)
+}
+
+// TestSalesforceAllowedNetworksBehindProxy: X-Forwarded-For names the
+// sender only when the peer is a trusted proxy, so a forged header cannot
+// get a message past the allowed networks.
+func TestSalesforceAllowedNetworksBehindProxy(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	sf := e.sfProvider("sf", map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp", "allowed_networks": "13.108.0.0/14"})
+	serve := func(trusted string) string {
+		prefixes, err := web.ParseTrustedProxies(trusted)
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := httptest.NewServer(web.New(web.Config{Services: web.ServicesOf(e.store), Sessions: e.store.SessionStore(),
+			Ping: e.store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: prefixes}).Handler())
+		t.Cleanup(srv.Close)
+		return srv.URL
+	}
+	n := 0
+	post := func(base, xff string) int {
+		t.Helper()
+		n++
+		body := bytes.ReplaceAll(sfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e0000Proxy"+strconv.Itoa(n)))
+		req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/acme/sf?token="+url.QueryEscape(sf.token), bytes.NewReader(body))
+		req.Header.Set("Content-Type", "text/xml; charset=utf-8")
+		req.Header.Set("X-Forwarded-For", xff)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, c := range []struct {
+		name, trusted, xff string
+		want               int
+	}{
+		{"no trusted proxies", "", "13.108.1.2", http.StatusUnauthorized},
+		{"peer is not a trusted proxy", "10.0.0.0/8", "13.108.1.2", http.StatusUnauthorized},
+		{"trusted proxy", "127.0.0.0/8", "13.108.1.2", http.StatusOK},
+		{"chain of trusted proxies", "127.0.0.0/8,10.0.0.0/8", "13.108.1.2, 10.0.0.7, 127.0.0.9", http.StatusOK},
+		{"allowed address forged left of the client", "127.0.0.0/8", "13.108.1.2, 198.51.100.4", http.StatusUnauthorized},
+		{"proxy naming an outside client", "127.0.0.0/8", "198.51.100.4", http.StatusUnauthorized},
+	} {
+		if got := post(serve(c.trusted), c.xff); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
 	}
 }

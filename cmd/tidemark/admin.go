@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -44,9 +45,79 @@ func (e cliEnv) migrate(ctx context.Context, args []string) error {
 		if err := postgres.Migrate(ctx, s.Pool(), e.stdout); err != nil {
 			return err
 		}
+		issued, err := issueMissingSecrets(ctx, s)
+		if errors.Is(err, postgres.ErrNoKey) {
+			// migrate needs no key; serve, which does, issues them.
+			fmt.Fprintln(e.stderr, "providers without a secret get one when serve starts (TIDEMARK_ENCRYPTION_KEY is not set here)")
+		} else if err != nil {
+			return err
+		}
+		if len(issued) > 0 {
+			fmt.Fprintf(e.stdout, "%s: %s\n", issuedSecretsNotice(issued), strings.Join(issued, ", "))
+		}
 		fmt.Fprintln(e.stdout, "database is up to date")
 		return nil
 	})
+}
+
+// issueMissingSecrets gives a secret to every provider whose kind
+// authenticates with secrets but that has none: one connected before its
+// kind needed one, as Salesforce providers were before their URL token. It
+// runs after the migrations, since secrets are encrypted with the
+// application's key, and returns the providers as "tenant/name (kind)".
+func issueMissingSecrets(ctx context.Context, s *postgres.Store) ([]string, error) {
+	var kinds []string
+	for _, name := range provider.Names() {
+		if k, _ := provider.Lookup(name); k.HasSecrets() {
+			kinds = append(kinds, name)
+		}
+	}
+	issued, err := s.IssueMissingSecrets(ctx, kinds, provider.NewSecret)
+	if err != nil {
+		return nil, fmt.Errorf("issue secrets to providers without one: %w", err)
+	}
+	out := make([]string, len(issued))
+	for i, p := range issued {
+		out[i] = p.TenantSlug + "/" + p.Name + " (" + p.Kind + ")"
+	}
+	return out, nil
+}
+
+// issuedSecretsNotice tells the operator what issueMissingSecrets did to
+// the providers it lists.
+func issuedSecretsNotice(issued []string) string {
+	return fmt.Sprintf("issued a secret to %d provider(s) connected before their kind required one (Salesforce deliveries now need a token in the URL): "+
+		"until their owners paste the new webhook URL, shown on each provider's console page, into the sending system "+
+		"(for Salesforce, every outbound message's Endpoint URL), their deliveries are refused with 401", len(issued))
+}
+
+// publicURLFlag registers --public-url, the base of the webhook URLs a
+// command prints.
+func (e cliEnv) publicURLFlag(fs *flag.FlagSet) *string {
+	return fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"),
+		"base URL providers call, for the webhook URL printed (default: TIDEMARK_PUBLIC_URL, else "+defaultPublicURL+")")
+}
+
+// defaultPublicURL is where `tidemark serve` listens by default.
+const defaultPublicURL = "http://127.0.0.1:8080"
+
+// webhookURL is the URL a provider delivers to, under base.
+func webhookURL(base, tenant, name string) string {
+	if base == "" {
+		base = defaultPublicURL
+	}
+	return strings.TrimRight(base, "/") + "/webhooks/" + tenant + "/" + name
+}
+
+// printSecret prints a provider's new secret as the last line, or, for a
+// kind whose secret only travels inside the URL, the URL with it.
+func (e cliEnv) printSecret(k provider.Kind, base, tenant, name, secret string, config map[string]string) {
+	page := k.SecretPage(webhookURL(base, tenant, name), secret, config)
+	if page.CopyURL {
+		fmt.Fprintf(e.stdout, "webhook URL with its %s, to paste into the provider (shown once):\n%s\n", page.SecretName, page.EndpointURL)
+		return
+	}
+	fmt.Fprintf(e.stdout, "signing secret or token (shown once):\n%s\n", secret)
 }
 
 // leadingArg takes a positional argument written before the flags
@@ -84,12 +155,14 @@ func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
 }
 
 func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
-	fs := e.flags("provider create", "provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [kind flags]\n\n"+
-		"Connect a webhook provider to a tenant. Prints its signing secret or token as the last line.")
+	fs := e.flags("provider create", "provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--public-url URL] [kind flags]\n\n"+
+		"Connect a webhook provider to a tenant. Prints its signing secret or token as the last line\n"+
+		"(salesforce: the webhook URL to paste into Salesforce, ending in ?token=<token>).")
 	tenant := fs.String("tenant", "", "tenant slug (required)")
 	name := fs.String("name", "", "provider name, unique within the tenant (required)")
 	kind := fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)")
-	secret := fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated)`)
+	secret := fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`)
+	publicURL := e.publicURLFlag(fs)
 	settings := kindFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
@@ -98,7 +171,11 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
 	}
-	finalSecret, config, err := provider.Setup(*kind, *secret, settings())
+	k, err := provider.Get(*kind)
+	if err != nil {
+		return err
+	}
+	finalSecret, config, err := k.Setup(*secret, settings())
 	if err != nil {
 		return err
 	}
@@ -111,7 +188,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 			fmt.Fprintf(e.stdout, "this kind signs nothing; deliveries are checked against its settings\n/webhooks/%s/%s\n", *tenant, *name)
 			return nil
 		}
-		fmt.Fprintf(e.stdout, "signing secret or token (shown once):\n%s\n", finalSecret)
+		e.printSecret(k, *publicURL, *tenant, *name, finalSecret, config)
 		return nil
 	})
 }
@@ -157,12 +234,14 @@ func kindFlags(fs *flag.FlagSet) func() map[string]string {
 }
 
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
-	fs := e.flags("provider rotate", "provider rotate --tenant SLUG --name NAME [--secret SECRET]\n\n"+
-		"Add a new signing secret. The previous one keeps working until the next rotation,\n"+
-		"so senders can switch without dropping deliveries. Prints the new secret as the last line.")
+	fs := e.flags("provider rotate", "provider rotate --tenant SLUG --name NAME [--secret SECRET] [--public-url URL]\n\n"+
+		"Add a new signing secret (a salesforce provider: a new URL token). The previous one keeps working\n"+
+		"until the next rotation or `provider retire`, so senders can switch without dropping deliveries.\n"+
+		"Prints the new secret as the last line (salesforce: the webhook URL with the new token).")
 	tenant := fs.String("tenant", "", "tenant slug (required)")
 	name := fs.String("name", "", "provider name (required)")
-	secret := fs.String("secret", "", "new signing secret (default: generated)")
+	secret := fs.String("secret", "", "new signing secret (default: generated; salesforce tokens are always generated)")
+	publicURL := e.publicURLFlag(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -175,10 +254,14 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
+		k, err := provider.Get(p.Kind)
+		if err != nil {
+			return err
+		}
 		if *secret == "" {
-			*secret, err = provider.NewSecret(p.Provider)
+			*secret, err = k.NewSecret(p.Config)
 		} else {
-			_, _, err = provider.Setup(p.Kind, *secret, p.Config)
+			_, _, err = k.Setup(*secret, p.Config)
 		}
 		if err != nil {
 			return err
@@ -186,8 +269,36 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 		if err := s.RotateProviderSecret(ctx, t.ID, p.ID, *secret); err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "rotated the signing secret of %s/%s; the previous secret stays active until the next rotation\n%s\n",
-			*tenant, *name, *secret)
+		fmt.Fprintf(e.stdout, "rotated the secret of %s/%s; the previous one stays active until the next rotation or `tidemark provider retire`\n",
+			*tenant, *name)
+		e.printSecret(k, *publicURL, *tenant, *name, *secret, p.Config)
+		return nil
+	})
+}
+
+func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
+	fs := e.flags("provider retire", "provider retire --tenant SLUG --name NAME\n\n"+
+		"End a rotation: retire every secret of the provider but the newest, so only it is accepted.\n"+
+		"Prints how many were retired.")
+	tenant := fs.String("tenant", "", "tenant slug (required)")
+	name := fs.String("name", "", "provider name (required)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *tenant == "" || *name == "" {
+		fs.Usage()
+		return fmt.Errorf("provider retire: --tenant and --name are required")
+	}
+	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+		p, err := s.ProviderSummary(ctx, t.ID, *name)
+		if err != nil {
+			return err
+		}
+		n, err := s.RetireProviderSecrets(ctx, t.ID, p.ID)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "retired %d secret(s) of %s/%s; only the newest is accepted now\n", n, *tenant, *name)
 		return nil
 	})
 }

@@ -16,11 +16,12 @@ import (
 const usage = `tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.
 
 Usage:
-  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL]
+  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--trusted-proxies CIDR,...]
   tidemark migrate
   tidemark tenant create SLUG [--name NAME]
-  tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET]
-  tidemark provider rotate --tenant SLUG --name NAME [--secret SECRET]
+  tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--public-url URL]
+  tidemark provider rotate --tenant SLUG --name NAME [--secret SECRET] [--public-url URL]
+  tidemark provider retire --tenant SLUG --name NAME
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
   tidemark cleanup [--retention 720h]
@@ -37,6 +38,7 @@ Environment:
                            without it; the embedded database uses (and creates)
                            ./.tidemark/encryption.key.
   TIDEMARK_PUBLIC_URL      base URL providers call (same as serve --public-url).
+  TIDEMARK_TRUSTED_PROXIES same as serve --trusted-proxies.
 
 Run "tidemark COMMAND --help" for a command's flags.
 `
@@ -87,6 +89,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.providerCreate(ctx, rest)
 		case "provider rotate":
 			return env.providerRotate(ctx, rest)
+		case "provider retire":
+			return env.providerRetire(ctx, rest)
 		case "token create":
 			return env.tokenCreate(ctx, rest)
 		case "user create":

@@ -24,15 +24,21 @@ import (
 const cleanupEvery = time.Hour
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL]\n\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--trusted-proxies CIDR,...]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
 		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
 		"PostgreSQL under ./.tidemark with a demo tenant.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
 	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
+	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
+		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	trusted, err := web.ParseTrustedProxies(*proxies)
+	if err != nil {
+		return fmt.Errorf("--trusted-proxies (or TIDEMARK_TRUSTED_PROXIES): %w", err)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 
@@ -53,6 +59,13 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if _, err := store.EnsurePartitions(ctx, time.Now(), 7); err != nil {
 		return fmt.Errorf("prepare event log partitions: %w", err)
 	}
+	issued, err := issueMissingSecrets(ctx, store)
+	if err != nil {
+		return err
+	}
+	if len(issued) > 0 {
+		log.Warn(issuedSecretsNotice(issued), "count", len(issued), "providers", strings.Join(issued, ","))
+	}
 
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -70,7 +83,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 
 	srv := &http.Server{
 		Handler: web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
-			Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL}).Handler(),
+			Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted}).Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

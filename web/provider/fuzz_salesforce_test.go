@@ -25,11 +25,12 @@ func FuzzSalesforceParse(f *testing.F) {
 		f.Add(b)
 	}
 	f.Add([]byte(`<soapenv:Envelope xmlns:soapenv="http://schemas.xmlsoap.org/soap/envelope/"><soapenv:Body/></soapenv:Envelope>`))
+	const token = "fuzz-token-0123456789abcdef"
 	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "salesforce",
-		Config: map[string]string{"org_id": "00D5e000000AbCdEAK", "revision_field": "SystemModstamp"}}}
+		Config: map[string]string{"org_id": "00D5e000000AbCdEAK", "revision_field": "SystemModstamp"}}, Secrets: []string{token}}
 	rcv := salesforce{}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		r := httptest.NewRequest("POST", "/webhooks/acme/sf", bytes.NewReader(body))
+		r := httptest.NewRequest("POST", "/webhooks/acme/sf?token="+token, bytes.NewReader(body))
 		verdict, err := rcv.Authenticate(r, body, p, time.Now())
 		if err != nil {
 			return

@@ -124,6 +124,9 @@ type SecretPage struct {
 	CurlHint     string // what the snippet sends and needs
 	CurlExample  string // a shell snippet sending one sample delivery with curl
 	SendExample  string // the same with `tidemark send`; empty when the kind has none
+	// CopyURL says the secret is only ever used inside EndpointURL, so the
+	// URL is what the operator copies: the command line prints it last.
+	CopyURL bool
 }
 
 // ProviderPage is what a provider's console page says about its kind.
@@ -132,6 +135,10 @@ type ProviderPage struct {
 	URLNote        string // what to know about the endpoint URL
 	AuthNote       string // how a kind without secrets authenticates
 	TestHint       string // what the test event sends
+	// IssuedNotice is what the page says over a secret issued to an
+	// existing provider (when the kind came to need one) until an operator
+	// confirms the provider was updated; empty for a generic text.
+	IssuedNotice string
 	// NoRotation says how a kind without secrets authenticates instead,
 	// when an operator asks to rotate.
 	NoRotation string
@@ -248,11 +255,6 @@ func fieldErrorf(f Field, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Flag: f.Flag, Label: f.Label,
 		Message:     fmt.Sprintf(format, append([]any{f.Flag}, args...)...),
 		FormMessage: fmt.Sprintf(format, append([]any{f.Label}, args...)...)}
-}
-
-// errNoSecret is the refusal to rotate a provider of a kind without secrets.
-func errNoSecret(kind string) error {
-	return fmt.Errorf("providers of kind %s have no secret to rotate", kind)
 }
 
 // publicBaseKey is the request context key of the public base URL the

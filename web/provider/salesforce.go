@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"regexp"
 	"strings"
 	"time"
@@ -23,10 +24,13 @@ import (
 
 // Salesforce outbound messages: a SOAP 1.1 "notifications" call carrying up
 // to 100 Notification elements, each with its notification Id and an sObject
-// holding the fields picked for the message. There is no signature: the
-// sender is identified by the OrganizationId in the envelope (compared with
-// the provider's org_id) and, optionally, by its network address. Salesforce
-// retries until it reads the exact notificationsResponse with Ack true.
+// holding the fields picked for the message. Salesforce signs nothing, and
+// the OrganizationId is no secret (it appears in Web-to-Lead forms), so every
+// provider has a random token that the Endpoint URL carries as its token
+// query parameter: a delivery must carry an active token, come from an
+// allowed network when any are set, and name the provider's organization.
+// Salesforce retries until it reads the exact notificationsResponse with Ack
+// true.
 
 const (
 	soapEnvNS       = "http://schemas.xmlsoap.org/soap/envelope/"
@@ -78,9 +82,9 @@ var (
 
 func (salesforce) Setup(secret string, config map[string]string) (string, map[string]string, error) {
 	if secret != "" {
-		msg := "salesforce outbound messages carry no signature; use --org-id"
-		return "", nil, &FieldError{Field: "secret", Flag: "--secret", Label: "Secret", Message: msg,
-			FormMessage: "salesforce outbound messages carry no signature; use " + sfOrgField.Label}
+		const msg = "salesforce providers take no %s: Tidemark generates the token their webhook URL carries (and a new one on rotation)"
+		return "", nil, &FieldError{Field: "secret", Flag: "--secret", Label: "Secret",
+			Message: fmt.Sprintf(msg, "--secret"), FormMessage: fmt.Sprintf(msg, "secret")}
 	}
 	out := clone(config)
 	org := strings.TrimSpace(out["org_id"])
@@ -112,14 +116,14 @@ func (salesforce) Setup(secret string, config map[string]string) (string, map[st
 		return "", nil, fieldErrorf(sfRevisionField, "%s %q is not a Salesforce field name (for example SystemModstamp)", field)
 	}
 	out["revision_field"] = field
-	return "", out, nil
+	return newURLToken(), out, nil
 }
 
-func (k salesforce) NewSecret(map[string]string) (string, error) { return "", errNoSecret(k.Name()) }
+// NewSecret returns a new URL token.
+func (salesforce) NewSecret(map[string]string) (string, error) { return newURLToken(), nil }
 
-// HasSecrets is false: the sender is identified by its organization and,
-// optionally, its network.
-func (salesforce) HasSecrets() bool { return false }
+// HasSecrets is true: the secrets are the URL tokens.
+func (salesforce) HasSecrets() bool { return true }
 
 // parseNetworks reads a comma-separated list of CIDRs (a bare address counts
 // as a single-host network).
@@ -144,6 +148,14 @@ func parseNetworks(raw string) ([]netip.Prefix, error) {
 }
 
 func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
+	token := r.URL.Query().Get("token")
+	if token == "" {
+		return domain.SignatureMissing, fmt.Errorf("the token query parameter is required: the outbound message's Endpoint URL must end in ?token=<the provider's token>, " +
+			"the URL shown when the provider was created or its token rotated")
+	}
+	if !tokenMatches(token, p.Secrets) {
+		return domain.SignatureInvalid, fmt.Errorf("the token query parameter does not match an active token of this provider")
+	}
 	if raw := strings.TrimSpace(p.Config["allowed_networks"]); raw != "" {
 		nets, err := parseNetworks(raw)
 		if err != nil {
@@ -504,34 +516,38 @@ func (salesforce) Settings(config map[string]string) []Setting {
 	}
 }
 
-const salesforceAuthNote = "Salesforce outbound messages carry no signature: deliveries are authenticated by the Organization Id every message carries and, when set, by the sender's network. There is no secret to copy or rotate."
-
-func (salesforce) SecretPage(endpoint, _ string, config map[string]string) SecretPage {
+func (salesforce) SecretPage(endpoint, secret string, config map[string]string) SecretPage {
 	body := salesforceSampleBody(config["org_id"], "04l000000000000AAA", sampleTime)
-	return SecretPage{EndpointURL: endpoint, SecretName: "signing secret",
-		Intro:    salesforceAuthNote + " Paste the URL into the outbound message's Endpoint URL.",
-		CurlHint: "Send a one-notification outbound message from a shell (needs curl); the answer is the SOAP acknowledgement:",
-		CurlExample: strings.Join([]string{
-			"url=" + ShellQuote(endpoint),
-			"body=" + ShellQuote(string(body)),
-			`curl -sS -X POST "$url" -H 'Content-Type: text/xml; charset=utf-8' -H 'SOAPAction: ""' -d "$body"`,
-		}, "\n"),
-	}
+	v := SecretPage{EndpointURL: endpoint + "?token=" + url.QueryEscape(secret), Secret: secret, SecretName: "token", CopyURL: true,
+		Intro: "Salesforce outbound messages carry no signature: Tidemark authenticates them by this token, sent back as the token query parameter of the URL, " +
+			"then by the Organization Id every message carries and, when set, the sender's network. " +
+			"Paste the whole URL below, token included, into the outbound message's Endpoint URL.",
+		CurlHint: "Send a one-notification outbound message from a shell (needs curl); the answer is the SOAP acknowledgement:"}
+	v.CurlExample = strings.Join([]string{
+		"url=" + ShellQuote(v.EndpointURL),
+		"body=" + ShellQuote(string(body)),
+		`curl -sS -X POST "$url" -H 'Content-Type: text/xml; charset=utf-8' -H 'SOAPAction: ""' -d "$body"`,
+	}, "\n")
+	return v
 }
 
 func (salesforce) ProviderPage(map[string]string) ProviderPage {
-	return ProviderPage{AuthNote: salesforceAuthNote,
-		NoRotation: "they are authenticated by Organization Id and, optionally, network.",
-		TestHint:   "Sends a one-notification outbound message for Contact tidemark-test with the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."}
+	return ProviderPage{EndpointSuffix: "?token=…",
+		URLNote: "Salesforce sends the token back as the token query parameter: the Endpoint URL of the outbound message ends in ?token= and the token, " +
+			"which was shown once when it was issued. Tidemark cannot show it again; rotate to get a new one.",
+		IssuedNotice: "Salesforce deliveries now need this URL, token included: Tidemark refuses outbound messages without it with 401. " +
+			"Paste it into the Endpoint URL of every outbound message that sends to this provider.",
+		TestHint: "Sends a one-notification outbound message for Contact tidemark-test with the newest token, the configured Organization Id and a SystemModstamp of now; with allowed networks set, it comes from the first one."}
 }
 
 // TestDelivery is a one-notification outbound message of the configured
-// organization, sent from the first allowed network when there are any. Its
-// answer is the bare acknowledgement, so the outcome is read from the log.
-func (salesforce) TestDelivery(_, _ string, config map[string]string, now time.Time) (Delivery, error) {
+// organization carrying the token, sent from the first allowed network when
+// there are any. Its answer is the bare acknowledgement, so the outcome is
+// read from the log.
+func (salesforce) TestDelivery(_, secret string, config map[string]string, now time.Time) (Delivery, error) {
 	noteID := "console-test-" + uuid.NewString()
 	org := config["org_id"]
-	d := Delivery{Body: salesforceSampleBody(org, noteID, now), ContentType: "text/xml; charset=utf-8",
+	d := Delivery{Query: "token=" + url.QueryEscape(secret), Body: salesforceSampleBody(org, noteID, now), ContentType: "text/xml; charset=utf-8",
 		Headers: map[string]string{"SOAPAction": `""`}, EventID: org + ":" + noteID,
 		Ack: "<Ack>true</Ack>", AckNote: "Ack true"}
 	if nets, err := parseNetworks(config["allowed_networks"]); err == nil && len(nets) > 0 {

@@ -3,7 +3,9 @@ package provider
 import (
 	"bytes"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"net/http"
@@ -63,6 +65,27 @@ func matchAny(sent, expected [][]byte) bool {
 		}
 	}
 	return valid
+}
+
+// newURLToken returns a fresh token for a webhook URL's token query
+// parameter: 24 random bytes (192 bits), base64url, so it needs no escaping.
+func newURLToken() string {
+	b := make([]byte, 24)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// tokenMatches reports whether token equals any of the active secrets.
+// Both sides are hashed, so each comparison is constant time whatever the
+// lengths, and every secret is compared, so timing reveals neither which
+// one matched nor how much of the token was right.
+func tokenMatches(token string, secrets []string) bool {
+	got := sha256.Sum256([]byte(token))
+	expected := macs(secrets, func(secret string) []byte {
+		want := sha256.Sum256([]byte(secret))
+		return want[:]
+	})
+	return matchAny([][]byte{got[:]}, expected)
 }
 
 // fallbackEventID names an event whose own identifiers could not be read by
