@@ -50,3 +50,9 @@ func ErrorMessage(err error) string {
 	}
 	return "internal error"
 }
+
+// ErrReadTimeout is returned when a read of the console or the API ran into
+// the read timeout (serve --read-timeout) and was stopped, so that a search
+// the indexes cannot answer fails fast instead of holding a connection.
+var ErrReadTimeout = &Error{Code: EUNAVAILABLE,
+	Message: "The search took too long and was stopped. Narrow it: choose a time range, a provider or a record id."}

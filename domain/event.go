@@ -104,14 +104,6 @@ type LoggedEvent struct {
 	ConflictID int64
 }
 
-// EventLogTimeout bounds one event-log search, so that a search the
-// indexes cannot answer fails fast instead of holding a connection.
-const EventLogTimeout = 3 * time.Second
-
-// ErrEventLogTimeout is returned when a search ran into EventLogTimeout.
-var ErrEventLogTimeout = &Error{Code: EUNAVAILABLE,
-	Message: "The search took longer than 3 seconds and was stopped. Narrow it: choose a time range, a provider or a record id."}
-
 // EventLogQuery narrows the event log; zero fields match everything.
 type EventLogQuery struct {
 	Provider   string
@@ -160,7 +152,7 @@ type EventService interface {
 	// EventLog returns one page of the tenant's events matching q, newest
 	// first (by received time, delivery and position), and the cursor of the
 	// next page ("" on the last). An invalid query or cursor is an EINVALID
-	// error; a search stopped by the statement timeout is ErrEventLogTimeout.
+	// error; a search stopped by the read timeout is ErrReadTimeout.
 	EventLog(ctx context.Context, tenantID int64, q EventLogQuery, page Page) ([]LoggedEvent, string, error)
 	// EventLogChoices lists what the filters can choose from.
 	EventLogChoices(ctx context.Context, tenantID int64) (EventLogChoices, error)

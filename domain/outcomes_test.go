@@ -162,7 +162,7 @@ func TestErrors(t *testing.T) {
 		{"coded", invalid, domain.EINVALID, `tenant "acme" is taken`},
 		{"wrapped", fmt.Errorf("create tenant: %w", invalid), domain.EINVALID, `tenant "acme" is taken`},
 		{"joined", errors.Join(errors.New("other"), domain.Errorf(domain.ENOTFOUND, "no such provider")), domain.ENOTFOUND, "no such provider"},
-		{"unavailable", domain.ErrEventLogTimeout, domain.EUNAVAILABLE, domain.ErrEventLogTimeout.Message},
+		{"unavailable", domain.ErrReadTimeout, domain.EUNAVAILABLE, domain.ErrReadTimeout.Message},
 		{"plain errors are internal and not described", errors.New("pq: password authentication failed"), domain.EINTERNAL, "internal error"},
 		{"nil", nil, domain.EINTERNAL, "internal error"},
 	} {

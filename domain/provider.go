@@ -2,6 +2,9 @@ package domain
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"time"
 )
 
@@ -92,6 +95,9 @@ type ProviderService interface {
 	// stays active and any older one is retired, so at most two are ever
 	// active. ENOTFOUND for an unknown provider.
 	RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error
+	// SetProviderLimits changes the limits that l sets and returns the
+	// provider with its limits. A limit out of bounds is EINVALID.
+	SetProviderLimits(ctx context.Context, tenantID, providerID int64, l ProviderLimits) (Provider, error)
 	// RetireProviderSecrets retires every active secret but the newest and
 	// returns how many it retired.
 	RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error)
@@ -111,4 +117,88 @@ type ProviderService interface {
 	// ProviderDeliveries returns the provider's latest deliveries, newest
 	// first, rejected ones included.
 	ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]ProviderDelivery, error)
+}
+
+// Bounds of a provider's limits.
+const (
+	// MaxBodyCeiling is the largest body limit a provider may be given: a
+	// delivery is read whole into memory before it is authenticated.
+	MaxBodyCeiling = 64 << 20
+	// MaxFutureSkewCeiling is the widest future-skew window a provider may
+	// be given; a wider one would let a clock error freeze records.
+	MaxFutureSkewCeiling = 24 * time.Hour
+)
+
+// ProviderLimits changes a provider's limits; a nil field keeps its value.
+// A MaxBody of 0 returns the provider to its kind's default.
+type ProviderLimits struct {
+	MaxBody       *int64
+	MaxFutureSkew *time.Duration
+}
+
+// Validate returns an EINVALID error for a limit out of bounds.
+func (l ProviderLimits) Validate() error {
+	if l.MaxBody != nil && *l.MaxBody != 0 {
+		if err := ValidateMaxBody(*l.MaxBody); err != nil {
+			return err
+		}
+	}
+	if l.MaxFutureSkew != nil {
+		return ValidateMaxFutureSkew(*l.MaxFutureSkew)
+	}
+	return nil
+}
+
+// ValidateMaxBody returns an EINVALID error unless n bytes is a usable body
+// limit: more than 0 and at most MaxBodyCeiling.
+func ValidateMaxBody(n int64) error {
+	if n <= 0 || n > MaxBodyCeiling {
+		return Errorf(EINVALID, "the body limit must be more than 0 and at most %s; got %d bytes", FormatByteSize(MaxBodyCeiling), n)
+	}
+	return nil
+}
+
+// ValidateMaxFutureSkew returns an EINVALID error unless d is a usable
+// future-skew window: whole seconds from 0 to MaxFutureSkewCeiling.
+func ValidateMaxFutureSkew(d time.Duration) error {
+	if d < 0 || d > MaxFutureSkewCeiling || d%time.Second != 0 {
+		return Errorf(EINVALID, "the future-skew window must be whole seconds from 0s to %s; got %s", MaxFutureSkewCeiling, d)
+	}
+	return nil
+}
+
+// byteUnits are the units ParseByteSize accepts, largest first.
+var byteUnits = []struct {
+	name string
+	size int64
+}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
+
+// ParseByteSize reads a size in bytes, such as "1048576", "512KiB" or
+// "5 MiB" (units B, KiB, MiB and GiB, in any case). Anything else is
+// EINVALID; the caller checks the range, as ValidateMaxBody does.
+func ParseByteSize(s string) (int64, error) {
+	v := strings.TrimSpace(s)
+	unit := int64(1)
+	for _, u := range byteUnits {
+		if len(v) > len(u.name) && strings.EqualFold(v[len(v)-len(u.name):], u.name) {
+			v, unit = strings.TrimSpace(v[:len(v)-len(u.name)]), u.size
+			break
+		}
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n > (1<<62)/unit || n < -(1<<62)/unit {
+		return 0, Errorf(EINVALID, "%q is not a size; give bytes (1048576) or a size such as 512KiB or 5MiB", s)
+	}
+	return n * unit, nil
+}
+
+// FormatByteSize writes n bytes in the largest unit that holds it whole,
+// such as "5 MiB" or "1500 bytes".
+func FormatByteSize(n int64) string {
+	for _, u := range byteUnits[:3] {
+		if n != 0 && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return fmt.Sprintf("%d bytes", n)
 }

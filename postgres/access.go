@@ -16,7 +16,7 @@ import (
 // SessionStore keeps console sessions in PostgreSQL, so every app node
 // sees the same sessions.
 func (s *Store) SessionStore() scs.Store {
-	return pgxstore.NewWithCleanupInterval(s.pool, 30*time.Minute)
+	return pgxstore.NewWithCleanupInterval(s.read, 30*time.Minute)
 }
 
 // dummyHash is compared against when the email is unknown, so a wrong
@@ -42,7 +42,7 @@ func (s *Store) Authenticate(ctx context.Context, email, password, address strin
 	email = strings.ToLower(strings.TrimSpace(email))
 	args := pgx.NamedArgs{"email": email, "address": address, "window": domain.LoginWindow.String()}
 	var byAccount, byAddress int
-	err := s.pool.QueryRow(ctx, loginFailuresSQL, args).Scan(&byAccount, &byAddress)
+	err := s.read.QueryRow(ctx, loginFailuresSQL, args).Scan(&byAccount, &byAddress)
 	if err != nil {
 		return domain.User{}, translate(err)
 	}
@@ -57,19 +57,19 @@ func (s *Store) Authenticate(ctx context.Context, email, password, address strin
 
 	u := domain.User{Email: email}
 	var hash string
-	err = s.pool.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin)
+	err = s.read.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin)
 	if errors.Is(err, pgx.ErrNoRows) {
 		hash = string(dummyHash)
 	} else if err != nil {
 		return domain.User{}, translate(err)
 	}
 	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || u.ID == 0 {
-		if _, err := s.pool.Exec(ctx, insertLoginFailureSQL, args); err != nil {
+		if _, err := s.read.Exec(ctx, insertLoginFailureSQL, args); err != nil {
 			return domain.User{}, translate(err)
 		}
 		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "Wrong email or password.")
 	}
-	_, err = s.pool.Exec(ctx, clearLoginFailuresSQL, args)
+	_, err = s.read.Exec(ctx, clearLoginFailuresSQL, args)
 	return u, translate(err)
 }
 
@@ -80,7 +80,7 @@ ORDER BY t.slug`
 
 // VisibleTenants implements domain.AccessService.
 func (s *Store) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Tenant, error) {
-	rows, _ := s.pool.Query(ctx, visibleTenantsSQL, pgx.NamedArgs{"user_id": u.ID, "is_admin": u.IsAdmin})
+	rows, _ := s.read.Query(ctx, visibleTenantsSQL, pgx.NamedArgs{"user_id": u.ID, "is_admin": u.IsAdmin})
 	tenants, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Tenant, error) {
 		var t domain.Tenant
 		return t, row.Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
@@ -96,7 +96,7 @@ WHERE t.slug = @slug
 // TenantFor implements domain.AccessService.
 func (s *Store) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
-	err := s.pool.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
+	err := s.read.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
 		Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, notFound("not found")

@@ -48,7 +48,7 @@ func scanQueueConflict(row pgx.Row, extra ...any) (domain.Conflict, error) {
 // ConflictQueue implements domain.ConflictService.
 func (s *Store) ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (domain.ConflictQueue, error) {
 	var q domain.ConflictQueue
-	rows, err := s.pool.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
+	rows, err := s.read.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
 	if err != nil {
 		return q, translate(err)
 	}
@@ -58,7 +58,7 @@ func (s *Store) ConflictQueue(ctx context.Context, tenantID int64, openLimit, re
 	if err != nil {
 		return q, translate(err)
 	}
-	rows, err = s.pool.Query(ctx, resolvedQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": resolvedLimit})
+	rows, err = s.read.Query(ctx, resolvedQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": resolvedLimit})
 	if err != nil {
 		return q, translate(err)
 	}
@@ -87,7 +87,7 @@ func (s *Store) ConflictDetail(ctx context.Context, tenantID, conflictID int64) 
 		lastEvent        *string
 		created, updated *time.Time
 	)
-	row := s.pool.QueryRow(ctx, conflictDetailSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID})
+	row := s.read.QueryRow(ctx, conflictDetailSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID})
 	c, err := scanConflict(scanSuffix{row: row, rest: []any{&revision, &snapshot, &count, &lastEvent, &created, &updated}})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, notFound("conflict %d not found", conflictID)
@@ -153,7 +153,7 @@ func (s *Store) Conflicts(ctx context.Context, tenantID int64, status string, pa
 		return nil, "", err
 	}
 	limit := pageLimit(page)
-	rows, err := s.pool.Query(ctx, conflictsSQL, pgx.NamedArgs{"tenant_id": tenantID, "after_id": after.ID,
+	rows, err := s.read.Query(ctx, conflictsSQL, pgx.NamedArgs{"tenant_id": tenantID, "after_id": after.ID,
 		"status": nullString(status), "limit": limit + 1})
 	if err != nil {
 		return nil, "", translate(err)

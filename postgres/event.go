@@ -46,10 +46,9 @@ const (
 	eventLogAnyObjectType = `e.object_type = ANY (ARRAY (SELECT DISTINCT object_type FROM scopes WHERE tenant_id = @tenant_id) || ''::text)`
 )
 
-const eventLogTimeoutSQL = `SELECT set_config('statement_timeout', @timeout, true)`
-
-// EventLog implements domain.EventService. The search runs in a
-// transaction whose statement timeout is domain.EventLogTimeout.
+// EventLog implements domain.EventService, for the console's event history
+// and the API's event list alike. The search runs on the read pool, whose
+// statement timeout stops a search too broad for the indexes.
 func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQuery, page domain.Page) ([]domain.LoggedEvent, string, error) {
 	if err := q.Validate(); err != nil {
 		return nil, "", err
@@ -97,19 +96,11 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	}
 	sql := fmt.Sprintf(eventLogSQL, where)
 
-	var events []domain.LoggedEvent
-	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		timeout := fmt.Sprintf("%dms", domain.EventLogTimeout.Milliseconds())
-		if _, err := tx.Exec(ctx, eventLogTimeoutSQL, pgx.NamedArgs{"timeout": timeout}); err != nil {
-			return err
-		}
-		rows, err := tx.Query(ctx, sql, args)
-		if err != nil {
-			return err
-		}
-		events, err = pgx.CollectRows(rows, scanLoggedEvent)
-		return err
-	})
+	rows, err := s.read.Query(ctx, sql, args)
+	if err != nil {
+		return nil, "", eventLogError(err)
+	}
+	events, err := pgx.CollectRows(rows, scanLoggedEvent)
 	if err != nil {
 		return nil, "", eventLogError(err)
 	}
@@ -121,18 +112,13 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	return events, encodeCursor(eventCursor{ReceivedAt: last.ReceivedAt, DeliveryID: last.DeliveryID, Seq: last.Seq}), nil
 }
 
-// eventLogError names the two failures an operator can act on: a search
-// too broad for the statement timeout, and a snapshot filter PostgreSQL
-// cannot compare (such as a \u0000 escape, which jsonb refuses).
+// eventLogError names a snapshot filter PostgreSQL cannot compare (such as
+// a \u0000 escape, which jsonb refuses); translate names a search too broad
+// for the read timeout.
 func eventLogError(err error) error {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		switch {
-		case pgErr.Code == "57014": // query_canceled, here by statement_timeout
-			return fmt.Errorf("%w (%s)", domain.ErrEventLogTimeout, pgErr.Message)
-		case pgErr.Code[:2] == "22":
-			return domain.Errorf(domain.EINVALID, "the snapshot filter cannot be used: %s", pgErr.Message)
-		}
+	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
+		return domain.Errorf(domain.EINVALID, "the snapshot filter cannot be used: %s", pgErr.Message)
 	}
 	return translate(err)
 }
@@ -174,7 +160,7 @@ func (s *Store) EventLogChoices(ctx context.Context, tenantID int64) (domain.Eve
 		c.ObjectTypes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	return c, translate(s.pool.SendBatch(ctx, batch).Close())
+	return c, translate(s.read.SendBatch(ctx, batch).Close())
 }
 
 // eventDetailSQL finds one event by its delivery and position. The primary
@@ -229,7 +215,7 @@ func (s *Store) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.Eve
 		conflictID                           *int64
 		status, eventCount                   *int
 	)
-	err := s.pool.QueryRow(ctx, eventDetailSQL, args).Scan(&d.DeliveryID, &d.Seq, &d.EventID, &d.Provider,
+	err := s.read.QueryRow(ctx, eventDetailSQL, args).Scan(&d.DeliveryID, &d.Seq, &d.EventID, &d.Provider,
 		&d.ObjectType, &d.Action, &objectID, &d.Revision, &d.Outcome, &reason, &d.ReceivedAt, &conflictID,
 		&d.Payload, &d.Snapshot, &status, &signature, &dReason, &eventCount)
 	if err != nil {
@@ -276,7 +262,7 @@ ORDER BY received_at DESC, seq DESC LIMIT 1`
 // EventOutcome implements domain.EventService.
 func (s *Store) EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (domain.Outcome, error) {
 	var o string
-	err := s.pool.QueryRow(ctx, eventOutcomeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+	err := s.read.QueryRow(ctx, eventOutcomeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"event_id": eventID, "since": since}).Scan(&o)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", notFound("no event %q since %s", eventID, since.Format(time.RFC3339))

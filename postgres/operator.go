@@ -15,7 +15,7 @@ const userSQL = `SELECT email, is_admin FROM users WHERE id = @id`
 // User implements domain.AccessService.
 func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	u := domain.User{ID: id}
-	err := s.pool.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin)
+	err := s.read.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return u, notFound("user not found")
 	}
@@ -79,7 +79,7 @@ ORDER BY u.email`
 
 // Operators implements domain.OperatorService.
 func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
-	rows, err := s.pool.Query(ctx, operatorsSQL)
+	rows, err := s.read.Query(ctx, operatorsSQL)
 	if err != nil {
 		return nil, translate(err)
 	}

@@ -100,7 +100,7 @@ func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (dom
 	if d.Account == nil {
 		return d, nil
 	}
-	rows, err := s.pool.Query(ctx, accountPeopleSQL,
+	rows, err := s.read.Query(ctx, accountPeopleSQL,
 		pgx.NamedArgs{"tenant_id": tenantID, "account_id": d.Account.ID, "id": personID})
 	if err != nil {
 		return d, translate(err)
@@ -115,7 +115,7 @@ func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (dom
 // queryPeople runs a people statement, then loads the tasks and campaign
 // memberships of the people it found.
 func (s *Store) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
-	rows, err := s.pool.Query(ctx, sql, args)
+	rows, err := s.read.Query(ctx, sql, args)
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -163,7 +163,7 @@ func (s *Store) queryPeople(ctx context.Context, tenantID int64, sql string, arg
 		}
 		return rows.Err()
 	})
-	if err := s.pool.SendBatch(ctx, batch).Close(); err != nil {
+	if err := s.read.SendBatch(ctx, batch).Close(); err != nil {
 		return nil, translate(err)
 	}
 	return people, nil

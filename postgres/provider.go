@@ -29,7 +29,7 @@ const providerNamesSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_i
 
 // ProviderNames implements domain.ProviderService.
 func (s *Store) ProviderNames(ctx context.Context, tenantID int64) ([]string, error) {
-	rows, err := s.pool.Query(ctx, providerNamesSQL, pgx.NamedArgs{"tenant_id": tenantID})
+	rows, err := s.read.Query(ctx, providerNamesSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -42,7 +42,7 @@ func (s *Store) ProviderNames(ctx context.Context, tenantID int64) ([]string, er
 // the last day, whichever is earlier), so an index range bounds the scan
 // instead of the whole delivery log.
 const providerSummarySQL = `
-SELECT p.id, p.name, p.kind, p.created_at, p.config,
+SELECT p.id, p.name, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.max_future_skew_seconds,
        (SELECT count(*) FROM provider_secrets s
         WHERE s.tenant_id = p.tenant_id AND s.provider_id = p.id AND s.retired_at IS NULL),
        (SELECT count(*) FROM deliveries d
@@ -74,17 +74,22 @@ func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string
 }
 
 func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *string) ([]domain.ProviderSummary, error) {
-	rows, err := s.pool.Query(ctx, providerSummarySQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name})
+	rows, err := s.read.Query(ctx, providerSummarySQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name})
 	if err != nil {
 		return nil, translate(err)
 	}
 	var out []domain.ProviderSummary
 	for rows.Next() {
 		p := domain.ProviderSummary{Provider: domain.Provider{TenantID: tenantID}}
-		var last *time.Time
-		if err := rows.Scan(&p.ID, &p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.ActiveSecrets, &p.Deliveries24h, &last); err != nil {
+		var (
+			last *time.Time
+			skew int64
+		)
+		if err := rows.Scan(&p.ID, &p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew,
+			&p.ActiveSecrets, &p.Deliveries24h, &last); err != nil {
 			return nil, translate(err)
 		}
+		p.MaxFutureSkew = time.Duration(skew) * time.Second
 		if last != nil {
 			p.LastDeliveryAt = *last
 		}
@@ -104,9 +109,10 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 		config = map[string]string{}
 	}
 	p := domain.Provider{TenantID: tenantID, Name: name, Kind: kind, Config: config}
+	var skew int64
 	err := s.withTx(ctx, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, connectProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name, "kind": kind,
-			"config": config}).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug)
+			"config": config}).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug, &skew)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return notFound("tenant not found")
 		}
@@ -121,6 +127,7 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 	if err != nil {
 		return domain.Provider{}, err
 	}
+	p.MaxFutureSkew = time.Duration(skew) * time.Second
 	return p, nil
 }
 
@@ -129,7 +136,7 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 const connectProviderSQL = `
 INSERT INTO providers (tenant_id, name, kind, config)
 SELECT id, @name, @kind, @config FROM tenants WHERE id = @tenant_id
-RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = @tenant_id)`
+RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = @tenant_id), max_future_skew_seconds`
 
 const providerSecretsSQL = `
 SELECT id, created_at FROM provider_secrets
@@ -145,7 +152,7 @@ const lockProviderSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id A
 
 // ProviderSecrets implements domain.ProviderService.
 func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
-	rows, err := s.pool.Query(ctx, providerSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+	rows, err := s.read.Query(ctx, providerSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -159,7 +166,7 @@ func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64)
 // NewestProviderSecret implements domain.ProviderService: the newest active
 // secret that can be decrypted (one that cannot is logged and skipped).
 func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error) {
-	rows, err := s.pool.Query(ctx, activeSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+	rows, err := s.read.Query(ctx, activeSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return "", translate(err)
 	}
@@ -224,7 +231,7 @@ LIMIT @limit`
 
 // ProviderDeliveries implements domain.ProviderService.
 func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]domain.ProviderDelivery, error) {
-	rows, err := s.pool.Query(ctx, providerDeliveriesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+	rows, err := s.read.Query(ctx, providerDeliveriesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"limit": limit})
 	if err != nil {
 		return nil, translate(err)
@@ -234,4 +241,42 @@ func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int
 		return d, row.Scan(&d.ID, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount)
 	})
 	return out, translate(err)
+}
+
+// setProviderLimitsSQL changes the limits whose set_ flag is true; a
+// max_body of 0 returns the provider to its kind's default (NULL).
+const setProviderLimitsSQL = `
+UPDATE providers
+SET max_body = CASE WHEN @set_max_body::boolean THEN nullif(@max_body::bigint, 0) ELSE max_body END,
+    max_future_skew_seconds = CASE WHEN @set_max_future_skew::boolean THEN @max_future_skew_seconds::integer
+                                   ELSE max_future_skew_seconds END
+WHERE tenant_id = @tenant_id AND id = @provider_id
+RETURNING name, kind, created_at, config, coalesce(max_body, 0), max_future_skew_seconds,
+          (SELECT slug FROM tenants WHERE id = @tenant_id)`
+
+// SetProviderLimits implements domain.ProviderService.
+func (s *Store) SetProviderLimits(ctx context.Context, tenantID, providerID int64, l domain.ProviderLimits) (domain.Provider, error) {
+	if err := l.Validate(); err != nil {
+		return domain.Provider{}, err
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID, "set_max_body": l.MaxBody != nil,
+		"max_body": int64(0), "set_max_future_skew": l.MaxFutureSkew != nil, "max_future_skew_seconds": int32(0)}
+	if l.MaxBody != nil {
+		args["max_body"] = *l.MaxBody
+	}
+	if l.MaxFutureSkew != nil {
+		args["max_future_skew_seconds"] = int32(*l.MaxFutureSkew / time.Second)
+	}
+	p := domain.Provider{TenantID: tenantID, ID: providerID}
+	var skew int64
+	err := s.pool.QueryRow(ctx, setProviderLimitsSQL, args).Scan(&p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody,
+		&skew, &p.TenantSlug)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return domain.Provider{}, notFound("provider not found")
+	}
+	if err != nil {
+		return domain.Provider{}, translate(err)
+	}
+	p.MaxFutureSkew = time.Duration(skew) * time.Second
+	return p, nil
 }

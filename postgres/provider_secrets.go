@@ -98,7 +98,7 @@ WHERE NOT shown`
 func (s *Store) UnshownProviderSecret(ctx context.Context, tenantID, providerID int64) (domain.ProviderSecretInfo, string, error) {
 	var si domain.ProviderSecretInfo
 	sealed := sealedSecret{TenantID: tenantID, ProviderID: providerID}
-	err := s.pool.QueryRow(ctx, unshownProviderSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
+	err := s.read.QueryRow(ctx, unshownProviderSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
 		Scan(&si.ID, &si.CreatedAt, &sealed.KeyID, &sealed.AADVersion, &sealed.Ciphertext)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return si, "", notFound("the provider has no secret waiting to be shown")

@@ -76,7 +76,7 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 		lastEvent        *string
 		created, updated *time.Time
 	)
-	err := s.pool.QueryRow(ctx, timelineRecordSQL, args).
+	err := s.read.QueryRow(ctx, timelineRecordSQL, args).
 		Scan(&providerID, &revision, &snapshot, &count, &lastEvent, &created, &updated)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tl, recordNotFound(ref)
@@ -91,7 +91,7 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 	}
 
 	args["provider_id"], args["limit"], args["outcomes"] = providerID, limit, timelineOutcomes()
-	rows, err := s.pool.Query(ctx, timelineSQL, args)
+	rows, err := s.read.Query(ctx, timelineSQL, args)
 	if err != nil {
 		return tl, translate(err)
 	}
@@ -139,7 +139,7 @@ ORDER BY p.name`
 
 // ContactProviders implements domain.ConflictService.
 func (s *Store) ContactProviders(ctx context.Context, tenantID int64, contactID string) ([]string, error) {
-	rows, err := s.pool.Query(ctx, contactProvidersSQL, pgx.NamedArgs{"tenant_id": tenantID,
+	rows, err := s.read.Query(ctx, contactProvidersSQL, pgx.NamedArgs{"tenant_id": tenantID,
 		"object_type": domain.ContactType, "object_id": contactID, "outcomes": timelineOutcomes()})
 	if err != nil {
 		return nil, translate(err)
@@ -157,7 +157,7 @@ WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @objec
 // record, or an ENOTFOUND error.
 func (s *Store) Record(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
 	rec := domain.Record{Provider: ref.Provider, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID}
-	err := s.pool.QueryRow(ctx, recordSQL, refArgs(tenantID, ref)).
+	err := s.read.QueryRow(ctx, recordSQL, refArgs(tenantID, ref)).
 		Scan(&rec.Revision, &rec.Snapshot, &rec.ApplicationCount, &rec.LastAppliedEvent, &rec.CreatedAt, &rec.UpdatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, recordNotFound(ref)
@@ -209,7 +209,7 @@ func (s *Store) Revisions(ctx context.Context, tenantID int64, ref domain.Record
 	args := refArgs(tenantID, ref)
 	args["after_revision"], args["after_id"], args["limit"] = after.Revision, after.ID, limit+1
 
-	rows, err := s.pool.Query(ctx, revisionsSQL, args)
+	rows, err := s.read.Query(ctx, revisionsSQL, args)
 	if err != nil {
 		return nil, "", translate(err)
 	}

@@ -25,7 +25,7 @@ ON CONFLICT (tenant_id, provider_id, object_type, action) DO UPDATE SET
 
 // ProviderScopes implements domain.ProviderService.
 func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]domain.Scope, error) {
-	rows, err := s.pool.Query(ctx, providerScopesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+	rows, err := s.read.Query(ctx, providerScopesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return nil, translate(err)
 	}

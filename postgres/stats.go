@@ -145,7 +145,7 @@ func (s *Store) overview(ctx context.Context, tenantID int64, now time.Time) (do
 		ov.Deliveries, err = pgx.CollectRows(rows, scanDeliveryBrief)
 		return err
 	})
-	return ov, s.pool.SendBatch(ctx, batch).Close()
+	return ov, s.read.SendBatch(ctx, batch).Close()
 }
 
 func scanDeliveryBrief(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
@@ -179,7 +179,7 @@ func (s *Store) Stats(ctx context.Context, tenantID int64, provider string) (map
 		exists bool
 		counts map[string]int64
 	)
-	err := s.pool.QueryRow(ctx, statsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider": nullString(provider)}).
+	err := s.read.QueryRow(ctx, statsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider": nullString(provider)}).
 		Scan(&exists, &counts)
 	if err != nil {
 		return nil, translate(err)

@@ -15,7 +15,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -26,7 +28,12 @@ import (
 
 // Store is the PostgreSQL implementation of the domain services.
 type Store struct {
-	pool *pgxpool.Pool
+	pool *pgxpool.Pool // ingest, writes, maintenance
+	// read serves the reads of the console and the API, their sessions and
+	// sign-ins, so that a saturated ingest pool leaves operators a way in
+	// and a slow search cannot take connections from ingest. It is pool
+	// until UseReadPool gives the reads their own.
+	read *pgxpool.Pool
 	keys *keyring
 	log  *slog.Logger
 
@@ -71,11 +78,35 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, keys: keys, log: log, counterShards: defaultCounterShards}, nil
+	return &Store{pool: pool, read: pool, keys: keys, log: log, counterShards: defaultCounterShards}, nil
 }
 
-// Pool returns the store's connection pool.
+// Pool returns the store's connection pool (ingest, writes, maintenance).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
+
+// UseReadPool makes the reads of the console and the API use p, typically
+// one opened with ReadPoolConfig. Call it before SessionStore and before
+// serving.
+func (s *Store) UseReadPool(p *pgxpool.Pool) { s.read = p }
+
+// DefaultReadTimeout bounds each read statement of the console and the API
+// (serve --read-timeout).
+const DefaultReadTimeout = 5 * time.Second
+
+// ReadPoolConfig returns a copy of cfg for a read pool of at most maxConns
+// connections, each of which stops any statement running longer than
+// timeout (statement_timeout, SQLSTATE 57014), which the store answers as
+// domain.ErrReadTimeout.
+func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) *pgxpool.Config {
+	rc := cfg.Copy()
+	rc.MaxConns = maxConns
+	if rc.ConnConfig.RuntimeParams == nil {
+		rc.ConnConfig.RuntimeParams = map[string]string{}
+	}
+	rc.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)
+	rc.ConnConfig.RuntimeParams["application_name"] = "tidemark-read"
+	return rc
+}
 
 // withTx runs fn in a transaction and commits it. The rollback uses a
 // context that survives the request's cancellation, so a cancelled request
@@ -107,6 +138,12 @@ func translate(err error) error {
 		return fmt.Errorf("%w: %w", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
 	}
 	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "57014" {
+		// query_canceled: the read pool's statement_timeout (a cancelled
+		// context closes the connection instead, see pgconn's
+		// DeadlineContextWatcherHandler).
+		return fmt.Errorf("%w (%s)", domain.ErrReadTimeout, pgErr.Message)
+	}
 	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
 		// Class 22, data exception: a value the sender chose that PostgreSQL
 		// cannot store, such as a lone UTF-16 surrogate in a JSON string.

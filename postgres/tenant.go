@@ -32,7 +32,7 @@ func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Ten
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.
 func (s *Store) Tenant(ctx context.Context, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
-	err := s.pool.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt)
+	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, notFound("tenant %q not found", slug)
 	}

@@ -35,7 +35,7 @@ SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = @tenant_id AND id = @id)
 
 // APITokens implements domain.TokenService.
 func (s *Store) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToken, error) {
-	rows, err := s.pool.Query(ctx, apiTokensSQL, pgx.NamedArgs{"tenant_id": tenantID})
+	rows, err := s.read.Query(ctx, apiTokensSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -99,7 +99,7 @@ RETURNING t.id, t.slug, t.name, t.created_at`
 // is an EUNAUTHORIZED error.
 func (s *Store) TenantForToken(ctx context.Context, token string) (domain.Tenant, error) {
 	var t domain.Tenant
-	err := s.pool.QueryRow(ctx, tokenSQL, pgx.NamedArgs{"token_hash": tokenHash(token)}).Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
+	err := s.read.QueryRow(ctx, tokenSQL, pgx.NamedArgs{"token_hash": tokenHash(token)}).Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, domain.Errorf(domain.EUNAUTHORIZED, "invalid or revoked API token")
 	}

@@ -3,6 +3,8 @@ package web
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -143,8 +145,7 @@ func (s *Server) redirectWithFlash(w http.ResponseWriter, r *http.Request, to, k
 func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, c templ.Component) {
 	var buf bytes.Buffer
 	if err := c.Render(r.Context(), &buf); err != nil {
-		s.log.Error("render failed", "path", r.URL.Path, "err", err)
-		http.Error(w, "internal error", http.StatusInternalServerError)
+		s.internalError(w, r, fmt.Errorf("render: %w", err))
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -161,12 +162,22 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		heading, text = "Not found", "There is nothing here, or you do not have access to it."
 	case http.StatusServiceUnavailable:
 		heading, text = "Database unavailable", "Tidemark cannot reach its database right now. Try again in a moment."
+		if errors.Is(err, domain.ErrReadTimeout) {
+			heading, text = "The page took too long", domain.ErrReadTimeout.Message
+		}
 	case http.StatusBadRequest, http.StatusConflict:
 		heading, text = "That did not work", domain.ErrorMessage(err)
 	case http.StatusInternalServerError:
-		s.log.Error("console request failed", "path", r.URL.Path, "err", err)
+		text = internalErrorText(s.logInternal(w, r, err))
 	}
 	s.render(w, r, status, views.Message(s.layout(r, heading, ""), heading, text))
+}
+
+// internalErrorText is what a console page says about an internal error
+// logged under request id.
+func internalErrorText(id string) string {
+	return "Something went wrong and was logged with request id " + id +
+		". Try again in a moment; if it keeps happening, give the id to your administrator."
 }
 
 func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
@@ -186,7 +197,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		if status == http.StatusUnauthorized {
 			status = http.StatusOK // the form is shown again with the reason
 		} else if status == http.StatusInternalServerError {
-			s.log.Error("login failed", "err", err)
+			msg = internalErrorText(s.logInternal(w, r, err))
 		}
 		s.render(w, r, status, views.Login(email, msg, next))
 		return

@@ -68,8 +68,8 @@ func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	switch {
-	case errors.Is(err, domain.ErrEventLogTimeout):
-		status, p.Error = http.StatusServiceUnavailable, domain.ErrEventLogTimeout.Message
+	case errors.Is(err, domain.ErrReadTimeout):
+		status, p.Error = http.StatusServiceUnavailable, domain.ErrReadTimeout.Message
 	case domain.ErrorCode(err) == domain.EINVALID:
 		status, p.Error = http.StatusBadRequest, domain.ErrorMessage(err)
 	case err != nil:

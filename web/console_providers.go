@@ -180,6 +180,17 @@ func providerSettings(k provider.Kind, config map[string]string) []views.Provide
 	return out
 }
 
+// providerLimits lists a provider's limits for display, beside its
+// settings; `tidemark provider update` changes them.
+func providerLimits(p domain.Provider) []views.ProviderSetting {
+	body := domain.FormatByteSize(provider.MaxBody(p))
+	if p.MaxBody == 0 {
+		body += " (the kind's default)"
+	}
+	return []views.ProviderSetting{{Label: "Body limit", Value: body},
+		{Label: "Future skew allowed", Value: p.MaxFutureSkew.String()}}
+}
+
 func (s *Server) endpointURL(r *http.Request, provider string) string {
 	return s.baseURL(r) + "/webhooks/" + currentTenant(r.Context()).Slug + "/" + provider
 }
@@ -232,7 +243,7 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 	}
 	page := k.ProviderPage(p.Config)
 	v := views.ProviderView{Provider: p, EndpointURL: s.endpointURL(r, p.Name) + page.EndpointSuffix, Secrets: secrets,
-		Deliveries: deliveries, HasSecrets: k.HasSecrets(), Settings: providerSettings(k, p.Config),
+		Deliveries: deliveries, HasSecrets: k.HasSecrets(), Settings: append(providerSettings(k, p.Config), providerLimits(p.Provider)...),
 		URLNote: page.URLNote, AuthNote: page.AuthNote, TestHint: page.TestHint,
 		NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true}}
 	if f, ok := pastedSecret(k); ok {

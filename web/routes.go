@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/go-chi/chi/v5/middleware"
 
 	"github.com/tidemark/tidemark/static"
 )
@@ -14,7 +13,7 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	// The client's address first, so every handler and middleware keys on
 	// the client rather than on a proxy in front.
-	r.Use(clientAddr(s.trusted), middleware.Recoverer)
+	r.Use(clientAddr(s.trusted), s.recoverPanics)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)

@@ -6,21 +6,26 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
+	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
-// DefaultMaxBody is the largest delivery body accepted (docs/contract.md section 1).
-const DefaultMaxBody = 1 << 20
+// DefaultMaxBody is the largest delivery body read for a provider without a
+// limit of its own whose kind declares no default (docs/contract.md section 1).
+const DefaultMaxBody = provider.DefaultMaxBody
 
 // Services are the domain services the handlers call, one per noun; the
 // API, the console and the CLI use the same ones.
@@ -63,7 +68,6 @@ type Config struct {
 	Sessions scs.Store                   // where console sessions live
 	Ping     func(context.Context) error // database reachability, for /readyz
 	Logger   *slog.Logger
-	MaxBody  int64            // 0 means DefaultMaxBody
 	Now      func() time.Time // nil means time.Now
 	// PublicURL is the base URL providers call; empty means built from each
 	// request. An https URL also marks session cookies Secure.
@@ -88,7 +92,6 @@ type Server struct {
 	sessions  *scs.SessionManager
 	ping      func(context.Context) error
 	log       *slog.Logger
-	maxBody   int64
 	now       func() time.Time
 	metrics   *metrics
 	publicURL string
@@ -100,11 +103,8 @@ func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
 		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
-		maxBody: cfg.MaxBody, now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
+		now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
 		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
-	if s.maxBody == 0 {
-		s.maxBody = DefaultMaxBody
-	}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -134,19 +134,59 @@ func errorStatus(err error) int {
 	return http.StatusInternalServerError
 }
 
-// fail answers err as {"error": ...}. Internal errors are logged, not shown;
-// an unavailable database asks the caller to retry.
+// fail answers err as {"error": ...}. Internal errors are logged under a
+// request id, not shown; an unavailable database asks the caller to retry,
+// and a read stopped by the read timeout to narrow it.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	status := errorStatus(err)
 	msg := domain.ErrorMessage(err)
-	switch status {
-	case http.StatusInternalServerError:
-		s.log.Error("request failed", "method", r.Method, "path", r.URL.Path, "err", err)
-	case http.StatusServiceUnavailable:
+	switch {
+	case status == http.StatusInternalServerError:
+		s.internalError(w, r, err)
+		return
+	case errors.Is(err, domain.ErrReadTimeout):
+		s.log.Warn("read stopped by the read timeout", "method", r.Method, "path", r.URL.Path, "err", err)
+	case status == http.StatusServiceUnavailable:
 		s.log.Warn("database unavailable", "path", r.URL.Path, "err", err)
 		msg = "database unavailable, retry later"
 	}
 	writeError(w, status, msg)
+}
+
+// internalError answers 500 with {"error": "internal error", "request_id":
+// ...}: the details stay in the log, under the same id.
+func (s *Server) internalError(w http.ResponseWriter, r *http.Request, err error) {
+	id := s.logInternal(w, r, err)
+	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error", "request_id": id})
+}
+
+// logInternal logs err under a new request id, which it also sets as the
+// answer's X-Request-Id header, and returns the id. Only the method and the
+// path are logged with it: never a query (it can carry a URL token), a
+// header or a body.
+func (s *Server) logInternal(w http.ResponseWriter, r *http.Request, err error) string {
+	id := uuid.Must(uuid.NewV7()).String()
+	w.Header().Set("X-Request-Id", id)
+	s.log.Error("internal error", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+	return id
+}
+
+// recoverPanics answers a panicking handler like any internal error, with
+// the stack in the log. http.ErrAbortHandler is left to net/http.
+func (s *Server) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			s.internalError(w, r, fmt.Errorf("panic: %v\n%s", v, debug.Stack()))
+		}()
+		next.ServeHTTP(w, r)
+	})
 }
 
 // baseURL is the URL providers and operators reach this server at.
@@ -161,6 +201,8 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + r.Host
 }
 
+// writeError answers {"error": msg}; internal errors go through fail or
+// internalError instead, which add the request id.
 func writeError(w http.ResponseWriter, status int, msg string) {
 	if status == http.StatusServiceUnavailable {
 		w.Header().Set("Retry-After", "5")

@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
@@ -33,12 +35,30 @@ type env struct {
 
 func setup(t *testing.T) *env {
 	t.Helper()
-	store, err := postgres.New(testdb.New(t), testKey)
+	return setupWith(t, postgres.DefaultReadTimeout, quietLog())
+}
+
+// quietLog is a logger that drops everything.
+func quietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// setupWith is setup with the console's and the API's reads on a pool of
+// their own whose statements stop after readTimeout, as serve runs them,
+// and the server logging to log.
+func setupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *env {
+	t.Helper()
+	pool := testdb.New(t)
+	store, err := postgres.New(pool, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
+	reads, err := pgxpool.NewWithConfig(context.Background(), postgres.ReadPoolConfig(pool.Config(), 4, readTimeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(reads.Close)
+	store.UseReadPool(reads)
 	s := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
-		Ping: store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		Ping: store.Pool().Ping, Logger: log})
 	e := &env{t: t, store: store, srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.srv.Close)
 	e.secret = e.provider("acme", "crm")

@@ -17,7 +17,8 @@ import (
 
 // ingestBudget bounds the database work of one delivery, well inside the
 // 5-10 s providers wait, so an overloaded database answers 503 rather than
-// letting the provider time out.
+// letting the provider time out. The clock stops while the body is read: a
+// slow upload is bounded by the server's read timeout, not by this.
 const ingestBudget = 3 * time.Second
 
 // handleWebhook receives POST /webhooks/{tenant}/{provider}. Nothing is
@@ -28,10 +29,11 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	// Kinds that sign the URL verify against the public URL the provider
 	// called, which differs from r.Host behind a proxy.
 	r = r.WithContext(provider.WithPublicBase(r.Context(), s.baseURL(r)))
-	ctx, cancel := context.WithTimeout(r.Context(), ingestBudget)
-	defer cancel()
+	began := time.Now() // s.now may be a test's fixed clock; the budget needs a real one
+	lookup, cancelLookup := context.WithTimeout(r.Context(), ingestBudget)
+	defer cancelLookup()
 
-	p, err := s.ingest.Endpoint(ctx, chi.URLParam(r, "tenant"), chi.URLParam(r, "provider"))
+	p, err := s.ingest.Endpoint(lookup, chi.URLParam(r, "tenant"), chi.URLParam(r, "provider"))
 	if err != nil {
 		s.metrics.delivery("unknown", errorStatus(err), time.Since(start).Seconds())
 		s.fail(w, r, err)
@@ -42,6 +44,7 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("provider kind %q is not supported by this version of Tidemark", p.Kind))
 		return
 	}
+	var ctx context.Context // what is left of the budget once the body is read
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start}
 	reject := func(status int, verdict string, body []byte, msg string) {
 		if verdict != domain.SignatureValid {
@@ -55,12 +58,18 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		writeError(w, status, msg)
 	}
 
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	spent := time.Since(began)
+	limit := provider.MaxBody(p.Provider)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	ctx, cancel := context.WithTimeout(r.Context(), ingestBudget-spent)
+	defer cancel()
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			reject(http.StatusRequestEntityTooLarge, domain.SignatureUnchecked, nil,
-				fmt.Sprintf("body larger than %d bytes", s.maxBody))
+			reject(http.StatusRequestEntityTooLarge, domain.SignatureUnchecked, nil, fmt.Sprintf(
+				"body larger than this provider's limit of %s (%d bytes); an operator can raise it with "+
+					"tidemark provider update --tenant %s --provider %s --max-body SIZE (at most %s)",
+				domain.FormatByteSize(limit), limit, p.TenantSlug, p.Name, domain.FormatByteSize(domain.MaxBodyCeiling)))
 			return
 		}
 		writeError(w, http.StatusBadRequest, "could not read the request body")

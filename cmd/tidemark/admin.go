@@ -163,6 +163,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	kind := fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)")
 	secret := fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`)
 	publicURL := e.publicURLFlag(fs)
+	maxBody := fs.String("max-body", "", maxBodyUsage)
 	settings := kindFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
@@ -170,6 +171,10 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	if *tenant == "" || *name == "" || *kind == "" {
 		fs.Usage()
 		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
+	}
+	limits, err := limitFlags(*maxBody, "")
+	if err != nil {
+		return err
 	}
 	k, err := provider.Get(*kind)
 	if err != nil {
@@ -180,8 +185,14 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 		return err
 	}
 	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
-		if _, err := s.ConnectProvider(ctx, t.ID, *name, *kind, finalSecret, config); err != nil {
+		p, err := s.ConnectProvider(ctx, t.ID, *name, *kind, finalSecret, config)
+		if err != nil {
 			return err
+		}
+		if limits != (domain.ProviderLimits{}) {
+			if _, err := s.SetProviderLimits(ctx, t.ID, p.ID, limits); err != nil {
+				return err
+			}
 		}
 		fmt.Fprintf(e.stdout, "created %s provider %s for tenant %s\nwebhook URL path: /webhooks/%s/%s\n", *kind, *name, *tenant, *tenant, *name)
 		if finalSecret == "" {
@@ -299,6 +310,87 @@ func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "retired %d secret(s) of %s/%s; only the newest is accepted now\n", n, *tenant, *name)
+		return nil
+	})
+}
+
+const (
+	maxBodyUsage = `largest delivery body accepted: bytes or a size such as 512KiB or 5MiB, at most 64MiB; ` +
+		`"default" for the kind's (1MiB; salesforce 5MiB)`
+	maxFutureSkewUsage = "how far ahead of the database's clock a timestamp revision may be, such as 5m " +
+		"(whole seconds, at most 24h)"
+)
+
+// limitFlags reads --max-body and --max-future-skew ("" when not given)
+// into the limits they set.
+func limitFlags(maxBody, maxFutureSkew string) (domain.ProviderLimits, error) {
+	var l domain.ProviderLimits
+	if maxBody != "" {
+		var n int64 // "default": the kind's
+		if maxBody != "default" {
+			var err error
+			if n, err = domain.ParseByteSize(maxBody); err == nil {
+				err = domain.ValidateMaxBody(n)
+			}
+			if err != nil {
+				return l, fmt.Errorf(`--max-body %q: give more than 0 and at most %s, in bytes (1048576) or with a unit `+
+					`(512KiB, 5MiB), or "default" for the kind's`, maxBody, domain.FormatByteSize(domain.MaxBodyCeiling))
+			}
+		}
+		l.MaxBody = &n
+	}
+	if maxFutureSkew != "" {
+		d, err := time.ParseDuration(maxFutureSkew)
+		if err == nil {
+			err = domain.ValidateMaxFutureSkew(d)
+		}
+		if err != nil {
+			return l, fmt.Errorf("--max-future-skew %q: give whole seconds from 0s to %s, such as 5m or 90s",
+				maxFutureSkew, domain.MaxFutureSkewCeiling)
+		}
+		l.MaxFutureSkew = &d
+	}
+	return l, nil
+}
+
+func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
+	fs := e.flags("provider update", "provider update --tenant SLUG --provider NAME [--max-body SIZE] [--max-future-skew DURATION]\n\n"+
+		"Change a provider's limits, then print them.")
+	tenant := fs.String("tenant", "", "tenant slug (required)")
+	name := fs.String("provider", "", "provider name (required)")
+	maxBody := fs.String("max-body", "", maxBodyUsage)
+	maxFutureSkew := fs.String("max-future-skew", "", maxFutureSkewUsage)
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *tenant == "" || *name == "" {
+		fs.Usage()
+		return fmt.Errorf("provider update: --tenant and --provider are required")
+	}
+	if *maxBody == "" && *maxFutureSkew == "" {
+		fs.Usage()
+		return fmt.Errorf("provider update: nothing to change; give --max-body, --max-future-skew or both")
+	}
+	limits, err := limitFlags(*maxBody, *maxFutureSkew)
+	if err != nil {
+		return err
+	}
+	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+		p, err := s.ProviderSummary(ctx, t.ID, *name)
+		if err != nil {
+			return err
+		}
+		updated, err := s.SetProviderLimits(ctx, t.ID, p.ID, limits)
+		if err != nil {
+			return err
+		}
+		body := provider.MaxBody(updated)
+		note := ""
+		if updated.MaxBody == 0 {
+			note = ", the kind's default"
+		}
+		fmt.Fprintf(e.stdout, "updated the limits of %s/%s\nmax body: %s (%d bytes%s)\nmax future skew: %s\n",
+			*tenant, *name, domain.FormatByteSize(body), body, note, updated.MaxFutureSkew)
 		return nil
 	})
 }

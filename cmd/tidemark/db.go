@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -19,6 +20,19 @@ import (
 
 // dataDir holds the embedded database and its generated encryption key.
 const dataDir = ".tidemark"
+
+// Connection pools of serve. Ingest, every write and the maintenance jobs
+// share ingestPoolConns (unless DATABASE_URL sets pool_max_conns); a
+// delivery holds one for a single pipelined round trip. The reads of the
+// console and the API, with their sessions and sign-ins, get readPoolConns
+// of their own: they serve a handful of operators and scripts, and each
+// statement is stopped by the read timeout, so a burst of slow searches
+// cannot take connections from ingest, nor a saturated ingest pool lock
+// the operators out. Other commands open the ingest pool only.
+const (
+	ingestPoolConns = 16
+	readPoolConns   = 8
+)
 
 // database is an open store and how to release it.
 type database struct {
@@ -60,7 +74,7 @@ func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database
 		return nil, fmt.Errorf("DATABASE_URL: %w", err)
 	}
 	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = 16
+		cfg.MaxConns = ingestPoolConns
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -83,6 +97,23 @@ func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database
 	}
 	db.close = func() { pool.Close(); db.stopEmbedded() }
 	return db, nil
+}
+
+// useReadPool opens the read pool of serve, whose statements each stop
+// after timeout, and gives it to the store.
+func (db *database) useReadPool(ctx context.Context, timeout time.Duration) error {
+	pool, err := pgxpool.NewWithConfig(ctx, postgres.ReadPoolConfig(db.store.Pool().Config(), readPoolConns, timeout))
+	if err != nil {
+		return fmt.Errorf("connect to database (read pool): %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return fmt.Errorf("connect to database (read pool): %w", err)
+	}
+	db.store.UseReadPool(pool)
+	closeIngest := db.close
+	db.close = func() { pool.Close(); closeIngest() }
+	return nil
 }
 
 func (db *database) stopEmbedded() {

@@ -16,12 +16,13 @@ import (
 const usage = `tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.
 
 Usage:
-  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--trusted-proxies CIDR,...]
+  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...]
   tidemark migrate
   tidemark tenant create SLUG [--name NAME]
-  tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--public-url URL]
+  tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--max-body SIZE] [--public-url URL]
   tidemark provider rotate --tenant SLUG --name NAME [--secret SECRET] [--public-url URL]
   tidemark provider retire --tenant SLUG --name NAME
+  tidemark provider update --tenant SLUG --provider NAME [--max-body SIZE] [--max-future-skew DURATION]
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
   tidemark cleanup [--retention 720h]
@@ -91,6 +92,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.providerRotate(ctx, rest)
 		case "provider retire":
 			return env.providerRetire(ctx, rest)
+		case "provider update":
+			return env.providerUpdate(ctx, rest)
 		case "token create":
 			return env.tokenCreate(ctx, rest)
 		case "user create":

@@ -23,8 +23,24 @@ import (
 // cleanupEvery is how often serve runs the TTL and retention cleanup.
 const cleanupEvery = time.Hour
 
+// The HTTP server's timeouts. A delivery may be up to 5 MiB (Salesforce's
+// default body limit): at a slow 100 KiB/s that is about 50 s of upload,
+// which the read timeout allows while still closing connections that
+// trickle forever. The header timeout is short because headers are small
+// and a client that withholds them holds a connection for nothing. The
+// write timeout runs from the end of the headers, so it covers the read
+// timeout plus the handler's database work (the ingest budget, a read
+// timeout). Idle keep-alive connections are closed after a while so that
+// many senders cannot pin sockets.
+const (
+	httpReadHeaderTimeout = 10 * time.Second
+	httpReadTimeout       = 60 * time.Second
+	httpWriteTimeout      = httpReadTimeout + 30*time.Second
+	httpIdleTimeout       = 2 * time.Minute
+)
+
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--trusted-proxies CIDR,...]\n\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
 		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
 		"PostgreSQL under ./.tidemark with a demo tenant.")
@@ -33,8 +49,13 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
 	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
+	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
+		"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *readTimeout < time.Millisecond {
+		return fmt.Errorf("serve: --read-timeout must be at least 1ms, such as 5s; got %s", *readTimeout)
 	}
 	trusted, err := web.ParseTrustedProxies(*proxies)
 	if err != nil {
@@ -46,7 +67,10 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer db.close()
+	defer func() { db.close() }()
+	if err := db.useReadPool(ctx, *readTimeout); err != nil {
+		return err
+	}
 	store := db.store
 	if err := postgres.Migrate(ctx, store.Pool(), e.stderr); err != nil {
 		return err
@@ -84,10 +108,10 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	srv := &http.Server{
 		Handler: web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 			Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted}).Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		WriteTimeout:      httpWriteTimeout,
+		IdleTimeout:       httpIdleTimeout,
 	}
 	go runCleanup(ctx, store, *retention, log)
 	errc := make(chan error, 1)

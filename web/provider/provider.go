@@ -159,6 +159,36 @@ type Delivery struct {
 	Ack, AckNote string
 }
 
+// DefaultMaxBody is the largest delivery body read for a provider whose
+// kind declares no default of its own and which has no limit set.
+const DefaultMaxBody = 1 << 20
+
+// bodyLimited is implemented by kinds whose deliveries are routinely larger
+// than DefaultMaxBody (such as Salesforce's envelopes of 100 notifications).
+type bodyLimited interface {
+	// DefaultMaxBody is the kind's default body limit, in bytes.
+	DefaultMaxBody() int64
+}
+
+// KindMaxBody is the body limit of a provider of the named kind without a
+// limit of its own.
+func KindMaxBody(kind string) int64 {
+	k, _ := Lookup(kind)
+	if bl, ok := k.(bodyLimited); ok {
+		return bl.DefaultMaxBody()
+	}
+	return DefaultMaxBody
+}
+
+// MaxBody is the largest delivery body read for p: its own limit, else its
+// kind's default.
+func MaxBody(p domain.Provider) int64 {
+	if p.MaxBody > 0 {
+		return p.MaxBody
+	}
+	return KindMaxBody(p.Kind)
+}
+
 // registry holds the registered kinds by name.
 var registry = map[string]Kind{}
 

@@ -64,6 +64,10 @@ type salesforce struct{}
 
 func (salesforce) Name() string { return "salesforce" }
 
+// DefaultMaxBody is 5 MiB: an envelope of 100 notifications carrying many
+// fields each outgrows the 1 MiB of other kinds.
+func (salesforce) DefaultMaxBody() int64 { return 5 << 20 }
+
 // The connect form's fields, which setup refusals name.
 var (
 	sfOrgField = Field{Name: "org_id", Config: "org_id", Label: "Organization Id", Flag: "--org-id", Input: "text", MaxLength: 18,
