@@ -1,78 +1,106 @@
 package domain_test
 
 import (
+	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
-	"time"
 
 	"github.com/tidemark/tidemark/domain"
 )
 
-func TestParseByteSize(t *testing.T) {
+func TestJSONDepth(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		in   string
-		want int64
-		ok   bool
+		json  string
+		depth int
 	}{
-		{"1048576", 1 << 20, true},
-		{"1MiB", 1 << 20, true},
-		{"5MiB", 5 << 20, true},
-		{"5 mib", 5 << 20, true},
-		{"512KiB", 512 << 10, true},
-		{"1GiB", 1 << 30, true},
-		{"100B", 100, true},
-		{"0", 0, true},   // the range is the caller's to check
-		{"-1", -1, true}, // likewise
-		{"5MB", 0, false},
-		{"1.5MiB", 0, false},
-		{"MiB", 0, false},
-		{"", 0, false},
-		{"99999999999GiB", 0, false},
+		{``, 0},
+		{`12`, 0},
+		{`"{[{["`, 0},
+		{`{}`, 1},
+		{`[[], {}, [[]]]`, 3},
+		{`{"a": "}}}]]]", "b": [{"c": "\"[[["}]}`, 3},
+		{`{"a\\": "[", "b": {}}`, 2},
+		{strings.Repeat(`[`, 100) + strings.Repeat(`]`, 100), 100},
 	} {
-		got, err := domain.ParseByteSize(tc.in)
-		if tc.ok && (err != nil || got != tc.want) {
-			t.Errorf("ParseByteSize(%q) = %d, %v; want %d", tc.in, got, err, tc.want)
-		}
-		if !tc.ok && domain.ErrorCode(err) != domain.EINVALID {
-			t.Errorf("ParseByteSize(%q) = %d, %v; want EINVALID", tc.in, got, err)
+		if got := domain.JSONDepth([]byte(tc.json)); got != tc.depth {
+			t.Errorf("JSONDepth(%.40s) = %d, want %d", tc.json, got, tc.depth)
 		}
 	}
 }
 
-func TestFormatByteSize(t *testing.T) {
+func TestApplyLimits(t *testing.T) {
 	t.Parallel()
-	for n, want := range map[int64]string{1 << 20: "1 MiB", 5 << 20: "5 MiB", 64 << 20: "64 MiB", 3072: "3 KiB",
-		1536: "1536 bytes", 0: "0 bytes", 1 << 30: "1 GiB"} {
-		if got := domain.FormatByteSize(n); got != want {
-			t.Errorf("FormatByteSize(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
-func TestProviderLimitsValidate(t *testing.T) {
-	t.Parallel()
-	size := func(n int64) *int64 { return &n }
-	skew := func(d time.Duration) *time.Duration { return &d }
+	rev := int64(1)
+	good := domain.Event{EventID: "e1", Scope: domain.ScopeName{ObjectType: "contact", Action: "snapshot"}, ObjectID: "c-1",
+		Revision: &rev, Snapshot: json.RawMessage(`{"a":{"b":1}}`), Payload: []byte(`{"type":"contact.snapshot"}`)}
+	deep := strings.Repeat(`[`, domain.MaxJSONDepth+1) + strings.Repeat(`]`, domain.MaxJSONDepth+1)
+	lead := domain.Lead{Email: "ada@example.com", Domain: "example.com", Campaign: "launch"}
 	for _, tc := range []struct {
-		name string
-		l    domain.ProviderLimits
-		ok   bool
+		name   string
+		change func(e *domain.Event)
+		reason string
+		check  func(e domain.Event) bool // what the rejected event keeps
 	}{
-		{"nothing", domain.ProviderLimits{}, true},
-		{"1 byte", domain.ProviderLimits{MaxBody: size(1)}, true},
-		{"64 MiB", domain.ProviderLimits{MaxBody: size(domain.MaxBodyCeiling)}, true},
-		{"0: the kind's default", domain.ProviderLimits{MaxBody: size(0)}, true},
-		{"over 64 MiB", domain.ProviderLimits{MaxBody: size(domain.MaxBodyCeiling + 1)}, false},
-		{"negative body", domain.ProviderLimits{MaxBody: size(-1)}, false},
-		{"no future at all", domain.ProviderLimits{MaxFutureSkew: skew(0)}, true},
-		{"24h", domain.ProviderLimits{MaxFutureSkew: skew(24 * time.Hour)}, true},
-		{"over 24h", domain.ProviderLimits{MaxFutureSkew: skew(24*time.Hour + time.Second)}, false},
-		{"negative skew", domain.ProviderLimits{MaxFutureSkew: skew(-time.Second)}, false},
-		{"fraction of a second", domain.ProviderLimits{MaxFutureSkew: skew(1500 * time.Millisecond)}, false},
+		{"within limits", func(e *domain.Event) {}, "", nil},
+		{"at the limits", func(e *domain.Event) {
+			e.EventID, e.ObjectID = strings.Repeat("e", domain.MaxEventIDBytes), strings.Repeat("o", domain.MaxObjectIDBytes)
+			e.Scope = domain.ScopeName{ObjectType: strings.Repeat("t", domain.MaxObjectTypeBytes), Action: strings.Repeat("a", domain.MaxActionBytes)}
+			e.Snapshot = json.RawMessage(deep[1 : len(deep)-1])
+		}, "", nil},
+		{"event id", func(e *domain.Event) { e.EventID = strings.Repeat("é", 600) },
+			"event id is 1200 bytes; at most 1024 are accepted",
+			func(e domain.Event) bool { return e.EventID == strings.Repeat("é", 512) && e.ObjectID == "c-1" }},
+		{"object id", func(e *domain.Event) { e.ObjectID = strings.Repeat("o", 3000) },
+			"object id is 3000 bytes; at most 255 are accepted",
+			func(e domain.Event) bool {
+				return e.ObjectID == "" && e.EventID == "e1" && e.Scope.ObjectType == "contact"
+			}},
+		{"object type", func(e *domain.Event) { e.Scope.ObjectType = strings.Repeat("t", 201) },
+			"object type is 201 bytes; at most 200 are accepted",
+			func(e domain.Event) bool { return e.Scope == domain.ScopeName{Action: "snapshot"} }},
+		{"action", func(e *domain.Event) { e.Scope.Action = strings.Repeat("a", 300) },
+			"action is 300 bytes; at most 200 are accepted",
+			func(e domain.Event) bool { return e.Scope == domain.ScopeName{Action: strings.Repeat("a", 200)} }},
+		{"property", func(e *domain.Event) { e.Property = strings.Repeat("p", 256) },
+			"property is 256 bytes; at most 255 are accepted", func(e domain.Event) bool { return e.Property == "" }},
+		{"deep snapshot", func(e *domain.Event) { e.Snapshot = json.RawMessage(deep) },
+			"the snapshot nests 65 levels deep; at most 64 are accepted", func(e domain.Event) bool { return e.Snapshot == nil }},
+		{"deep payload", func(e *domain.Event) { e.Payload = []byte(" \n" + deep) },
+			"the event as received nests 65 levels deep; at most 64 are accepted",
+			func(e domain.Event) bool { return len(e.Payload) > 0 && e.Snapshot != nil }},
+		{"XML payload is not JSON", func(e *domain.Event) { e.Payload = []byte("<x>" + deep + "</x>") }, "", nil},
+		{"lead within limits", func(e *domain.Event) { l := lead; e.Lead = &l }, "", nil},
+		{"email", func(e *domain.Event) { l := lead; l.Email = strings.Repeat("a", 250) + "@x.io"; e.Lead = &l },
+			"email is 255 bytes; at most 254 are accepted", func(e domain.Event) bool { return e.Lead == nil }},
+		{"campaign", func(e *domain.Event) { l := lead; l.Campaign = strings.Repeat("c", 3000); e.Lead = &l },
+			"campaign is 3000 bytes; at most 255 are accepted", func(e domain.Event) bool { return e.Lead == nil }},
+		{"domain", func(e *domain.Event) { l := lead; l.Domain = strings.Repeat("d", 254); e.Lead = &l },
+			"domain is 254 bytes; at most 253 are accepted", nil},
+		{"name", func(e *domain.Event) { l := lead; l.Name = strings.Repeat("n", 256); e.Lead = &l }, "name is 256 bytes", nil},
+		{"company", func(e *domain.Event) { l := lead; l.Company = strings.Repeat("c", 256); e.Lead = &l }, "company is 256 bytes", nil},
+		{"source", func(e *domain.Event) { l := lead; l.Source = strings.Repeat("s", 256); e.Lead = &l }, "source is 256 bytes", nil},
+		{"over a limit, the limit's reason wins", func(e *domain.Event) {
+			e.ObjectID, e.RejectReason = strings.Repeat("o", 3000), `data.email "ooo…" is not a valid email address`
+		}, "object id is 3000 bytes", nil},
+		{"within limits, the receiver's reason stays", func(e *domain.Event) { e.RejectReason = "data.campaign is required" },
+			"data.campaign is required", nil},
 	} {
-		err := tc.l.Validate()
-		if tc.ok != (err == nil) || (err != nil && domain.ErrorCode(err) != domain.EINVALID) {
-			t.Errorf("%s: %v", tc.name, err)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := good
+			tc.change(&e)
+			got := domain.ApplyLimits(e)
+			if tc.reason == "" && !reflect.DeepEqual(got, e) {
+				t.Fatalf("an event within the limits changed: %+v", got)
+			}
+			if !strings.HasPrefix(got.RejectReason, tc.reason) {
+				t.Fatalf("reason %q, want %q", got.RejectReason, tc.reason)
+			}
+			if tc.check != nil && !tc.check(got) {
+				t.Errorf("rejected event kept %+v", got)
+			}
+		})
 	}
 }

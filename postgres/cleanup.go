@@ -45,13 +45,14 @@ JOIN pg_class p ON p.oid = i.inhparent
 WHERE i.inhparent IN ('deliveries'::regclass, 'events'::regclass)
   AND c.relname ~ '^(deliveries|events)_p[0-9]{8}$'`
 
-// A claim is forgotten once expires_at has passed (see claimSQL). Rows being
-// reclaimed right now are skipped, and the outer WHERE re-checks expiry so a
-// claim renewed meanwhile is never deleted.
+// A claim is forgotten once expires_at has passed on the database's clock,
+// which claimSQL sets it by. Rows being reclaimed right now are skipped, and
+// the outer WHERE re-checks expiry so a claim renewed meanwhile is never
+// deleted.
 const deleteExpiredKeysSQL = `
 DELETE FROM idempotency_keys k
-USING (SELECT tenant_id, key FROM idempotency_keys WHERE expires_at <= @now LIMIT @limit FOR UPDATE SKIP LOCKED) e
-WHERE k.tenant_id = e.tenant_id AND k.key = e.key AND k.expires_at <= @now`
+USING (SELECT tenant_id, key FROM idempotency_keys WHERE expires_at <= statement_timestamp() LIMIT @limit FOR UPDATE SKIP LOCKED) e
+WHERE k.tenant_id = e.tenant_id AND k.key = e.key AND k.expires_at <= statement_timestamp()`
 
 // Rows of a default partition past retention, one batch at a time
 // (%s is deliveries_default or events_default).
@@ -224,7 +225,7 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 	if r.CreatedPartitions, err = s.EnsurePartitions(ctx, now, 7); err != nil {
 		return r, err
 	}
-	if r.ExpiredKeys, err = s.deleteBatches(ctx, deleteExpiredKeysSQL, pgx.NamedArgs{"now": now, "limit": batch}); err != nil {
+	if r.ExpiredKeys, err = s.deleteBatches(ctx, deleteExpiredKeysSQL, pgx.NamedArgs{"limit": batch}); err != nil {
 		return r, fmt.Errorf("delete expired idempotency keys: %w", err)
 	}
 	if r.DroppedPartitions, err = s.dropPartitions(ctx, cutoff); err != nil {

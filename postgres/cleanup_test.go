@@ -150,6 +150,10 @@ func TestCleanup(t *testing.T) {
 	cleanupIngestAt(t, s, p, event("ev-older", "c2", 1, `{"a":1}`), now.Add(-50*24*time.Hour)) // default, past retention
 	cleanupIngestAt(t, s, p, event("ev-now", "c3", 1, `{"a":1}`), now)                         // default until Cleanup ensures today
 	// Both old events' keys expired (scope TTL: 7 days); ev-now's has not.
+	// Keys expire by the database's clock, so age them as the weeks would.
+	if _, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 day' WHERE identifier IN ('ev-old', 'ev-older')`); err != nil {
+		t.Fatal(err)
+	}
 	for i, expires := range []time.Time{now.Add(-time.Hour), now.Add(-time.Minute), now, now.Add(time.Hour)} {
 		_, err := s.pool.Exec(ctx, `
 INSERT INTO idempotency_keys (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, expires_at)

@@ -2,10 +2,15 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -22,12 +27,28 @@ const defaultCounterShards = 16
 // compute it in SQL from the same parameters.
 const contentHash = `sha256(convert_to(@object_id::text || chr(31) || coalesce(@revision::bigint::text, '') || chr(31) || coalesce(@snapshot::jsonb::text, ''), 'UTF8'))`
 
+// tooFarAhead is true when the event's revision is a timestamp further
+// ahead of the database's clock than the provider accepts. It reads the
+// transaction's start time, so the claim and the outcome statement of one
+// delivery always agree on it.
+const tooFarAhead = `coalesce(@revision_at::timestamptz > now() + make_interval(secs => @max_skew::float8), false)`
+
+// goDuration is SQL that writes a whole number of seconds s the way Go
+// writes a duration (2h3m0s, 5m0s, 45s), so reasons read alike whichever
+// side wrote them.
+const goDuration = `CASE WHEN s >= 3600 THEN format('%sh%sm%ss', s / 3600, s % 3600 / 60, s % 60)
+    WHEN s >= 60 THEN format('%sm%ss', s / 60, s % 60) ELSE format('%ss', s) END`
+
 // Step 1: claim the idempotency key. A key whose TTL has passed is forgotten,
 // so it can be claimed again; otherwise a conflicting claim waits for the
-// other transaction and then does nothing.
+// other transaction and then does nothing. Expiry is the database's clock,
+// whatever the receiving node's says. An event dated too far ahead claims
+// nothing, so nothing of it is applied.
 var claimSQL = named(`
 INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)
-VALUES (@tenant_id, @key, @provider_id, @identifier, ` + contentHash + `, @delivery_id, @seq, @now, @expires_at)
+SELECT @tenant_id, @key, @provider_id, @identifier, ` + contentHash + `, @delivery_id, @seq,
+       statement_timestamp(), statement_timestamp() + make_interval(secs => @ttl::float8)
+WHERE NOT ` + tooFarAhead + `
 ON CONFLICT (tenant_id, key) DO UPDATE SET
     identifier = EXCLUDED.identifier, content_hash = EXCLUDED.content_hash, delivery_id = EXCLUDED.delivery_id,
     seq = EXCLUDED.seq, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
@@ -158,7 +179,9 @@ WITH claim AS (
     FROM rec
 ), facts AS (
     SELECT EXISTS (SELECT FROM claim WHERE delivery_id = @delivery_id AND seq = @seq) AS claimed,
-           EXISTS (SELECT FROM rec WHERE last_applied_delivery = @delivery_id AND last_applied_seq = @seq) AS applied
+           EXISTS (SELECT FROM rec WHERE last_applied_delivery = @delivery_id AND last_applied_seq = @seq) AS applied,
+           ` + tooFarAhead + ` AS ahead,
+           round(extract(epoch FROM @revision_at::timestamptz - now()))::bigint AS ahead_secs
 ), rival AS (
     -- A retained snapshot of this record at the same revision that differs
     -- from the event's: the current one, an accepted one, or a stale event's.
@@ -181,7 +204,7 @@ WITH claim AS (
     ORDER BY pref LIMIT 1
 ), decision AS (
     SELECT CASE
-        WHEN @reject_reason::text IS NOT NULL THEN 'rejected'
+        WHEN @reject_reason::text IS NOT NULL OR f.ahead THEN 'rejected'
         WHEN NOT f.claimed THEN
             CASE WHEN EXISTS (SELECT FROM claim WHERE content_hash = ` + contentHash + `)
                  THEN 'duplicate' ELSE 'event_conflict' END
@@ -195,7 +218,10 @@ WITH claim AS (
     FROM facts f
 ), decided AS (
     SELECT d.outcome, CASE d.outcome
-        WHEN 'rejected' THEN @reject_reason::text
+        WHEN 'rejected' THEN coalesce(@reject_reason::text,
+            format('revision is dated %s ahead of the database clock; this provider accepts at most %s',
+                   (SELECT ` + goDuration + ` FROM (SELECT ahead_secs AS s FROM facts) ahead),
+                   (SELECT ` + goDuration + ` FROM (SELECT round(@max_skew::float8)::bigint AS s) allowed)))
         WHEN 'event_conflict' THEN 'this event id was seen before with a different record, revision or snapshot'
         WHEN 'unversioned' THEN 'the event carries no revision, so it is recorded but never applied'
         WHEN 'stale' THEN CASE
@@ -257,23 +283,97 @@ ON CONFLICT DO NOTHING`)
 // it, and a delivery costs one round trip whatever its number of events. A
 // transaction that loses a deadlock (possible between batches touching the
 // same records in opposite orders) is run again.
+//
+// Events over domain's limits are rejected first. Should PostgreSQL still
+// refuse an event with a program-limit error (class 54: an index row or a
+// statement too large), that event is found and rejected, and the rest of
+// the delivery is processed: a signed delivery is never failed, and retried
+// by its provider for days, for one event the database cannot hold.
 func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	events = slices.Clone(events)
+	for i := range events {
+		events[i] = domain.ApplyLimits(events[i])
+	}
 	if err := s.ensureScopes(ctx, p, events); err != nil {
 		return nil, err
 	}
+	results, err := s.ingestRetrying(ctx, d, p, events)
+	if _, refusedOne := programLimit(err); refusedOne {
+		if err = s.rejectOffenders(ctx, d, p, events); err == nil {
+			results, err = s.ingestRetrying(ctx, d, p, events)
+		}
+	}
+	if why, refusedAll := programLimit(err); refusedAll {
+		// Refused together but never alone: reject them all.
+		for i := range events {
+			events[i] = refused(events[i], why)
+		}
+		results, err = s.ingestRetrying(ctx, d, p, events)
+	}
+	return results, translate(err)
+}
+
+// ingestRetrying runs the delivery's transaction, again after a lost
+// deadlock or serialization race, three attempts in all.
+func (s *Store) ingestRetrying(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	for attempt := 1; ; attempt++ {
 		results, err := s.ingestOnce(ctx, d, p, events)
 		if err != nil && retryable(err) && attempt < 3 {
 			continue
 		}
-		return results, translate(err)
+		return results, err
 	}
+}
+
+// programLimit returns PostgreSQL's message when it refused a statement for
+// exceeding one of its limits (SQLSTATE class 54).
+func programLimit(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "54") {
+		return pgErr.Message, true
+	}
+	return "", false
+}
+
+// rejectOffenders tries each event alone, in a transaction it rolls back,
+// and rejects those PostgreSQL refuses with a program-limit error.
+func (s *Store) rejectOffenders(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) error {
+	for i, e := range events {
+		err := s.probe(ctx, d, p, []domain.Event{e})
+		if why, ok := programLimit(err); ok {
+			events[i] = refused(e, why)
+		} else if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// probe runs the statements of a delivery of these events and rolls them
+// back, returning the error they met.
+func (s *Store) probe(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) error {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	batch, _ := s.ingestBatch(d, p, events)
+	return tx.SendBatch(ctx, batch).Close()
+}
+
+// refused is e rejected because PostgreSQL would not store it, keeping only
+// its names and raw payload so that the rejection itself can be logged.
+func refused(e domain.Event, why string) domain.Event {
+	e.RejectReason = "PostgreSQL cannot store this event: " + why
+	e.ObjectID, e.Revision, e.Snapshot, e.Property, e.Lead = "", nil, nil, "", nil
+	return e
 }
 
 // ensureScopes creates the scopes first used by these events, with their
 // defaults. It runs outside the ingest transaction: inside it, every
 // concurrent delivery of a new scope would queue behind the first one's
-// whole transaction.
+// whole transaction. The events of a scope PostgreSQL refuses for one of
+// its limits are rejected, without the object type that names it.
 func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, events []domain.Event) error {
 	ensured := map[domain.ScopeName]bool{}
 	for _, e := range events {
@@ -283,7 +383,14 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 		ensured[e.Scope] = true
 		_, err := s.pool.Exec(ctx, ensureScopeSQL.sql, ensureScopeSQL.args(pgx.NamedArgs{"tenant_id": p.TenantID,
 			"provider_id": p.ID, "object_type": e.Scope.ObjectType, "action": e.Scope.Action})...)
-		if err != nil {
+		if why, refusedScope := programLimit(err); refusedScope {
+			for i := range events {
+				if events[i].Scope == e.Scope {
+					events[i] = refused(events[i], why)
+					events[i].Scope.ObjectType = ""
+				}
+			}
+		} else if err != nil {
 			return translate(err)
 		}
 	}
@@ -291,6 +398,13 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 }
 
 func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	batch, results := s.ingestBatch(d, p, events)
+	return results, s.pool.SendBatch(ctx, batch).Close()
+}
+
+// ingestBatch queues the statements of a delivery; the results are filled
+// in as the batch is read.
+func (s *Store) ingestBatch(d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) (*pgx.Batch, []domain.Result) {
 	results := make([]domain.Result, len(events))
 	batch := &pgx.Batch{}
 	batch.Queue(deliverySQL.sql, deliverySQL.args(pgx.NamedArgs{
@@ -336,8 +450,12 @@ func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.Prov
 	if s.beforeCommitSQL != "" {
 		batch.Queue(s.beforeCommitSQL)
 	}
-	return results, s.pool.SendBatch(ctx, batch).Close()
+	return batch, results
 }
+
+// latestRevisionTime stands for any revision time past it, which PostgreSQL
+// could not store (a HubSpot occurredAt can name the year 292 million).
+var latestRevisionTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, scope domain.Scope) pgx.NamedArgs {
 	args := pgx.NamedArgs{
@@ -345,7 +463,15 @@ func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, sco
 		"object_type": e.Scope.ObjectType, "action": e.Scope.Action, "event_id": e.EventID,
 		"object_id": nullString(e.ObjectID), "revision": e.Revision, "snapshot": nullJSON(e.Snapshot),
 		"payload": e.Payload, "reject_reason": nullString(e.RejectReason), "key": []byte(nil),
-		"identifier": "", "expires_at": d.ReceivedAt, "property": nullString(e.Property),
+		"identifier": "", "ttl": scope.TTL.Seconds(), "property": nullString(e.Property),
+		"revision_at": nil, "max_skew": p.MaxFutureSkew.Seconds(),
+	}
+	if e.Revision != nil && !e.RevisionTime.IsZero() && e.RejectReason == "" {
+		at := e.RevisionTime
+		if at.After(latestRevisionTime) {
+			at = latestRevisionTime // later than PostgreSQL holds, and as surely too far ahead
+		}
+		args["revision_at"] = at
 	}
 	if l := e.Lead; l != nil {
 		args["email"], args["name"], args["company"] = l.Email, nullString(l.Name), nullString(l.Company)
@@ -355,7 +481,6 @@ func eventArgs(d domain.Delivery, p domain.ProviderEndpoint, e domain.Event, sco
 		identifier := scope.IdentifierRule.Identifier(e)
 		args["identifier"] = identifier
 		args["key"] = domain.IdempotencyKey(p.TenantID, p.ID, e.Scope, identifier)
-		args["expires_at"] = d.ReceivedAt.Add(scope.TTL)
 	}
 	return args
 }

@@ -243,7 +243,7 @@ func (hubspot) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([
 func hubspotEvent(raw json.RawMessage) domain.Event {
 	e := domain.Event{Payload: []byte(raw)}
 	reject := func(reason string) domain.Event {
-		e.RejectReason, e.Revision, e.Snapshot, e.Property = reason, nil, nil, ""
+		e.RejectReason, e.Revision, e.RevisionTime, e.Snapshot, e.Property = reason, nil, time.Time{}, nil, ""
 		if e.EventID == "" {
 			e.EventID = fallbackEventID(raw)
 		}
@@ -298,7 +298,7 @@ func hubspotEvent(raw json.RawMessage) domain.Event {
 		return reject(strings.Join(missing, "; "))
 	}
 	rev := ids[4]
-	e.Revision = &rev
+	e.Revision, e.RevisionTime = &rev, time.UnixMilli(rev)
 
 	switch action {
 	case "creation":

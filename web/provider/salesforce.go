@@ -496,7 +496,7 @@ func (n sfNote) event(orgID, revField string) domain.Event {
 		e.RejectReason = fmt.Sprintf("%s %s is before 1970 and cannot be used as a revision", revField, stamp)
 		return e
 	}
-	e.Revision = &micros
+	e.Revision, e.RevisionTime = &micros, t
 	return e
 }
 

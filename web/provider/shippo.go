@@ -241,7 +241,7 @@ func (shippo) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]
 		e.RejectReason = fmt.Sprintf("unsupported Shippo event %.100q; Tidemark handles track_updated, transaction_created and transaction_updated", name)
 	}
 	if e.RejectReason != "" {
-		e.Revision = nil
+		e.Revision, e.RevisionTime = nil, time.Time{}
 	}
 	if e.EventID == "" {
 		// Shippo sends no event id; an event whose ids could not be read is
@@ -254,7 +254,7 @@ func (shippo) Parse(_ *http.Request, body []byte, _ domain.ProviderEndpoint) ([]
 		// event's outcome is "unversioned" and no record is created or changed.
 		// Their identifier is prefixed so a test event can never claim the
 		// idempotency key of a live event with the same ids.
-		e.Revision = nil
+		e.Revision, e.RevisionTime = nil, time.Time{}
 		e.EventID = "test:" + e.EventID
 	}
 	return []domain.Event{e}, nil
@@ -294,8 +294,7 @@ func shippoTrack(e *domain.Event, data json.RawMessage) string {
 	e.ObjectID = carrier + ":" + number
 	e.EventID = e.ObjectID + ":" + statusID
 	e.Timestamp = date
-	rev, reject := shippoRevision("data.tracking_status.status_date", date)
-	e.Revision = rev
+	e.Revision, e.RevisionTime, reject = shippoRevision("data.tracking_status.status_date", date)
 	return reject
 }
 
@@ -317,8 +316,7 @@ func shippoTransaction(e *domain.Event, data json.RawMessage) string {
 	e.ObjectID = id
 	e.EventID = id + ":" + updated
 	e.Timestamp = updated
-	rev, reject := shippoRevision("data.object_updated", updated)
-	e.Revision = rev
+	e.Revision, e.RevisionTime, reject = shippoRevision("data.object_updated", updated)
 	return reject
 }
 
@@ -362,17 +360,18 @@ func shippoIsTest(raw json.RawMessage) bool {
 }
 
 // shippoRevision turns an RFC 3339 timestamp into microseconds since the
-// epoch, which keeps the order of timestamps down to the microsecond.
-func shippoRevision(field, s string) (*int64, string) {
+// epoch, which keeps the order of timestamps down to the microsecond, and
+// the instant it names.
+func shippoRevision(field, s string) (*int64, time.Time, string) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return nil, fmt.Sprintf("%s must be an RFC 3339 timestamp, got %.40q", field, s)
+		return nil, time.Time{}, fmt.Sprintf("%s must be an RFC 3339 timestamp, got %.40q", field, s)
 	}
 	if t.Before(time.Unix(0, 0)) {
-		return nil, fmt.Sprintf("%s must not be before 1970, got %.40q", field, s)
+		return nil, time.Time{}, fmt.Sprintf("%s must not be before 1970, got %.40q", field, s)
 	}
 	n := t.UnixMicro()
-	return &n, ""
+	return &n, t, ""
 }
 
 func (shippo) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
