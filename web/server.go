@@ -67,6 +67,15 @@ type Config struct {
 	// PublicURL is the base URL providers call; empty means built from each
 	// request. An https URL also marks session cookies Secure.
 	PublicURL string
+	// IngestConns is the size of the ingest connection pool: one tenant's
+	// deliveries hold at most half of it at once. 0 means no cap.
+	IngestConns int
+	// RefusalLimits bound refused deliveries per client address and per
+	// provider; zero fields take the defaults.
+	RefusalLimits RefusalLimits
+	// RefusalFlush is how often Run writes refused deliveries; 0 means
+	// DefaultRefusalFlush.
+	RefusalFlush time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -88,6 +97,11 @@ type Server struct {
 	now       func() time.Time
 	metrics   *metrics
 	publicURL string
+
+	refusals     *refusalLog
+	refusalFlush time.Duration
+	limits       *refusalLimiter
+	tenantGate   *tenantGate
 }
 
 // New returns a Server for cfg.
@@ -106,6 +120,11 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.refusals, s.refusalFlush = newRefusalLog(cfg.Ingest, s.log), cfg.RefusalFlush
+	if s.refusalFlush <= 0 {
+		s.refusalFlush = DefaultRefusalFlush
+	}
+	s.limits, s.tenantGate = newRefusalLimiter(cfg.RefusalLimits), newTenantGate(cfg.IngestConns)
 	return s
 }
 
@@ -156,8 +175,10 @@ func (s *Server) baseURL(r *http.Request) string {
 	return scheme + r.Host
 }
 
+// writeError answers {"error": msg}. A 503 or 429 always tells when to
+// retry: 5 s unless the caller set a Retry-After of its own.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	if status == http.StatusServiceUnavailable {
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
 	}
 	writeJSON(w, status, map[string]string{"error": msg})
