@@ -101,7 +101,9 @@ func (l *limiter[K]) bucket(k K, now time.Time) *bucket {
 		l.refill(b, now)
 		return b
 	}
-	if len(l.buckets) >= maxLimiterKeys || now.Sub(l.swept) > time.Minute {
+	// Sweep once a minute, or once a second while full: a sweep walks
+	// every bucket, so a full limiter must not sweep on every request.
+	if since := now.Sub(l.swept); since > time.Minute || len(l.buckets) >= maxLimiterKeys && since > time.Second {
 		l.sweep(now)
 	}
 	if len(l.buckets) >= maxLimiterKeys {
