@@ -13,9 +13,13 @@ import (
 // overview's counts trail by at most this plus one write.
 const DefaultRefusalFlush = 2 * time.Second
 
-// maxPendingSamples bounds the sampled deliveries held while the database
-// cannot be written; the counts stay exact regardless.
-const maxPendingSamples = 1000
+// maxPendingSamples and maxPendingBodies bound the sampled deliveries held
+// while the database cannot be written (past the bytes bound, a sample
+// keeps its reason but not its body); the counts stay exact regardless.
+const (
+	maxPendingSamples = 1000
+	maxPendingBodies  = 16 << 20
+)
 
 // refusalLog keeps refused deliveries in memory until the next flush, so a
 // flood of forged requests costs no database write of its own: a count
@@ -28,6 +32,7 @@ type refusalLog struct {
 	mu      sync.Mutex
 	counts  map[refusalKey]int64
 	samples []domain.Delivery
+	bodies  int             // bytes of the samples' bodies
 	sampled map[int64]int64 // provider id: the Unix second of its last sample
 }
 
@@ -59,9 +64,19 @@ func (l *refusalLog) add(d domain.Delivery) {
 		return
 	}
 	l.sampled[d.ProviderID] = sec
-	if len(l.samples) < maxPendingSamples {
-		l.samples = append(l.samples, d)
+	l.keep(d)
+}
+
+// keep adds a sample within the bounds; the caller holds l.mu.
+func (l *refusalLog) keep(d domain.Delivery) {
+	if len(l.samples) >= maxPendingSamples {
+		return
 	}
+	if l.bodies+len(d.Body) > maxPendingBodies {
+		d.Body = nil
+	}
+	l.bodies += len(d.Body)
+	l.samples = append(l.samples, d)
 }
 
 // flush writes what was refused since the last flush in one round trip.
@@ -69,7 +84,7 @@ func (l *refusalLog) add(d domain.Delivery) {
 func (l *refusalLog) flush(ctx context.Context) error {
 	l.mu.Lock()
 	counts, samples := l.counts, l.samples
-	l.counts, l.samples = map[refusalKey]int64{}, nil
+	l.counts, l.samples, l.bodies = map[refusalKey]int64{}, nil, 0
 	now := time.Now().Unix()
 	for p, sec := range l.sampled {
 		if sec < now-1 { // a sample of that second can no longer come
@@ -93,8 +108,11 @@ func (l *refusalLog) flush(ctx context.Context) error {
 	for k, n := range counts {
 		l.counts[k] += n
 	}
-	l.samples = append(samples, l.samples...)
-	l.samples = l.samples[:min(len(l.samples), maxPendingSamples)]
+	newer := l.samples
+	l.samples, l.bodies = nil, 0
+	for _, d := range append(samples, newer...) {
+		l.keep(d)
+	}
 	return err
 }
 
