@@ -268,7 +268,7 @@ func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
 	if got := e.outcome("globex", "crm", globex, "calm", snapshotBody("c-9", 1, `{"b":1}`)); got != "applied" {
 		t.Fatalf("globex during acme's saturation: %s", got)
 	}
-	if took := time.Since(began); took > 250*time.Millisecond {
+	if took := time.Since(began); took > 250*time.Millisecond && !raceDetector {
 		t.Errorf("globex's delivery took %v while acme held its share", took)
 	}
 	lock.Rollback(ctx)
