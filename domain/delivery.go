@@ -45,6 +45,18 @@ type IngestService interface {
 	// Ingest records the delivery and decides and stores the outcome of each
 	// event, in order, in one transaction. Nothing is stored on error.
 	Ingest(ctx context.Context, d Delivery, p ProviderEndpoint, events []Event) ([]Result, error)
-	// LogDelivery records a delivery that carried no usable events.
-	LogDelivery(ctx context.Context, d Delivery) error
+	// LogRefusals records refused deliveries in one round trip: each count
+	// is added to its provider's DeliveryRejected counter for its hour, and
+	// each sample is kept with its reason for the console. Counts and
+	// samples of a provider that no longer exists are dropped.
+	LogRefusals(ctx context.Context, counts []RefusalCount, samples []Delivery) error
+}
+
+// RefusalCount is how many deliveries of one provider were refused within
+// one hour.
+type RefusalCount struct {
+	TenantID   int64
+	ProviderID int64
+	Hour       time.Time // the start of the hour, UTC
+	N          int64
 }

@@ -262,17 +262,6 @@ var deliverySQL = named(`
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body)
 VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body)`)
 
-// A refused delivery carries no events, so it is counted apart from event
-// outcomes, under DeliveryRejected, in the same statement that logs it.
-var refusedDeliverySQL = named(`
-WITH logged AS (
-    INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body)
-    VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, 0, @body)
-)
-INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
-VALUES (@tenant_id, @provider_id, date_trunc('hour', @now::timestamptz, 'UTC'), '` + domain.DeliveryRejected + `', @shard, 1)
-ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + 1`)
-
 var ensureScopeSQL = named(`
 INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)
 ON CONFLICT DO NOTHING`)
@@ -498,14 +487,4 @@ func nullJSON(b []byte) *string {
 	}
 	s := string(b)
 	return &s
-}
-
-// LogDelivery implements domain.IngestService.
-func (s *Store) LogDelivery(ctx context.Context, d domain.Delivery) error {
-	_, err := s.pool.Exec(ctx, refusedDeliverySQL.sql, refusedDeliverySQL.args(pgx.NamedArgs{
-		"tenant_id": d.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": d.ProviderID,
-		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason), "body": d.Body,
-		"shard": rand.IntN(s.counterShards),
-	})...)
-	return translate(err)
 }

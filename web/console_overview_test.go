@@ -73,6 +73,7 @@ func TestOverviewCountsRealDeliveries(t *testing.T) {
 	if status != http.StatusUnauthorized {
 		t.Fatalf("badly signed delivery answered %d", status)
 	}
+	e.flushRefusals()
 
 	status, doc = b.get("/t/acme")
 	if status != http.StatusOK {

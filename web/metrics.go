@@ -16,6 +16,8 @@ type metrics struct {
 	deliveries *prometheus.CounterVec
 	events     *prometheus.CounterVec
 	latency    *prometheus.HistogramVec
+	limited    *prometheus.CounterVec // 429s, by the budget that ran out
+	tenantBusy prometheus.Counter     // 503s of a tenant holding its share of the ingest pool
 }
 
 func newMetrics() *metrics {
@@ -32,8 +34,14 @@ func newMetrics() *metrics {
 			Help:    "Time from receiving a delivery to answering it, by provider kind.",
 			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"kind"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tidemark_refusals_limited_total", Help: "Deliveries answered 429, by the refusal budget that ran out (address or provider).",
+		}, []string{"limit"}),
+		tenantBusy: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tidemark_tenant_busy_total", Help: "Deliveries answered 503 because their tenant held its share of the ingest pool.",
+		}),
 	}
-	m.registry.MustRegister(m.deliveries, m.events, m.latency,
+	m.registry.MustRegister(m.deliveries, m.events, m.latency, m.limited, m.tenantBusy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -75,6 +75,15 @@ type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when they connect; empty means the peer is always the client.
 	TrustedProxies []netip.Prefix
+	// IngestConns is the size of the ingest connection pool: one tenant's
+	// deliveries hold at most half of it at once. 0 means no cap.
+	IngestConns int
+	// RefusalLimits bound refused deliveries per client address and per
+	// provider; zero fields take the defaults.
+	RefusalLimits RefusalLimits
+	// RefusalFlush is how often Run writes refused deliveries; 0 means
+	// DefaultRefusalFlush.
+	RefusalFlush time.Duration
 }
 
 // Server holds the handlers' dependencies.
@@ -96,6 +105,11 @@ type Server struct {
 	metrics   *metrics
 	publicURL string
 	trusted   []netip.Prefix
+
+	refusals     *refusalLog
+	refusalFlush time.Duration
+	limits       *refusalLimiter
+	tenantGate   *tenantGate
 }
 
 // New returns a Server for cfg.
@@ -111,6 +125,11 @@ func New(cfg Config) *Server {
 	if s.log == nil {
 		s.log = slog.Default()
 	}
+	s.refusals, s.refusalFlush = newRefusalLog(cfg.Ingest, s.log), cfg.RefusalFlush
+	if s.refusalFlush <= 0 {
+		s.refusalFlush = DefaultRefusalFlush
+	}
+	s.limits, s.tenantGate = newRefusalLimiter(cfg.RefusalLimits), newTenantGate(cfg.IngestConns)
 	return s
 }
 
@@ -202,9 +221,10 @@ func (s *Server) baseURL(r *http.Request) string {
 }
 
 // writeError answers {"error": msg}; internal errors go through fail or
-// internalError instead, which add the request id.
+// internalError instead, which add the request id. A 503 or 429 always
+// tells when to retry: 5 s unless the caller set a Retry-After of its own.
 func writeError(w http.ResponseWriter, status int, msg string) {
-	if status == http.StatusServiceUnavailable {
+	if (status == http.StatusServiceUnavailable || status == http.StatusTooManyRequests) && w.Header().Get("Retry-After") == "" {
 		w.Header().Set("Retry-After", "5")
 	}
 	writeJSON(w, status, map[string]string{"error": msg})

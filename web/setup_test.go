@@ -29,6 +29,7 @@ var testKey = []byte("0123456789abcdef0123456789abcdef")
 type env struct {
 	t      *testing.T
 	store  *postgres.Store
+	web    *web.Server
 	srv    *httptest.Server
 	secret string // the secret of acme/crm
 }
@@ -59,10 +60,19 @@ func setupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *env {
 	store.UseReadPool(reads)
 	s := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log})
-	e := &env{t: t, store: store, srv: httptest.NewServer(s.Handler())}
+	e := &env{t: t, store: store, web: s, srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.srv.Close)
 	e.secret = e.provider("acme", "crm")
 	return e
+}
+
+// flushRefusals writes the refused deliveries the server holds in memory,
+// as its flusher does every few seconds.
+func (e *env) flushRefusals() {
+	e.t.Helper()
+	if err := e.web.FlushRefusals(context.Background()); err != nil {
+		e.t.Fatal(err)
+	}
 }
 
 // provider creates tenant (if needed) and a standard provider, returning its secret.

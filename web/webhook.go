@@ -26,6 +26,12 @@ const ingestBudget = 3 * time.Second
 // provider to retry, and 200 is written only after Ingest committed.
 func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	start := s.now()
+	// A client past its refusal budget is answered before any database work.
+	client := clientPrefix(r)
+	if over, wait := s.limits.addresses.exhausted(client, time.Now()); over {
+		s.tooMany(w, "unknown", "address", wait, start)
+		return
+	}
 	// Kinds that sign the URL verify against the public URL the provider
 	// called, which differs from r.Host behind a proxy.
 	r = r.WithContext(provider.WithPublicBase(r.Context(), s.baseURL(r)))
@@ -33,8 +39,22 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	lookup, cancelLookup := context.WithTimeout(r.Context(), ingestBudget)
 	defer cancelLookup()
 
-	p, err := s.ingest.Endpoint(lookup, chi.URLParam(r, "tenant"), chi.URLParam(r, "provider"))
+	tenant := chi.URLParam(r, "tenant")
+	release, ok := s.tenantGate.acquire(lookup, tenant)
+	if !ok {
+		s.tenantBusy(w, "unknown", start)
+		return
+	}
+	p, err := s.ingest.Endpoint(lookup, tenant, chi.URLParam(r, "provider"))
+	release()
 	if err != nil {
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			// Guessing names is a refusal too, counted against the address.
+			if over, wait := s.limits.refuse(client, 0, time.Now()); over != "" {
+				s.tooMany(w, "unknown", over, wait, start)
+				return
+			}
+		}
 		s.metrics.delivery("unknown", errorStatus(err), time.Since(start).Seconds())
 		s.fail(w, r, err)
 		return
@@ -46,16 +66,22 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	var ctx context.Context // what is left of the budget once the body is read
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start}
+	// reject answers a refusal. It costs no database write: the refusal is
+	// counted in memory and written with others (refusals.go), and past the
+	// address's or provider's budget the answer is 429.
 	reject := func(status int, verdict string, body []byte, msg string) {
 		if verdict != domain.SignatureValid {
 			body = nil // keep only what an authenticated sender sent
 		}
 		d.Status, d.Signature, d.Reason, d.Body = status, verdict, msg, body
-		if err := s.ingest.LogDelivery(ctx, d); err != nil {
-			s.log.Warn("could not log rejected delivery", "tenant", p.TenantSlug, "provider", p.Name, "err", err)
+		if over, wait := s.limits.refuse(client, p.ID, time.Now()); over != "" {
+			d.Status, msg = http.StatusTooManyRequests, tooManyMessage(over)
+			w.Header().Set("Retry-After", retryAfter(wait))
+			s.metrics.limited.WithLabelValues(over).Inc()
 		}
-		s.metrics.delivery(p.Kind, status, time.Since(start).Seconds())
-		writeError(w, status, msg)
+		s.refusals.add(d)
+		s.metrics.delivery(p.Kind, d.Status, time.Since(start).Seconds())
+		writeError(w, d.Status, msg)
 	}
 
 	spent := time.Since(began)
@@ -89,7 +115,13 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		events[i].Seq = i
 	}
 	d.Status, d.Signature = http.StatusOK, verdict
+	release, ok = s.tenantGate.acquire(ctx, tenant)
+	if !ok {
+		s.tenantBusy(w, p.Kind, start)
+		return
+	}
 	results, err := s.ingest.Ingest(ctx, d, p, events)
+	release()
 	if domain.ErrorCode(err) == domain.EINVALID {
 		reject(http.StatusBadRequest, verdict, body, domain.ErrorMessage(err))
 		return
@@ -104,4 +136,28 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 	}
 	s.metrics.delivery(p.Kind, http.StatusOK, time.Since(start).Seconds())
 	kind.Respond(w, d.ID, results)
+}
+
+// tooMany answers 429 for a client or provider past its refusal budget.
+func (s *Server) tooMany(w http.ResponseWriter, kind, over string, wait time.Duration, start time.Time) {
+	s.metrics.limited.WithLabelValues(over).Inc()
+	s.metrics.delivery(kind, http.StatusTooManyRequests, time.Since(start).Seconds())
+	w.Header().Set("Retry-After", retryAfter(wait))
+	writeError(w, http.StatusTooManyRequests, tooManyMessage(over))
+}
+
+func tooManyMessage(over string) string {
+	if over == "provider" {
+		return "too many refused deliveries for this provider; retry after the Retry-After delay with a valid signature"
+	}
+	return "too many refused deliveries from this address; retry after the Retry-After delay with a valid signature"
+}
+
+// tenantBusy answers 503 when the tenant already holds its share of the
+// ingest pool: the other tenants keep theirs.
+func (s *Server) tenantBusy(w http.ResponseWriter, kind string, start time.Time) {
+	s.metrics.tenantBusy.Inc()
+	s.metrics.delivery(kind, http.StatusServiceUnavailable, time.Since(start).Seconds())
+	w.Header().Set("Retry-After", "1")
+	writeError(w, http.StatusServiceUnavailable, "too many deliveries of this tenant are being processed; retry after the Retry-After delay")
 }

@@ -63,12 +63,12 @@ func hubspotEvents(t *testing.T, events ...map[string]any) []byte {
 func TestWebhookRefusesSalesforceRevisionsFromTheFuture(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	e.sfProvider("sf", nil)
+	sf := e.sfProvider("sf", nil)
 	contact := sfFixture(t, "contact.xml")
 	// A message dated 9999-12-31 would make every genuine update stale.
 	forged := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxFAKE"))
 	forged = bytes.ReplaceAll(forged, []byte("2026-11-29T10:00:00.000Z"), []byte("9999-12-31T00:00:00.000Z"))
-	e.sfAcked("sf", forged) // acknowledged, so Salesforce does not retry it
+	sf.acked(forged) // acknowledged, so Salesforce does not retry it
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxFAKE"); strings.Join(got, ",") != "rejected" {
 		t.Fatalf("forged modstamp: %v, want rejected", got)
 	}
@@ -81,13 +81,13 @@ func TestWebhookRefusesSalesforceRevisionsFromTheFuture(t *testing.T) {
 		t.Fatalf("a future revision left %d records", n)
 	}
 	// The genuine update that follows applies.
-	e.sfAcked("sf", contact)
+	sf.acked(contact)
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxWAAV"); strings.Join(got, ",") != "applied" {
 		t.Fatalf("genuine update: %v, want applied", got)
 	}
 	later := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxLATE"))
 	later = bytes.ReplaceAll(later, []byte("2026-11-29T10:00:00.000Z"), []byte(e.dbNow().UTC().Format("2006-01-02T15:04:05.000Z")))
-	e.sfAcked("sf", later)
+	sf.acked(later)
 	if got := e.sfOutcomes(sfOrg + ":04l5e00000ZzYxLATE"); strings.Join(got, ",") != "applied" {
 		t.Fatalf("later update: %v, want applied", got)
 	}

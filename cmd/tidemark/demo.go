@@ -54,8 +54,9 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 
 	plan := demoHistory()
 	s := &demoSeeder{store: store, endpoints: map[string]domain.ProviderEndpoint{}, outcomes: map[domain.Outcome]int{}}
-	s.receiver = web.New(web.Config{Services: web.Services{Ingest: store}, Now: func() time.Time { return s.clock },
-		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))}).Handler()
+	receiver := web.New(web.Config{Services: web.Services{Ingest: store}, Now: func() time.Time { return s.clock },
+		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	s.receiver = receiver.Handler()
 	// Deliveries arrive in plan order, evenly spread with some jitter.
 	rng := rand.New(rand.NewPCG(7, 11))
 	gap := demoSpan / time.Duration(len(plan)+1)
@@ -65,6 +66,9 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 		if err := s.deliver(ctx, step); err != nil {
 			return fmt.Errorf("demo delivery %s to %s: %w", step.id, step.provider, err)
 		}
+	}
+	if err := receiver.FlushRefusals(ctx); err != nil {
+		return fmt.Errorf("write the refused demo deliveries: %w", err)
 	}
 	kept, adopted, err := s.resolveConflicts(ctx)
 	if err != nil {

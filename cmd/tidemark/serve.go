@@ -105,15 +105,17 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		}
 	}
 
+	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
+		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, IngestConns: int(store.Pool().Config().MaxConns)})
 	srv := &http.Server{
-		Handler: web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
-			Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted}).Handler(),
+		Handler:           handler.Handler(),
 		ReadHeaderTimeout: httpReadHeaderTimeout,
 		ReadTimeout:       httpReadTimeout,
 		WriteTimeout:      httpWriteTimeout,
 		IdleTimeout:       httpIdleTimeout,
 	}
 	go runCleanup(ctx, store, *retention, log)
+	go handler.Run(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
@@ -126,7 +128,15 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fmt.Fprintln(e.stderr, "shutting down")
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	err = srv.Shutdown(shutdownCtx)
+	// Refusals counted until the last request ended are written before exit,
+	// even when a slow request used up the shutdown's time.
+	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancelFlush()
+	if ferr := handler.FlushRefusals(flushCtx); ferr != nil {
+		log.Error("could not write refused deliveries", "err", ferr)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
