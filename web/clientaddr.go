@@ -1,33 +1,18 @@
 package web
 
 import (
-	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
 	"strings"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
-// ParseTrustedProxies reads a comma-separated list of CIDRs (a bare address
-// is a single host), as serve --trusted-proxies takes it.
+// ParseTrustedProxies reads serve --trusted-proxies: a comma-separated
+// list of CIDRs (a bare address is a single host).
 func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, entry := range strings.Split(list, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		if p, err := netip.ParsePrefix(entry); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		if a, err := netip.ParseAddr(entry); err == nil {
-			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-			continue
-		}
-		return nil, fmt.Errorf("%q is not a CIDR network (for example 10.0.0.0/8 or 192.0.2.10/32)", entry)
-	}
-	return out, nil
+	return domain.ParseNetworks(list)
 }
 
 // clientAddr rewrites r.RemoteAddr to the client's address, so everything

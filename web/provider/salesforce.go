@@ -100,7 +100,7 @@ func (salesforce) Setup(secret string, config map[string]string) (string, map[st
 	}
 	out["org_id"] = org
 	if raw := strings.TrimSpace(out["allowed_networks"]); raw != "" {
-		prefixes, err := parseNetworks(raw)
+		prefixes, err := domain.ParseNetworks(raw)
 		if err != nil {
 			return "", nil, fieldErrorf(sfNetworksField, "%s: %v", err)
 		}
@@ -129,28 +129,6 @@ func (salesforce) NewSecret(map[string]string) (string, error) { return newURLTo
 // HasSecrets is true: the secrets are the URL tokens.
 func (salesforce) HasSecrets() bool { return true }
 
-// parseNetworks reads a comma-separated list of CIDRs (a bare address counts
-// as a single-host network).
-func parseNetworks(raw string) ([]netip.Prefix, error) {
-	var out []netip.Prefix
-	for _, entry := range strings.Split(raw, ",") {
-		entry = strings.TrimSpace(entry)
-		if entry == "" {
-			continue
-		}
-		if p, err := netip.ParsePrefix(entry); err == nil {
-			out = append(out, p.Masked())
-			continue
-		}
-		if a, err := netip.ParseAddr(entry); err == nil {
-			out = append(out, netip.PrefixFrom(a.Unmap(), a.Unmap().BitLen()))
-			continue
-		}
-		return nil, fmt.Errorf("%q is not a CIDR network (for example 13.108.0.0/14)", entry)
-	}
-	return out, nil
-}
-
 func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	token := r.URL.Query().Get("token")
 	if token == "" {
@@ -161,7 +139,7 @@ func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEn
 		return domain.SignatureInvalid, fmt.Errorf("the token query parameter does not match an active token of this provider")
 	}
 	if raw := strings.TrimSpace(p.Config["allowed_networks"]); raw != "" {
-		nets, err := parseNetworks(raw)
+		nets, err := domain.ParseNetworks(raw)
 		if err != nil {
 			return domain.SignatureInvalid, fmt.Errorf("the provider's allowed_networks is invalid; no delivery is accepted until it is fixed: %w", err)
 		}
@@ -554,7 +532,7 @@ func (salesforce) TestDelivery(_, secret string, config map[string]string, now t
 	d := Delivery{Query: "token=" + url.QueryEscape(secret), Body: salesforceSampleBody(org, noteID, now), ContentType: "text/xml; charset=utf-8",
 		Headers: map[string]string{"SOAPAction": `""`}, EventID: org + ":" + noteID,
 		Ack: "<Ack>true</Ack>", AckNote: "Ack true"}
-	if nets, err := parseNetworks(config["allowed_networks"]); err == nil && len(nets) > 0 {
+	if nets, err := domain.ParseNetworks(config["allowed_networks"]); err == nil && len(nets) > 0 {
 		d.RemoteAddr = net.JoinHostPort(nets[0].Addr().String(), "443")
 	}
 	return d, nil
