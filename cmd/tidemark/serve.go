@@ -30,7 +30,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		"PostgreSQL under ./.tidemark with a demo tenant.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
-	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
+	retention := fs.Duration("retention", defaultRetention, retentionUsage)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -45,8 +45,17 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := postgres.Migrate(ctx, store.Pool(), e.stderr); err != nil {
 		return err
 	}
-	if _, err := store.EnsurePartitions(ctx, time.Now(), 7); err != nil {
-		return fmt.Errorf("prepare event log partitions: %w", err)
+	if err := checkRetention(ctx, store, *retention); err != nil {
+		return err
+	}
+	// A long transaction on the logs can make this give up (EUNAVAILABLE);
+	// the partitions of the coming days exist already then, and the
+	// cleanup pass retries.
+	if _, err := store.EnsurePartitions(ctx, time.Now(), postgres.PartitionsAhead); err != nil {
+		if domain.ErrorCode(err) != domain.EUNAVAILABLE {
+			return fmt.Errorf("prepare event log partitions: %w", err)
+		}
+		log.Warn("prepare event log partitions", "err", err)
 	}
 
 	ln, err := net.Listen("tcp", *addr)
@@ -91,14 +100,20 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 }
 
 // runCleanup runs one cleanup pass now and then every cleanupEvery until
-// ctx ends. Several nodes may run it at once; the store serialises the
-// partition work with an advisory lock.
+// ctx ends. Several nodes may run it at once: one runs each pass, the
+// others skip it.
 func runCleanup(ctx context.Context, store *postgres.Store, retention time.Duration, log *slog.Logger) {
 	for {
 		report, err := store.Cleanup(ctx, time.Now(), retention)
-		if err != nil && ctx.Err() == nil {
-			log.Error("cleanup failed", "err", err)
-		} else if err == nil {
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			log.Error("cleanup failed", "err", err, "report", report.String())
+		case report.Skipped:
+			log.Info("cleanup skipped: another process is running maintenance")
+		case len(report.Deferred) > 0:
+			log.Warn("cleanup deferred steps to the next pass", "report", report.String())
+		default:
 			log.Info("cleanup", "report", report.String())
 		}
 		select {
