@@ -110,7 +110,7 @@ func (r CleanupReport) String() string {
 }
 
 // Cleanup runs one maintenance pass: it makes sure the daily partitions of
-// the next PartitionsAhead days exist, detaches and drops the ones whose
+// today and the next PartitionsAhead days exist, detaches and drops the ones whose
 // whole day ended before now-retention, and deletes expired idempotency
 // keys in batches. When another process is running a pass, it returns at
 // once with Skipped set. Steps that could not get their lock in time are

@@ -234,6 +234,7 @@ func TestCleanupNeverBlocksIngest(t *testing.T) {
 			}
 			var longest time.Duration
 			for _, w := range <-waits {
+				t.Logf("ingest waited %s on another backend: %s", w.waited, w.what)
 				longest = max(longest, w.waited)
 				// A stale cached plan may lock a partition being
 				// detached, and wait for the detach's last, brief step

@@ -41,8 +41,9 @@ import (
 //     days ahead, so in normal operation there are none. They are moved out
 //     of a table no longer attached, which no writer can reach: no row is
 //     ever moved under a lock that blocks writes. While the catch-all's
-//     detach is pending, a row dated after the daily partitions has no
-//     partition and its delivery fails (503, retried by the provider).
+//     detach is pending, or a pass cut short has not attached the new
+//     one yet, a row dated after the daily partitions has no partition and
+//     its delivery fails (the provider retries it).
 //   - A row dated before the oldest daily partition, or on a day that has
 //     none, has no partition either. Deliveries are dated by the receiving
 //     server's clock, today, so this happens only to back-dated test or
@@ -192,13 +193,17 @@ func (m *maintainer) load(ctx context.Context) error {
 	return translate(err)
 }
 
-// ddl runs one DDL statement of the step named. A lock or statement
-// timeout is recorded as deferred and returned as errGaveUp.
+// ddl runs one DDL statement of the step named.
 func (m *maintainer) ddl(ctx context.Context, step, sql string) error {
-	_, err := m.conn.Exec(ctx, sql)
-	if err == nil {
-		return nil
+	if _, err := m.conn.Exec(ctx, sql); err != nil {
+		return m.failed(ctx, step, err)
 	}
+	return nil
+}
+
+// failed names the step in its error. A lock or statement timeout is
+// recorded as deferred and becomes errGaveUp.
+func (m *maintainer) failed(ctx context.Context, step string, err error) error {
 	if why, ok := gaveUp(err); ok && ctx.Err() == nil {
 		m.report.Deferred = append(m.report.Deferred, step+": "+why)
 		return errGaveUp
@@ -300,7 +305,7 @@ func (m *maintainer) rotate(ctx context.Context, lp *logPartitions, days []time.
 	for _, old := range slices.DeleteFunc(slices.Clone(lp.loose), func(n string) bool { return !isCatchAll(n) }) {
 		moveSQL := fmt.Sprintf(moveDetachedRowsSQL, ident(old), ident(lp.table))
 		if _, err := execBatches(ctx, m.conn, moveSQL, pgx.NamedArgs{"limit": cleanupBatch}); err != nil {
-			return fmt.Errorf("move the rows of %s: %w", old, err)
+			return m.failed(ctx, "move the rows of "+old, err)
 		}
 		if err := m.ddl(ctx, "drop "+old, fmt.Sprintf(dropPartitionSQL, ident(old))); err != nil {
 			return err
@@ -353,11 +358,7 @@ func (m *maintainer) attach(ctx context.Context, lp *logPartitions, name, attach
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	for _, sql := range stmts {
 		if _, err := tx.Exec(ctx, sql); err != nil {
-			if why, ok := gaveUp(err); ok && ctx.Err() == nil {
-				m.report.Deferred = append(m.report.Deferred, "attach "+name+": "+why)
-				return errGaveUp
-			}
-			return fmt.Errorf("create partition %s: %w", name, translate(err))
+			return m.failed(ctx, "attach "+name, err)
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
