@@ -20,8 +20,12 @@ import (
 	"github.com/tidemark/tidemark/web/provider"
 )
 
-// cleanupEvery is how often serve runs the TTL and retention cleanup.
-const cleanupEvery = time.Hour
+// cleanupEvery is how often serve runs the TTL and retention cleanup;
+// cleanupRetry, how soon it tries again when a pass deferred steps.
+const (
+	cleanupEvery = time.Hour
+	cleanupRetry = 5 * time.Minute
+)
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL]\n\n"+
@@ -48,9 +52,8 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := checkRetention(ctx, store, *retention); err != nil {
 		return err
 	}
-	// A long transaction on the logs can make this give up (EUNAVAILABLE);
-	// the partitions of the coming days exist already then, and the
-	// cleanup pass retries.
+	// A long transaction on the logs can make this give up (EUNAVAILABLE):
+	// the days ahead that exist are kept, and the cleanup pass retries.
 	if _, err := store.EnsurePartitions(ctx, time.Now(), postgres.PartitionsAhead); err != nil {
 		if domain.ErrorCode(err) != domain.EUNAVAILABLE {
 			return fmt.Errorf("prepare event log partitions: %w", err)
@@ -99,12 +102,13 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	return nil
 }
 
-// runCleanup runs one cleanup pass now and then every cleanupEvery until
-// ctx ends. Several nodes may run it at once: one runs each pass, the
-// others skip it.
+// runCleanup runs one cleanup pass now and then every cleanupEvery (or
+// cleanupRetry after a pass that deferred steps) until ctx ends. Several
+// nodes may run it at once: one runs each pass, the others skip it.
 func runCleanup(ctx context.Context, store *postgres.Store, retention time.Duration, log *slog.Logger) {
 	for {
 		report, err := store.Cleanup(ctx, time.Now(), retention)
+		next := cleanupEvery
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -113,13 +117,14 @@ func runCleanup(ctx context.Context, store *postgres.Store, retention time.Durat
 			log.Info("cleanup skipped: another process is running maintenance")
 		case len(report.Deferred) > 0:
 			log.Warn("cleanup deferred steps to the next pass", "report", report.String())
+			next = cleanupRetry
 		default:
 			log.Info("cleanup", "report", report.String())
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(cleanupEvery):
+		case <-time.After(next):
 		}
 	}
 }
