@@ -65,7 +65,8 @@ func TestValidateTTL(t *testing.T) {
 		{"minimum", domain.MinTTL, ""},
 		{"default", domain.DefaultTTL, ""},
 		{"maximum", domain.MaxTTL, ""},
-		{"just under an hour", time.Hour - time.Second, domain.EINVALID},
+		{"just under a day", 24*time.Hour - time.Second, domain.EINVALID},
+		{"an hour", time.Hour, domain.EINVALID},
 		{"zero", 0, domain.EINVALID},
 		{"negative", -time.Hour, domain.EINVALID},
 		{"just over 90 days", domain.MaxTTL + time.Second, domain.EINVALID},
@@ -73,6 +74,37 @@ func TestValidateTTL(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			wantCode(t, domain.ValidateTTL(tc.ttl), tc.code)
+		})
+	}
+}
+
+func TestValidateRetention(t *testing.T) {
+	t.Parallel()
+	const day = 24 * time.Hour
+	for _, tc := range []struct {
+		name       string
+		retention  time.Duration
+		largestTTL time.Duration
+		message    string // empty: accepted
+	}{
+		{"seven days, no scopes", domain.MinRetention, 0, ""},
+		{"default retention, default TTL", 30 * day, domain.DefaultTTL, ""},
+		{"equal to the largest TTL", 60 * day, 60 * day, ""},
+		{"under seven days", 7*day - time.Minute, 0, "retention must be at least 7 days (168h), got 167h59m; pass a longer --retention"},
+		{"under the largest TTL", 30 * day, 60 * day,
+			"retention 720h is shorter than the 1440h TTL of scope contact.snapshot; pass --retention 1440h or more, or lower that TTL"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			err := domain.ValidateRetention(tc.retention, tc.largestTTL, "scope contact.snapshot")
+			if tc.message == "" {
+				wantCode(t, err, "")
+				return
+			}
+			wantCode(t, err, domain.EINVALID)
+			if got := domain.ErrorMessage(err); got != tc.message {
+				t.Errorf("message %q, want %q", got, tc.message)
+			}
 		})
 	}
 }

@@ -26,10 +26,12 @@ type Scope struct {
 	Enabled        bool
 }
 
-// Bounds of a scope's idempotency TTL.
+// Bounds of a scope's idempotency TTL. Providers retry for hours (a day
+// and more for some), and a key forgotten sooner turns a retry into a new
+// event, so the smallest TTL is a day.
 const (
 	DefaultTTL = 7 * 24 * time.Hour
-	MinTTL     = time.Hour
+	MinTTL     = 24 * time.Hour
 	MaxTTL     = 90 * 24 * time.Hour
 )
 
@@ -41,9 +43,39 @@ func DefaultScope(name ScopeName) Scope {
 // ValidateTTL checks an operator-chosen TTL.
 func ValidateTTL(ttl time.Duration) error {
 	if ttl < MinTTL || ttl > MaxTTL {
-		return Errorf(EINVALID, "TTL must be between 1 hour and 90 days, got %s", ttl)
+		return Errorf(EINVALID, "TTL must be between 24 hours and 90 days, got %s", ttl)
 	}
 	return nil
+}
+
+// MinRetention is the shortest time the event and delivery logs may be kept.
+const MinRetention = 7 * 24 * time.Hour
+
+// ValidateRetention checks how long the logs are kept against MinRetention
+// and against the largest scope TTL in use, which ttlOwner names (largestTTL
+// is 0 when there are no scopes): a key that outlives its events would
+// answer "duplicate" for an event the log no longer shows.
+func ValidateRetention(retention, largestTTL time.Duration, ttlOwner string) error {
+	if retention < MinRetention {
+		return Errorf(EINVALID, "retention must be at least 7 days (168h), got %s; pass a longer --retention", shortDuration(retention))
+	}
+	if retention < largestTTL {
+		return Errorf(EINVALID, "retention %s is shorter than the %s TTL of %s; pass --retention %s or more, or lower that TTL",
+			shortDuration(retention), shortDuration(largestTTL), ttlOwner, shortDuration(largestTTL))
+	}
+	return nil
+}
+
+// shortDuration writes d as a flag would take it: 720h, not 720h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // IdentifierRule says what identifies an event within its scope: the

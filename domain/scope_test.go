@@ -68,7 +68,7 @@ func TestValidation(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
-	if ValidateTTL(30*time.Minute) == nil || ValidateTTL(91*24*time.Hour) == nil || ValidateTTL(DefaultTTL) != nil {
-		t.Error("TTL bounds are not 1 hour to 90 days")
+	if ValidateTTL(23*time.Hour) == nil || ValidateTTL(91*24*time.Hour) == nil || ValidateTTL(24*time.Hour) != nil || ValidateTTL(DefaultTTL) != nil {
+		t.Error("TTL bounds are not 24 hours to 90 days")
 	}
 }

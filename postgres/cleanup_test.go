@@ -14,6 +14,8 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
+const testRetention = 30 * 24 * time.Hour
+
 // cleanupIngestAt delivers one event received at the given time.
 func cleanupIngestAt(t *testing.T, s *Store, p domain.ProviderEndpoint, e domain.Event, at time.Time) domain.Delivery {
 	t.Helper()
@@ -47,22 +49,117 @@ func cleanupCount(t *testing.T, s *Store, sql string, args ...any) int {
 	return n
 }
 
+// attachedPartitions lists the partitions attached to a log, by name.
+func attachedPartitions(t *testing.T, s *Store, table string) []string {
+	t.Helper()
+	rows, err := s.pool.Query(context.Background(), `
+SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
+WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending ORDER BY 1`, table)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for rows.Next() {
+		var n string
+		if err := rows.Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, n)
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+// wantPartitionsAhead checks that both logs have a daily partition for
+// every day from `from` through from+PartitionsAhead, and a catch-all after.
+func wantPartitionsAhead(t *testing.T, s *Store, from time.Time) {
+	t.Helper()
+	for _, table := range partitionedTables {
+		have := attachedPartitions(t, s, table)
+		day := utcDay(from)
+		for range PartitionsAhead + 1 {
+			if !slices.Contains(have, partitionName(table, day)) {
+				t.Errorf("%s has no partition for %s: %v", table, day.Format(time.DateOnly), have)
+			}
+			day = day.AddDate(0, 0, 1)
+		}
+		catchAll := slices.IndexFunc(have, isCatchAll)
+		if catchAll < 0 || have[catchAll] < table+catchAllInfix+day.Format(partitionDayFormat) {
+			t.Errorf("%s has no catch-all from %s on: %v", table, day.Format(time.DateOnly), have)
+		}
+	}
+}
+
+// partitionsBefore lists the daily partitions of both logs whose whole
+// day ended at or before cutoff, as a pass drops them.
+func partitionsBefore(t *testing.T, s *Store, cutoff time.Time) []string {
+	t.Helper()
+	var names []string
+	for _, table := range partitionedTables {
+		for _, name := range attachedPartitions(t, s, table) {
+			parts := partitionPattern.FindStringSubmatch(name)
+			day, _ := time.Parse(partitionDayFormat, parts[3])
+			if parts[2] == "p" && !day.AddDate(0, 0, 1).After(cutoff) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
+}
+
+func TestMigratedPartitions(t *testing.T) {
+	t.Parallel()
+	s, _ := setup(t)
+	// The template database was migrated on some day of the past; what it
+	// holds is the layout of migration 00010: daily partitions and one
+	// catch-all per log, no DEFAULT partition.
+	for _, table := range partitionedTables {
+		have := attachedPartitions(t, s, table)
+		if slices.Contains(have, table+"_default") || slices.IndexFunc(have, isCatchAll) < 0 {
+			t.Errorf("%s partitions: %v", table, have)
+		}
+		for _, name := range have {
+			if !partitionPattern.MatchString(name) {
+				t.Errorf("%s has a partition the maintenance does not know: %s", table, name)
+			}
+		}
+	}
+	// Whenever it was, a delivery of today has a partition.
+	ingest(t, s, mustEndpoint(t, s), event("ev-now", "c1", 1, `{"a":1}`))
+}
+
+func mustEndpoint(t *testing.T, s *Store) domain.ProviderEndpoint {
+	t.Helper()
+	p, err := s.Endpoint(context.Background(), "acme", "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 func TestEnsurePartitions(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
 
-	got, err := s.EnsurePartitions(ctx, time.Date(2026, 11, 29, 23, 30, 0, 0, time.FixedZone("x", -5*3600)), 1)
+	// 23:30 at UTC-5 on the day before `base` is `base` in UTC. The days
+	// lie past the catch-all, which moves on after them.
+	base := utcDay(time.Now()).AddDate(0, 0, 60)
+	from := time.Date(base.Year(), base.Month(), base.Day()-1, 23, 30, 0, 0, time.FixedZone("x", -5*3600))
+	got, err := s.EnsurePartitions(ctx, from, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 23:30 at UTC-5 is Nov 30 in UTC.
-	want := []string{"deliveries_p20261130", "deliveries_p20261201", "events_p20261130", "events_p20261201"}
-	slices.Sort(got)
-	if !slices.Equal(got, want) {
-		t.Fatalf("created %v, want %v", got, want)
+	day := func(n int) string { return base.AddDate(0, 0, n).Format(partitionDayFormat) }
+	for _, name := range []string{"deliveries_p" + day(0), "deliveries_p" + day(1), "deliveries_from" + day(2),
+		"events_p" + day(0), "events_p" + day(1), "events_from" + day(2)} {
+		if !slices.Contains(got, name) {
+			t.Errorf("created %v, want %s among them", got, name)
+		}
 	}
-	again, err := s.EnsurePartitions(ctx, time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC), 1)
+	again, err := s.EnsurePartitions(ctx, base, 1)
 	if err != nil || len(again) != 0 {
 		t.Fatalf("second call created %v (%v), want none", again, err)
 	}
@@ -70,19 +167,29 @@ func TestEnsurePartitions(t *testing.T) {
 	err = s.pool.QueryRow(ctx, `
 SELECT b[1]::timestamptz, b[2]::timestamptz FROM (
     SELECT regexp_match(pg_get_expr(relpartbound, oid), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)') AS b
-    FROM pg_class WHERE relname = 'events_p20261130') x`).Scan(&lo, &hi)
+    FROM pg_class WHERE relname = $1) x`, "events_p"+day(0)).Scan(&lo, &hi)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !lo.Equal(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)) || !hi.Equal(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)) {
-		t.Fatalf("events_p20261130 holds [%s, %s)", lo.UTC(), hi.UTC())
+	if !lo.Equal(base) || !hi.Equal(base.AddDate(0, 0, 1)) {
+		t.Fatalf("events_p%s holds [%s, %s)", day(0), lo.UTC(), hi.UTC())
 	}
 
-	// An event ingested now lands in today's partition (tomorrow's, if
-	// midnight passes in between).
-	if _, err := s.EnsurePartitions(ctx, time.Now(), 1); err != nil {
+	// A day of the past, before every partition, is attached on its own.
+	past := time.Now().AddDate(0, 0, -400)
+	if got, err := s.EnsurePartitions(ctx, past, 0); err != nil || len(got) != 2 {
+		t.Fatalf("past day: created %v (%v)", got, err)
+	}
+	cleanupIngestAt(t, s, p, event("ev-past", "c0", 1, `{"a":1}`), past)
+	if ev, dl := cleanupTablesOf(t, s, "ev-past"); ev != partitionName("events", past) || dl != partitionName("deliveries", past) {
+		t.Fatalf("past event in %s, delivery in %s", ev, dl)
+	}
+
+	// An event ingested now lands in today's partition.
+	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
+	wantPartitionsAhead(t, s, time.Now())
 	ingest(t, s, p, event("ev-now", "c1", 1, `{"a":1}`))
 	var received time.Time
 	if err := s.pool.QueryRow(ctx, `SELECT received_at FROM events WHERE event_id = 'ev-now'`).Scan(&received); err != nil {
@@ -92,47 +199,60 @@ SELECT b[1]::timestamptz, b[2]::timestamptz FROM (
 	if ev != partitionName("events", received) || dl != partitionName("deliveries", received) {
 		t.Fatalf("event in %s, delivery in %s; want the partitions of %s", ev, dl, received.UTC())
 	}
+	if _, err := s.EnsurePartitions(ctx, time.Now(), -1); domain.ErrorCode(err) != domain.EINVALID {
+		t.Fatalf("negative ahead: %v", err)
+	}
 }
 
-func TestEnsurePartitionsMovesDefaultRows(t *testing.T) {
+// Rows the catch-all holds move to the partitions of their days when
+// those are created, and nothing is lost or found twice.
+func TestEnsurePartitionsRotatesCatchAll(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
-	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
-
-	cleanupIngestAt(t, s, p, event("ev-1", "c1", 1, `{"a":1}`), day)                       // first instant of the day
-	cleanupIngestAt(t, s, p, event("ev-2", "c2", 1, `{"a":1}`), day.Add(10*time.Hour))     //
-	cleanupIngestAt(t, s, p, event("ev-3", "c3", 1, `{"a":1}`), day.Add(24*time.Hour-1))   // last instant
-	cleanupIngestAt(t, s, p, event("ev-4", "c4", 1, `{"a":1}`), day.Add(24*time.Hour))     // next day: stays
-	cleanupIngestAt(t, s, p, event("ev-5", "c5", 1, `{"a":1}`), day.Add(-time.Nanosecond)) // previous day: stays
-	const all = `SELECT count(*) FROM events`
-	if n := cleanupCount(t, s, `SELECT count(*) FROM events_default`); n != 5 {
-		t.Fatalf("%d events in the default partition, want 5", n)
+	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
+		t.Fatal(err)
 	}
+	day := utcDay(time.Now()).AddDate(0, 0, PartitionsAhead+5) // in the catch-all
 
-	created, err := s.EnsurePartitions(ctx, day, 0)
+	at := map[string]time.Time{
+		"ev-1": day,                                      // first instant of the day
+		"ev-2": day.Add(10 * time.Hour),                  //
+		"ev-3": day.Add(24*time.Hour - time.Microsecond), // last instant
+		"ev-4": day.Add(24 * time.Hour),                  // next day
+		"ev-5": day.AddDate(0, 0, 100),                   // far ahead: stays in the catch-all
+	}
+	for id, when := range at {
+		cleanupIngestAt(t, s, p, event(id, "c-"+id, 1, `{"a":1}`), when)
+	}
+	created, err := s.EnsurePartitions(ctx, day, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(created) != 2 {
+	next := day.AddDate(0, 0, 2).Format(partitionDayFormat)
+	if !slices.Contains(created, "events_from"+next) || !slices.Contains(created, partitionName("events", day)) {
 		t.Fatalf("created %v", created)
 	}
-	if n := cleanupCount(t, s, all); n != 5 {
-		t.Fatalf("%d events after the move, want 5", n)
-	}
-	if n := cleanupCount(t, s, `SELECT count(*) FROM deliveries`); n != 5 {
-		t.Fatalf("%d deliveries after the move, want 5", n)
-	}
-	for id, want := range map[string]string{"ev-1": "_p20261129", "ev-2": "_p20261129", "ev-3": "_p20261129",
-		"ev-4": "_default", "ev-5": "_default"} {
+	for id, want := range map[string]string{"ev-1": partitionName("events", day), "ev-2": partitionName("events", day),
+		"ev-3": partitionName("events", day), "ev-4": partitionName("events", day.AddDate(0, 0, 1)), "ev-5": "events_from" + next} {
 		ev, dl := cleanupTablesOf(t, s, id)
-		if ev != "events"+want || dl != "deliveries"+want {
-			t.Errorf("%s: event in %s, delivery in %s; want *%s", id, ev, dl, want)
+		if ev != want || dl != "deliveries"+strings.TrimPrefix(want, "events") {
+			t.Errorf("%s: event in %s, delivery in %s; want %s", id, ev, dl, want)
 		}
 	}
-	// The moved rows are still found through the parent's indexes.
+	if n := cleanupCount(t, s, `SELECT count(*) FROM events`); n != len(at) {
+		t.Fatalf("%d events after the move, want %d", n, len(at))
+	}
+	if n := cleanupCount(t, s, `SELECT count(*) FROM deliveries`); n != len(at) {
+		t.Fatalf("%d deliveries after the move, want %d", n, len(at))
+	}
+	// The moved rows are found through the log's indexes.
 	if n := cleanupCount(t, s, `SELECT count(*) FROM events WHERE tenant_id = $1 AND provider_id = $2 AND event_id = 'ev-2'`, p.TenantID, p.ID); n != 1 {
 		t.Fatalf("ev-2 found %d times", n)
+	}
+	// No table of an old catch-all is left behind.
+	if n := cleanupCount(t, s, `SELECT count(*) FROM pg_class WHERE relname ~ '_from[0-9]{8}$' AND NOT relispartition`); n != 0 {
+		t.Fatalf("%d detached catch-alls left", n)
 	}
 }
 
@@ -146,12 +266,10 @@ func TestCleanup(t *testing.T) {
 	if _, err := s.EnsurePartitions(ctx, old, 0); err != nil {
 		t.Fatal(err)
 	}
-	cleanupIngestAt(t, s, p, event("ev-old", "c1", 1, `{"a":1}`), old)                         // old partition
-	cleanupIngestAt(t, s, p, event("ev-older", "c2", 1, `{"a":1}`), now.Add(-50*24*time.Hour)) // default, past retention
-	cleanupIngestAt(t, s, p, event("ev-now", "c3", 1, `{"a":1}`), now)                         // default until Cleanup ensures today
-	// Both old events' keys expired (scope TTL: 7 days); ev-now's has not.
-	// Keys expire by the database's clock, so age them as the weeks would.
-	if _, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 day' WHERE identifier IN ('ev-old', 'ev-older')`); err != nil {
+	cleanupIngestAt(t, s, p, event("ev-old", "c1", 1, `{"a":1}`), old)
+	cleanupIngestAt(t, s, p, event("ev-now", "c3", 1, `{"a":1}`), now)
+	// Keys expire by the database's clock: age ev-old's as the weeks would.
+	if _, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 day' WHERE identifier = 'ev-old'`); err != nil {
 		t.Fatal(err)
 	}
 	for i, expires := range []time.Time{now.Add(-time.Hour), now.Add(-time.Minute), now, now.Add(time.Hour)} {
@@ -162,29 +280,32 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 			t.Fatal(err)
 		}
 	}
+	// Three of those have expired at now, and so has ev-old's key (its
+	// scope's TTL is 7 days); ev-now's has not.
+	const expired = 4
 
-	r, err := s.cleanup(ctx, now, 30*24*time.Hour, 2) // small batches: several rounds
+	wantDropped := partitionsBefore(t, s, now.Add(-testRetention))
+	oldDay := old.UTC().Format(partitionDayFormat)
+	if !slices.Contains(wantDropped, "deliveries_p"+oldDay) || !slices.Contains(wantDropped, "events_p"+oldDay) {
+		t.Fatalf("the partitions of 40 days ago are not among %v", wantDropped)
+	}
+	r, err := s.cleanup(ctx, now, testRetention, 2) // small batches: several rounds
 	if err != nil {
 		t.Fatal(err)
 	}
-	oldDay := old.UTC().Format("20060102")
-	wantDropped := []string{"deliveries_p" + oldDay, "events_p" + oldDay}
-	if r.ExpiredKeys != 5 || !slices.Equal(r.DroppedPartitions, wantDropped) || r.DefaultRowsDeleted != 2 || len(r.CreatedPartitions) != 16 {
+	if r.Skipped || r.ExpiredKeys != expired || !slices.Equal(r.DroppedPartitions, wantDropped) || len(r.Deferred) != 0 {
 		t.Fatalf("report %+v", r)
 	}
+	wantPartitionsAhead(t, s, now)
 	str := r.String()
-	for _, want := range []string{"removed 5 expired idempotency keys", "dropped 2 partitions (deliveries_p" + oldDay + ", events_p" + oldDay + ")",
-		"deleted 2 old rows from default partitions"} {
+	for _, want := range []string{"removed 4 expired idempotency keys", fmt.Sprintf("dropped %d partitions (%s)", len(wantDropped), strings.Join(wantDropped, ", "))} {
 		if !strings.Contains(str, want) {
 			t.Errorf("report %q does not say %q", str, want)
 		}
 	}
 
-	if n := cleanupCount(t, s, `SELECT count(*) FROM idempotency_keys WHERE expires_at > $1`, now); n != 2 {
-		t.Fatalf("%d live keys left, want 2", n)
-	}
 	if n := cleanupCount(t, s, `SELECT count(*) FROM idempotency_keys`); n != 2 {
-		t.Fatalf("%d keys left, want only the 2 live ones", n)
+		t.Fatalf("%d keys left, want the 2 live ones", n)
 	}
 	if n := cleanupCount(t, s, `SELECT count(*) FROM pg_class WHERE relname = ANY($1)`, wantDropped); n != 0 {
 		t.Fatalf("%d old partitions still exist", n)
@@ -200,75 +321,132 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 	}
 
 	// A second run finds nothing more to do.
-	r, err = s.Cleanup(ctx, now, 30*24*time.Hour)
+	r, err = s.Cleanup(ctx, now, testRetention)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.ExpiredKeys != 0 || len(r.DroppedPartitions) != 0 || r.DefaultRowsDeleted != 0 || len(r.CreatedPartitions) != 0 {
-		t.Fatalf("second report %+v", r)
+	if got, want := r.String(), "removed 0 expired idempotency keys; dropped 0 partitions"; got != want {
+		t.Fatalf("second report %q, want %q", got, want)
 	}
-	if got, want := r.String(), "removed 0 expired idempotency keys; dropped 0 partitions; deleted 0 old rows from default partitions"; got != want {
-		t.Fatalf("String() = %q, want %q", got, want)
+	// A day later, one more day is prepared ahead.
+	r, err = s.Cleanup(ctx, now.AddDate(0, 0, 1), testRetention)
+	if err != nil {
+		t.Fatal(err)
 	}
-
-	if _, err := s.Cleanup(ctx, now, 0); domain.ErrorCode(err) != domain.EINVALID {
-		t.Fatalf("zero retention: %v, want invalid", err)
+	wantPartitionsAhead(t, s, now.AddDate(0, 0, 1))
+	if len(r.CreatedPartitions) != 4 || !strings.Contains(r.String(), "created 4 partitions") {
+		t.Fatalf("a day later: %s", r)
 	}
 }
 
-// Two nodes preparing the same day while deliveries for it keep arriving:
-// the partitions are created once, and no row is lost or left behind.
+func TestCleanupRetention(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := context.Background()
+	now := time.Now()
+
+	for _, short := range []time.Duration{0, 3 * 24 * time.Hour} {
+		if _, err := s.Cleanup(ctx, now, short); domain.ErrorCode(err) != domain.EINVALID ||
+			!strings.Contains(domain.ErrorMessage(err), "retention must be at least 7 days (168h)") {
+			t.Fatalf("retention %s: %v", short, err)
+		}
+	}
+	if err := s.CheckRetention(ctx, 7*24*time.Hour); err != nil {
+		t.Fatalf("seven days without scopes: %v", err)
+	}
+
+	// A scope remembers its keys for 60 days: 30 days of retention would
+	// drop the events its keys answer for.
+	sc := domain.DefaultScope(domain.ScopeName{ObjectType: "contact", Action: "snapshot"})
+	sc.TTL = 60 * 24 * time.Hour
+	if err := s.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
+		t.Fatal(err)
+	}
+	const want = "retention 720h is shorter than the 1440h TTL of scope contact.snapshot of provider crm of tenant acme; pass --retention 1440h or more, or lower that TTL"
+	if err := s.CheckRetention(ctx, testRetention); domain.ErrorMessage(err) != want {
+		t.Fatalf("CheckRetention: %v, want %q", err, want)
+	}
+
+	old := now.AddDate(0, 0, -40)
+	if _, err := s.EnsurePartitions(ctx, old, 0); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.pool.Exec(ctx, `
+INSERT INTO idempotency_keys (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, expires_at)
+VALUES ($1, '\x01', $2, 'x', '\x00', $3, 0, $4)`, p.TenantID, p.ID, uuid.New(), now.Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pass still expires keys and prepares partitions, but drops nothing.
+	r, err := s.Cleanup(ctx, now, testRetention)
+	if domain.ErrorMessage(err) != want || r.ExpiredKeys != 1 || len(r.DroppedPartitions) != 0 {
+		t.Fatalf("Cleanup: %v, report %+v", err, r)
+	}
+	wantPartitionsAhead(t, s, now)
+	if !slices.Contains(attachedPartitions(t, s, "events"), partitionName("events", old)) {
+		t.Fatal("the partition of 40 days ago was dropped")
+	}
+	// 60 days is accepted, and keeps the partition of 40 days ago.
+	r, err = s.Cleanup(ctx, now, 60*24*time.Hour)
+	if err != nil || slices.Contains(r.DroppedPartitions, partitionName("events", old)) {
+		t.Fatalf("60 days: %v, report %s", err, r)
+	}
+	// Once the TTL is lowered, 30 days drops it.
+	sc.TTL = domain.DefaultTTL
+	if err := s.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = s.Cleanup(ctx, now, testRetention); err != nil || !slices.Contains(r.DroppedPartitions, partitionName("events", old)) {
+		t.Fatalf("after the TTL is lowered: %v, report %s", err, r)
+	}
+}
+
+// Two nodes preparing partitions while deliveries keep arriving: each
+// partition is created once, and every delivery lands.
 func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
-	day := time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)
+	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
+		t.Fatal(err)
+	}
+	ahead := utcDay(time.Now()).AddDate(0, 0, PartitionsAhead+3)
 
-	const writers, each = 6, 10
+	const writers, each = 4, 10
 	var wg sync.WaitGroup
 	errs := make(chan error, writers*each+2)
 	created := make(chan []string, 2)
 	for w := range writers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			for i := range each {
 				id := fmt.Sprintf("ev-%d-%d", w, i)
-				d := delivery(p)
-				d.ReceivedAt = day.Add(time.Duration(w*each+i) * time.Minute)
-				if _, err := s.Ingest(ctx, d, p, []domain.Event{event(id, id, 1, `{"a":1}`)}); err != nil {
+				if _, err := s.Ingest(ctx, delivery(p), p, []domain.Event{event(id, id, 1, `{"a":1}`)}); err != nil {
 					errs <- fmt.Errorf("ingest %s: %w", id, err)
 				}
 			}
-		}()
+		})
 	}
 	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			time.Sleep(20 * time.Millisecond)
-			names, err := s.EnsurePartitions(ctx, day, 0)
+		wg.Go(func() {
+			names, err := s.EnsurePartitions(ctx, ahead, 1)
 			if err != nil {
 				errs <- err
 			}
 			created <- names
-		}()
+		})
 	}
 	wg.Wait()
 	close(errs)
 	for err := range errs {
 		t.Error(err)
 	}
-	if all := append(<-created, <-created...); len(all) != 2 {
+	all := append(<-created, <-created...)
+	slices.Sort(all)
+	if len(all) == 0 || len(slices.Compact(slices.Clone(all))) != len(all) {
 		t.Errorf("created %v, want each partition once", all)
 	}
-	if n := cleanupCount(t, s, `SELECT count(*) FROM events_p20261129`); n != writers*each {
-		t.Errorf("%d events in events_p20261129, want %d", n, writers*each)
-	}
-	if n := cleanupCount(t, s, `SELECT count(*) FROM deliveries_p20261129`); n != writers*each {
-		t.Errorf("%d deliveries in deliveries_p20261129, want %d", n, writers*each)
-	}
-	if n := cleanupCount(t, s, `SELECT (SELECT count(*) FROM events_default) + (SELECT count(*) FROM deliveries_default)`); n != 0 {
-		t.Errorf("%d rows left in the default partitions", n)
+	wantPartitionsAhead(t, s, time.Now())
+	if n := cleanupCount(t, s, `SELECT count(*) FROM events`); n != writers*each {
+		t.Errorf("%d events, want %d", n, writers*each)
 	}
 }

@@ -24,8 +24,8 @@ const minStatements = 78
 // as the code does with pgx.Identifier; any other template gets "" for
 // each %s, as eventLogSQL does without filters.
 var templateArgs = map[string][]any{
-	"deleteOldDefaultSQL": {`"deliveries_default"`},
-	"movePartitionSQL":    {`"deliveries_default"`, `"deliveries"`},
+	"detachedRowDaysSQL":  {`"deliveries"`},
+	"moveDetachedRowsSQL": {`"deliveries"`, `"deliveries"`},
 }
 
 var (

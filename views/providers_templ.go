@@ -1998,7 +1998,7 @@ func scopeHelp() templ.Component {
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 159, "<p class=\"hint\" id=\"ttl-help\"><strong>TTL</strong> is how long an event's idempotency key is remembered (1 hour to 90 days). After the TTL a redelivery is no longer recognised as a duplicate; it is judged by revision alone, so it can never roll a record back, but it will be logged as stale/redundant instead of duplicate.</p><p class=\"hint\" id=\"identifier-help\"><strong>Identifier rule</strong>: <code>event_id</code> (the provider's event id, the default), <code>object_id+timestamp</code>, or <code>object_id+fields:a,b</code> (the object id plus those snapshot fields).</p>")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 159, "<p class=\"hint\" id=\"ttl-help\"><strong>TTL</strong> is how long an event's idempotency key is remembered (24 hours to 90 days). After the TTL a redelivery is no longer recognised as a duplicate; it is judged by revision alone, so it can never roll a record back, but it will be logged as stale/redundant instead of duplicate.</p><p class=\"hint\" id=\"identifier-help\"><strong>Identifier rule</strong>: <code>event_id</code> (the provider's event id, the default), <code>object_id+timestamp</code>, or <code>object_id+fields:a,b</code> (the object id plus those snapshot fields).</p>")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

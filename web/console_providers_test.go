@@ -259,14 +259,14 @@ func TestProviderScopeEdit(t *testing.T) {
 		t.Errorf("TTL help %q", text(doc, "#ttl-help"))
 	}
 
-	form := url.Values{"object_type": {"contact"}, "action": {"snapshot"}, "ttl": {"0.5"}, "ttl_unit": {"hours"},
+	form := url.Values{"object_type": {"contact"}, "action": {"snapshot"}, "ttl": {"12.5"}, "ttl_unit": {"hours"},
 		"identifier_rule": {"event_id"}, "enabled": {"on"}}
 	status, doc, _ := b.post("/t/acme/providers/crm/scopes", form)
-	if status != http.StatusUnprocessableEntity || !strings.Contains(text(doc, "table.scopes [role=alert]"), "TTL must be between 1 hour and 90 days, got 30m0s") {
-		t.Fatalf("30 minutes: %d %q", status, text(doc, "[role=alert]"))
+	if status != http.StatusUnprocessableEntity || !strings.Contains(text(doc, "table.scopes [role=alert]"), "TTL must be between 24 hours and 90 days, got 12h30m0s") {
+		t.Fatalf("12.5 hours: %d %q", status, text(doc, "[role=alert]"))
 	}
-	if got := doc.Find("table.scopes input[name=ttl]").AttrOr("value", ""); got != "0.5" {
-		t.Errorf("refused form shows ttl %q, want 0.5 as entered", got)
+	if got := doc.Find("table.scopes input[name=ttl]").AttrOr("value", ""); got != "12.5" {
+		t.Errorf("refused form shows ttl %q, want 12.5 as entered", got)
 	}
 
 	form.Set("ttl", "2")
@@ -305,7 +305,7 @@ func TestProviderScopeEdit(t *testing.T) {
 
 	// A scope set up before its first delivery.
 	status, _, _ = b.post("/t/acme/providers/crm/scopes", url.Values{"new": {"1"}, "object_type": {"deal"}, "action": {"snapshot"},
-		"ttl": {"12"}, "ttl_unit": {"hours"}, "identifier_rule": {""}, "enabled": {"on"}})
+		"ttl": {"36"}, "ttl_unit": {"hours"}, "identifier_rule": {""}, "enabled": {"on"}})
 	if status != http.StatusSeeOther {
 		t.Fatalf("add scope: %d", status)
 	}
@@ -338,7 +338,7 @@ func TestProviderPagesOtherTenant(t *testing.T) {
 		{"/t/acme/providers/crm/rotate", nil},
 		{"/t/acme/providers/crm/retire", nil},
 		{"/t/acme/providers/crm/test", nil},
-		{"/t/acme/providers/crm/scopes", url.Values{"object_type": {"contact"}, "action": {"snapshot"}, "ttl": {"2"}, "ttl_unit": {"hours"}}},
+		{"/t/acme/providers/crm/scopes", url.Values{"object_type": {"contact"}, "action": {"snapshot"}, "ttl": {"2"}, "ttl_unit": {"days"}}},
 		{"/t/acme/tokens", url.Values{"name": {"intruder"}}},
 		{"/t/acme/tokens/" + tokenID + "/revoke", nil},
 	} {

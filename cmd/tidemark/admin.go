@@ -453,12 +453,18 @@ func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {
 	fs := e.flags("cleanup", "cleanup [--retention 720h]\n\n"+
-		"Remove expired idempotency keys and event-log partitions past retention, then exit.")
-	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
+		"Run one maintenance pass, then exit: remove expired idempotency keys and event-log\n"+
+		"partitions past retention, and prepare the partitions of the next 30 days. A pass\n"+
+		"is skipped while another process runs one; steps that wait on a long transaction\n"+
+		"are deferred to the next pass.")
+	retention := fs.Duration("retention", defaultRetention, retentionUsage)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
+		if err := checkRetention(ctx, s, *retention); err != nil {
+			return err
+		}
 		report, err := s.Cleanup(ctx, time.Now(), *retention)
 		if err != nil {
 			return err
@@ -469,3 +475,15 @@ func (e cliEnv) cleanup(ctx context.Context, args []string) error {
 }
 
 const defaultRetention = 30 * 24 * time.Hour
+
+// retentionUsage is the help of serve's and cleanup's --retention.
+const retentionUsage = "how long the event log and deliveries are kept (at least 168h and the largest scope TTL)"
+
+// checkRetention refuses a --retention the store refuses, saying why.
+func checkRetention(ctx context.Context, s *postgres.Store, retention time.Duration) error {
+	err := s.CheckRetention(ctx, retention)
+	if domain.ErrorCode(err) == domain.EINVALID {
+		return errors.New("--retention: " + domain.ErrorMessage(err))
+	}
+	return err
+}

@@ -20,8 +20,12 @@ import (
 	"github.com/tidemark/tidemark/web/provider"
 )
 
-// cleanupEvery is how often serve runs the TTL and retention cleanup.
-const cleanupEvery = time.Hour
+// cleanupEvery is how often serve runs the TTL and retention cleanup;
+// cleanupRetry, how soon it tries again when a pass deferred steps.
+const (
+	cleanupEvery = time.Hour
+	cleanupRetry = 5 * time.Minute
+)
 
 // The HTTP server's timeouts. A delivery may be up to 5 MiB (Salesforce's
 // default body limit): at a slow 100 KiB/s that is about 50 s of upload,
@@ -46,7 +50,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		"PostgreSQL under ./.tidemark with a demo tenant.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
-	retention := fs.Duration("retention", defaultRetention, "how long the event log and deliveries are kept")
+	retention := fs.Duration("retention", defaultRetention, retentionUsage)
 	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
 	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
@@ -80,8 +84,16 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := store.CheckSecrets(ctx); err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
-	if _, err := store.EnsurePartitions(ctx, time.Now(), 7); err != nil {
-		return fmt.Errorf("prepare event log partitions: %w", err)
+	if err := checkRetention(ctx, store, *retention); err != nil {
+		return err
+	}
+	// A long transaction on the logs can make this give up (EUNAVAILABLE):
+	// the days ahead that exist are kept, and the cleanup pass retries.
+	if _, err := store.EnsurePartitions(ctx, time.Now(), postgres.PartitionsAhead); err != nil {
+		if domain.ErrorCode(err) != domain.EUNAVAILABLE {
+			return fmt.Errorf("prepare event log partitions: %w", err)
+		}
+		log.Warn("prepare event log partitions", "err", err)
 	}
 	issued, err := issueMissingSecrets(ctx, store)
 	if err != nil {
@@ -142,21 +154,29 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	return nil
 }
 
-// runCleanup runs one cleanup pass now and then every cleanupEvery until
-// ctx ends. Several nodes may run it at once; the store serialises the
-// partition work with an advisory lock.
+// runCleanup runs one cleanup pass now and then every cleanupEvery (or
+// cleanupRetry after a pass that deferred steps) until ctx ends. Several
+// nodes may run it at once: one runs each pass, the others skip it.
 func runCleanup(ctx context.Context, store *postgres.Store, retention time.Duration, log *slog.Logger) {
 	for {
 		report, err := store.Cleanup(ctx, time.Now(), retention)
-		if err != nil && ctx.Err() == nil {
-			log.Error("cleanup failed", "err", err)
-		} else if err == nil {
+		next := cleanupEvery
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			log.Error("cleanup failed", "err", err, "report", report.String())
+		case report.Skipped:
+			log.Info("cleanup skipped: another process is running maintenance")
+		case len(report.Deferred) > 0:
+			log.Warn("cleanup deferred steps to the next pass", "report", report.String())
+			next = cleanupRetry
+		default:
 			log.Info("cleanup", "report", report.String())
 		}
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(cleanupEvery):
+		case <-time.After(next):
 		}
 	}
 }
