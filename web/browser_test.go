@@ -15,6 +15,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tidemark/tidemark/internal/e2e"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // screenshotDir is where the browser test leaves its screenshots for a
@@ -219,5 +220,33 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	}
 	if got := e.outcome("acme", "crm", e.secret, "m8", snapshotBody("c-3", 2, `{}`)); got != "applied" {
 		t.Fatalf("delivery signed with the previous secret: %s", got)
+	}
+
+	// A Salesforce provider connected before URL tokens gets one at
+	// start-up; its page shows the new URL until an operator confirms it.
+	legacy := map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp"}
+	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, "legacy", "salesforce", "", legacy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.IssueMissingSecrets(context.Background(), provider.Names(), provider.NewSecret); err != nil {
+		t.Fatal(err)
+	}
+	step("see the issued token's notice",
+		chromedp.Navigate(e.srv.URL+"/t/acme/providers/legacy"),
+		onPage(`section.issued-secret #issued-url`, exact("/t/acme/providers/legacy")),
+		shot(dir, "9-issued-token.png"))
+	issuedURL, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`#issued-url`)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(issuedURL, "/webhooks/acme/legacy?token=") {
+		t.Fatalf("the notice shows %q, want the webhook URL with its token", issuedURL)
+	}
+	step("confirm the provider was updated",
+		chromedp.Click(chromedp.CSS(`section.issued-secret button[type=submit]`)),
+		onPage(`form[action$="/providers/legacy/rotate"] button`, exact("/t/acme/providers/legacy")),
+		shot(dir, "10-issued-confirmed.png"))
+	if n := count(ctx, t, `//section[contains(@class, "issued-secret")]`); n != 0 {
+		t.Fatalf("the notice is still shown after confirming")
 	}
 }
