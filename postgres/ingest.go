@@ -247,16 +247,15 @@ WITH claim AS (
     SELECT @tenant_id, @now, @delivery_id, @seq, @provider_id, @object_type, @action, @event_id,
            @object_id, @revision, outcome, reason, @snapshot, @payload, (SELECT id FROM conflict), @property
     FROM decided
+), counted AS (
+    -- The counter moves with the event it counts. It is counted here, from
+    -- the decision, rather than by a later statement reading the log back:
+    -- a generic plan over the partitioned log locks every partition.
+    INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
+    SELECT @tenant_id, @provider_id, date_trunc('hour', @now::timestamptz, 'UTC'), outcome, @shard, 1 FROM decided
+    ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + 1
 )
 SELECT outcome, reason, (SELECT revision FROM rec), coalesce((SELECT id FROM conflict), 0) FROM decided`)
-
-// The counters move with the events they count, in the same transaction.
-var countSQL = named(`
-INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
-SELECT tenant_id, provider_id, date_trunc('hour', received_at, 'UTC'), outcome, @shard, count(*)
-FROM events WHERE tenant_id = @tenant_id AND received_at = @now AND delivery_id = @delivery_id
-GROUP BY 1, 2, 3, 4
-ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n`)
 
 var deliverySQL = named(`
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body)
@@ -401,12 +400,14 @@ func (s *Store) ingestBatch(d domain.Delivery, p domain.ProviderEndpoint, events
 		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
 		"event_count": len(events), "body": d.Body,
 	})...)
+	shard := rand.IntN(s.counterShards) // one counter row per outcome for the whole delivery
 	for i, e := range events {
 		scope := p.Scope(e.Scope)
 		if e.RejectReason == "" && !scope.Enabled {
 			e.RejectReason = fmt.Sprintf("scope %s is disabled for this provider", e.Scope)
 		}
 		args := eventArgs(d, p, e, scope)
+		args["shard"] = shard
 		if e.RejectReason == "" {
 			batch.Queue(claimSQL.sql, claimSQL.args(args)...)
 			switch {
@@ -434,8 +435,6 @@ func (s *Store) ingestBatch(d domain.Delivery, p domain.ProviderEndpoint, events
 			return nil
 		})
 	}
-	batch.Queue(countSQL.sql, countSQL.args(pgx.NamedArgs{"tenant_id": p.TenantID, "now": d.ReceivedAt,
-		"delivery_id": d.ID, "shard": rand.IntN(s.counterShards)})...)
 	if s.beforeCommitSQL != "" {
 		batch.Queue(s.beforeCommitSQL)
 	}
