@@ -48,9 +48,12 @@ const maintenanceApp = "tidemark maintenance"
 // waits for every transaction that has the log open, ingest's included,
 // and a second rides out a slow delivery while a long reader still makes
 // the step give up.
+// A step that takes ACCESS EXCLUSIVE on a partition some delivery may
+// still lock gives up sooner, since that delivery would wait behind it.
 const (
-	maintenanceLockTimeout      = "1s"
-	maintenanceStatementTimeout = "60s"
+	maintenanceLockTimeout          = "1s"
+	maintenanceExclusiveLockTimeout = "100ms"
+	maintenanceStatementTimeout     = "60s"
 )
 
 // cleanupBatch bounds every DELETE of a pass, so that each one is a short
@@ -61,6 +64,7 @@ const (
 	tryMaintenanceLockSQL  = `SELECT pg_try_advisory_lock(@key)`
 	waitMaintenanceLockSQL = `SELECT pg_advisory_lock(@key)`
 	maintenanceTimeoutsSQL = `SELECT set_config('lock_timeout', @lock_timeout, false), set_config('statement_timeout', @statement_timeout, false)`
+	setLockTimeoutSQL      = `SELECT set_config('lock_timeout', @lock_timeout, false)`
 )
 
 // largestTTLSQL finds the longest-remembered scope of any tenant: a

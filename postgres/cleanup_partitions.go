@@ -201,6 +201,12 @@ func (m *maintainer) ddl(ctx context.Context, step, sql string) error {
 	return nil
 }
 
+// lockTimeout sets how long the pass's next statements wait for a lock.
+func (m *maintainer) lockTimeout(ctx context.Context, timeout string) error {
+	_, err := m.conn.Exec(ctx, setLockTimeoutSQL, pgx.NamedArgs{"lock_timeout": timeout})
+	return translate(err)
+}
+
 // failed names the step in its error. A lock or statement timeout is
 // recorded as deferred and becomes errGaveUp.
 func (m *maintainer) failed(ctx context.Context, step string, err error) error {
@@ -216,7 +222,16 @@ func (m *maintainer) finishDetach(ctx context.Context, lp *logPartitions) error 
 	if lp.pending == "" {
 		return nil
 	}
+	// FINALIZE waits for ACCESS EXCLUSIVE on the pending partition, and a
+	// delivery whose cached plan still names it would queue behind that
+	// request: give up after exclusiveLockTimeout, not the usual second.
+	if err := m.lockTimeout(ctx, maintenanceExclusiveLockTimeout); err != nil {
+		return err
+	}
 	err := m.ddl(ctx, "finish detaching "+lp.pending, fmt.Sprintf(finalizePartitionSQL, ident(lp.table), ident(lp.pending)))
+	if rerr := m.lockTimeout(ctx, maintenanceLockTimeout); err == nil {
+		err = rerr
+	}
 	if err != nil {
 		return err
 	}
