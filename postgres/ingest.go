@@ -345,7 +345,8 @@ func (s *Store) probe(ctx context.Context, d domain.Delivery, p domain.ProviderE
 		return err
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	batch, _ := s.ingestBatch(d, p, events)
+	batch := &pgx.Batch{}
+	s.queueDelivery(batch, d, p, events, 0)
 	return tx.SendBatch(ctx, batch).Close()
 }
 
@@ -386,21 +387,29 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 }
 
 func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	batch, results := s.ingestBatch(d, p, events)
+	return s.ingestGrouped(ctx, d, p, events)
+}
+
+// ingestAlone writes one delivery in a transaction of its own.
+func (s *Store) ingestAlone(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	batch := &pgx.Batch{}
+	results := s.queueDelivery(batch, d, p, events, rand.IntN(s.counterShards))
+	if s.beforeCommitSQL != "" {
+		batch.Queue(s.beforeCommitSQL)
+	}
 	return results, s.pool.SendBatch(ctx, batch).Close()
 }
 
-// ingestBatch queues the statements of a delivery; the results are filled
-// in as the batch is read.
-func (s *Store) ingestBatch(d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) (*pgx.Batch, []domain.Result) {
+// queueDelivery queues the statements of a delivery on batch, counting its
+// outcomes in counter shard shard; the results are filled in as the batch
+// is read.
+func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
 	results := make([]domain.Result, len(events))
-	batch := &pgx.Batch{}
 	batch.Queue(deliverySQL.sql, deliverySQL.args(pgx.NamedArgs{
 		"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
 		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
 		"event_count": len(events), "body": d.Body,
 	})...)
-	shard := rand.IntN(s.counterShards) // one counter row per outcome for the whole delivery
 	for i, e := range events {
 		scope := p.Scope(e.Scope)
 		if e.RejectReason == "" && !scope.Enabled {
@@ -435,10 +444,7 @@ func (s *Store) ingestBatch(d domain.Delivery, p domain.ProviderEndpoint, events
 			return nil
 		})
 	}
-	if s.beforeCommitSQL != "" {
-		batch.Queue(s.beforeCommitSQL)
-	}
-	return batch, results
+	return results
 }
 
 // latestRevisionTime stands for any revision time past it, which PostgreSQL

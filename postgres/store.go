@@ -43,6 +43,7 @@ type Store struct {
 	undecryptable sync.Map
 
 	counterShards int
+	groups        groupQueues // deliveries waiting for their tenant's group committer
 
 	// beforeCommitSQL, when set by a test, is a statement appended to every
 	// ingest transaction after all of its work and before it commits: an

@@ -20,7 +20,9 @@ type metrics struct {
 	tenantBusy prometheus.Counter     // 503s of a tenant holding its share of the ingest pool
 }
 
-func newMetrics() *metrics {
+// newMetrics registers Tidemark's metrics and extra, those of other
+// packages (such as storage's group sizes).
+func newMetrics(extra ...prometheus.Collector) *metrics {
 	m := &metrics{
 		registry: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -43,6 +45,7 @@ func newMetrics() *metrics {
 	}
 	m.registry.MustRegister(m.deliveries, m.events, m.latency, m.limited, m.tenantBusy,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m.registry.MustRegister(extra...)
 	return m
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/provider"
@@ -75,6 +76,8 @@ type Config struct {
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when they connect; empty means the peer is always the client.
 	TrustedProxies []netip.Prefix
+	// Collectors are other packages' metrics to serve on /metrics.
+	Collectors []prometheus.Collector
 	// IngestConns is the size of the ingest connection pool: one tenant's
 	// deliveries hold at most half of it at once. 0 means no cap.
 	IngestConns int
@@ -117,7 +120,7 @@ func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
 		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
-		now: cfg.Now, metrics: newMetrics(), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
+		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
 		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
 	if s.now == nil {
 		s.now = time.Now

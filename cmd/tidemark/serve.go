@@ -14,6 +14,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
@@ -118,7 +120,8 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	}
 
 	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
-		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, IngestConns: int(store.Pool().Config().MaxConns)})
+		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted,
+		Collectors: []prometheus.Collector{postgres.GroupSize}, IngestConns: int(store.Pool().Config().MaxConns)})
 	srv := &http.Server{
 		Handler:           handler.Handler(),
 		ReadHeaderTimeout: httpReadHeaderTimeout,

@@ -1,0 +1,182 @@
+package postgres
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// Group commit. Deliveries that arrive while a group is being written wait
+// for the next one, and every group is one pipelined batch: one
+// transaction, one round trip and one WAL flush for all of its deliveries.
+// Each delivery is answered only after its group committed.
+//
+// The committer never waits for company: a delivery arriving when no group
+// is in flight is written at once, alone, so light load gets no added
+// latency. Groups form only when deliveries already queue.
+//
+// Each tenant has its own queue and at most one committer per process,
+// writing its groups in arrival order: the events of one record keep the
+// order they arrived in, and the groups of one process never wait on each
+// other's row locks (tenants share no rows). A tenant whose group waits on
+// a lock, or floods, delays only itself: the other tenants' committers go
+// on. Deliveries are grouped as they come, so the guard, conflict and lead
+// statements of each see exactly what the deliveries before it in the
+// group did, as if they had been written one at a time.
+//
+// A group that fails (one delivery's bad data, a lost deadlock with another
+// node) rolls back whole; each of its deliveries is then written alone, so
+// one delivery's failure is its own.
+
+var groupCommitters = 1
+
+// Bounds of one group, so that a batch stays a reasonable size.
+const (
+	maxGroupDeliveries = 128
+	maxGroupEvents     = 2000
+)
+
+// GroupSize observes how many deliveries each committed group held;
+// serve exposes it on /metrics as tidemark_ingest_group_size.
+var GroupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "tidemark_ingest_group_size",
+	Help:    "Deliveries written by one ingest transaction (group commit).",
+	Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+})
+
+// ingestJob is one delivery waiting for its group.
+type ingestJob struct {
+	ctx     context.Context
+	d       domain.Delivery
+	p       domain.ProviderEndpoint
+	events  []domain.Event
+	results []domain.Result
+	done    chan error // buffered: the committer never blocks on it
+}
+
+// groupQueues holds, per tenant, the deliveries waiting for its committer.
+// A tenant's queue exists while its committer runs.
+type groupQueues struct {
+	mu      sync.Mutex
+	pending map[int64][]*ingestJob
+}
+
+// ingestGrouped writes a delivery in the next group and waits for it.
+func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1)}
+	q := &s.groups
+	q.mu.Lock()
+	if q.pending == nil {
+		q.pending = map[int64][]*ingestJob{}
+	}
+	queue, running := q.pending[p.TenantID]
+	q.pending[p.TenantID] = append(queue, job)
+	if !running {
+		go s.commitGroups(p.TenantID)
+	}
+	q.mu.Unlock()
+	select {
+	case err := <-job.done:
+		return job.results, err
+	case <-ctx.Done():
+		// The group may still commit this delivery; unanswered, the
+		// provider retries it and the retry is a duplicate.
+		return nil, ctx.Err()
+	}
+}
+
+// commitGroups writes a tenant's queued deliveries, a group at a time,
+// until none is left.
+func (s *Store) commitGroups(tenantID int64) {
+	q := &s.groups
+	for {
+		q.mu.Lock()
+		queue := q.pending[tenantID]
+		group := takeGroup(&queue)
+		if len(group) == 0 {
+			delete(q.pending, tenantID)
+			q.mu.Unlock()
+			return
+		}
+		q.pending[tenantID] = queue
+		q.mu.Unlock()
+		s.commitGroup(group)
+	}
+}
+
+// takeGroup removes the next group from the front of pending: at least one
+// delivery, then as many as fit the bounds, in arrival order.
+func takeGroup(pending *[]*ingestJob) []*ingestJob {
+	n, events := 0, 0
+	for _, job := range *pending {
+		if n > 0 && (n == maxGroupDeliveries || events+len(job.events) > maxGroupEvents) {
+			break
+		}
+		n++
+		events += len(job.events)
+	}
+	group := (*pending)[:n:n]
+	*pending = (*pending)[n:]
+	return group
+}
+
+// commitGroup writes a group in one transaction, or, if that fails, each
+// of its deliveries alone.
+func (s *Store) commitGroup(group []*ingestJob) {
+	live := group[:0]
+	for _, job := range group {
+		if err := job.ctx.Err(); err != nil {
+			job.done <- err // its sender gave up waiting: nothing written
+			continue
+		}
+		live = append(live, job)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := groupContext(live)
+	defer cancel()
+	batch := &pgx.Batch{}
+	shard := rand.IntN(s.counterShards) // one counter row per outcome for the whole group
+	for _, job := range live {
+		job.results = s.queueDelivery(batch, job.d, job.p, job.events, shard)
+	}
+	if s.beforeCommitSQL != "" {
+		batch.Queue(s.beforeCommitSQL)
+	}
+	err := s.pool.SendBatch(ctx, batch).Close()
+	if err == nil || len(live) == 1 {
+		if err == nil {
+			GroupSize.Observe(float64(len(live)))
+		}
+		for _, job := range live {
+			job.done <- err
+		}
+		return
+	}
+	for _, job := range live {
+		job.results, err = s.ingestAlone(job.ctx, job.d, job.p, job.events)
+		job.done <- err
+	}
+}
+
+// groupContext bounds a group's transaction by the latest deadline among
+// its deliveries, and is not cancelled with any one of them: one sender
+// giving up must not roll back the others.
+func groupContext(group []*ingestJob) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, job := range group {
+		if dl, ok := job.ctx.Deadline(); !ok {
+			return context.WithCancel(context.Background())
+		} else if dl.After(latest) {
+			latest = dl
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}

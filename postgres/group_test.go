@@ -1,0 +1,223 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/testdb"
+)
+
+// newJob is a delivery of events as the committer receives it.
+func newJob(t *testing.T, s *Store, p domain.ProviderEndpoint, events ...domain.Event) *ingestJob {
+	t.Helper()
+	for i := range events {
+		events[i].Seq = i
+	}
+	if err := s.ensureScopes(context.Background(), p, events); err != nil {
+		t.Fatal(err)
+	}
+	return &ingestJob{ctx: context.Background(), d: delivery(p), p: p, events: events, done: make(chan error, 1)}
+}
+
+// writeGroup writes jobs as one group, as the committer does with
+// deliveries that arrive together, and returns each one's error.
+func writeGroup(s *Store, jobs ...*ingestJob) []error {
+	s.commitGroup(jobs)
+	errs := make([]error, len(jobs))
+	for i, job := range jobs {
+		errs[i] = <-job.done
+	}
+	return errs
+}
+
+// TestGroupKeepsArrivalOrder: deliveries of one record in one group are
+// decided in the order they arrived, exactly as one at a time.
+func TestGroupKeepsArrivalOrder(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	jobs := []*ingestJob{
+		newJob(t, s, p, event("e1", "c-1", 2, `{"v":"two"}`)),
+		newJob(t, s, p, event("e2", "c-1", 1, `{"v":"one"}`)),
+		newJob(t, s, p, event("e3", "c-2", 1, `{"v":"one"}`)),
+		newJob(t, s, p, event("e4", "c-2", 2, `{"v":"two"}`)),
+		newJob(t, s, p, event("e3", "c-2", 1, `{"v":"one"}`)),  // the same event again
+		newJob(t, s, p, event("e5", "c-2", 2, `{"v":"deux"}`)), // same revision, other content
+		newJob(t, s, p, event("e6", "c-3", -1, `{"v":"x"}`)),
+	}
+	for i, err := range writeGroup(s, jobs...) {
+		if err != nil {
+			t.Fatalf("delivery %d: %v", i, err)
+		}
+	}
+	want := []domain.Outcome{domain.Applied, domain.Stale, domain.Applied, domain.Applied, domain.Duplicate,
+		domain.RevisionConflict, domain.Unversioned}
+	for i, job := range jobs {
+		wantOutcome(t, job.results[0], want[i])
+	}
+	if rev, snap, n := record(t, s, p, "c-2"); rev != 2 || snap != `{"v": "two"}` || n != 2 {
+		t.Fatalf("c-2 at revision %d %s, applied %d times; want 2 {\"v\": \"two\"} twice", rev, snap, n)
+	}
+	if rev, _, n := record(t, s, p, "c-1"); rev != 2 || n != 1 {
+		t.Fatalf("c-1 at revision %d, applied %d times; want 2 once", rev, n)
+	}
+}
+
+// TestGroupWithAPoisonedDelivery: a delivery that fails in PostgreSQL fails
+// alone; the others of its group are written and answered.
+func TestGroupWithAPoisonedDelivery(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := context.Background()
+	_, err := s.pool.Exec(ctx, `
+CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF NEW.object_id = 'poison' THEN
+        RAISE EXCEPTION 'poisoned record';
+    END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poison();`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []*ingestJob{
+		newJob(t, s, p, event("e1", "c-1", 1, `{}`)),
+		newJob(t, s, p, event("e2", "poison", 1, `{}`), event("e3", "c-3", 1, `{}`)),
+		newJob(t, s, p, event("e4", "c-4", 1, `{}`)),
+	}
+	errs := writeGroup(s, jobs...)
+	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
+		t.Fatalf("errors %v: want only the poisoned delivery's", errs)
+	}
+	wantOutcome(t, jobs[0].results[0], domain.Applied)
+	wantOutcome(t, jobs[2].results[0], domain.Applied)
+	var deliveries, events int
+	if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).Scan(&deliveries, &events); err != nil {
+		t.Fatal(err)
+	}
+	if deliveries != 2 || events != 2 {
+		t.Fatalf("%d deliveries and %d events stored, want the two good ones and nothing of the poisoned one", deliveries, events)
+	}
+}
+
+// TestGroupedOutcomesMatchOneAtATime writes one random history twice: one
+// delivery at a time, and in groups of random sizes. Every event must get
+// the same outcome and reason, and the records must end the same.
+func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
+	t.Parallel()
+	alone, pa := setup(t)
+	grouped, pg := setup(t)
+	rng := rand.New(rand.NewPCG(7, 9))
+	type delivered struct{ events []domain.Event }
+	var history []delivered
+	for i := range 300 {
+		var events []domain.Event
+		for j := range 1 + rng.IntN(3) {
+			contact := fmt.Sprintf("c-%d", rng.IntN(12))
+			rev := int64(rng.IntN(6)) - 1 // some without a revision
+			snap := fmt.Sprintf(`{"v":%d}`, rng.IntN(3))
+			id := fmt.Sprintf("e-%d-%d", i, j)
+			if rng.IntN(6) == 0 && len(history) > 0 { // a redelivered or reused event id
+				prev := history[rng.IntN(len(history))].events[0]
+				id = prev.EventID
+				if rng.IntN(2) == 0 {
+					contact, snap = prev.ObjectID, string(prev.Snapshot)
+					rev = -1
+					if prev.Revision != nil {
+						rev = *prev.Revision
+					}
+				}
+			}
+			events = append(events, event(id, contact, rev, snap))
+		}
+		history = append(history, delivered{events})
+	}
+	var want, got [][]domain.Result
+	for _, h := range history {
+		job := newJob(t, alone, pa, append([]domain.Event(nil), h.events...)...)
+		if err := writeGroup(alone, job)[0]; err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, job.results)
+	}
+	for start := 0; start < len(history); {
+		n := min(1+rng.IntN(40), len(history)-start)
+		var jobs []*ingestJob
+		for _, h := range history[start : start+n] {
+			jobs = append(jobs, newJob(t, grouped, pg, append([]domain.Event(nil), h.events...)...))
+		}
+		for i, err := range writeGroup(grouped, jobs...) {
+			if err != nil {
+				t.Fatalf("group at %d, delivery %d: %v", start, i, err)
+			}
+			got = append(got, jobs[i].results)
+		}
+		start += n
+	}
+	outcomes := map[domain.Outcome]int{}
+	for i := range want {
+		for j := range want[i] {
+			w, g := want[i][j], got[i][j]
+			outcomes[w.Outcome]++
+			if w.Outcome != g.Outcome || w.Reason != g.Reason {
+				t.Errorf("delivery %d event %s: one at a time %s %q, grouped %s %q", i, w.EventID, w.Outcome, w.Reason, g.Outcome, g.Reason)
+			}
+		}
+	}
+	t.Logf("outcomes: %v", outcomes)
+	for c := range 12 {
+		contact := fmt.Sprintf("c-%d", c)
+		ra, sa, na := record(t, alone, pa, contact)
+		rg, sg, ng := record(t, grouped, pg, contact)
+		if ra != rg || sa != sg || na != ng {
+			t.Errorf("%s: one at a time %d %s ×%d, grouped %d %s ×%d", contact, ra, sa, na, rg, sg, ng)
+		}
+	}
+}
+
+// TestConcurrentDeliveriesShareGroups: deliveries sent together through
+// Ingest are written in fewer transactions than deliveries, and each one
+// is answered with its own outcome.
+func TestConcurrentDeliveriesShareGroups(t *testing.T) {
+	t.Parallel()
+	s, err := New(testdb.New(t), testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newProvider(t, s, "acme", "crm")
+	ctx := context.Background()
+	var before int64
+	if err := s.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&before); err != nil {
+		t.Fatal(err)
+	}
+	const n = 64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	results := make([][]domain.Result, n)
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			results[i], errs[i] = s.Ingest(ctx, delivery(p), p, []domain.Event{event(fmt.Sprintf("e-%d", i), fmt.Sprintf("c-%d", i%8), int64(i), `{}`)})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || len(results[i]) != 1 || results[i][0].EventID != fmt.Sprintf("e-%d", i) {
+			t.Fatalf("delivery %d: %v %v", i, errs[i], results[i])
+		}
+	}
+	var after int64
+	if err := s.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&after); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d deliveries in about %d transactions", n, after-before)
+	if after-before >= n {
+		t.Fatalf("%d transactions for %d concurrent deliveries: none was grouped", after-before, n)
+	}
+}
