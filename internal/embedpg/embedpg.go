@@ -233,13 +233,21 @@ func (c *Cluster) url(db string) string {
 // Stop asks for a fast shutdown (SIGINT: roll back open transactions,
 // disconnect clients, checkpoint) and waits for the server to exit,
 // escalating to SIGKILL after 30s. Safe to call more than once.
-func (c *Cluster) Stop() error {
+func (c *Cluster) Stop() error { return c.stop(syscall.SIGINT) }
+
+// StopImmediate stops the server as a crash would (SIGQUIT, pg_ctl's
+// immediate mode: no checkpoint, open transactions lost), so that Start on
+// the same folder recovers from the WAL. Tests use it to prove that what
+// was acknowledged had been committed. Stop after it does nothing.
+func (c *Cluster) StopImmediate() error { return c.stop(syscall.SIGQUIT) }
+
+func (c *Cluster) stop(sig syscall.Signal) error {
 	c.stopOnce.Do(func() {
 		select {
 		case <-c.exited:
 		default:
 			fmt.Fprintln(c.log, "stopping PostgreSQL")
-			c.cmd.Process.Signal(syscall.SIGINT)
+			c.cmd.Process.Signal(sig)
 			select {
 			case <-c.exited:
 			case <-time.After(timeout):

@@ -79,6 +79,50 @@ func TestStartReusesData(t *testing.T) {
 	}
 }
 
+// TestStopImmediateRecovers crashes the server with a committed row and
+// an open transaction: the next Start recovers the one and not the other.
+func TestStopImmediateRecovers(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := clusterDir(t)
+	c := start(t, dir, io.Discard)
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('committed')"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "BEGIN; INSERT INTO t VALUES ('open')"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.StopImmediate(); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	if err := c.Stop(); err != nil {
+		t.Fatalf("Stop after StopImmediate: %v", err)
+	}
+
+	c = start(t, dir, io.Discard)
+	log, err := os.ReadFile(filepath.Join(dir, "postgres.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(log), "automatic recovery in progress") {
+		t.Errorf("the second start did not recover from the WAL; log:\n%s", log)
+	}
+	conn, err = pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var rows string
+	if err := conn.QueryRow(ctx, "SELECT string_agg(v, ',') FROM t").Scan(&rows); err != nil || rows != "committed" {
+		t.Fatalf("rows after the crash = %q, %v; want \"committed\"", rows, err)
+	}
+}
+
 func TestNoBinaries(t *testing.T) {
 	old := searchGlob
 	searchGlob = filepath.Join(t.TempDir(), "*", "bin")
