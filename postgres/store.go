@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"strconv"
@@ -154,7 +155,9 @@ func translate(err error) error {
 }
 
 func unavailable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
+	// A server that crashed or shut down in immediate mode closes the
+	// connection with no error message: pgconn reads an unexpected EOF.
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) {
 		return true
 	}
 	var netErr net.Error
