@@ -42,6 +42,9 @@ type Store struct {
 	// provider does not repeat the error on every delivery.
 	undecryptable sync.Map
 
+	// endpoints caches Endpoint while ListenForChanges runs.
+	endpoints endpointCache
+
 	counterShards int
 
 	// beforeCommitSQL, when set by a test, is a statement appended to every
