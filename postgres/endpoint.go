@@ -26,11 +26,35 @@ CROSS JOIN LATERAL (
     WHERE tenant_id = t.id AND provider_id = p.id AND retired_at IS NULL) ps
 WHERE t.slug = @tenant AND p.name = @provider`
 
-// Endpoint implements domain.IngestService in one query: the provider, its
-// active secrets and its scopes. A secret that cannot be decrypted is
-// logged and left out; without keys the store returns ErrNoKey for a
-// provider that has secrets.
+// Endpoint implements domain.IngestService: the provider, its active
+// secrets and its scopes, from the endpoint cache while ListenForChanges
+// runs, else in one query. A secret that cannot be decrypted is logged and
+// left out; without keys the store returns ErrNoKey for a provider that has
+// secrets. The endpoint returned may be shared with other callers: it is
+// read, never modified.
 func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
+	if domain.ValidateSlug("tenant", tenantSlug) != nil || domain.ValidateSlug("provider", providerName) != nil {
+		// No row can have such a name; the database need not be asked.
+		return domain.ProviderEndpoint{}, endpointNotFound(tenantSlug, providerName)
+	}
+	key, began := endpointKey{tenantSlug, providerName}, time.Now()
+	hit, gen := s.endpoints.get(key, began)
+	if hit != nil {
+		return hit.p, hit.err
+	}
+	p, err := s.loadEndpoint(ctx, tenantSlug, providerName)
+	if err == nil || domain.ErrorCode(err) == domain.ENOTFOUND {
+		s.endpoints.put(key, gen, p, err, began)
+	}
+	return p, err
+}
+
+func endpointNotFound(tenantSlug, providerName string) error {
+	return notFound("unknown tenant %q or provider %q", tenantSlug, providerName)
+}
+
+// loadEndpoint reads an endpoint in one query.
+func (s *Store) loadEndpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
 	var (
 		p      domain.ProviderEndpoint
 		ids    []int64
@@ -43,7 +67,7 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 	err := s.pool.QueryRow(ctx, endpointSQL, pgx.NamedArgs{"tenant": tenantSlug, "provider": providerName}).
 		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew, &ids, &keyIDs, &aads, &sealed, &scopes)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return p, notFound("unknown tenant %q or provider %q", tenantSlug, providerName)
+		return p, endpointNotFound(tenantSlug, providerName)
 	}
 	if err != nil {
 		return p, translate(err)

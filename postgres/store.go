@@ -43,6 +43,9 @@ type Store struct {
 	// provider does not repeat the error on every delivery.
 	undecryptable sync.Map
 
+	// endpoints caches Endpoint while ListenForChanges runs.
+	endpoints endpointCache
+
 	counterShards int
 	groups        groupQueues // deliveries waiting for their tenant's group committer
 

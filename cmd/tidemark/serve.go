@@ -130,6 +130,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		IdleTimeout:       httpIdleTimeout,
 	}
 	go runCleanup(ctx, store, *retention, log)
+	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
 	go handler.Run(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

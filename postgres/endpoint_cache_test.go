@@ -1,0 +1,468 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/testdb"
+)
+
+// notifyWithin is how soon a change on one node must reach another.
+const notifyWithin = time.Second
+
+// twoNodes returns two stores on one fresh database, standing for two
+// servers, each with its listener live, and the endpoint of acme/crm
+// (created through a).
+func twoNodes(t *testing.T) (a, b *Store, p domain.ProviderEndpoint) {
+	t.Helper()
+	url := testdb.NewURL(t)
+	a, b = nodeStore(t, url), nodeStore(t, url)
+	listening(t, a, 0)
+	listening(t, b, 0)
+	return a, b, newProvider(t, a, "acme", "crm")
+}
+
+// nodeStore opens a store with a small pool of its own on url.
+func nodeStore(t *testing.T, url string) *Store {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = 3
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	s, err := Open(pool, Options{Keys: [][]byte{testKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// listening runs s's listener until the test ends (retrying after retryMin
+// when not 0) and waits until its cache is live.
+func listening(t *testing.T, s *Store, retryMin time.Duration) {
+	t.Helper()
+	s.endpoints.retryMin = retryMin
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.ListenForChanges(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("listener: %v", err)
+		}
+		if s.EndpointCacheLive() {
+			t.Error("the cache is still live after its listener stopped")
+		}
+	})
+	waitFor(t, 5*time.Second, "the listener to go live", s.EndpointCacheLive)
+}
+
+// waitFor polls cond until it holds, failing the test after limit, and
+// returns how long it took.
+func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+	t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			t.Fatalf("waited %s for %s", limit, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+// notified waits until s has handled a notification past the count it had
+// at before: that of what.
+func notified(t *testing.T, s *Store, before uint64, what string) {
+	t.Helper()
+	waitFor(t, notifyWithin, "the notification of "+what, func() bool {
+		_, _, n := s.endpoints.state()
+		return n > before
+	})
+}
+
+func invalidations(s *Store) uint64 {
+	_, _, n := s.endpoints.state()
+	return n
+}
+
+func endpoint(t *testing.T, s *Store, tenant, provider string) domain.ProviderEndpoint {
+	t.Helper()
+	p, err := s.Endpoint(context.Background(), tenant, provider)
+	if err != nil {
+		t.Fatalf("endpoint %s/%s: %v", tenant, provider, err)
+	}
+	return p
+}
+
+// silently runs sql with triggers off, so that no node hears of the
+// change: what a notification lost while a listener was down looks like.
+func silently(t *testing.T, s *Store, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SET LOCAL session_replication_role = replica`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(ctx, sql, args...); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setSkewSilently changes acme/crm's max_future_skew, which Endpoint
+// returns, without a notification.
+func setSkewSilently(t *testing.T, s *Store, p domain.ProviderEndpoint, skew time.Duration) {
+	t.Helper()
+	silently(t, s, `UPDATE providers SET max_future_skew_seconds = $1 WHERE tenant_id = $2 AND id = $3`,
+		int64(skew/time.Second), p.TenantID, p.ID)
+}
+
+func skewOf(t *testing.T, s *Store) time.Duration {
+	t.Helper()
+	return endpoint(t, s, "acme", "crm").MaxFutureSkew
+}
+
+// TestEndpointCacheServesWhileListening: with its listener live a store
+// answers Endpoint from its cache (a change no one was told of is not
+// seen); a second listener is refused.
+func TestEndpointCacheServesWhileListening(t *testing.T) {
+	t.Parallel()
+	_, b, p := twoNodes(t)
+	if err := b.ListenForChanges(context.Background()); !errors.Is(err, ErrAlreadyListening) {
+		t.Fatalf("second listener: %v, want ErrAlreadyListening", err)
+	}
+	before := skewOf(t, b)
+	setSkewSilently(t, b, p, 7*time.Minute)
+	if got := skewOf(t, b); got != before {
+		t.Fatalf("max future skew %s after an unannounced change, want the cached %s", got, before)
+	}
+}
+
+// TestEndpointWithoutListenerIsNotCached: a store whose listener is not
+// running (the CLI, most tests) reads every endpoint from the database.
+func TestEndpointWithoutListenerIsNotCached(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	skewOf(t, s)
+	setSkewSilently(t, s, p, 7*time.Minute)
+	if got := skewOf(t, s); got != 7*time.Minute {
+		t.Fatalf("max future skew %s, want the stored 7m0s", got)
+	}
+}
+
+// TestEndpointCacheRetiredSecret: a secret retired through one node is out
+// of the other's endpoint within a second.
+func TestEndpointCacheRetiredSecret(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b, p := twoNodes(t)
+	const newest = "whsec_bmV3ZXN0IHNlY3JldA=="
+	if err := a.RotateProviderSecret(ctx, p.TenantID, p.ID, newest); err != nil {
+		t.Fatal(err)
+	}
+	if got := endpoint(t, b, "acme", "crm").Secrets; !slices.Equal(got, []string{newest, "whsec_dGVzdA=="}) {
+		t.Fatalf("secrets during the rotation %q", got)
+	}
+	if _, err := a.RetireProviderSecrets(ctx, p.TenantID, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	took := waitFor(t, notifyWithin, "the retired secret to leave the other node", func() bool {
+		return !slices.Contains(endpoint(t, b, "acme", "crm").Secrets, "whsec_dGVzdA==")
+	})
+	if got := endpoint(t, b, "acme", "crm").Secrets; !slices.Equal(got, []string{newest}) {
+		t.Fatalf("secrets after retiring %q", got)
+	}
+	t.Logf("retired secret refused by the other node after %s", took)
+}
+
+// TestEndpointCacheScopeDisabled: once the notification of a scope
+// disabled on one node arrives, the other's very next lookup has it
+// disabled.
+func TestEndpointCacheScopeDisabled(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b, p := twoNodes(t)
+	sc := domain.DefaultScope(domain.ScopeName{ObjectType: "contact", Action: "snapshot"})
+	if err := a.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
+		t.Fatal(err)
+	}
+	if !endpoint(t, b, "acme", "crm").Scope(sc.ScopeName).Enabled {
+		t.Fatal("scope disabled before it was")
+	}
+	n := invalidations(b)
+	sc.Enabled = false
+	if err := a.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
+		t.Fatal(err)
+	}
+	notified(t, b, n, "the disabled scope")
+	if endpoint(t, b, "acme", "crm").Scope(sc.ScopeName).Enabled {
+		t.Fatal("the other node still has the scope enabled after the notification")
+	}
+}
+
+// TestEndpointCacheProvidersAndTenants: a provider deleted or created, and
+// a tenant renamed or deleted, on one node are seen by the other after the
+// notification, cached misses included.
+func TestEndpointCacheProvidersAndTenants(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	a, b, p := twoNodes(t)
+	change := func(what string, fn func()) {
+		t.Helper()
+		n := invalidations(b)
+		fn()
+		notified(t, b, n, what)
+	}
+	exec := func(sql string, args ...any) func() {
+		return func() {
+			if _, err := a.pool.Exec(ctx, sql, args...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	missing := func(tenant, provider string) {
+		t.Helper()
+		if _, err := b.Endpoint(ctx, tenant, provider); domain.ErrorCode(err) != domain.ENOTFOUND {
+			t.Fatalf("%s/%s: %v, want ENOTFOUND", tenant, provider, err)
+		}
+	}
+
+	missing("acme", "erp") // cached as a miss
+	change("provider created", func() { newProvider(t, a, "acme", "erp") })
+	endpoint(t, b, "acme", "erp")
+
+	endpoint(t, b, "acme", "crm")
+	change("provider deleted", exec(`DELETE FROM providers WHERE tenant_id = $1 AND id = $2`, p.TenantID, p.ID))
+	missing("acme", "crm")
+
+	change("tenant renamed", exec(`UPDATE tenants SET slug = 'acme-inc' WHERE id = $1`, p.TenantID))
+	missing("acme", "erp")
+	if got := endpoint(t, b, "acme-inc", "erp"); got.TenantSlug != "acme-inc" || got.TenantID != p.TenantID {
+		t.Fatalf("renamed tenant's endpoint %+v", got.Provider)
+	}
+
+	change("tenant deleted", exec(`DELETE FROM tenants WHERE id = $1`, p.TenantID))
+	missing("acme-inc", "erp")
+}
+
+// TestEndpointCacheListenerLost: when the listener's connection is killed
+// the cache is emptied and bypassed, so a change no notification announced
+// is seen at once, and it comes back when the listener reconnects.
+func TestEndpointCacheListenerLost(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := testdb.NewURL(t)
+	a, b := nodeStore(t, url), nodeStore(t, url)
+	p := newProvider(t, a, "acme", "crm")
+	listening(t, b, 1500*time.Millisecond) // a reconnection slow enough to watch
+	skewOf(t, b)
+	setSkewSilently(t, a, p, 6*time.Minute)
+	if got := skewOf(t, b); got == 6*time.Minute {
+		t.Fatal("the cache is not serving")
+	}
+
+	_, pid, _ := b.endpoints.state()
+	var killed bool
+	if err := a.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(pid)).Scan(&killed); err != nil || !killed {
+		t.Fatalf("terminate the listener's backend %d: %v %v", pid, killed, err)
+	}
+	waitFor(t, notifyWithin, "the cache to turn off", func() bool { return !b.EndpointCacheLive() })
+	if got := skewOf(t, b); got != 6*time.Minute {
+		t.Fatalf("max future skew %s after the listener was lost, want the stored 6m0s", got)
+	}
+	setSkewSilently(t, a, p, 8*time.Minute)
+	if got := skewOf(t, b); got != 8*time.Minute {
+		t.Fatalf("max future skew %s while the listener is down, want the stored 8m0s", got)
+	}
+
+	waitFor(t, 5*time.Second, "the listener to reconnect", b.EndpointCacheLive)
+	if _, newPID, _ := b.endpoints.state(); newPID == pid || newPID == 0 {
+		t.Fatalf("listener backend %d after reconnecting, was %d", newPID, pid)
+	}
+	skewOf(t, b)
+	setSkewSilently(t, a, p, 9*time.Minute)
+	if got := skewOf(t, b); got != 8*time.Minute {
+		t.Fatalf("max future skew %s, want the cached 8m0s once the listener is back", got)
+	}
+}
+
+// TestEndpointCacheLogsUndecryptableOnce: a secret that fails to decrypt
+// is logged once, whether its endpoint comes from the cache or is read
+// again after a change.
+func TestEndpointCacheLogsUndecryptableOnce(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, log := keyStore(t, testdb.New(t), testKey)
+	p := newProvider(t, s, "acme", "crm")
+	listening(t, s, 0)
+	n := invalidations(s)
+	if _, err := s.pool.Exec(ctx, `UPDATE provider_secrets SET ciphertext = set_byte(ciphertext, 20, get_byte(ciphertext, 20) # 1)
+		WHERE tenant_id = $1 AND provider_id = $2`, p.TenantID, p.ID); err != nil {
+		t.Fatal(err)
+	}
+	notified(t, s, n, "the damaged secret")
+	for i := range 3 {
+		if got := endpoint(t, s, "acme", "crm").Secrets; len(got) != 0 {
+			t.Fatalf("secrets %q, want none that decrypts", got)
+		}
+		if i == 1 { // a change makes the next lookup read it again
+			n = invalidations(s)
+			if err := s.SaveProviderScope(ctx, p.TenantID, p.ID, domain.DefaultScope(domain.ScopeName{ObjectType: "deal", Action: "snapshot"})); err != nil {
+				t.Fatal(err)
+			}
+			notified(t, s, n, "the new scope")
+		}
+	}
+	if got := strings.Count(log.String(), "cannot be decrypted"); got != 1 {
+		t.Fatalf("logged %d times, want once:\n%s", got, log)
+	}
+}
+
+// TestEndpointCacheBounds checks the cache without a database: entries
+// expire, the least recently used go beyond the cap, a notification drops
+// its tenant and every miss, and a lookup that raced a notification is not
+// stored.
+func TestEndpointCacheBounds(t *testing.T) {
+	t.Parallel()
+	now := time.Now()
+	found := func(tenantID int64) domain.ProviderEndpoint {
+		return domain.ProviderEndpoint{Provider: domain.Provider{TenantID: tenantID}}
+	}
+	key := func(i int) endpointKey { return endpointKey{fmt.Sprint("t", i), "p"} }
+	miss := notFound("no such endpoint")
+	t.Run("off until live", func(t *testing.T) {
+		var c endpointCache
+		_, gen := c.get(key(1), now)
+		c.put(key(1), gen, found(1), nil, now)
+		c.reset(true, 1)
+		if e, _ := c.get(key(1), now); e != nil {
+			t.Fatal("stored while off")
+		}
+	})
+	t.Run("expiry", func(t *testing.T) {
+		var c endpointCache
+		c.reset(true, 1)
+		_, gen := c.get(key(1), now)
+		c.put(key(1), gen, found(1), nil, now)
+		c.put(key(2), gen, domain.ProviderEndpoint{}, miss, now)
+		if e, _ := c.get(key(1), now.Add(endpointTTL-time.Millisecond)); e == nil {
+			t.Fatal("entry gone before its TTL")
+		}
+		if e, _ := c.get(key(1), now.Add(endpointTTL)); e != nil {
+			t.Fatal("entry served past its TTL")
+		}
+		if e, _ := c.get(key(2), now.Add(endpointMissTTL-time.Millisecond)); e == nil || e.err != miss {
+			t.Fatalf("miss %+v before its TTL", e)
+		}
+		if e, _ := c.get(key(2), now.Add(endpointMissTTL)); e != nil {
+			t.Fatal("miss served past its TTL")
+		}
+	})
+	t.Run("caps", func(t *testing.T) {
+		var c endpointCache
+		c.reset(true, 1)
+		for i := range endpointCacheSize + 10 {
+			_, gen := c.get(key(i), now)
+			c.put(key(i), gen, found(int64(i)), nil, now)
+			if i == endpointCacheSize-1 {
+				c.get(key(0), now) // used again: kept
+			}
+		}
+		for i := range endpointMissesSize + 10 {
+			k := endpointKey{"missing", fmt.Sprint(i)}
+			_, gen := c.get(k, now)
+			c.put(k, gen, domain.ProviderEndpoint{}, miss, now)
+		}
+		if c.found.order.Len() != endpointCacheSize || len(c.found.byKey) != endpointCacheSize ||
+			c.missing.order.Len() != endpointMissesSize {
+			t.Fatalf("%d found, %d misses; want the caps %d and %d", c.found.order.Len(), c.missing.order.Len(),
+				endpointCacheSize, endpointMissesSize)
+		}
+		if e, _ := c.get(key(0), now); e == nil {
+			t.Error("the recently used entry was evicted")
+		}
+		if e, _ := c.get(key(1), now); e != nil {
+			t.Error("the least recently used entry was kept")
+		}
+	})
+	t.Run("invalidate", func(t *testing.T) {
+		var c endpointCache
+		c.reset(true, 1)
+		_, gen := c.get(key(1), now)
+		c.put(key(1), gen, found(1), nil, now)
+		c.put(key(2), gen, found(2), nil, now)
+		c.put(key(3), gen, domain.ProviderEndpoint{}, miss, now)
+		_, raced := c.get(key(4), now)
+		c.invalidate("1")
+		c.put(key(4), raced, found(4), nil, now)
+		for i, want := range map[int]bool{1: false, 2: true, 3: false, 4: false} {
+			if e, _ := c.get(key(i), now); (e != nil) != want {
+				t.Errorf("entry %d cached: %v, want %v", i, e != nil, want)
+			}
+		}
+		c.invalidate("not an id")
+		if e, _ := c.get(key(2), now); e != nil {
+			t.Error("a payload that is no tenant id kept entries")
+		}
+	})
+}
+
+// BenchmarkEndpoint compares the lookup of a delivery's endpoint read from
+// the database with one from the cache.
+func BenchmarkEndpoint(b *testing.B) {
+	for _, cached := range []bool{false, true} {
+		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
+			s, err := New(testdb.New(b), testKey)
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			tn, err := s.CreateTenant(ctx, "acme", "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, err := s.ConnectProvider(ctx, tn.ID, "crm", "standard", "whsec_dGVzdA==", nil); err != nil {
+				b.Fatal(err)
+			}
+			if cached {
+				lctx, cancel := context.WithCancel(ctx)
+				defer cancel()
+				go s.ListenForChanges(lctx)
+				for !s.EndpointCacheLive() {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			b.ReportAllocs()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := s.Endpoint(ctx, "acme", "crm"); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
