@@ -86,7 +86,7 @@ func (e cliEnv) benchBurst(ctx context.Context, args []string) error {
 		}
 		serverLog = srv.logPath
 		defer srv.stop()
-		target := srv.webhookURL()
+		target := srv.webhookURL(benchProvider)
 		targets[burstGuarded], targets[burstDistinct] = target, target
 	}
 	if slices.Contains(cfg.strategies, burstNaive) {
@@ -168,7 +168,7 @@ func (e cliEnv) burstFlags(args []string) (burstConfig, error) {
 		return cfg, err
 	}
 	var err error
-	if cfg.concurrency, err = parseConcurrency(*conc); err != nil {
+	if cfg.concurrency, err = parseCounts("burst: --concurrency", *conc); err != nil {
 		return cfg, err
 	}
 	for _, s := range strings.Split(*strategies, ",") {
@@ -187,26 +187,6 @@ func (e cliEnv) burstFlags(args []string) (burstConfig, error) {
 		return cfg, errors.New("burst: --strategies is empty")
 	}
 	return cfg, nil
-}
-
-// parseConcurrency reads "50,100,500" into positive burst sizes.
-func parseConcurrency(s string) ([]int, error) {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		f = strings.TrimSpace(f)
-		if f == "" {
-			continue
-		}
-		n, err := strconv.Atoi(f)
-		if err != nil || n < 1 {
-			return nil, fmt.Errorf("burst: --concurrency %q: %q is not a positive integer", s, f)
-		}
-		out = append(out, n)
-	}
-	if len(out) == 0 {
-		return nil, errors.New("burst: --concurrency is empty")
-	}
-	return out, nil
 }
 
 // withPoolMaxConns bounds the pgxpool of whoever connects with url.

@@ -10,15 +10,15 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-func TestBurstParseConcurrency(t *testing.T) {
+func TestParseCounts(t *testing.T) {
 	t.Parallel()
-	got, err := parseConcurrency(" 50, 100,,2000 ")
+	got, err := parseCounts("burst: --concurrency", " 50, 100,,2000 ")
 	if err != nil || !slices.Equal(got, []int{50, 100, 2000}) {
-		t.Fatalf("parseConcurrency = %v, %v", got, err)
+		t.Fatalf("parseCounts = %v, %v", got, err)
 	}
 	for _, bad := range []string{"", ",", "0", "-5", "10,x"} {
-		if _, err := parseConcurrency(bad); err == nil {
-			t.Errorf("parseConcurrency(%q) accepted", bad)
+		if _, err := parseCounts("burst: --concurrency", bad); err == nil {
+			t.Errorf("parseCounts(%q) accepted", bad)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,41 +30,64 @@ var (
 
 // floorResult is pgbench's measurement of the floor.
 type floorResult struct {
-	tps     float64
+	clients int
+	tps     float64 // transactions per second: one event each
 	latency float64 // average, in ms
 	command []string
 	missing bool // pgbench was not found
 }
 
-// benchFloor loads the floor schema into a second scratch database and runs
-// the floor script with as many clients as there were senders.
-func (e cliEnv) benchFloor(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, name string) (*floorResult, error) {
-	bin := findPgbench()
-	if bin == "" {
+// floorBench runs the floor script on one scratch database, at whatever
+// number of clients a measurement needs.
+type floorBench struct {
+	bin, dbURL, script string
+	missing            bool // pgbench was not found
+	dbs                *scratchDatabases
+	log                io.Writer
+}
+
+// prepareFloor loads the floor schema into a scratch database of its own.
+// Without pgbench it says so and returns a floorBench whose results are
+// marked missing.
+func (e cliEnv) prepareFloor(ctx context.Context, dbs *scratchDatabases, name string) (*floorBench, error) {
+	f := &floorBench{bin: findPgbench(), dbs: dbs, log: e.stderr}
+	if f.bin == "" {
 		fmt.Fprintln(e.stderr, "pgbench not found on PATH or under /usr/lib/postgresql/*/bin: skipping the floor baseline")
-		return &floorResult{missing: true}, nil
+		f.missing = true
+		return f, nil
 	}
-	dbURL, err := dbs.create(ctx, name)
-	if err != nil {
+	var err error
+	if f.dbURL, err = dbs.create(ctx, name); err != nil {
 		return nil, err
 	}
-	if err := loadFloorSchema(ctx, dbURL); err != nil {
+	if err := loadFloorSchema(ctx, f.dbURL); err != nil {
 		return nil, err
 	}
-	script, err := writeTemp("tidemark-bench-floor-*.sql", floorIngest)
-	if err != nil {
+	if f.script, err = writeTemp("tidemark-bench-floor-*.sql", floorIngest); err != nil {
 		return nil, err
 	}
-	if !cfg.keep {
-		defer os.Remove(script)
+	return f, nil
+}
+
+// close removes the script unless keep.
+func (f *floorBench) close(keep bool) {
+	if f.script != "" && !keep {
+		os.Remove(f.script)
+	}
+}
+
+// run measures the floor with clients pgbench clients for cfg.duration.
+func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*floorResult, error) {
+	if f.missing {
+		return &floorResult{clients: clients, missing: true}, nil
 	}
 	seconds := max(1, int((cfg.duration+time.Second-1)/time.Second))
-	args := []string{"-n", "-f", script, "-c", strconv.Itoa(cfg.senders), "-j", strconv.Itoa(min(2, cfg.senders)),
-		"-T", strconv.Itoa(seconds), dbURL}
-	checkpoint(ctx, dbs.admin)
-	fmt.Fprintf(e.stderr, "pgbench floor: %d clients for %ds\n", cfg.senders, seconds)
-	out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput()
-	res := &floorResult{command: append([]string{bin}, args...)}
+	args := []string{"-n", "-f", f.script, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)),
+		"-T", strconv.Itoa(seconds), f.dbURL}
+	checkpoint(ctx, f.dbs.admin)
+	fmt.Fprintf(f.log, "pgbench floor: %d clients for %ds\n", clients, seconds)
+	out, err := exec.CommandContext(ctx, f.bin, args...).CombinedOutput()
+	res := &floorResult{clients: clients, command: append([]string{f.bin}, args...)}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w\n%s", shellJoin(res.command), err, out)
 	}

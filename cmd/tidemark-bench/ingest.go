@@ -6,18 +6,28 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 // benchConfig is the command line of ingest.
 type benchConfig struct {
-	senders   int
-	duration  time.Duration
-	warmup    time.Duration
-	contacts  int
-	serverURL string
-	pgbench   bool
-	keep      bool
+	senders  []int           // each is one measurement per kind
+	kinds    []provider.Kind // standard and/or HubSpot
+	batch    int             // events per HubSpot delivery
+	duration time.Duration
+	warmup   time.Duration
+	contacts int
+	// floorClients caps pgbench's clients: more senders than that are
+	// compared with the floor at floorClients.
+	floorClients int
+	serverURL    string
+	pgbench      bool
+	keep         bool
 }
 
 func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
@@ -31,103 +41,232 @@ func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
 	}
 	defer dbs.close(ctx)
 
-	name := fmt.Sprintf("tidemark_bench_%d", time.Now().Unix())
-	recv, err := e.benchReceiver(ctx, cfg, dbs, name)
+	res, err := e.sweep(ctx, cfg, dbs, fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3)))
 	if err != nil {
 		return err
 	}
-	var floor *floorResult
-	if cfg.pgbench {
-		floor, err = e.benchFloor(ctx, cfg, dbs, name+"_floor")
-		if err != nil {
-			return err
-		}
-	}
-	printBenchResults(e.stdout, cfg, recv, floor)
-	if recv.load.failed() > 0 {
-		return fmt.Errorf("ingest: %d deliveries failed; server log: %s", recv.load.failed(), recv.serverLog)
-	}
-	return nil
+	printSweep(e.stdout, cfg, res)
+	return res.problems()
 }
 
 func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	fs := e.flags("ingest", "ingest [flags]\n\n"+
-		"Start a receiver on a scratch database, send it signed contact.snapshot deliveries\n"+
-		"from concurrent senders, and compare its rate with pgbench running the PostgreSQL\n"+
-		"floor (claim + guarded upsert per event) on the same server.")
+		"Start a receiver on a scratch database and send it signed deliveries from concurrent\n"+
+		"senders: standard contact.snapshot deliveries (one event each) and/or HubSpot batches\n"+
+		"(--kind), at each number of --senders in turn. Compare its events/s with pgbench running\n"+
+		"the PostgreSQL floor (claim + guarded upsert, one event per transaction) on the same\n"+
+		"server in the same run, and print one table.")
 	var cfg benchConfig
-	fs.IntVar(&cfg.senders, "senders", 32, "concurrent senders (and pgbench clients)")
+	senders := fs.String("senders", "32", "concurrent senders, or a comma-separated list measured in turn (1,8,32,128)")
+	kinds := fs.String("kind", provider.Standard.Name(), "comma-separated provider kinds to send, each at every --senders: "+
+		provider.Standard.Name()+" (one contact.snapshot per delivery) and "+provider.HubSpot.Name()+" (v3-signed batches of --batch events)")
+	fs.IntVar(&cfg.batch, "batch", 100, "events per "+provider.HubSpot.Name()+" delivery (1 to 100)")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each measurement runs")
-	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load before the receiver's measurement (0 for none)")
+	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load before each receiver measurement (0 for none)")
 	fs.IntVar(&cfg.contacts, "contacts", 20000, "distinct contact ids the events are spread over")
 	fs.StringVar(&cfg.serverURL, "server-url", e.serverURL(), "maintenance URL of the PostgreSQL server the scratch databases are created on (default DATABASE_URL)")
 	fs.BoolVar(&cfg.pgbench, "pgbench", true, "also run the pgbench floor baseline")
+	fs.IntVar(&cfg.floorClients, "floor-max-clients", 32, "the most pgbench clients: the floor runs at min(senders, this)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the scratch databases and files")
 	if err := parse(fs, args); err != nil {
 		return cfg, err
 	}
-	if cfg.senders < 1 || cfg.contacts < 1 || cfg.duration <= 0 || cfg.warmup < 0 {
-		return cfg, errors.New("ingest: --senders, --contacts and --duration must be positive, --warmup not negative")
+	var err error
+	if cfg.senders, err = parseCounts("ingest: --senders", *senders); err != nil {
+		return cfg, err
+	}
+	if cfg.kinds, err = parseKinds(*kinds); err != nil {
+		return cfg, err
+	}
+	if cfg.contacts < 1 || cfg.duration <= 0 || cfg.warmup < 0 || cfg.floorClients < 1 {
+		return cfg, errors.New("ingest: --contacts, --duration and --floor-max-clients must be positive, --warmup not negative")
+	}
+	if cfg.batch < 1 || cfg.batch > 100 {
+		return cfg, fmt.Errorf("ingest: --batch %d: a %s delivery carries 1 to 100 events", cfg.batch, provider.HubSpot.Name())
 	}
 	return cfg, nil
 }
 
-// receiverResult is the measurement of the real receiver.
-type receiverResult struct {
-	load      loadResult
-	mem       procMemory
+// parseKinds reads --kind: the kinds the bench knows how to send.
+func parseKinds(s string) ([]provider.Kind, error) {
+	known := []provider.Kind{provider.Standard, provider.HubSpot}
+	var out []provider.Kind
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		i := slices.IndexFunc(known, func(k provider.Kind) bool { return k.Name() == f })
+		if i < 0 {
+			return nil, fmt.Errorf("ingest: --kind %q: the bench sends %s and %s deliveries only", f, known[0].Name(), known[1].Name())
+		}
+		if !slices.Contains(out, known[i]) {
+			out = append(out, known[i])
+		}
+	}
+	if len(out) == 0 {
+		return nil, errors.New("ingest: --kind is empty")
+	}
+	return out, nil
+}
+
+// measurement is one row of the table: one kind at one number of senders.
+type measurement struct {
+	kind    string
+	batch   int // events per delivery
+	senders int
+	load    loadResult
+	// groupSize is the mean deliveries per committed group; known is false
+	// when the server has no group-size histogram.
+	groupSize  float64
+	groupKnown bool
+	rejected   float64 // events the server rejected: a mistake of the bench
+	busy       float64 // 503s of the tenant holding its share of the pool
+	rss        int64   // the server's resident memory after the load
+	floor      *floorResult
+}
+
+func (m measurement) eventsPerSecond() float64 { return m.load.perSecond() * float64(m.batch) }
+
+// sweepResult is a whole run: the rows, the floor runs and the server.
+type sweepResult struct {
+	rows      []measurement
+	floors    []*floorResult // in the order they ran
+	mem       procMemory     // of the server after all the load
 	serverLog string
 }
 
-// benchReceiver measures the receiver: a scratch database with a tenant and
-// provider, the server as a child process (as it runs in production), and
-// the load.
-func (e cliEnv) benchReceiver(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, name string) (receiverResult, error) {
-	var res receiverResult
+// problems is the error a run ends with: failed deliveries (the table shows
+// them by status) or events the server rejected.
+func (r *sweepResult) problems() error {
+	failed, rejected := 0, 0.0
+	for _, m := range r.rows {
+		failed += m.load.failed()
+		rejected += m.rejected
+	}
+	switch {
+	case failed > 0:
+		return fmt.Errorf("ingest: %d deliveries failed; server log: %s", failed, r.serverLog)
+	case rejected > 0:
+		return fmt.Errorf("ingest: the server rejected %.0f events of the bench's deliveries; server log: %s", rejected, r.serverLog)
+	}
+	return nil
+}
+
+// sweep runs every measurement on one receiver (one database, one server
+// process, so its memory is measured after all the load), and the floor at
+// each number of clients the rows need, each right after the receiver's
+// rows at that many senders so both see databases grown alike.
+func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, name string) (res *sweepResult, err error) {
+	res = &sweepResult{}
 	db, err := dbs.createReceiver(ctx, name)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	srv, err := startServer(ctx, db.url, db.key, e.stderr)
 	if err != nil {
-		return res, err
+		return nil, err
 	}
 	res.serverLog = srv.logPath
 	defer func() {
 		srv.stop()
 		// The log only matters when something went wrong or was asked for.
-		if !cfg.keep && res.load.failed() == 0 && ctx.Err() == nil {
+		if err == nil && !cfg.keep && res.problems() == nil && ctx.Err() == nil {
 			os.Remove(srv.logPath)
 		}
 	}()
-	checkpoint(ctx, dbs.admin)
-	target := srv.webhookURL()
-	e.warmUp(ctx, cfg, target, db.secret)
-	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s on %s\n", cfg.senders, cfg.duration, srv.base)
-	res.load = runLoad(ctx, cfg, target, db.secret, e.stderr)
-	if ctx.Err() != nil {
-		return res, ctx.Err()
+	var floor *floorBench
+	if cfg.pgbench {
+		if floor, err = e.prepareFloor(ctx, dbs, name+"_floor"); err != nil {
+			return nil, err
+		}
+		defer floor.close(cfg.keep)
 	}
-	// Read before stopping: the peak is the process's own high-water mark.
-	res.mem, err = readProcMemory(srv.cmd.Process.Pid)
+
+	// One source per kind for the whole run, so no delivery id repeats.
+	sources := map[string]loadSource{
+		provider.Standard.Name(): &standardLoad{target: srv.webhookURL(benchProvider), secret: db.secret, contacts: cfg.contacts},
+		provider.HubSpot.Name(): &hubspotLoad{target: srv.webhookURL(batchProvider), secret: db.hubspotSecret,
+			contacts: cfg.contacts, batch: cfg.batch},
+	}
+	floors := map[int]*floorResult{}
+	for _, n := range cfg.senders {
+		for _, k := range cfg.kinds {
+			m, err := e.measure(ctx, cfg, dbs, srv, k, sources[k.Name()], n)
+			if err != nil {
+				return nil, err
+			}
+			res.rows = append(res.rows, m)
+		}
+		if c := min(n, cfg.floorClients); floor != nil && floors[c] == nil {
+			if floors[c], err = floor.run(ctx, cfg, c); err != nil {
+				return nil, err
+			}
+			res.floors = append(res.floors, floors[c])
+		}
+	}
+	for i := range res.rows {
+		res.rows[i].floor = floors[min(res.rows[i].senders, cfg.floorClients)]
+	}
+	if res.mem, err = readProcMemory(srv.cmd.Process.Pid); err != nil {
+		fmt.Fprintf(e.stderr, "server memory unknown: %v\n", err)
+	}
+	return res, nil
+}
+
+// measure sends kind's deliveries from senders senders for cfg.duration
+// after an unmeasured warm-up, and reads the server's metrics and memory
+// around it.
+func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, srv *serverProcess,
+	kind provider.Kind, src loadSource, senders int) (measurement, error) {
+	m := measurement{kind: kind.Name(), batch: 1, senders: senders}
+	if kind == provider.HubSpot {
+		m.batch = cfg.batch
+	}
+	checkpoint(ctx, dbs.admin)
+	e.warmUp(ctx, cfg, src, senders)
+	before, err := srv.scrapeMetrics(ctx)
+	if err != nil {
+		return m, err
+	}
+	fmt.Fprintf(e.stderr, "tidemark receiver: %s, %d senders for %s on %s\n", m.label(), senders, cfg.duration, srv.base)
+	m.load = runLoad(ctx, senders, cfg.duration, src, e.stderr)
+	if ctx.Err() != nil {
+		return m, ctx.Err()
+	}
+	after, err := srv.scrapeMetrics(ctx)
+	if err != nil {
+		return m, err
+	}
+	m.groupSize, m.groupKnown = after.groups().meanSince(before.groups())
+	m.rejected = after.since(before, eventsMetric, map[string]string{"outcome": string(domain.Rejected)})
+	m.busy = after.since(before, busyMetric, nil)
+	mem, err := readProcMemory(srv.cmd.Process.Pid)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "server memory unknown: %v\n", err)
 	}
-	if first := res.load.firstError; first != "" {
+	m.rss = mem.current
+	if first := m.load.firstError; first != "" {
 		fmt.Fprintf(e.stderr, "first error: %s\nserver log: %s\n", first, srv.logPath)
 	}
-	return res, nil
+	return m, nil
+}
+
+// label names the row's load in progress lines.
+func (m measurement) label() string {
+	if m.batch == 1 {
+		return m.kind + " (one event per delivery)"
+	}
+	return fmt.Sprintf("%s (%d events per delivery)", m.kind, m.batch)
 }
 
 // warmUp sends unmeasured load first, so the measurement does not include
 // the server opening its database connections and preparing its statements,
 // just as pgbench reports its rate without initial connection time.
-func (e cliEnv) warmUp(ctx context.Context, cfg benchConfig, target, secret string) {
+func (e cliEnv) warmUp(ctx context.Context, cfg benchConfig, src loadSource, senders int) {
 	if cfg.warmup <= 0 {
 		return
 	}
-	warm := cfg
-	warm.duration = cfg.warmup
-	res := runLoad(ctx, warm, target, secret, io.Discard)
+	res := runLoad(ctx, senders, cfg.warmup, src, io.Discard)
 	fmt.Fprintf(e.stderr, "warm-up: %s deliveries in %s (not measured)\n", thousands(int64(res.ok)), res.elapsed.Round(time.Millisecond))
 }

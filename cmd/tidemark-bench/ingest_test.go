@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 func TestBenchParsePgbench(t *testing.T) {
@@ -65,5 +71,94 @@ func TestBenchPercentile(t *testing.T) {
 	}
 	if p := percentile(nil, 0.99); p != 0 {
 		t.Errorf("empty p99 = %v", p)
+	}
+}
+
+func TestBenchFlags(t *testing.T) {
+	t.Parallel()
+	env := cliEnv{getenv: func(string) string { return "" }, stdout: io.Discard, stderr: io.Discard}
+	cfg, err := env.benchFlags(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.senders, []int{32}) || len(cfg.kinds) != 1 || cfg.kinds[0] != provider.Standard ||
+		cfg.duration != 10*time.Second || cfg.warmup != time.Second || cfg.floorClients != 32 || cfg.batch != 100 || !cfg.pgbench {
+		t.Errorf("defaults = %+v", cfg)
+	}
+	cfg, err = env.benchFlags([]string{"--senders", "1, 8,32,128", "--kind", "standard," + provider.HubSpot.Name(),
+		"--batch", "50", "--duration", "5s", "--floor-max-clients", "16", "--pgbench=false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(cfg.senders, []int{1, 8, 32, 128}) || !slices.Equal(cfg.kinds, []provider.Kind{provider.Standard, provider.HubSpot}) ||
+		cfg.batch != 50 || cfg.duration != 5*time.Second || cfg.floorClients != 16 || cfg.pgbench {
+		t.Errorf("sweep = %+v", cfg)
+	}
+	// The single number of earlier versions still works.
+	if cfg, err := env.benchFlags([]string{"--senders", "64"}); err != nil || !slices.Equal(cfg.senders, []int{64}) {
+		t.Errorf("--senders 64 = %v, %v", cfg.senders, err)
+	}
+	for _, bad := range [][]string{
+		{"--senders", "0"}, {"--senders", "8,x"}, {"--senders", ""}, {"--kind", "salesforce"}, {"--kind", ","},
+		{"--batch", "0"}, {"--batch", "101"}, {"--duration", "0s"}, {"--floor-max-clients", "0"}, {"extra"},
+	} {
+		if _, err := env.benchFlags(bad); err == nil {
+			t.Errorf("benchFlags(%q) accepted", bad)
+		}
+	}
+}
+
+func TestBenchPrintSweep(t *testing.T) {
+	t.Parallel()
+	ms := time.Millisecond
+	floor1 := &floorResult{clients: 1, tps: 400, latency: 2.5, command: []string{"pgbench", "-c", "1"}}
+	floor32 := &floorResult{clients: 32, tps: 7000, latency: 4.6, command: []string{"pgbench", "-c", "32"}}
+	load := func(ok int, statuses map[int]int, transport int) loadResult {
+		return loadResult{elapsed: time.Second, ok: ok, statuses: statuses, transport: transport,
+			latencies: []time.Duration{2 * ms, 3 * ms, 40 * ms}}
+	}
+	res := &sweepResult{
+		rows: []measurement{
+			{kind: "standard", batch: 1, senders: 1, load: load(350, map[int]int{}, 0), rss: 20 << 20, floor: floor1},
+			{kind: "standard", batch: 1, senders: 128, load: load(7700, map[int]int{503: 12, 400: 1}, 2),
+				groupSize: 6.25, groupKnown: true, busy: 10, rss: 30 << 20, floor: floor32},
+			{kind: provider.HubSpot.Name(), batch: 100, senders: 32, load: load(210, map[int]int{}, 0), rss: 31 << 20, floor: floor32},
+		},
+		floors: []*floorResult{floor1, floor32},
+		mem:    procMemory{current: 31 << 20, peak: 40 << 20},
+	}
+	var b bytes.Buffer
+	printSweep(&b, benchConfig{duration: 5 * time.Second, warmup: time.Second, contacts: 20000, floorClients: 32}, res)
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	if !strings.HasPrefix(lines[0], "kind ") || !strings.Contains(lines[0], "failures") || !strings.Contains(lines[0], "group size") {
+		t.Errorf("header = %q", lines[0])
+	}
+	for i, want := range []*regexp.Regexp{
+		regexp.MustCompile(`^standard +1 +1 +350 +350 +3\.0 ms +40\.0 ms +none +n/a +20 MiB +400 \(1\) +0\.88$`),
+		regexp.MustCompile(`^standard +1 +128 +7 700 +7 700 +3\.0 ms +40\.0 ms +503=12 \(10 busy\) 400=1 no-answer=2 +6\.2 +30 MiB +7 000 \(32\) +1\.10$`),
+		regexp.MustCompile(`^hubspot +100 +32 +210 +21 000 +.* +none +n/a +31 MiB +7 000 \(32\) +3\.00$`),
+	} {
+		if !want.MatchString(lines[i+1]) {
+			t.Errorf("row %d = %q, want %s", i+1, lines[i+1], want)
+		}
+	}
+	for _, want := range []string{
+		"at min(senders, 32) clients (--floor-max-clients): 1 client: 400 tx/s (avg 2.5 ms); 32 clients: 7 000 tx/s (avg 4.6 ms)",
+		"ratio = events/s ÷ floor transactions/s",
+		"server RSS after all the load: 31 MiB (peak 40 MiB)",
+		"pgbench (at 32 clients): pgbench -c 32",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	// Without the floor the ratio is not made up.
+	res.rows, res.floors = res.rows[:1], nil
+	res.rows[0].floor = nil
+	b.Reset()
+	printSweep(&b, benchConfig{duration: time.Second, floorClients: 32}, res)
+	if !regexp.MustCompile(`(?m)  not run  +-$`).MatchString(b.String()) || strings.Contains(b.String(), "ratio =") {
+		t.Errorf("output without the floor:\n%s", b.String())
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tidemark/tidemark/web/provider"
@@ -77,26 +78,31 @@ func (r *recorder) since(n int) ([]time.Duration, int) {
 	return slices.Clone(r.latencies[n:]), len(r.latencies)
 }
 
-// runLoad sends deliveries from cfg.senders goroutines until cfg.duration
+// loadSource makes the signed deliveries of one provider kind. It is used
+// by every sender at once.
+type loadSource interface {
+	// request is a delivery with ids never sent before.
+	request(ctx context.Context) (*http.Request, error)
+}
+
+// runLoad sends deliveries of src from senders goroutines until duration
 // has passed. Requests in flight at the end complete and count, and the
 // rate is taken over the time until the last one answered.
-func runLoad(ctx context.Context, cfg benchConfig, target, secret string, progress io.Writer) loadResult {
+func runLoad(ctx context.Context, senders int, duration time.Duration, src loadSource, progress io.Writer) loadResult {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	// Every sender keeps its connection: no reconnects in the measurement.
-	transport.MaxIdleConnsPerHost = cfg.senders
-	transport.MaxIdleConns = cfg.senders
+	transport.MaxIdleConnsPerHost = senders
+	transport.MaxIdleConns = senders
 	client := &http.Client{Transport: transport, Timeout: 30 * time.Second}
 	defer transport.CloseIdleConnections()
 
 	rec := &recorder{loadResult: loadResult{statuses: map[int]int{}}}
 	start := time.Now()
-	deadline := start.Add(cfg.duration)
+	deadline := start.Add(duration)
 	stopProgress := startProgress(rec, start, progress)
 	var wg sync.WaitGroup
-	for i := range cfg.senders {
-		wg.Go(func() {
-			runSender(ctx, client, target, secret, i, cfg.contacts, deadline, rec)
-		})
+	for range senders {
+		wg.Go(func() { runSender(ctx, client, src, deadline, rec) })
 	}
 	wg.Wait()
 	stopProgress()
@@ -108,10 +114,9 @@ func runLoad(ctx context.Context, cfg benchConfig, target, secret string, progre
 }
 
 // runSender sends one delivery at a time, as a provider's worker does.
-func runSender(ctx context.Context, client *http.Client, target, secret string, sender, contacts int, deadline time.Time, rec *recorder) {
-	prefix := fmt.Sprintf("bench-%d-%d-", time.Now().UnixNano(), sender)
-	for n := 0; ctx.Err() == nil && time.Now().Before(deadline); n++ {
-		req, err := benchRequest(ctx, target, secret, prefix+strconv.Itoa(n), contacts)
+func runSender(ctx context.Context, client *http.Client, src loadSource, deadline time.Time, rec *recorder) {
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		req, err := src.request(ctx)
 		if err != nil {
 			rec.record(0, 0, nil, err)
 			return
@@ -123,6 +128,18 @@ func runSender(ctx context.Context, client *http.Client, target, secret string, 
 		}
 		rec.record(time.Since(begin), status, body, err)
 	}
+}
+
+// standardLoad makes signed contact.snapshot deliveries, one event each,
+// for the standard bench provider.
+type standardLoad struct {
+	target, secret string
+	contacts       int
+	sent           atomic.Int64 // numbers the delivery ids
+}
+
+func (l *standardLoad) request(ctx context.Context) (*http.Request, error) {
+	return benchRequest(ctx, l.target, l.secret, "bench-"+strconv.FormatInt(l.sent.Add(1), 10), l.contacts)
 }
 
 // benchRequest builds a signed contact.snapshot delivery for a random
@@ -197,7 +214,7 @@ func startProgress(rec *recorder, start time.Time, w io.Writer) func() {
 				slices.Sort(window)
 				rate := float64(len(window)) / now.Sub(last).Seconds()
 				last = now
-				fmt.Fprintf(w, "\r  %3ds  %s events/s  p99 %s    ",
+				fmt.Fprintf(w, "\r  %3ds  %s deliveries/s  p99 %s    ",
 					int(now.Sub(start).Round(time.Second).Seconds()), thousands(int64(rate+0.5)), compactMillis(percentile(window, 0.99)))
 			}
 		}

@@ -12,6 +12,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 )
 
@@ -103,4 +105,25 @@ func parse(fs *flag.FlagSet, args []string) error {
 		return fmt.Errorf("%s: expected 0 argument(s), got %d", fs.Name(), fs.NArg())
 	}
 	return nil
+}
+
+// parseCounts reads a comma-separated list such as "50,100,500" of
+// positive integers; name (such as "burst: --concurrency") begins its errors.
+func parseCounts(name, s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%s %q: %q is not a positive integer", name, s, f)
+		}
+		out = append(out, n)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s is empty", name)
+	}
+	return out, nil
 }

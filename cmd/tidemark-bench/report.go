@@ -3,37 +3,124 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
-// printBenchResults writes the result table and how it was obtained.
-func printBenchResults(w io.Writer, cfg benchConfig, recv receiverResult, floor *floorResult) {
-	l := recv.load
-	const row = "%-20s%-11s%-9s%-9s%s\n"
-	fmt.Fprintf(w, row, "", "events/s", "p50", "p99", "server RSS peak")
-	fmt.Fprintf(w, row, "tidemark receiver", thousands(int64(l.perSecond()+0.5)),
-		millis(percentile(l.latencies, 0.50)), millis(percentile(l.latencies, 0.99)), mib(recv.mem.peak))
-	switch {
-	case floor == nil:
-	case floor.missing:
-		fmt.Fprintf(w, "%-20s%s\n", "pgbench floor", "not run: pgbench not found")
+// printSweep writes the table of a run and how it was obtained.
+func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
+	rows := [][]string{{"kind", "batch", "senders", "deliveries/s", "events/s", "p50", "p99", "failures",
+		"group size", "RSS after", "floor tx/s (clients)", "ratio"}}
+	for _, m := range res.rows {
+		l := m.load
+		group := "n/a"
+		if m.groupKnown {
+			group = fmt.Sprintf("%.1f", m.groupSize)
+		}
+		floor, ratio := floorCells(m)
+		rows = append(rows, []string{m.kind, strconv.Itoa(m.batch), strconv.Itoa(m.senders),
+			thousands(int64(l.perSecond() + 0.5)), thousands(int64(m.eventsPerSecond() + 0.5)),
+			millis(percentile(l.latencies, 0.50)), millis(percentile(l.latencies, 0.99)), failures(l, m.busy),
+			group, mib(m.rss), floor, ratio})
+	}
+	printTable(w, rows)
+	fmt.Fprintln(w)
+
+	if len(res.floors) > 0 && !res.floors[0].missing {
+		runs := make([]string, len(res.floors))
+		for i, f := range res.floors {
+			runs[i] = fmt.Sprintf("%s: %s tx/s (avg %.1f ms)", clients(f.clients), thousands(int64(f.tps+0.5)), f.latency)
+		}
+		fmt.Fprintf(w, "floor: pgbench running the seed's two statements (claim + guarded upsert: one event per transaction)\n"+
+			"  in this run, at min(senders, %d) clients (--floor-max-clients): %s\n", cfg.floorClients, strings.Join(runs, "; "))
+		fmt.Fprintln(w, "ratio = events/s ÷ floor transactions/s at the clients of its row")
+	}
+	fmt.Fprintf(w, "each row: %s of load after a %s warm-up over %s contacts; p50 and p99 per delivery;\n"+
+		"  failures by HTTP status, \"busy\": 503s the server counted as the tenant holding its share of the pool (%s)\n",
+		cfg.duration, cfg.warmup, thousands(int64(cfg.contacts)), busyMetric)
+	fmt.Fprintf(w, "group size: mean deliveries per committed group (%s on /metrics), n/a when the server has none\n", groupSizeMetric)
+	fmt.Fprintf(w, "server RSS after all the load: %s (peak %s)\n", mib(res.mem.current), mib(res.mem.peak))
+	if n := len(res.floors); n > 0 && !res.floors[n-1].missing {
+		fmt.Fprintf(w, "pgbench (at %s): %s\n", clients(res.floors[n-1].clients), shellJoin(res.floors[n-1].command))
+	}
+}
+
+func clients(n int) string {
+	if n == 1 {
+		return "1 client"
+	}
+	return strconv.Itoa(n) + " clients"
+}
+
+// floorCells are a row's floor and ratio columns.
+func floorCells(m measurement) (floor, ratio string) {
+	switch f := m.floor; {
+	case f == nil:
+		return "not run", "-"
+	case f.missing:
+		return "no pgbench", "-"
+	case f.tps <= 0:
+		return "0", "-"
 	default:
-		fmt.Fprintf(w, "%-20s%-11s(avg %.1f ms)\n", "pgbench floor", thousands(int64(floor.tps+0.5)), floor.latency)
-		if floor.tps > 0 {
-			fmt.Fprintf(w, "%-20s%.2f of the floor\n", "ratio", l.perSecond()/floor.tps)
+		return fmt.Sprintf("%s (%d)", thousands(int64(f.tps+0.5)), f.clients), fmt.Sprintf("%.2f", m.eventsPerSecond()/f.tps)
+	}
+}
+
+// failures lists the failed deliveries by status, 503s first since the
+// targets name them (with how many of them the server counted as its
+// tenant-busy refusal), then deliveries that got no answer.
+func failures(l loadResult, busy float64) string {
+	if l.failed() == 0 {
+		return "none"
+	}
+	statuses := slices.Collect(maps.Keys(l.statuses))
+	slices.SortFunc(statuses, func(a, b int) int {
+		if (a == http.StatusServiceUnavailable) != (b == http.StatusServiceUnavailable) {
+			if a == http.StatusServiceUnavailable {
+				return -1
+			}
+			return 1
+		}
+		return a - b
+	})
+	var parts []string
+	for _, s := range statuses {
+		parts = append(parts, fmt.Sprintf("%d=%d", s, l.statuses[s]))
+		if s == http.StatusServiceUnavailable && busy > 0 {
+			parts = append(parts, fmt.Sprintf("(%.0f busy)", busy))
 		}
 	}
-	fmt.Fprintf(w, "\ntidemark: %s deliveries answered 200 in %s (after a %s warm-up) by %d senders over %s contacts; %d failed",
-		thousands(int64(l.ok)), l.elapsed.Round(time.Millisecond), cfg.warmup, cfg.senders, thousands(int64(cfg.contacts)), l.failed())
-	if len(l.statuses) > 0 || l.transport > 0 {
-		fmt.Fprintf(w, " (statuses %v, no answer %d)", l.statuses, l.transport)
+	if l.transport > 0 {
+		parts = append(parts, fmt.Sprintf("no-answer=%d", l.transport))
 	}
-	fmt.Fprintf(w, "; server RSS at end %s\n", mib(recv.mem.current))
-	if floor != nil && !floor.missing {
-		fmt.Fprintf(w, "pgbench: %s\n", shellJoin(floor.command))
+	return strings.Join(parts, " ")
+}
+
+// printTable writes rows in left-aligned columns two spaces apart.
+func printTable(w io.Writer, rows [][]string) {
+	var widths []int
+	for _, r := range rows {
+		for i, c := range r {
+			if i == len(widths) {
+				widths = append(widths, 0)
+			}
+			widths[i] = max(widths[i], utf8.RuneCountInString(c))
+		}
+	}
+	for _, r := range rows {
+		var b strings.Builder
+		for i, c := range r {
+			b.WriteString(c)
+			if i < len(r)-1 {
+				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
+			}
+		}
+		fmt.Fprintln(w, b.String())
 	}
 }
 

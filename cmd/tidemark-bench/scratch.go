@@ -20,36 +20,45 @@ import (
 // --server-url: openScratch connects, createReceiver makes one ready for the
 // receiver, and close drops them all.
 
-// Names of the tenant and provider the load is sent to.
+// Names of the tenant and providers the load is sent to.
 const (
 	benchTenant   = "bench"
-	benchProvider = "load"
+	benchProvider = "load"  // standard: one contact.snapshot per delivery
+	batchProvider = "batch" // HubSpot: batches of events
 )
 
 // prepareReceiverDatabase migrates the scratch database and creates the
-// bench tenant with a standard provider, returning its signing secret.
-func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (string, error) {
+// bench tenant with a standard and a HubSpot provider, returning their
+// signing secrets.
+func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (standard, hubspot string, err error) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	defer pool.Close()
 	store, err := postgres.New(pool, key)
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
 	if err := postgres.Migrate(ctx, pool, io.Discard); err != nil {
-		return "", err
+		return "", "", err
 	}
 	t, err := store.CreateTenant(ctx, benchTenant, "Bench")
 	if err != nil {
-		return "", err
+		return "", "", err
 	}
-	secret := provider.NewStandardSecret()
-	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, provider.Standard.Name(), secret, nil); err != nil {
-		return "", err
+	standard = provider.NewStandardSecret()
+	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, provider.Standard.Name(), standard, nil); err != nil {
+		return "", "", err
 	}
-	return secret, nil
+	hubspot, config, err := provider.HubSpot.Setup("", nil)
+	if err != nil {
+		return "", "", err
+	}
+	if _, err := store.ConnectProvider(ctx, t.ID, batchProvider, provider.HubSpot.Name(), hubspot, config); err != nil {
+		return "", "", err
+	}
+	return standard, hubspot, nil
 }
 
 // scratchDatabases creates databases and drops them all at the end.
@@ -82,11 +91,13 @@ func (s *scratchDatabases) close(ctx context.Context) {
 type receiverDatabase struct {
 	url    string
 	key    []byte // the receiver's TIDEMARK_ENCRYPTION_KEY
-	secret string // signs deliveries to the bench provider
+	secret string // signs deliveries to the standard bench provider
+	// hubspotSecret is the client secret of the HubSpot bench provider.
+	hubspotSecret string
 }
 
 // createReceiver creates the scratch database name, migrates it and adds
-// the bench tenant and provider under a fresh encryption key.
+// the bench tenant and providers under a fresh encryption key.
 func (s *scratchDatabases) createReceiver(ctx context.Context, name string) (receiverDatabase, error) {
 	db := receiverDatabase{key: make([]byte, 32)}
 	rand.Read(db.key)
@@ -94,7 +105,7 @@ func (s *scratchDatabases) createReceiver(ctx context.Context, name string) (rec
 	if db.url, err = s.create(ctx, name); err != nil {
 		return db, err
 	}
-	db.secret, err = prepareReceiverDatabase(ctx, db.url, db.key)
+	db.secret, db.hubspotSecret, err = prepareReceiverDatabase(ctx, db.url, db.key)
 	return db, err
 }
 

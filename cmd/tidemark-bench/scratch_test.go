@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 func TestScratchDatabaseURL(t *testing.T) {
@@ -49,13 +50,18 @@ func TestScratchReceiverDatabase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var providers int
-	err = pool.QueryRow(ctx, `SELECT count(*) FROM providers p JOIN tenants t ON t.id = p.tenant_id
-		WHERE t.slug = $1 AND p.name = $2`, benchTenant, benchProvider).Scan(&providers)
-	pool.Close()
-	if err != nil || providers != 1 {
-		t.Errorf("bench provider rows = %d, %v; want 1", providers, err)
+	if len(db.hubspotSecret) != 36 {
+		t.Errorf("HubSpot client secret %q", db.hubspotSecret)
 	}
+	for name, kind := range map[string]string{benchProvider: provider.Standard.Name(), batchProvider: provider.HubSpot.Name()} {
+		var providers int
+		err = pool.QueryRow(ctx, `SELECT count(*) FROM providers p JOIN tenants t ON t.id = p.tenant_id
+			WHERE t.slug = $1 AND p.name = $2 AND p.kind = $3`, benchTenant, name, kind).Scan(&providers)
+		if err != nil || providers != 1 {
+			t.Errorf("bench provider %s of kind %s: %d rows, %v; want 1", name, kind, providers, err)
+		}
+	}
+	pool.Close()
 
 	dbs.close(ctx)
 	admin, err := openScratch(ctx, testdb.ServerURL(t), false, io.Discard)

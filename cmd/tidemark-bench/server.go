@@ -58,7 +58,9 @@ func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer) (
 		os.RemoveAll(binDir)
 		return nil, err
 	}
-	cmd := exec.Command(exe, "serve", "--addr", addr)
+	// The public URL is the address the bench calls, whatever the caller's
+	// TIDEMARK_PUBLIC_URL: HubSpot signatures cover it.
+	cmd := exec.Command(exe, "serve", "--addr", addr, "--public-url", "http://"+addr)
 	cmd.Env = append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY"),
 		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -108,9 +110,9 @@ func exitStderr(err error) string {
 	return ""
 }
 
-// webhookURL is where the bench provider's deliveries go.
-func (p *serverProcess) webhookURL() string {
-	return p.base + "/webhooks/" + benchTenant + "/" + benchProvider
+// webhookURL is where the deliveries of the bench tenant's provider go.
+func (p *serverProcess) webhookURL(provider string) string {
+	return p.base + "/webhooks/" + benchTenant + "/" + provider
 }
 
 // freeAddr asks the kernel for a free port. Another process could take it

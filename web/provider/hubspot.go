@@ -40,7 +40,11 @@ import (
 // hubspotMaxEvents is the largest batch HubSpot sends.
 const hubspotMaxEvents = 100
 
-func init() { Register(hubspot{}) }
+func init() { Register(HubSpot) }
+
+// HubSpot is the HubSpot kind, which the benchmarks sign batches for with
+// SignHubSpotV3.
+var HubSpot Kind = hubspot{}
 
 // hubspot handles kind "hubspot".
 type hubspot struct{}
