@@ -42,6 +42,12 @@ const (
 	maxGroupEvents     = 2000
 )
 
+// defaultMaxQueued is how many of one tenant's deliveries may wait for its
+// committer in one process; past it a delivery is refused at once (503)
+// rather than waiting out its budget behind a tenant that floods or is
+// stuck on a lock.
+const defaultMaxQueued = 1024
+
 // GroupSize observes how many deliveries each committed group held;
 // serve exposes it on /metrics as tidemark_ingest_group_size.
 var GroupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -76,6 +82,10 @@ func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.P
 		q.pending = map[int64][]*ingestJob{}
 	}
 	queue, running := q.pending[p.TenantID]
+	if len(queue) >= s.maxQueued {
+		q.mu.Unlock()
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
+	}
 	q.pending[p.TenantID] = append(queue, job)
 	if !running {
 		go s.commitGroups(p.TenantID)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
@@ -219,5 +220,65 @@ func TestConcurrentDeliveriesShareGroups(t *testing.T) {
 	t.Logf("%d deliveries in about %d transactions", n, after-before)
 	if after-before >= n {
 		t.Fatalf("%d transactions for %d concurrent deliveries: none was grouped", after-before, n)
+	}
+}
+
+// TestTenantQueueIsBounded: while a tenant's committer is stuck on a lock,
+// its further deliveries wait up to maxQueued; past that, they are refused
+// at once as unavailable (503) rather than waiting out their budget.
+func TestTenantQueueIsBounded(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	s.maxQueued = 2
+	ctx := context.Background()
+	wantOutcome(t, ingest(t, s, p, event("e0", "c-1", 1, `{}`)), domain.Applied)
+	lock, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(ctx)
+	if _, err := lock.Exec(ctx, `SELECT FROM records WHERE object_id = 'c-1' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, 3)
+	send := func(i int) {
+		_, err := s.Ingest(ctx, delivery(p), p, []domain.Event{event(fmt.Sprintf("e%d", i), "c-1", int64(i+1), `{}`)})
+		errs <- err
+	}
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); !ok(); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s", what)
+			}
+		}
+	}
+	queued := func() int {
+		s.groups.mu.Lock()
+		defer s.groups.mu.Unlock()
+		return len(s.groups.pending[p.TenantID])
+	}
+	go send(1) // taken by the committer, which waits on the lock
+	waitFor("the committer to wait on the lock", func() bool {
+		var n int
+		s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		return n == 1
+	})
+	go send(2)
+	go send(3)
+	waitFor("two deliveries queued", func() bool { return queued() == 2 })
+	_, err = s.Ingest(ctx, delivery(p), p, []domain.Event{event("e4", "c-1", 5, `{}`)})
+	if domain.ErrorCode(err) != domain.EUNAVAILABLE {
+		t.Fatalf("a delivery past the tenant's queue: %v, want unavailable", err)
+	}
+	lock.Rollback(ctx)
+	for range 3 {
+		if err := <-errs; err != nil {
+			t.Fatalf("a queued delivery: %v", err)
+		}
+	}
+	// Revisions 3 and 4 were sent at once: either order is an arrival order.
+	if rev, _, n := record(t, s, p, "c-1"); rev != 4 || n < 3 {
+		t.Fatalf("c-1 at revision %d applied %d times, want revision 4 applied 3 or 4 times", rev, n)
 	}
 }

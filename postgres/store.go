@@ -48,6 +48,7 @@ type Store struct {
 
 	counterShards int
 	groups        groupQueues // deliveries waiting for their tenant's group committer
+	maxQueued     int         // deliveries one tenant may have waiting
 
 	// beforeCommitSQL, when set by a test, is a statement appended to every
 	// ingest transaction after all of its work and before it commits: an
@@ -83,7 +84,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, read: pool, keys: keys, log: log, counterShards: defaultCounterShards}, nil
+	return &Store{pool: pool, read: pool, keys: keys, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).

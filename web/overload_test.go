@@ -190,12 +190,12 @@ func (c *tally) counts() map[int]int {
 	return maps.Clone(c.m)
 }
 
-// TestTenantHoldsAtMostHalfThePool: with an ingest pool of 4, acme may have
-// 2 deliveries in progress. Stuck behind a row lock, they hold one
-// connection (its group committer, seen in pg_stat_activity), acme's
-// further deliveries are answered 503 with Retry-After after a short wait,
-// and globex's are applied meanwhile.
-func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
+// TestStuckTenantHoldsOneConnection: with an ingest pool of 4, acme's
+// deliveries stuck behind a row lock wait for its group committer, which
+// holds one connection (seen in pg_stat_activity), and globex's are applied
+// meanwhile, quickly. Once the lock is gone, every stuck delivery is
+// written and answered 200.
+func TestStuckTenantHoldsOneConnection(t *testing.T) {
 	t.Parallel()
 	e, pool := serverOn(setup(t), 4, web.Config{})
 	globex := e.provider("globex", "crm")
@@ -204,7 +204,7 @@ func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
 		t.Fatalf("first delivery: %s", got)
 	}
 	// Lock acme's record from outside the server's pool: every newer
-	// revision of it waits in its guarded upsert, holding a connection.
+	// revision of it waits in its guarded upsert.
 	locker, err := pgxpool.New(ctx, pool.Config().ConnString())
 	if err != nil {
 		t.Fatal(err)
@@ -219,8 +219,8 @@ func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	stuck := make(chan int, 4)
-	for i := range 4 {
+	stuck := make(chan int, 6)
+	for i := range 6 {
 		go func() {
 			id := fmt.Sprintf("stuck-%d", i)
 			resp, err := http.DefaultClient.Do(signed(t, e.srv.URL, e.secret, id, snapshotBody("c-1", 2+i, `{"a":2}`)))
@@ -229,16 +229,9 @@ func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
 				return
 			}
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusServiceUnavailable && resp.Header.Get("Retry-After") == "" {
-				stuck <- -1
-				return
-			}
 			stuck <- resp.StatusCode
 		}()
 	}
-	// Two of the four are in progress, written by acme's committer, which
-	// waits on the lock; the other two give up after a short wait for
-	// acme's share.
 	waiting := func() (n int) {
 		err := locker.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
 			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
@@ -251,16 +244,7 @@ func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
 	for waiting() < 1 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	for range 2 {
-		select {
-		case status := <-stuck:
-			if status != http.StatusServiceUnavailable {
-				t.Fatalf("a delivery past acme's share answered %d, want 503 with Retry-After", status)
-			}
-		case <-time.After(2 * time.Second):
-			t.Fatal("no delivery past acme's share was answered 503 within 2 s")
-		}
-	}
+	time.Sleep(200 * time.Millisecond) // every stuck delivery has arrived
 	if n := waiting(); n != 1 {
 		t.Fatalf("%d connections wait on the lock for acme, want 1 (its committer)", n)
 	}
@@ -271,10 +255,10 @@ func TestTenantHoldsAtMostHalfThePool(t *testing.T) {
 		t.Fatalf("globex during acme's saturation: %s", got)
 	}
 	if took := time.Since(began); took > 250*time.Millisecond && !raceDetector {
-		t.Errorf("globex's delivery took %v while acme held its share", took)
+		t.Errorf("globex's delivery took %v while acme was stuck", took)
 	}
 	lock.Rollback(ctx)
-	for range 2 {
+	for range 6 {
 		if status := <-stuck; status != http.StatusOK {
 			t.Errorf("a delivery waiting on the lock answered %d after it was released, want 200", status)
 		}
