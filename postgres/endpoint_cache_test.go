@@ -455,6 +455,7 @@ func BenchmarkEndpoint(b *testing.B) {
 				}
 			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := s.Endpoint(ctx, "acme", "crm"); err != nil {
