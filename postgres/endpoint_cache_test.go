@@ -27,8 +27,8 @@ func twoNodes(t *testing.T) (a, b *Store, p domain.ProviderEndpoint) {
 	t.Helper()
 	url := testdb.NewURL(t)
 	a, b = nodeStore(t, url), nodeStore(t, url)
-	listening(t, a, 0)
-	listening(t, b, 0)
+	startListener(t, a, 0)
+	startListener(t, b, 0)
 	return a, b, newProvider(t, a, "acme", "crm")
 }
 
@@ -52,9 +52,9 @@ func nodeStore(t *testing.T, url string) *Store {
 	return s
 }
 
-// listening runs s's listener until the test ends (retrying after retryMin
-// when not 0) and waits until its cache is live.
-func listening(t *testing.T, s *Store, retryMin time.Duration) {
+// startListener runs s's listener until the test ends (retrying after
+// retryMin when not 0) and waits until its cache is live.
+func startListener(t *testing.T, s *Store, retryMin time.Duration) {
 	t.Helper()
 	s.endpoints.retryMin = retryMin
 	ctx, cancel := context.WithCancel(context.Background())
@@ -69,12 +69,12 @@ func listening(t *testing.T, s *Store, retryMin time.Duration) {
 			t.Error("the cache is still live after its listener stopped")
 		}
 	})
-	waitFor(t, 5*time.Second, "the listener to go live", s.EndpointCacheLive)
+	pollFor(t, 5*time.Second, "the listener to go live", s.EndpointCacheLive)
 }
 
-// waitFor polls cond until it holds, failing the test after limit, and
+// pollFor polls cond until it holds, failing the test after limit, and
 // returns how long it took.
-func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+func pollFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
@@ -86,22 +86,22 @@ func waitFor(t *testing.T, limit time.Duration, what string, cond func() bool) t
 	return time.Since(start)
 }
 
-// notified waits until s has handled a notification past the count it had
-// at before: that of what.
-func notified(t *testing.T, s *Store, before uint64, what string) {
+// awaitNotification waits until s has handled a notification past the
+// count it had at before: that of what.
+func awaitNotification(t *testing.T, s *Store, before uint64, what string) {
 	t.Helper()
-	waitFor(t, notifyWithin, "the notification of "+what, func() bool {
+	pollFor(t, notifyWithin, "the notification of "+what, func() bool {
 		_, _, n := s.endpoints.state()
 		return n > before
 	})
 }
 
-func invalidations(s *Store) uint64 {
+func notificationsSeen(s *Store) uint64 {
 	_, _, n := s.endpoints.state()
 	return n
 }
 
-func endpoint(t *testing.T, s *Store, tenant, provider string) domain.ProviderEndpoint {
+func endpointOf(t *testing.T, s *Store, tenant, provider string) domain.ProviderEndpoint {
 	t.Helper()
 	p, err := s.Endpoint(context.Background(), tenant, provider)
 	if err != nil {
@@ -110,9 +110,9 @@ func endpoint(t *testing.T, s *Store, tenant, provider string) domain.ProviderEn
 	return p
 }
 
-// silently runs sql with triggers off, so that no node hears of the
+// execUnannounced runs sql with triggers off, so that no node hears of the
 // change: what a notification lost while a listener was down looks like.
-func silently(t *testing.T, s *Store, sql string, args ...any) {
+func execUnannounced(t *testing.T, s *Store, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
 	tx, err := s.pool.Begin(ctx)
@@ -135,13 +135,13 @@ func silently(t *testing.T, s *Store, sql string, args ...any) {
 // returns, without a notification.
 func setSkewSilently(t *testing.T, s *Store, p domain.ProviderEndpoint, skew time.Duration) {
 	t.Helper()
-	silently(t, s, `UPDATE providers SET max_future_skew_seconds = $1 WHERE tenant_id = $2 AND id = $3`,
+	execUnannounced(t, s, `UPDATE providers SET max_future_skew_seconds = $1 WHERE tenant_id = $2 AND id = $3`,
 		int64(skew/time.Second), p.TenantID, p.ID)
 }
 
 func skewOf(t *testing.T, s *Store) time.Duration {
 	t.Helper()
-	return endpoint(t, s, "acme", "crm").MaxFutureSkew
+	return endpointOf(t, s, "acme", "crm").MaxFutureSkew
 }
 
 // TestEndpointCacheServesWhileListening: with its listener live a store
@@ -182,16 +182,16 @@ func TestEndpointCacheRetiredSecret(t *testing.T) {
 	if err := a.RotateProviderSecret(ctx, p.TenantID, p.ID, newest); err != nil {
 		t.Fatal(err)
 	}
-	if got := endpoint(t, b, "acme", "crm").Secrets; !slices.Equal(got, []string{newest, "whsec_dGVzdA=="}) {
+	if got := endpointOf(t, b, "acme", "crm").Secrets; !slices.Equal(got, []string{newest, "whsec_dGVzdA=="}) {
 		t.Fatalf("secrets during the rotation %q", got)
 	}
 	if _, err := a.RetireProviderSecrets(ctx, p.TenantID, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	took := waitFor(t, notifyWithin, "the retired secret to leave the other node", func() bool {
-		return !slices.Contains(endpoint(t, b, "acme", "crm").Secrets, "whsec_dGVzdA==")
+	took := pollFor(t, notifyWithin, "the retired secret to leave the other node", func() bool {
+		return !slices.Contains(endpointOf(t, b, "acme", "crm").Secrets, "whsec_dGVzdA==")
 	})
-	if got := endpoint(t, b, "acme", "crm").Secrets; !slices.Equal(got, []string{newest}) {
+	if got := endpointOf(t, b, "acme", "crm").Secrets; !slices.Equal(got, []string{newest}) {
 		t.Fatalf("secrets after retiring %q", got)
 	}
 	t.Logf("retired secret refused by the other node after %s", took)
@@ -208,16 +208,16 @@ func TestEndpointCacheScopeDisabled(t *testing.T) {
 	if err := a.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
 		t.Fatal(err)
 	}
-	if !endpoint(t, b, "acme", "crm").Scope(sc.ScopeName).Enabled {
+	if !endpointOf(t, b, "acme", "crm").Scope(sc.ScopeName).Enabled {
 		t.Fatal("scope disabled before it was")
 	}
-	n := invalidations(b)
+	n := notificationsSeen(b)
 	sc.Enabled = false
 	if err := a.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
 		t.Fatal(err)
 	}
-	notified(t, b, n, "the disabled scope")
-	if endpoint(t, b, "acme", "crm").Scope(sc.ScopeName).Enabled {
+	awaitNotification(t, b, n, "the disabled scope")
+	if endpointOf(t, b, "acme", "crm").Scope(sc.ScopeName).Enabled {
 		t.Fatal("the other node still has the scope enabled after the notification")
 	}
 }
@@ -231,9 +231,9 @@ func TestEndpointCacheProvidersAndTenants(t *testing.T) {
 	a, b, p := twoNodes(t)
 	change := func(what string, fn func()) {
 		t.Helper()
-		n := invalidations(b)
+		n := notificationsSeen(b)
 		fn()
-		notified(t, b, n, what)
+		awaitNotification(t, b, n, what)
 	}
 	exec := func(sql string, args ...any) func() {
 		return func() {
@@ -251,15 +251,15 @@ func TestEndpointCacheProvidersAndTenants(t *testing.T) {
 
 	missing("acme", "erp") // cached as a miss
 	change("provider created", func() { newProvider(t, a, "acme", "erp") })
-	endpoint(t, b, "acme", "erp")
+	endpointOf(t, b, "acme", "erp")
 
-	endpoint(t, b, "acme", "crm")
+	endpointOf(t, b, "acme", "crm")
 	change("provider deleted", exec(`DELETE FROM providers WHERE tenant_id = $1 AND id = $2`, p.TenantID, p.ID))
 	missing("acme", "crm")
 
 	change("tenant renamed", exec(`UPDATE tenants SET slug = 'acme-inc' WHERE id = $1`, p.TenantID))
 	missing("acme", "erp")
-	if got := endpoint(t, b, "acme-inc", "erp"); got.TenantSlug != "acme-inc" || got.TenantID != p.TenantID {
+	if got := endpointOf(t, b, "acme-inc", "erp"); got.TenantSlug != "acme-inc" || got.TenantID != p.TenantID {
 		t.Fatalf("renamed tenant's endpoint %+v", got.Provider)
 	}
 
@@ -276,7 +276,7 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 	url := testdb.NewURL(t)
 	a, b := nodeStore(t, url), nodeStore(t, url)
 	p := newProvider(t, a, "acme", "crm")
-	listening(t, b, 1500*time.Millisecond) // a reconnection slow enough to watch
+	startListener(t, b, 1500*time.Millisecond) // a reconnection slow enough to watch
 	skewOf(t, b)
 	setSkewSilently(t, a, p, 6*time.Minute)
 	if got := skewOf(t, b); got == 6*time.Minute {
@@ -288,7 +288,7 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 	if err := a.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(pid)).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate the listener's backend %d: %v %v", pid, killed, err)
 	}
-	waitFor(t, notifyWithin, "the cache to turn off", func() bool { return !b.EndpointCacheLive() })
+	pollFor(t, notifyWithin, "the cache to turn off", func() bool { return !b.EndpointCacheLive() })
 	if got := skewOf(t, b); got != 6*time.Minute {
 		t.Fatalf("max future skew %s after the listener was lost, want the stored 6m0s", got)
 	}
@@ -297,7 +297,7 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 		t.Fatalf("max future skew %s while the listener is down, want the stored 8m0s", got)
 	}
 
-	waitFor(t, 5*time.Second, "the listener to reconnect", b.EndpointCacheLive)
+	pollFor(t, 5*time.Second, "the listener to reconnect", b.EndpointCacheLive)
 	if _, newPID, _ := b.endpoints.state(); newPID == pid || newPID == 0 {
 		t.Fatalf("listener backend %d after reconnecting, was %d", newPID, pid)
 	}
@@ -316,23 +316,23 @@ func TestEndpointCacheLogsUndecryptableOnce(t *testing.T) {
 	ctx := context.Background()
 	s, log := keyStore(t, testdb.New(t), testKey)
 	p := newProvider(t, s, "acme", "crm")
-	listening(t, s, 0)
-	n := invalidations(s)
+	startListener(t, s, 0)
+	n := notificationsSeen(s)
 	if _, err := s.pool.Exec(ctx, `UPDATE provider_secrets SET ciphertext = set_byte(ciphertext, 20, get_byte(ciphertext, 20) # 1)
 		WHERE tenant_id = $1 AND provider_id = $2`, p.TenantID, p.ID); err != nil {
 		t.Fatal(err)
 	}
-	notified(t, s, n, "the damaged secret")
+	awaitNotification(t, s, n, "the damaged secret")
 	for i := range 3 {
-		if got := endpoint(t, s, "acme", "crm").Secrets; len(got) != 0 {
+		if got := endpointOf(t, s, "acme", "crm").Secrets; len(got) != 0 {
 			t.Fatalf("secrets %q, want none that decrypts", got)
 		}
 		if i == 1 { // a change makes the next lookup read it again
-			n = invalidations(s)
+			n = notificationsSeen(s)
 			if err := s.SaveProviderScope(ctx, p.TenantID, p.ID, domain.DefaultScope(domain.ScopeName{ObjectType: "deal", Action: "snapshot"})); err != nil {
 				t.Fatal(err)
 			}
-			notified(t, s, n, "the new scope")
+			awaitNotification(t, s, n, "the new scope")
 		}
 	}
 	if got := strings.Count(log.String(), "cannot be decrypted"); got != 1 {
@@ -455,6 +455,7 @@ func BenchmarkEndpoint(b *testing.B) {
 				}
 			}
 			b.ReportAllocs()
+			b.ResetTimer()
 			b.RunParallel(func(pb *testing.PB) {
 				for pb.Next() {
 					if _, err := s.Endpoint(ctx, "acme", "crm"); err != nil {

@@ -24,14 +24,14 @@ import (
 func twoServers(t *testing.T) (one, two *env) {
 	t.Helper()
 	dbURL := testdb.NewURL(t)
-	one, two = node(t, dbURL), node(t, dbURL)
+	one, two = listeningServer(t, dbURL), listeningServer(t, dbURL)
 	one.secret = one.provider("acme", "crm")
 	two.secret = one.secret
 	return one, two
 }
 
-// node is a server on dbURL whose endpoint cache is live.
-func node(t *testing.T, dbURL string) *env {
+// listeningServer is a server on dbURL whose endpoint cache is live.
+func listeningServer(t *testing.T, dbURL string) *env {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
@@ -56,7 +56,7 @@ func node(t *testing.T, dbURL string) *env {
 			t.Error(err)
 		}
 	})
-	within(t, 5*time.Second, "the endpoint cache to go live", store.EndpointCacheLive)
+	pollWithin(t, 5*time.Second, "the endpoint cache to go live", store.EndpointCacheLive)
 	s := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: quietLog()})
 	e := &env{t: t, store: store, web: s, srv: httptest.NewServer(s.Handler())}
@@ -64,9 +64,9 @@ func node(t *testing.T, dbURL string) *env {
 	return e
 }
 
-// within polls cond until it holds, failing the test after limit, and
+// pollWithin polls cond until it holds, failing the test after limit, and
 // returns how long it took.
-func within(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
+func pollWithin(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
 	t.Helper()
 	start := time.Now()
 	for !cond() {
@@ -98,7 +98,7 @@ func TestSecretRetiredOnOneServerRefusedByAnother(t *testing.T) {
 		t.Fatalf("retire: %d", status)
 	}
 	n := 1
-	took := within(t, time.Second, "the other server to refuse the retired secret", func() bool {
+	took := pollWithin(t, time.Second, "the other server to refuse the retired secret", func() bool {
 		n++
 		status, answer := two.deliver("acme", "crm", two.secret, fmt.Sprint("r-", n), snapshotBody("c-1", n, `{"a":1}`))
 		if status != http.StatusOK && status != http.StatusUnauthorized {
@@ -131,7 +131,7 @@ func TestScopeDisabledOnOneServerRejectsNextEvent(t *testing.T) {
 		t.Fatalf("disable scope: %d", status)
 	}
 	scope := domain.ScopeName{ObjectType: "contact", Action: "snapshot"}
-	within(t, time.Second, "the notification on the other server", func() bool {
+	pollWithin(t, time.Second, "the notification on the other server", func() bool {
 		p, err := two.store.Endpoint(context.Background(), "acme", "crm")
 		return err == nil && !p.Scope(scope).Enabled
 	})
