@@ -12,7 +12,7 @@ import (
 
 // The endpoint cache spares each delivery the round trip of its endpoint
 // lookup. It serves entries only while ListenForChanges holds a connection
-// LISTENing for the notifications of migration 00011, which drop a
+// LISTENing for the notifications of migration 00015, which drop a
 // tenant's entries on every node as soon as a change to its tenant,
 // providers, secrets or scopes commits. Without that connection nothing is
 // cached, so a notification missed while it was down can never leave a

@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// listenEndpointsSQL subscribes to the notifications that migration 00011's
+// listenEndpointsSQL subscribes to the notifications that migration 00015's
 // triggers send, with a tenant id, when an endpoint of that tenant changes.
 const listenEndpointsSQL = `LISTEN tidemark_endpoints`
 
