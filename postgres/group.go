@@ -48,6 +48,12 @@ const (
 // stuck on a lock.
 const defaultMaxQueued = 1024
 
+// maxQueuedEvents bounds the events one tenant may have waiting in one
+// process: about two groups' worth, which the committer writes well inside
+// a delivery's budget. Past it, a delivery is refused at once, rather than
+// accepted to time out in the queue while the ones before it time out too.
+const maxQueuedEvents = 2 * maxGroupEvents
+
 // GroupSize observes how many deliveries each committed group held;
 // serve exposes it on /metrics as tidemark_ingest_group_size.
 var GroupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
@@ -82,7 +88,11 @@ func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.P
 		q.pending = map[int64][]*ingestJob{}
 	}
 	queue, running := q.pending[p.TenantID]
-	if len(queue) >= s.maxQueued {
+	waiting := 0
+	for _, j := range queue {
+		waiting += len(j.events)
+	}
+	if len(queue) >= s.maxQueued || (len(queue) > 0 && waiting+len(events) > maxQueuedEvents) {
 		q.mu.Unlock()
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
 	}
@@ -153,9 +163,12 @@ func (s *Store) commitGroup(group []*ingestJob) {
 	ctx, cancel := groupContext(live)
 	defer cancel()
 	batch := &pgx.Batch{}
-	shard := rand.IntN(s.counterShards) // one counter row per outcome for the whole group
-	for _, job := range live {
-		job.results = s.queueDelivery(batch, job.d, job.p, job.events, shard)
+	// Each delivery counts its outcomes in its own counter shard, so that
+	// no counter row is updated many times in one transaction (each update
+	// would walk the chain of the row's earlier versions).
+	base := rand.IntN(s.counterShards)
+	for i, job := range live {
+		job.results = s.queueDelivery(batch, job.d, job.p, job.events, (base+i)%s.counterShards)
 	}
 	if s.beforeCommitSQL != "" {
 		batch.Queue(s.beforeCommitSQL)
