@@ -34,8 +34,6 @@ import (
 // node) rolls back whole; each of its deliveries is then written alone, so
 // one delivery's failure is its own.
 
-var groupCommitters = 1
-
 // Bounds of one group, so that a batch stays a reasonable size.
 const (
 	maxGroupDeliveries = 128
