@@ -79,7 +79,8 @@ type Config struct {
 	// Collectors are other packages' metrics to serve on /metrics.
 	Collectors []prometheus.Collector
 	// IngestConns is the size of the ingest connection pool: one tenant's
-	// deliveries hold at most half of it at once. 0 means no cap.
+	// endpoint lookups that miss the cache hold at most half of it at once.
+	// 0 means no cap.
 	IngestConns int
 	// RefusalLimits bound refused deliveries per client address and per
 	// provider; zero fields take the defaults.
