@@ -5,15 +5,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-
-	"github.com/tidemark/tidemark/domain"
 )
-
-// ParseTrustedProxies reads serve --trusted-proxies: a comma-separated
-// list of CIDRs (a bare address is a single host).
-func ParseTrustedProxies(list string) ([]netip.Prefix, error) {
-	return domain.ParseNetworks(list)
-}
 
 // clientAddr rewrites r.RemoteAddr to the client's address, so everything
 // keyed on it (Salesforce's allowed networks, sign-in throttling, rate

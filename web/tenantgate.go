@@ -10,9 +10,10 @@ import (
 // connections before it is answered 503.
 const tenantWait = 250 * time.Millisecond
 
-// tenantGate lets each tenant run at most limit endpoint lookups that miss
-// the cache at once, so one tenant's flood holds at most that share of the
-// ingest pool and the others keep the rest. (Writes take one connection per
+// tenantGate lets each tenant run at most limit endpoint lookups at once,
+// so one tenant's flood holds at most that share of the ingest pool (a
+// lookup served from the cache holds its slot for no time) and the others
+// keep the rest. (Writes take one connection per
 // tenant: its group committer's.) A tenant's entry lives only
 // while a call holds or awaits it, so memory follows concurrency, not the
 // number of tenants (or of made-up tenant names).

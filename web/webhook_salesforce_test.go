@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web"
 	"github.com/tidemark/tidemark/web/provider"
 )
@@ -466,7 +467,7 @@ func TestSalesforceAllowedNetworksBehindProxy(t *testing.T) {
 	e := setup(t)
 	sf := e.sfProvider("sf", map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp", "allowed_networks": "13.108.0.0/14"})
 	serve := func(trusted string) string {
-		prefixes, err := web.ParseTrustedProxies(trusted)
+		prefixes, err := domain.ParseNetworks(trusted)
 		if err != nil {
 			t.Fatal(err)
 		}

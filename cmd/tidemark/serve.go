@@ -63,7 +63,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if *readTimeout < time.Millisecond {
 		return fmt.Errorf("serve: --read-timeout must be at least 1ms, such as 5s; got %s", *readTimeout)
 	}
-	trusted, err := web.ParseTrustedProxies(*proxies)
+	trusted, err := domain.ParseNetworks(*proxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies (or TIDEMARK_TRUSTED_PROXIES): %w", err)
 	}
