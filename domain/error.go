@@ -13,6 +13,7 @@ const (
 	ENOTFOUND     = "not_found" // no such thing, or not visible to the caller
 	ECONFLICT     = "conflict"  // the request contradicts the current state
 	EUNAUTHORIZED = "unauthorized"
+	EFORBIDDEN    = "forbidden"   // authenticated, but the role does not allow it
 	EUNAVAILABLE  = "unavailable" // the database cannot be reached; retry later
 	EINTERNAL     = "internal"
 )

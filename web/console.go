@@ -85,7 +85,9 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			s.consoleError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), userKey{}, u)))
+		ctx := context.WithValue(r.Context(), userKey{}, u)
+		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: u.Email, Address: clientAddress(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 

@@ -148,6 +148,8 @@ func errorStatus(err error) int {
 		return http.StatusConflict
 	case domain.EUNAUTHORIZED:
 		return http.StatusUnauthorized
+	case domain.EFORBIDDEN:
+		return http.StatusForbidden
 	case domain.EUNAVAILABLE:
 		return http.StatusServiceUnavailable
 	}

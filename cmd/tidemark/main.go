@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tidemark/tidemark/domain"
 	"io"
 	"os"
 	"os/signal"
@@ -83,6 +84,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.send(ctx, rest)
 	case "tenant", "provider", "token", "user", "secrets":
 		verb, rest := sub()
+		ctx = domain.WithActor(ctx, cliActor(getenv))
 		switch cmd + " " + verb {
 		case "tenant create":
 			return env.tenantCreate(ctx, rest)
@@ -140,4 +142,15 @@ func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
 		return nil, fmt.Errorf("%s: expected %d argument(s), got %d", fs.Name(), positional, fs.NArg())
 	}
 	return fs.Args(), nil
+}
+
+// cliActor is who the audit log names for changes made from the command
+// line: the operating-system user, since the CLI acts with the database's
+// authority rather than as an operator.
+func cliActor(getenv func(string) string) domain.Actor {
+	name := getenv("USER")
+	if name == "" {
+		name = "unknown"
+	}
+	return domain.Actor{Kind: domain.ActorCLI, Name: name}
 }

@@ -1,0 +1,61 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// AuditRetention is how long audit entries are kept at least; only
+// retention may delete them, and nothing may update them.
+const AuditRetention = 400 * 24 * time.Hour
+
+// Actor kinds: who made a change.
+const (
+	ActorOperator = "operator" // a person signed in to the console
+	ActorToken    = "token"    // an API token
+	ActorCLI      = "cli"      // the tidemark command, with the database's authority
+)
+
+// Actor is who makes a change, as the audit log records it.
+type Actor struct {
+	Kind    string // ActorOperator, ActorToken or ActorCLI
+	Name    string // the operator's email, the token's name, or the OS user of the CLI
+	Address string // the client address, empty for the CLI
+}
+
+type actorKey struct{}
+
+// WithActor returns ctx carrying a as the author of the changes made with it.
+func WithActor(ctx context.Context, a Actor) context.Context {
+	return context.WithValue(ctx, actorKey{}, a)
+}
+
+// ActorFrom returns the actor of ctx, if one was set.
+func ActorFrom(ctx context.Context) (Actor, bool) {
+	a, ok := ctx.Value(actorKey{}).(Actor)
+	return a, ok
+}
+
+// AuditEntry is one recorded change. Summary says what changed (before and
+// after where that helps) and never holds a secret.
+type AuditEntry struct {
+	ID            int64
+	At            time.Time
+	TenantID      int64 // 0 for changes outside any tenant (operators, sign-ins)
+	Actor         string
+	ActorKind     string
+	Action        string
+	Target        string
+	Summary       string
+	ClientAddress string
+}
+
+// Role is what a member may do within a tenant; each role may do what the
+// ones before it may.
+type Role string
+
+const (
+	RoleViewer   Role = "viewer"   // reads every page of the tenant
+	RoleOperator Role = "operator" // also resolves conflicts and replays deliveries
+	RoleOwner    Role = "owner"    // also providers, secrets, scopes, API tokens and members
+)
