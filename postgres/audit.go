@@ -9,7 +9,7 @@ import (
 )
 
 const insertAuditSQL = `INSERT INTO audit_log (tenant_id, actor_kind, actor, action, target, summary, client_address)
-VALUES ($1, $2, $3, $4, $5, $6, $7)`
+VALUES (@tenant_id, @actor_kind, @actor, @action, @target, @summary, @client_address)`
 
 // audit records a change in tx, the transaction that makes it, so that the
 // entry exists exactly when the change does. The actor comes from ctx; a
@@ -20,6 +20,9 @@ func audit(ctx context.Context, tx pgx.Tx, tenantID int64, action, target, summa
 	if !ok {
 		return domain.Errorf(domain.EINTERNAL, "change %s on %q has no actor to record", action, target)
 	}
-	_, err := tx.Exec(ctx, insertAuditSQL, tenantID, a.Kind, a.Name, action, target, summary, a.Address)
+	_, err := tx.Exec(ctx, insertAuditSQL, pgx.NamedArgs{
+		"tenant_id": tenantID, "actor_kind": a.Kind, "actor": a.Name, "action": action,
+		"target": target, "summary": summary, "client_address": a.Address,
+	})
 	return err
 }
