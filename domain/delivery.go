@@ -2,7 +2,12 @@ package domain
 
 import (
 	"context"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Signature verdicts stored with each delivery.
@@ -23,7 +28,136 @@ type Delivery struct {
 	Status     int
 	Signature  string
 	Reason     string
-	Body       []byte // kept only when the signature was valid but the body unusable
+	Body       []byte  // kept only when the sender was authenticated
+	Request    Request // what the request said, credentials redacted
+	ReplayOf   string  // the delivery this one replays; "" for one that arrived
+}
+
+// Request is what a delivery's HTTP request said, as the delivery log keeps
+// it: credentials redacted (RedactValue), headers and query within bounds.
+type Request struct {
+	Method        string
+	Path          string
+	Query         string              // the raw query, without "?"
+	Headers       map[string][]string // canonical name to values
+	Truncated     bool                // headers or the query were cut to their bounds
+	ClientAddress string
+}
+
+// Bounds of what the delivery log keeps of a request's headers and query:
+// a sender controls them, and they are stored with every delivery.
+const (
+	MaxKeptHeaders     = 64       // header names
+	MaxKeptHeaderBytes = 16 << 10 // names and values together
+	MaxKeptHeaderValue = 1024     // one value; a longer one is cut
+	MaxKeptQuery       = 2048
+)
+
+// redactedPrefix is how many characters of a credential the delivery log
+// keeps, enough to tell two secrets apart, never enough to use one.
+const redactedPrefix = 4
+
+// RedactValue is a credential as the delivery log keeps it: its first four
+// characters and an ellipsis. A value of eight characters or fewer keeps
+// nothing, so that half of a short secret is never shown.
+func RedactValue(v string) string {
+	if utf8.RuneCountInString(v) <= 2*redactedPrefix {
+		return "…"
+	}
+	n := 0
+	for i := range v {
+		if n == redactedPrefix {
+			return v[:i] + "…"
+		}
+		n++
+	}
+	return v
+}
+
+// CredentialName reports whether a header or query parameter of that name
+// carries a credential by the generic rule: authorization and cookies, and
+// any name with signature, token, secret, password or api key in it. Provider
+// kinds add the names they know (web/provider).
+func CredentialName(name string) bool {
+	n := strings.ToLower(name)
+	switch n {
+	case "authorization", "proxy-authorization", "cookie", "set-cookie":
+		return true
+	}
+	for _, word := range []string{"signature", "token", "secret", "password", "apikey", "api-key", "api_key"} {
+		if strings.Contains(n, word) {
+			return true
+		}
+	}
+	return false
+}
+
+// CaptureRequest returns what the delivery log keeps of a request: the
+// values of the headers that secretHeader names and of the query
+// parameters that secretQuery names redacted, the rest as sent, within the
+// bounds above (headers by name in order; Truncated says something was
+// left out or cut).
+func CaptureRequest(method, path, rawQuery string, header map[string][]string, client string,
+	secretHeader, secretQuery func(name string) bool) Request {
+	r := Request{Method: method, Path: path, ClientAddress: client}
+	r.Query, r.Truncated = redactQuery(rawQuery, secretQuery)
+	names := make([]string, 0, len(header))
+	for name := range header {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	r.Headers = make(map[string][]string, min(len(names), MaxKeptHeaders))
+	budget := MaxKeptHeaderBytes
+	for _, name := range names {
+		if len(r.Headers) == MaxKeptHeaders || len(name) > budget {
+			r.Truncated = true
+			break
+		}
+		budget -= len(name)
+		var kept []string
+		for _, v := range header[name] {
+			if secretHeader(name) {
+				v = RedactValue(v)
+			}
+			if len(v) > MaxKeptHeaderValue {
+				v, r.Truncated = cut(v, MaxKeptHeaderValue), true
+			}
+			if len(v) > budget {
+				v, r.Truncated = cut(v, budget), true
+			}
+			budget -= len(v)
+			kept = append(kept, v)
+		}
+		r.Headers[name] = kept
+	}
+	return r
+}
+
+// redactQuery redacts the values of credential parameters in a raw query,
+// keeping the rest byte for byte, and cuts it to MaxKeptQuery.
+func redactQuery(raw string, secret func(name string) bool) (string, bool) {
+	if raw == "" {
+		return "", false
+	}
+	parts := strings.Split(raw, "&")
+	for i, part := range parts {
+		key, value, hasValue := strings.Cut(part, "=")
+		name, err := url.QueryUnescape(key)
+		if err != nil {
+			name = key
+		}
+		if hasValue && secret(name) {
+			if v, err := url.QueryUnescape(value); err == nil {
+				value = v
+			}
+			parts[i] = key + "=" + RedactValue(value)
+		}
+	}
+	q := strings.Join(parts, "&")
+	if len(q) > MaxKeptQuery {
+		return cut(q, MaxKeptQuery), true
+	}
+	return q, false
 }
 
 // DeliveryBrief is what the console shows of one delivery.
@@ -35,6 +169,107 @@ type DeliveryBrief struct {
 	Signature  string
 	Reason     string
 	EventCount int
+	ReplayOf   string // the delivery this one replays, if it is a replay
+}
+
+// DeliveryDetail is one delivery as stored, for the inspector.
+type DeliveryDetail struct {
+	DeliveryBrief
+	TenantSlug   string
+	ProviderKind string
+	Request      Request
+	Body         []byte // nil when it was not kept
+	Events       []DeliveryEvent
+	Replays      []string // ids of the deliveries that replayed this one, oldest first
+}
+
+// BodyKept reports whether the delivery's body was stored: only an
+// authenticated sender's is (a 200, or a 400 whose body was unusable).
+func (d DeliveryDetail) BodyKept() bool { return d.Body != nil }
+
+// Replayable returns nil when the delivery can be replayed, or an
+// ECONFLICT error saying why not.
+func (d DeliveryDetail) Replayable() error {
+	switch {
+	case d.ReplayOf != "":
+		return Errorf(ECONFLICT, "delivery %s is itself a replay; replay the original, %s", d.ID, d.ReplayOf)
+	case d.Body == nil || d.Signature != SignatureValid:
+		return Errorf(ECONFLICT, "delivery %s cannot be replayed: its body was not kept (answered %d, signature %s); "+
+			"only the body of an authenticated sender is stored", d.ID, d.Status, d.Signature)
+	case d.Request.Method == "":
+		return Errorf(ECONFLICT, "delivery %s cannot be replayed: it was stored before Tidemark kept the request's "+
+			"headers, which parsing needs", d.ID)
+	}
+	return nil
+}
+
+// DeliveryEvent is one event of a delivery with its outcome.
+type DeliveryEvent struct {
+	Seq        int
+	EventID    string
+	ObjectType string
+	Action     string
+	ObjectID   string
+	Outcome    Outcome
+	Reason     string
+}
+
+// DeliveryFilter narrows the delivery log; zero fields match everything.
+type DeliveryFilter struct {
+	Provider string
+	Status   int       // the HTTP status answered
+	Outcome  Outcome   // deliveries with at least one event of this outcome
+	From     time.Time // received at or after
+	Before   time.Time // received before
+}
+
+// Validate returns an EINVALID error describing the first unusable filter.
+func (f DeliveryFilter) Validate() error {
+	if f.Outcome != "" && !ValidOutcome(string(f.Outcome)) {
+		return Errorf(EINVALID, "unknown outcome %q", f.Outcome)
+	}
+	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
+		return Errorf(EINVALID, "status must be an HTTP status such as 200 or 400, got %d", f.Status)
+	}
+	if !f.From.IsZero() && !f.Before.IsZero() && !f.From.Before(f.Before) {
+		return Errorf(EINVALID, "the start of the time range must be before its end")
+	}
+	return nil
+}
+
+// String says what f matches, for the audit log: "provider crm, status
+// 200, outcome rejected, from 2026-11-29T10:00:00Z" or "every delivery".
+func (f DeliveryFilter) String() string {
+	var parts []string
+	if f.Provider != "" {
+		parts = append(parts, "provider "+f.Provider)
+	}
+	if f.Status != 0 {
+		parts = append(parts, fmt.Sprintf("status %d", f.Status))
+	}
+	if f.Outcome != "" {
+		parts = append(parts, "outcome "+string(f.Outcome))
+	}
+	if !f.From.IsZero() {
+		parts = append(parts, "from "+f.From.UTC().Format(time.RFC3339))
+	}
+	if !f.Before.IsZero() {
+		parts = append(parts, "before "+f.Before.UTC().Format(time.RFC3339))
+	}
+	if len(parts) == 0 {
+		return "every delivery"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// DeliveryService serves the delivery log to the inspector.
+type DeliveryService interface {
+	// Delivery returns one delivery with its request, body and events, or
+	// ENOTFOUND for an id that is not one of the tenant's deliveries.
+	Delivery(ctx context.Context, tenantID int64, id string) (DeliveryDetail, error)
+	// Deliveries lists the tenant's deliveries that f matches, newest
+	// first, a keyset page at a time; the cursor is "" on the last page.
+	Deliveries(ctx context.Context, tenantID int64, f DeliveryFilter, p Page) ([]DeliveryBrief, string, error)
 }
 
 // IngestService is what webhook receivers need from storage.

@@ -262,8 +262,10 @@ WITH claim AS (
 SELECT outcome, reason, (SELECT revision FROM rec), coalesce((SELECT id FROM conflict), 0) FROM decided`)
 
 var deliverySQL = named(`
-INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body)
-VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body)`)
+INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
+                        method, path, query, headers, truncated, client_address, replay_of)
+VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body,
+        @method, @path, @query, @headers::jsonb, @truncated, @client_address, @replay_of::uuid)`)
 
 var ensureScopeSQL = named(`
 INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)
@@ -282,6 +284,16 @@ ON CONFLICT DO NOTHING`)
 // the delivery is processed: a signed delivery is never failed, and retried
 // by its provider for days, for one event the database cannot hold.
 func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	return s.ingestWith(ctx, d, p, events, s.ingestGrouped)
+}
+
+// writeFunc writes the statements of one delivery in one transaction: by
+// group commit for a delivery that arrived, alone with its audit entry or
+// its job's progress for a replay (replay.go).
+type writeFunc func(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error)
+
+// ingestWith is Ingest writing with write.
+func (s *Store) ingestWith(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, write writeFunc) ([]domain.Result, error) {
 	events = slices.Clone(events)
 	for i := range events {
 		events[i] = domain.ApplyLimits(events[i])
@@ -289,10 +301,10 @@ func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.Provider
 	if err := s.ensureScopes(ctx, p, events); err != nil {
 		return nil, err
 	}
-	results, err := s.ingestRetrying(ctx, d, p, events)
+	results, err := s.ingestRetrying(ctx, write, d, p, events)
 	if _, refusedOne := programLimit(err); refusedOne {
 		if err = s.rejectOffenders(ctx, d, p, events); err == nil {
-			results, err = s.ingestRetrying(ctx, d, p, events)
+			results, err = s.ingestRetrying(ctx, write, d, p, events)
 		}
 	}
 	if why, refusedAll := programLimit(err); refusedAll {
@@ -300,16 +312,16 @@ func (s *Store) Ingest(ctx context.Context, d domain.Delivery, p domain.Provider
 		for i := range events {
 			events[i] = refused(events[i], why)
 		}
-		results, err = s.ingestRetrying(ctx, d, p, events)
+		results, err = s.ingestRetrying(ctx, write, d, p, events)
 	}
 	return results, translate(err)
 }
 
 // ingestRetrying runs the delivery's transaction, again after a lost
 // deadlock or serialization race, three attempts in all.
-func (s *Store) ingestRetrying(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+func (s *Store) ingestRetrying(ctx context.Context, write writeFunc, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	for attempt := 1; ; attempt++ {
-		results, err := s.ingestOnce(ctx, d, p, events)
+		results, err := write(ctx, d, p, events)
 		if err != nil && retryable(err) && attempt < 3 {
 			continue
 		}
@@ -390,10 +402,6 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 	return nil
 }
 
-func (s *Store) ingestOnce(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	return s.ingestGrouped(ctx, d, p, events)
-}
-
 // ingestAlone writes one delivery in a transaction of its own.
 func (s *Store) ingestAlone(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	batch := &pgx.Batch{}
@@ -409,11 +417,13 @@ func (s *Store) ingestAlone(ctx context.Context, d domain.Delivery, p domain.Pro
 // is read.
 func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
 	results := make([]domain.Result, len(events))
-	batch.Queue(deliverySQL.sql, deliverySQL.args(pgx.NamedArgs{
+	args := pgx.NamedArgs{
 		"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
 		"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
-		"event_count": len(events), "body": d.Body,
-	})...)
+		"event_count": len(events), "body": d.Body, "replay_of": nullString(d.ReplayOf),
+	}
+	columnsOf(d.Request).set(args)
+	batch.Queue(deliverySQL.sql, deliverySQL.args(args)...)
 	for i, e := range events {
 		scope := p.Scope(e.Scope)
 		if e.RejectReason == "" && !scope.Enabled {

@@ -28,6 +28,13 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Post("/conflicts/{id}/resolve", s.handleResolve)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleRecord)
 	r.Get("/people", s.handlePeopleAPI)
+	r.Get("/deliveries", s.handleDeliveriesAPI)
+	r.Get("/deliveries/{id}", s.handleDeliveryAPI)
+	r.Post("/deliveries/{id}/replay", s.handleReplayAPI)
+	r.Get("/replays", s.handleReplayJobsAPI)
+	r.Post("/replays", s.handleStartReplayAPI)
+	r.Get("/replays/{id}", s.handleReplayJobAPI)
+	r.Post("/replays/{id}/cancel", s.handleCancelReplayAPI)
 
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {

@@ -48,6 +48,8 @@ func (s *Server) Handler() http.Handler {
 				s.conflictRoutes(r)
 				s.providerRoutes(r)
 				s.peopleRoutes(r)
+				s.deliveryRoutes(r)
+				s.replayRoutes(r)
 			})
 		})
 	})

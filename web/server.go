@@ -41,6 +41,9 @@ type Services struct {
 	Records   domain.RecordService
 	Conflicts domain.ConflictService
 	People    domain.PeopleService
+	// Deliveries and Replays serve the delivery inspector and replays.
+	Deliveries domain.DeliveryService
+	Replays    domain.ReplayService
 }
 
 // Storage is one implementation of every service, as postgres.Store is.
@@ -55,12 +58,14 @@ type Storage interface {
 	domain.RecordService
 	domain.ConflictService
 	domain.PeopleService
+	domain.DeliveryService
+	domain.ReplayService
 }
 
 // ServicesOf returns every service from one storage.
 func ServicesOf(st Storage) Services {
 	return Services{Ingest: st, Access: st, Operators: st, Providers: st, Tokens: st, Events: st, Stats: st,
-		Records: st, Conflicts: st, People: st}
+		Records: st, Conflicts: st, People: st, Deliveries: st, Replays: st}
 }
 
 // Config wires a Server to its dependencies.
@@ -110,6 +115,9 @@ type Server struct {
 	publicURL string
 	trusted   []netip.Prefix
 
+	deliveries domain.DeliveryService // the inspector
+	replays    domain.ReplayService
+
 	refusals     *refusalLog
 	refusalFlush time.Duration
 	limits       *refusalLimiter
@@ -120,7 +128,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
-		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
+		people: cfg.People, deliveries: cfg.Deliveries, replays: cfg.Replays, ping: cfg.Ping, log: cfg.Logger,
 		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
 		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
 	if s.now == nil {

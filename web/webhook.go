@@ -65,7 +65,8 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ctx context.Context // what is left of the budget once the body is read
-	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start}
+	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start,
+		Request: captureRequest(r, p.Kind)}
 	// reject answers a refusal. It costs no database write: the refusal is
 	// counted in memory and written with others (refusals.go), and past the
 	// address's or provider's budget the answer is 429.
@@ -106,15 +107,12 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusUnauthorized, verdict, nil, err.Error())
 		return
 	}
-	events, err := kind.Parse(r, body, p)
+	events, err := parseEvents(kind, r, body, p)
 	if err != nil {
 		reject(http.StatusBadRequest, verdict, body, err.Error())
 		return
 	}
-	for i := range events {
-		events[i].Seq = i
-	}
-	d.Status, d.Signature = http.StatusOK, verdict
+	d.Status, d.Signature, d.Body = http.StatusOK, verdict, body
 	// Writes need no share of the pool: each tenant's deliveries are written
 	// by its own group committer, on one connection (postgres/group.go).
 	results, err := s.ingest.Ingest(ctx, d, p, events)
@@ -127,11 +125,36 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	for _, res := range results {
-		s.metrics.events.WithLabelValues(p.Kind, string(res.Outcome)).Inc()
-	}
+	s.countEvents(p.Kind, results)
 	s.metrics.delivery(p.Kind, http.StatusOK, time.Since(start).Seconds())
 	kind.Respond(w, d.ID, results)
+}
+
+// captureRequest is what the delivery log keeps of a delivery's request,
+// with the credentials that its provider's kind, or the generic rule,
+// names redacted.
+func captureRequest(r *http.Request, kind string) domain.Request {
+	return domain.CaptureRequest(r.Method, r.URL.Path, r.URL.RawQuery, r.Header, clientAddress(r),
+		func(name string) bool { return provider.CredentialHeader(kind, name) },
+		func(name string) bool { return provider.CredentialQuery(kind, name) })
+}
+
+// parseEvents parses an authenticated body into its events, numbered in
+// delivery order: deliveries as they arrive and replays (replay.go) share
+// it, so a replay reads a body exactly as today's receiver would.
+func parseEvents(kind provider.Kind, r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error) {
+	events, err := kind.Parse(r, body, p)
+	for i := range events {
+		events[i].Seq = i
+	}
+	return events, err
+}
+
+// countEvents counts a committed delivery's outcomes on /metrics.
+func (s *Server) countEvents(kind string, results []domain.Result) {
+	for _, res := range results {
+		s.metrics.events.WithLabelValues(kind, string(res.Outcome)).Inc()
+	}
 }
 
 // tooMany answers 429 for a client or provider past its refusal budget.

@@ -48,9 +48,9 @@ const (
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n\n"+
-		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
-		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
-		"PostgreSQL under ./.tidemark with a demo tenant.")
+		"Run the webhook receiver, the JSON API and the console. Applies migrations at start,\n"+
+		"runs the cleanup job every hour and runs bulk replay jobs. Without DATABASE_URL it starts\n"+
+		"an embedded PostgreSQL under ./.tidemark with a demo tenant.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
@@ -138,6 +138,10 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	go runCleanup(ctx, store, *retention, log)
 	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
 	go handler.Run(ctx)
+	// Bulk replay jobs; on shutdown the worker gives its job back for
+	// another node (or the next start) to continue.
+	replays := make(chan struct{})
+	go func() { defer close(replays); handler.RunReplays(ctx, web.ReplayWorker{}) }()
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
@@ -151,6 +155,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 	defer cancel()
 	err = srv.Shutdown(shutdownCtx)
+	<-replays
 	// Refusals counted until the last request ended are written before exit,
 	// even when a slow request used up the shutdown's time.
 	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)

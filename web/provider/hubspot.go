@@ -108,6 +108,10 @@ func (hubspot) NewSecret(map[string]string) (string, error) { return NewHubSpotS
 
 func (hubspot) HasSecrets() bool { return true }
 
+func (hubspot) Credentials() (headers, query []string) {
+	return []string{"X-HubSpot-Signature-v3", "X-HubSpot-Signature"}, nil
+}
+
 // NewHubSpotSecret returns a random secret shaped like a HubSpot client
 // secret (36 characters, UUID form).
 func NewHubSpotSecret() string {
@@ -387,7 +391,7 @@ func hubspotValue(raw json.RawMessage) (string, string) {
 }
 
 func (hubspot) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	respondJSON(w, deliveryID, results)
+	RespondJSON(w, deliveryID, results)
 }
 
 func (hubspot) Form() Form {

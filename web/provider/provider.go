@@ -159,6 +159,42 @@ type Delivery struct {
 	Ack, AckNote string
 }
 
+// credentialed is implemented by kinds whose deliveries carry credentials
+// in headers or query parameters, so that the delivery log redacts them.
+type credentialed interface {
+	// Credentials names the headers and query parameters that carry a
+	// signature or a token (header names in any case).
+	Credentials() (headers, query []string)
+}
+
+// CredentialHeader reports whether the header called name of a delivery to
+// a provider of kind carries a credential: one the kind declares, or one
+// the generic rule (domain.CredentialName) recognises.
+func CredentialHeader(kind, name string) bool {
+	return credential(kind, name, func(c credentialed) []string { h, _ := c.Credentials(); return h })
+}
+
+// CredentialQuery is CredentialHeader for a query parameter.
+func CredentialQuery(kind, name string) bool {
+	return credential(kind, name, func(c credentialed) []string { _, q := c.Credentials(); return q })
+}
+
+func credential(kind, name string, names func(credentialed) []string) bool {
+	if domain.CredentialName(name) {
+		return true
+	}
+	c, ok := registry[kind].(credentialed)
+	if !ok {
+		return false
+	}
+	for _, n := range names(c) {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultMaxBody is the largest delivery body read for a provider whose
 // kind declares no default of its own and which has no limit set.
 const DefaultMaxBody = 1 << 20

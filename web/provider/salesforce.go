@@ -129,6 +129,9 @@ func (salesforce) NewSecret(map[string]string) (string, error) { return newURLTo
 // HasSecrets is true: the secrets are the URL tokens.
 func (salesforce) HasSecrets() bool { return true }
 
+// Credentials: the URL token.
+func (salesforce) Credentials() (headers, query []string) { return nil, []string{"token"} }
+
 func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	token := r.URL.Query().Get("token")
 	if token == "" {

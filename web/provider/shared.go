@@ -132,8 +132,9 @@ type resultJSON struct {
 	Reason          string         `json:"reason,omitempty"`
 }
 
-// respondJSON answers 200 with the delivery's id and each event's outcome.
-func respondJSON(w http.ResponseWriter, deliveryID string, results []domain.Result) {
+// RespondJSON answers 200 with the delivery's id and each event's outcome:
+// the answer of the JSON kinds, and of a replay whatever its kind.
+func RespondJSON(w http.ResponseWriter, deliveryID string, results []domain.Result) {
 	out := make([]resultJSON, len(results))
 	for i, r := range results {
 		out[i] = resultJSON{EventID: r.EventID, Outcome: r.Outcome, Revision: r.Revision, CurrentRevision: r.CurrentRevision}

@@ -94,6 +94,11 @@ func (shippo) NewSecret(config map[string]string) (string, error) {
 
 func (shippo) HasSecrets() bool { return true }
 
+// Credentials: the HMAC signature or the URL token, whichever the provider uses.
+func (shippo) Credentials() (headers, query []string) {
+	return shippoSignatureHeaders, []string{"token"}
+}
+
 // shippoMode is a provider's auth mode; anything but "token" is HMAC.
 func shippoMode(config map[string]string) string {
 	if config["auth"] == shippoAuthToken {
@@ -375,7 +380,7 @@ func shippoRevision(field, s string) (*int64, time.Time, string) {
 }
 
 func (shippo) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	respondJSON(w, deliveryID, results)
+	RespondJSON(w, deliveryID, results)
 }
 
 func (shippo) Form() Form {

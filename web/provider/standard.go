@@ -45,6 +45,8 @@ func (standard) NewSecret(map[string]string) (string, error) { return NewStandar
 
 func (standard) HasSecrets() bool { return true }
 
+func (standard) Credentials() (headers, query []string) { return []string{"webhook-signature"}, nil }
+
 // NewStandardSecret returns a fresh "whsec_" signing secret.
 func NewStandardSecret() string {
 	b := make([]byte, 32)
@@ -222,7 +224,7 @@ func parseSnapshotData(objectType string, data json.RawMessage) (objectID string
 }
 
 func (standard) Respond(w http.ResponseWriter, deliveryID string, results []domain.Result) {
-	respondJSON(w, deliveryID, results)
+	RespondJSON(w, deliveryID, results)
 }
 
 func (standard) Form() Form { return Form{} }

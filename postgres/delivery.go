@@ -1,0 +1,227 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// requestColumns is a delivery's request as its columns hold it (migration
+// 00021): NULL for what it lacks.
+type requestColumns struct {
+	method, path, query, headers, client *string
+	truncated                            *bool
+}
+
+func columnsOf(r domain.Request) requestColumns {
+	c := requestColumns{method: nullString(r.Method), path: nullString(r.Path), query: nullString(r.Query),
+		client: nullString(r.ClientAddress)}
+	if r.Headers != nil {
+		b, _ := json.Marshal(r.Headers)
+		c.headers = nullJSON(b)
+	}
+	if r.Truncated {
+		c.truncated = &r.Truncated
+	}
+	return c
+}
+
+func (c requestColumns) set(args pgx.NamedArgs) {
+	args["method"], args["path"], args["query"], args["headers"] = c.method, c.path, c.query, c.headers
+	args["truncated"], args["client_address"] = c.truncated, c.client
+}
+
+// deliveryDetailSQL finds one delivery by id. The (tenant_id, id) index of
+// each partition answers it; the caller also bounds received_at by the
+// UUIDv7's time, so that only a partition or two are probed.
+const deliveryDetailSQL = `
+SELECT d.id::text, p.name, p.kind, t.slug, d.received_at, d.status, d.signature, coalesce(d.reason, ''),
+       d.event_count, coalesce(d.replay_of::text, ''), coalesce(d.method, ''), coalesce(d.path, ''),
+       coalesce(d.query, ''), d.headers, coalesce(d.truncated, false), coalesce(d.client_address, ''), d.body
+FROM deliveries d
+JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
+JOIN tenants t ON t.id = d.tenant_id
+WHERE d.tenant_id = @tenant_id AND d.id = @id::uuid AND d.received_at >= @from AND d.received_at <= @to`
+
+// deliveryEventsSQL lists a delivery's events along the log's primary key.
+const deliveryEventsSQL = `
+SELECT seq, event_id, object_type, action, coalesce(object_id, ''), outcome, coalesce(reason, '')
+FROM events
+WHERE tenant_id = @tenant_id AND received_at = @received_at AND delivery_id = @id::uuid
+ORDER BY seq`
+
+const deliveryReplaysSQL = `
+SELECT id::text FROM deliveries
+WHERE tenant_id = @tenant_id AND replay_of = @id::uuid
+ORDER BY received_at, id`
+
+// Delivery implements domain.DeliveryService. An id that is not a UUID is
+// ENOTFOUND like any other unknown delivery.
+func (s *Store) Delivery(ctx context.Context, tenantID int64, id string) (domain.DeliveryDetail, error) {
+	parsed, err := uuid.Parse(id)
+	if err != nil {
+		return domain.DeliveryDetail{}, deliveryNotFound(id)
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "id": parsed.String(), "from": negInfinity(), "to": posInfinity()}
+	if parsed.Version() == 7 {
+		minted := uuidV7Time(parsed)
+		args["from"], args["to"] = minted.Add(-eventDetailSlack), minted.Add(eventDetailSlack)
+	}
+	d, err := s.delivery(ctx, args)
+	if errors.Is(err, pgx.ErrNoRows) && parsed.Version() == 7 {
+		// A clock other than the one that minted the id stamped it.
+		args["from"], args["to"] = negInfinity(), posInfinity()
+		d, err = s.delivery(ctx, args)
+	}
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, deliveryNotFound(id)
+	}
+	return d, translate(err)
+}
+
+func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
+	var (
+		d       domain.DeliveryDetail
+		headers []byte
+	)
+	err := s.read.QueryRow(ctx, deliveryDetailSQL, args).Scan(&d.ID, &d.Provider, &d.ProviderKind, &d.TenantSlug,
+		&d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, &d.Request.Method,
+		&d.Request.Path, &d.Request.Query, &headers, &d.Request.Truncated, &d.Request.ClientAddress, &d.Body)
+	if err != nil {
+		return d, err
+	}
+	if headers != nil {
+		if err := json.Unmarshal(headers, &d.Request.Headers); err != nil {
+			return d, fmt.Errorf("delivery %s headers: %w", d.ID, err)
+		}
+	}
+	args["received_at"] = d.ReceivedAt
+	batch := &pgx.Batch{}
+	batch.Queue(deliveryEventsSQL, args).Query(func(rows pgx.Rows) (err error) {
+		d.Events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryEvent, error) {
+			var e domain.DeliveryEvent
+			return e, row.Scan(&e.Seq, &e.EventID, &e.ObjectType, &e.Action, &e.ObjectID, &e.Outcome, &e.Reason)
+		})
+		return err
+	})
+	batch.Queue(deliveryReplaysSQL, args).Query(func(rows pgx.Rows) (err error) {
+		d.Replays, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		return err
+	})
+	return d, s.read.SendBatch(ctx, batch).Close()
+}
+
+func deliveryNotFound(id string) error { return notFound("delivery %q not found", id) }
+
+func negInfinity() pgtype.Timestamptz {
+	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+}
+
+func posInfinity() pgtype.Timestamptz {
+	return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+}
+
+// deliveryLogSQL pages through the delivery log newest first along the
+// primary key; %s holds the filter conditions in use (deliveryConds), as
+// eventLogSQL does.
+const deliveryLogSQL = `
+SELECT d.id::text, p.name, d.received_at, d.status, d.signature, coalesce(d.reason, ''), d.event_count,
+       coalesce(d.replay_of::text, '')
+FROM deliveries d JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
+WHERE d.tenant_id = @tenant_id
+  AND d.received_at <= @after_at AND (d.received_at, d.id) < (@after_at, @after_id::uuid)%s
+ORDER BY d.received_at DESC, d.id DESC
+LIMIT @limit`
+
+// The conditions of a delivery filter.
+const (
+	deliveryLogProvider = `d.provider_id = (SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider)`
+	deliveryLogStatus   = `d.status = @status`
+	// A delivery has the outcome when one of its events has it: a probe of
+	// the event log's primary key.
+	deliveryLogOutcome = `EXISTS (SELECT FROM events e WHERE e.tenant_id = @tenant_id AND e.received_at = d.received_at
+                              AND e.delivery_id = d.id AND e.outcome = @outcome)`
+	deliveryLogFrom   = `d.received_at >= @from`
+	deliveryLogBefore = `d.received_at < @before`
+)
+
+// deliveryConds returns the conditions of f, each after "AND", and sets
+// their arguments.
+func deliveryConds(f domain.DeliveryFilter, args pgx.NamedArgs) string {
+	var conds []string
+	add := func(cond, name string, value any) {
+		conds = append(conds, cond)
+		args[name] = value
+	}
+	if f.Provider != "" {
+		add(deliveryLogProvider, "provider", f.Provider)
+	}
+	if f.Status != 0 {
+		add(deliveryLogStatus, "status", f.Status)
+	}
+	if f.Outcome != "" {
+		add(deliveryLogOutcome, "outcome", string(f.Outcome))
+	}
+	if !f.From.IsZero() {
+		add(deliveryLogFrom, "from", f.From)
+	}
+	if !f.Before.IsZero() {
+		add(deliveryLogBefore, "before", f.Before)
+	}
+	if len(conds) == 0 {
+		return ""
+	}
+	return "\n  AND " + strings.Join(conds, "\n  AND ")
+}
+
+type deliveryCursor struct {
+	ReceivedAt time.Time `json:"t"`
+	ID         string    `json:"d"`
+}
+
+// Deliveries implements domain.DeliveryService, on the read pool.
+func (s *Store) Deliveries(ctx context.Context, tenantID int64, f domain.DeliveryFilter, page domain.Page) ([]domain.DeliveryBrief, string, error) {
+	if err := f.Validate(); err != nil {
+		return nil, "", err
+	}
+	limit := pageLimit(page)
+	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": posInfinity(), "after_id": uuid.Max.String(), "limit": limit + 1}
+	if page.Cursor != "" {
+		var c deliveryCursor
+		if err := decodeCursor(page.Cursor, &c); err != nil {
+			return nil, "", err
+		}
+		if _, err := uuid.Parse(c.ID); err != nil || c.ReceivedAt.IsZero() {
+			return nil, "", invalidCursor()
+		}
+		args["after_at"], args["after_id"] = c.ReceivedAt, c.ID
+	}
+	rows, err := s.read.Query(ctx, fmt.Sprintf(deliveryLogSQL, deliveryConds(f, args)), args)
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
+		var d domain.DeliveryBrief
+		return d, row.Scan(&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf)
+	})
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	list, more := trim(list, limit)
+	if !more {
+		return list, "", nil
+	}
+	last := list[len(list)-1]
+	return list, encodeCursor(deliveryCursor{ReceivedAt: last.ReceivedAt, ID: last.ID}), nil
+}
+
+var _ domain.DeliveryService = (*Store)(nil)

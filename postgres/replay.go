@@ -1,0 +1,386 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// Replays (domain/replay.go). A replay is written like any delivery
+// (ingestWith: limits, scopes, PostgreSQL's limits, lost deadlocks), alone
+// in an explicit transaction that then records, once the outcomes are
+// known, either its audit entry (one delivery by hand) or its job's new
+// position and counts (a step of a bulk job). The job's row is updated
+// last and only by the worker that holds it, so a step either counts
+// exactly once or is not stored at all.
+
+// Replay implements domain.ReplayService.
+func (s *Store) Replay(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	if d.ReplayOf == "" {
+		return nil, domain.Errorf(domain.EINTERNAL, "replay of delivery %s names no original", d.ID)
+	}
+	return s.ingestWith(ctx, d, p, events, func(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+		return s.writeReplay(ctx, d, p, events, func(tx pgx.Tx, results []domain.Result) error {
+			summary := "replayed as delivery " + d.ID
+			if counts := domain.CountsText(domain.CountResults(results)); counts != "" {
+				summary += ": " + counts
+			}
+			return audit(ctx, tx, p.TenantID, domain.ReplayAction, "delivery "+d.ReplayOf, summary)
+		})
+	})
+}
+
+// ReplayStep implements domain.ReplayService.
+func (s *Store) ReplayStep(ctx context.Context, step domain.ReplayStep, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	return s.ingestWith(ctx, d, p, events, func(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+		return s.writeReplay(ctx, d, p, events, func(tx pgx.Tx, results []domain.Result) error {
+			return advance(ctx, tx, step, domain.CountResults(results))
+		})
+	})
+}
+
+// SkipReplayStep implements domain.ReplayService.
+func (s *Store) SkipReplayStep(ctx context.Context, step domain.ReplayStep, why string) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		return advance(ctx, tx, step, map[string]int64{why: 1})
+	})
+}
+
+// writeReplay writes a replay's statements as one pipelined batch inside a
+// transaction, then runs then with the outcomes before committing.
+func (s *Store) writeReplay(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event,
+	then func(tx pgx.Tx, results []domain.Result) error) ([]domain.Result, error) {
+	var results []domain.Result
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		batch := &pgx.Batch{}
+		results = s.queueDelivery(batch, d, p, events, rand.IntN(s.counterShards))
+		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+			return err
+		}
+		return then(tx, results)
+	})
+	return results, err
+}
+
+// replayProgressSQL moves a job past one delivery and adds its counts,
+// only while the worker holds the job, and extends the worker's lease.
+const replayProgressSQL = `
+UPDATE replay_jobs j SET done = j.done + 1, after_at = @after_at, after_id = @after_id::uuid,
+    counts = coalesce((SELECT jsonb_object_agg(k, coalesce((j.counts ->> k)::bigint, 0) + coalesce((@add::jsonb ->> k)::bigint, 0))
+                       FROM (SELECT jsonb_object_keys(j.counts) UNION SELECT jsonb_object_keys(@add::jsonb)) AS keys (k)), '{}'),
+    lease_until = now() + make_interval(secs => @lease::float8)
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.status = 'running' AND j.worker = @worker`
+
+// advance records a job step in tx, or answers ErrReplayLeaseLost (and so
+// rolls tx back) when the worker no longer holds the job.
+func advance(ctx context.Context, tx pgx.Tx, step domain.ReplayStep, add map[string]int64) error {
+	counts, _ := json.Marshal(add)
+	tag, err := tx.Exec(ctx, replayProgressSQL, pgx.NamedArgs{"tenant_id": step.Job.TenantID, "job_id": step.Job.ID,
+		"worker": step.Worker, "lease": step.Lease.Seconds(), "after_at": step.Original.ReceivedAt,
+		"after_id": step.Original.ID, "add": string(counts)})
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return domain.ErrReplayLeaseLost
+	}
+	return nil
+}
+
+// replayJobColumns are a job's columns as scanReplayJob reads them.
+const replayJobColumns = `j.id, j.tenant_id, (SELECT slug FROM tenants WHERE id = j.tenant_id), j.filter, j.status,
+       j.upto, j.total, j.done, j.counts, j.after_at, coalesce(j.after_id::text, ''), j.actor_kind, j.actor,
+       j.actor_address, j.created_at, j.started_at, j.finished_at, j.error`
+
+// filterJSON is a job's filter as its row stores it.
+type filterJSON struct {
+	Provider string     `json:"provider,omitempty"`
+	Status   int        `json:"status,omitempty"`
+	Outcome  string     `json:"outcome,omitempty"`
+	From     *time.Time `json:"from,omitempty"`
+	Before   *time.Time `json:"before,omitempty"`
+}
+
+func scanReplayJob(row pgx.CollectableRow) (domain.ReplayJob, error) {
+	var (
+		j                          domain.ReplayJob
+		filter                     filterJSON
+		afterAt, started, finished pgtype.Timestamptz
+	)
+	err := row.Scan(&j.ID, &j.TenantID, &j.TenantSlug, &filter, &j.Status, &j.Upto, &j.Total, &j.Done, &j.Counts,
+		&afterAt, &j.After.ID, &j.CreatedBy.Kind, &j.CreatedBy.Name, &j.CreatedBy.Address, &j.CreatedAt,
+		&started, &finished, &j.Error)
+	j.Filter = domain.DeliveryFilter{Provider: filter.Provider, Status: filter.Status, Outcome: domain.Outcome(filter.Outcome)}
+	if filter.From != nil {
+		j.Filter.From = *filter.From
+	}
+	if filter.Before != nil {
+		j.Filter.Before = *filter.Before
+	}
+	j.After.ReceivedAt, j.StartedAt, j.FinishedAt = afterAt.Time, started.Time, finished.Time
+	return j, err
+}
+
+// replayableCond is what a job replays (domain.DeliveryDetail.Replayable):
+// a body kept from an authenticated sender with its request, received
+// before the job was created, and not itself a replay.
+const replayableCond = `d.body IS NOT NULL AND d.signature = 'valid' AND d.replay_of IS NULL AND d.method IS NOT NULL
+  AND d.received_at < @upto`
+
+// countReplayableSQL and the two statements after it hold the filter's
+// conditions in %s (deliveryConds).
+const countReplayableSQL = `SELECT count(*) FROM deliveries d WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `%s`
+
+// startReplayJobSQL queues a job with the number of deliveries it matches
+// now; replay_jobs_one_active refuses a second active job of the tenant.
+const startReplayJobSQL = `
+INSERT INTO replay_jobs AS j (tenant_id, filter, upto, total, actor_kind, actor, actor_address)
+SELECT @tenant_id, @filter::jsonb, @upto, count(*), @actor_kind, @actor, @actor_address
+FROM deliveries d WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `%s
+RETURNING ` + replayJobColumns
+
+// nextReplayableSQL lists the deliveries a job has yet to handle, in order,
+// along the primary key from its position.
+const nextReplayableSQL = `
+SELECT d.received_at, d.id::text FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `
+  AND d.received_at >= @after_at AND (d.received_at, d.id) > (@after_at, @after_id::uuid)%s
+ORDER BY d.received_at, d.id
+LIMIT @limit`
+
+const activeReplayJobSQL = `
+SELECT id FROM replay_jobs WHERE tenant_id = @tenant_id AND status IN ('queued', 'running')`
+
+// CountReplayable implements domain.ReplayService, on the read pool.
+func (s *Store) CountReplayable(ctx context.Context, tenantID int64, f domain.DeliveryFilter) (int64, error) {
+	if err := f.Validate(); err != nil {
+		return 0, err
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "upto": time.Now()}
+	var n int64
+	err := s.read.QueryRow(ctx, fmt.Sprintf(countReplayableSQL, deliveryConds(f, args)), args).Scan(&n)
+	return n, translate(err)
+}
+
+// StartReplayJob implements domain.ReplayService. The job records the
+// actor of ctx, whose authority its worker acts under.
+func (s *Store) StartReplayJob(ctx context.Context, tenantID int64, f domain.DeliveryFilter) (domain.ReplayJob, error) {
+	if err := f.Validate(); err != nil {
+		return domain.ReplayJob{}, err
+	}
+	actor, ok := domain.ActorFrom(ctx)
+	if !ok {
+		return domain.ReplayJob{}, domain.Errorf(domain.EINTERNAL, "a replay job needs an actor to act for")
+	}
+	filter := filterJSON{Provider: f.Provider, Status: f.Status, Outcome: string(f.Outcome)}
+	if !f.From.IsZero() {
+		filter.From = &f.From
+	}
+	if !f.Before.IsZero() {
+		filter.Before = &f.Before
+	}
+	raw, _ := json.Marshal(filter)
+	args := pgx.NamedArgs{"tenant_id": tenantID, "filter": string(raw), "upto": time.Now(), "actor_kind": actor.Kind,
+		"actor": actor.Name, "actor_address": actor.Address}
+	sql := fmt.Sprintf(startReplayJobSQL, deliveryConds(f, args))
+	var job domain.ReplayJob
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, sql, args)
+		if err != nil {
+			return err
+		}
+		if job, err = pgx.CollectExactlyOneRow(rows, scanReplayJob); err != nil {
+			return err
+		}
+		return audit(ctx, tx, tenantID, domain.ReplayStartAction, replayTarget(job.ID),
+			fmt.Sprintf("%s; %d deliveries match", f, job.Total))
+	})
+	if uniqueViolation(err) {
+		var active int64
+		if s.pool.QueryRow(ctx, activeReplayJobSQL, pgx.NamedArgs{"tenant_id": tenantID}).Scan(&active) == nil {
+			return job, domain.Errorf(domain.ECONFLICT, "replay job %d of this workspace is still queued or running; "+
+				"wait for it to finish or cancel it first", active)
+		}
+		return job, domain.Errorf(domain.ECONFLICT, "another replay job of this workspace is still queued or running")
+	}
+	return job, translate(err)
+}
+
+func replayTarget(id int64) string { return fmt.Sprintf("replay job %d", id) }
+
+const replayJobSQL = `SELECT ` + replayJobColumns + ` FROM replay_jobs j WHERE j.tenant_id = @tenant_id AND j.id = @job_id`
+
+const replayJobsSQL = `
+SELECT ` + replayJobColumns + ` FROM replay_jobs j WHERE j.tenant_id = @tenant_id AND j.id < @before_id
+ORDER BY j.id DESC LIMIT @limit`
+
+// ReplayJob implements domain.ReplayService.
+func (s *Store) ReplayJob(ctx context.Context, tenantID, id int64) (domain.ReplayJob, error) {
+	rows, err := s.read.Query(ctx, replayJobSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": id})
+	if err != nil {
+		return domain.ReplayJob{}, translate(err)
+	}
+	job, err := pgx.CollectExactlyOneRow(rows, scanReplayJob)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return job, notFound("replay job %d not found", id)
+	}
+	return job, translate(err)
+}
+
+// ReplayJobs implements domain.ReplayService.
+func (s *Store) ReplayJobs(ctx context.Context, tenantID int64, page domain.Page) ([]domain.ReplayJob, string, error) {
+	var before int64 = math.MaxInt64
+	if err := decodeCursor(page.Cursor, &before); err != nil {
+		return nil, "", err
+	}
+	limit := pageLimit(page)
+	rows, err := s.read.Query(ctx, replayJobsSQL, pgx.NamedArgs{"tenant_id": tenantID, "before_id": before, "limit": limit + 1})
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanReplayJob)
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	jobs, more := trim(jobs, limit)
+	if !more {
+		return jobs, "", nil
+	}
+	return jobs, encodeCursor(jobs[len(jobs)-1].ID), nil
+}
+
+const cancelReplayJobSQL = `
+UPDATE replay_jobs j SET status = 'cancelled', finished_at = now(), lease_until = NULL
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.status IN ('queued', 'running')
+RETURNING ` + replayJobColumns
+
+// CancelReplayJob implements domain.ReplayService. The update waits for a
+// step that already moved the job to commit, so the summary counts it.
+func (s *Store) CancelReplayJob(ctx context.Context, tenantID, id int64) (domain.ReplayJob, error) {
+	var job domain.ReplayJob
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, cancelReplayJobSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": id})
+		if err != nil {
+			return err
+		}
+		job, err = pgx.CollectExactlyOneRow(rows, scanReplayJob)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return s.jobNotActive(ctx, tenantID, id)
+		}
+		if err != nil {
+			return err
+		}
+		return audit(ctx, tx, tenantID, domain.ReplayCancelAction, replayTarget(id), "cancelled after "+job.Summary())
+	})
+	return job, translate(err)
+}
+
+// jobNotActive explains why a job could not be cancelled: it does not
+// exist, or it has ended.
+func (s *Store) jobNotActive(ctx context.Context, tenantID, id int64) error {
+	job, err := s.ReplayJob(ctx, tenantID, id)
+	if err != nil {
+		return err
+	}
+	return domain.Errorf(domain.ECONFLICT, "replay job %d has already ended (%s)", id, job.Status)
+}
+
+// claimReplayJobSQL gives a worker the job that waited longest: queued, or
+// running under a lease that ran out (its worker stopped or died). It is
+// the one statement across tenants, as maintenance is: workers serve every
+// tenant. Jobs locked by another claim are skipped, not waited for.
+const claimReplayJobSQL = `
+WITH next AS (
+    SELECT tenant_id, id FROM replay_jobs
+    WHERE status = 'queued' OR (status = 'running' AND lease_until < now())
+    ORDER BY coalesce(lease_until, created_at), id
+    LIMIT 1
+    FOR UPDATE SKIP LOCKED
+)
+UPDATE replay_jobs j SET status = 'running', worker = @worker,
+    lease_until = now() + make_interval(secs => @lease::float8), started_at = coalesce(j.started_at, now())
+FROM next WHERE j.tenant_id = next.tenant_id AND j.id = next.id
+RETURNING ` + replayJobColumns
+
+// ClaimReplayJob implements domain.ReplayService.
+func (s *Store) ClaimReplayJob(ctx context.Context, worker string, lease time.Duration) (domain.ReplayJob, bool, error) {
+	rows, err := s.pool.Query(ctx, claimReplayJobSQL, pgx.NamedArgs{"worker": worker, "lease": lease.Seconds()})
+	if err != nil {
+		return domain.ReplayJob{}, false, translate(err)
+	}
+	job, err := pgx.CollectExactlyOneRow(rows, scanReplayJob)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return job, false, nil
+	}
+	return job, err == nil, translate(err)
+}
+
+// NextReplayable implements domain.ReplayService.
+func (s *Store) NextReplayable(ctx context.Context, job domain.ReplayJob, limit int) ([]domain.DeliveryKey, error) {
+	args := pgx.NamedArgs{"tenant_id": job.TenantID, "upto": job.Upto, "after_at": negInfinity(),
+		"after_id": uuid.Nil.String(), "limit": limit}
+	if job.After.ID != "" {
+		args["after_at"], args["after_id"] = job.After.ReceivedAt, job.After.ID
+	}
+	rows, err := s.pool.Query(ctx, fmt.Sprintf(nextReplayableSQL, deliveryConds(job.Filter, args)), args)
+	if err != nil {
+		return nil, translate(err)
+	}
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryKey, error) {
+		var k domain.DeliveryKey
+		return k, row.Scan(&k.ReceivedAt, &k.ID)
+	})
+	return keys, translate(err)
+}
+
+const finishReplayJobSQL = `
+UPDATE replay_jobs j SET status = @status, error = @error, finished_at = now(), lease_until = NULL
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.status = 'running' AND j.worker = @worker
+RETURNING ` + replayJobColumns
+
+// FinishReplayJob implements domain.ReplayService.
+func (s *Store) FinishReplayJob(ctx context.Context, step domain.ReplayStep, status, reason string) (domain.ReplayJob, error) {
+	var job domain.ReplayJob
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, finishReplayJobSQL, pgx.NamedArgs{"tenant_id": step.Job.TenantID, "job_id": step.Job.ID,
+			"worker": step.Worker, "status": status, "error": reason})
+		if err != nil {
+			return err
+		}
+		job, err = pgx.CollectExactlyOneRow(rows, scanReplayJob)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return domain.ErrReplayLeaseLost
+		}
+		if err != nil {
+			return err
+		}
+		summary := job.Summary()
+		if status == domain.ReplayFailed {
+			summary = "failed after " + summary + ": " + reason
+		}
+		return audit(ctx, tx, job.TenantID, domain.ReplayDoneAction, replayTarget(job.ID), summary)
+	})
+	return job, translate(err)
+}
+
+const releaseReplayJobSQL = `
+UPDATE replay_jobs SET lease_until = now()
+WHERE tenant_id = @tenant_id AND id = @job_id AND status = 'running' AND worker = @worker`
+
+// ReleaseReplayJob implements domain.ReplayService.
+func (s *Store) ReleaseReplayJob(ctx context.Context, tenantID, jobID int64, worker string) error {
+	_, err := s.pool.Exec(ctx, releaseReplayJobSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": jobID, "worker": worker})
+	return translate(err)
+}
+
+var _ domain.ReplayService = (*Store)(nil)
