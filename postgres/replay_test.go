@@ -1,0 +1,193 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/testdb"
+)
+
+// TestDeliveryStatementsPrepare prepares the templated statements of the
+// delivery log and replay jobs with every filter condition.
+func TestDeliveryStatementsPrepare(t *testing.T) {
+	t.Parallel()
+	conn, err := testdb.New(t).Acquire(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	conds := "\n  AND " + strings.Join([]string{deliveryLogProvider, deliveryLogStatus, deliveryLogOutcome,
+		deliveryLogFrom, deliveryLogBefore}, "\n  AND ")
+	for name, sql := range map[string]string{"deliveryLogSQL": deliveryLogSQL, "countReplayableSQL": countReplayableSQL,
+		"startReplayJobSQL": startReplayJobSQL, "nextReplayableSQL": nextReplayableSQL} {
+		if _, err := conn.Conn().Prepare(context.Background(), "", named(fmt.Sprintf(sql, conds)).sql); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// replayable stores a delivery that a job can replay: an authenticated
+// one with its body and request.
+func replayable(t *testing.T, s *Store, p domain.ProviderEndpoint, id string) domain.DeliveryKey {
+	t.Helper()
+	d := delivery(p)
+	e := event(id, "c-"+id, 1, `{"n": 1}`)
+	d.Body, d.Request = e.Payload, domain.Request{Method: "POST", Path: "/webhooks/acme/crm",
+		Headers: map[string][]string{"Webhook-Id": {id}}}
+	if _, err := s.Ingest(context.Background(), d, p, []domain.Event{e}); err != nil {
+		t.Fatal(err)
+	}
+	return domain.DeliveryKey{ReceivedAt: d.ReceivedAt, ID: d.ID}
+}
+
+// replayStep replays original as a step of the job held by worker.
+func replayStep(s *Store, p domain.ProviderEndpoint, job domain.ReplayJob, worker string, original domain.DeliveryKey, id string) error {
+	d := delivery(p)
+	d.ReplayOf = original.ID
+	step := domain.ReplayStep{Job: job, Worker: worker, Lease: 200 * time.Millisecond, Original: original}
+	_, err := s.ReplayStep(context.Background(), step, d, p, []domain.Event{event(id, "c-"+id, 1, `{"n": 1}`)})
+	return err
+}
+
+// TestReplayJobTakeover: a worker that stops without giving its job back
+// (a crash) loses it when its lease ends; the next worker continues from
+// the job's position, and a late step of the first one is refused and
+// leaves nothing behind, so every delivery is replayed exactly once.
+func TestReplayJobTakeover(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	keys := []domain.DeliveryKey{replayable(t, s, p, "m1"), replayable(t, s, p, "m2"), replayable(t, s, p, "m3")}
+	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{})
+	if err != nil || job.Total != 3 || job.Status != domain.ReplayQueued {
+		t.Fatalf("start: %+v, %v", job, err)
+	}
+
+	a, ok, err := s.ClaimReplayJob(ctx, "a", 200*time.Millisecond)
+	if err != nil || !ok || a.ID != job.ID || a.Status != domain.ReplayRunning {
+		t.Fatalf("claim by a: %+v %v %v", a, ok, err)
+	}
+	if _, ok, _ := s.ClaimReplayJob(ctx, "b", time.Minute); ok {
+		t.Fatal("b claimed a job a holds")
+	}
+	next, err := s.NextReplayable(ctx, a, 10)
+	if err != nil || len(next) != 3 || next[0].ID != keys[0].ID {
+		t.Fatalf("next: %v %v", next, err)
+	}
+	if err := replayStep(s, p, a, "a", keys[0], "m1"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // a's lease runs out
+
+	b, ok, err := s.ClaimReplayJob(ctx, "b", time.Minute)
+	if err != nil || !ok || b.Done != 1 || b.After.ID != keys[0].ID {
+		t.Fatalf("claim by b: %+v %v %v", b, ok, err)
+	}
+	if err := replayStep(s, p, a, "a", keys[1], "m2"); !errors.Is(err, domain.ErrReplayLeaseLost) {
+		t.Fatalf("a's late step: %v, want the lease lost", err)
+	}
+	next, err = s.NextReplayable(ctx, b, 10)
+	if err != nil || len(next) != 2 || next[0].ID != keys[1].ID {
+		t.Fatalf("next for b: %v %v", next, err)
+	}
+	for i, k := range next {
+		if err := replayStep(s, p, b, "b", k, fmt.Sprintf("m%d", i+2)); err != nil {
+			t.Fatal(err)
+		}
+		b.After = k
+	}
+	if next, _ := s.NextReplayable(ctx, b, 10); len(next) != 0 {
+		t.Fatalf("left after the last step: %v", next)
+	}
+	done, err := s.FinishReplayJob(ctx, domain.ReplayStep{Job: b, Worker: "b"}, domain.ReplayDone, "")
+	if err != nil || done.Status != domain.ReplayDone || done.Done != 3 || done.Counts["duplicate"] != 3 {
+		t.Fatalf("finish: %+v %v", done, err)
+	}
+	var replays, originals int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT replay_of) FROM deliveries WHERE replay_of IS NOT NULL`).
+		Scan(&replays, &originals); err != nil || replays != 3 || originals != 3 {
+		t.Fatalf("%d replays of %d originals (%v), want 3 of 3", replays, originals, err)
+	}
+	var entries []string
+	rows, _ := s.pool.Query(ctx, `SELECT action || ': ' || summary FROM audit_log WHERE tenant_id = $1 ORDER BY id`, p.TenantID)
+	for rows.Next() {
+		var e string
+		rows.Scan(&e)
+		entries = append(entries, e)
+	}
+	want := []string{"replay_start: every delivery; 3 deliveries match", "replay_done: 3 of 3 deliveries: 3 duplicate"}
+	if strings.Join(entries, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("audit entries %q, want %q", entries, want)
+	}
+}
+
+// TestReplayJobCancelRefusesStep: a step written after the job was
+// cancelled is rolled back; a cancelled job cannot be cancelled again, and
+// a new job can start.
+func TestReplayJobCancelRefusesStep(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	key := replayable(t, s, p, "m1")
+	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{Provider: "crm"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}); domain.ErrorCode(err) != domain.ECONFLICT {
+		t.Fatalf("second job: %v, want ECONFLICT", err)
+	}
+	held, _, err := s.ClaimReplayJob(ctx, "a", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, err := s.CancelReplayJob(ctx, p.TenantID, job.ID)
+	if err != nil || cancelled.Status != domain.ReplayCancelled || cancelled.FinishedAt.IsZero() {
+		t.Fatalf("cancel: %+v %v", cancelled, err)
+	}
+	if err := replayStep(s, p, held, "a", key, "m1"); !errors.Is(err, domain.ErrReplayLeaseLost) {
+		t.Fatalf("step after cancel: %v", err)
+	}
+	var n int
+	if s.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE replay_of IS NOT NULL`).Scan(&n); n != 0 {
+		t.Fatalf("%d replays stored after the cancel", n)
+	}
+	if _, err := s.CancelReplayJob(ctx, p.TenantID, job.ID); domain.ErrorCode(err) != domain.ECONFLICT {
+		t.Fatalf("second cancel: %v", err)
+	}
+	if _, err := s.CancelReplayJob(ctx, p.TenantID+1, job.ID); domain.ErrorCode(err) != domain.ENOTFOUND {
+		t.Fatalf("another tenant's cancel: %v", err)
+	}
+	if _, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}); err != nil {
+		t.Fatalf("a new job after the cancel: %v", err)
+	}
+}
+
+// TestDeliveryLookupIsTenantFiltered: a delivery is found by id only in
+// its own tenant, whatever clock stamped it.
+func TestDeliveryLookupIsTenantFiltered(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	other := newProvider(t, s, "other", "crm")
+	d := delivery(p)
+	d.ReceivedAt = time.Now().Add(-3 * time.Hour) // another node's clock: outside the id's hour
+	if _, err := s.Ingest(context.Background(), d, p, nil); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Delivery(context.Background(), p.TenantID, d.ID)
+	if err != nil || got.ID != d.ID || got.TenantSlug != "acme" || got.BodyKept() {
+		t.Fatalf("own tenant: %+v %v", got, err)
+	}
+	if _, err := s.Delivery(context.Background(), other.TenantID, d.ID); domain.ErrorCode(err) != domain.ENOTFOUND {
+		t.Fatalf("other tenant: %v, want ENOTFOUND", err)
+	}
+	if _, err := s.Delivery(context.Background(), p.TenantID, uuid.NewString()); domain.ErrorCode(err) != domain.ENOTFOUND {
+		t.Fatalf("unknown id: %v", err)
+	}
+}
