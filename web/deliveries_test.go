@@ -70,6 +70,24 @@ func (e *env) sendSample(kind, name string, config map[string]string, extra map[
 	return s
 }
 
+// signedWithHeaders delivers body to acme/crm signed as event id, with
+// extra headers, and returns the delivery's id.
+func (e *env) signedWithHeaders(id string, body []byte, extra map[string]string) string {
+	e.t.Helper()
+	ts := time.Now().Unix()
+	sig, err := provider.SignStandard(e.secret, id, ts, body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	headers := map[string]string{"webhook-id": id, "webhook-timestamp": strconv.FormatInt(ts, 10), "webhook-signature": sig}
+	for k, v := range extra {
+		headers[k] = v
+	}
+	status, answer := e.post("/webhooks/acme/crm", body, headers)
+	outcome(e.t, status, answer)
+	return answer["delivery_id"].(string)
+}
+
 // latestDelivery returns the API's view of the newest delivery of a
 // provider of acme, and its raw JSON.
 func (e *env) latestDelivery(token, providerName string) (map[string]any, string) {
