@@ -44,9 +44,14 @@ const replayAttempts = 3
 // it holds, so that another worker continues it at once.
 func (s *Server) RunReplays(ctx context.Context, w ReplayWorker) {
 	w = w.withDefaults()
-	for {
-		job, ok, err := s.replays.ClaimReplayJob(ctx, w.ID, w.Lease)
-		if err != nil && ctx.Err() == nil {
+	for ctx.Err() == nil {
+		// A claim cut short by ctx could still commit unseen, holding a job
+		// until its lease ends: it runs to its end, and is given back if
+		// ctx ended meanwhile.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.Lease)
+		job, ok, err := s.replays.ClaimReplayJob(cctx, w.ID, w.Lease)
+		cancel()
+		if err != nil {
 			s.log.Warn("replay worker could not claim a job", "err", err)
 		}
 		if ok {
@@ -75,7 +80,7 @@ func (s *Server) runReplayJob(ctx context.Context, w ReplayWorker, job domain.Re
 		}
 	}
 	end := time.Now().Add(w.Slice)
-	for time.Now().Before(end) {
+	for time.Now().Before(end) && ctx.Err() == nil {
 		keys, err := s.replays.NextReplayable(ctx, step.Job, w.Batch)
 		if err != nil {
 			if ctx.Err() == nil {
