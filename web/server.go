@@ -71,8 +71,12 @@ type Config struct {
 	Logger   *slog.Logger
 	Now      func() time.Time // nil means time.Now
 	// PublicURL is the base URL providers call; empty means built from each
-	// request. An https URL also marks session cookies Secure.
+	// request. An https URL also makes the console send HSTS, and its
+	// session cookie Secure even on a loopback address.
 	PublicURL string
+	// MetricsElsewhere leaves /metrics out of Handler, for serve
+	// --metrics-addr to serve MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when they connect; empty means the peer is always the client.
 	TrustedProxies []netip.Prefix
@@ -110,6 +114,9 @@ type Server struct {
 	publicURL string
 	trusted   []netip.Prefix
 
+	httpsPublic      bool // the public URL is https
+	metricsElsewhere bool
+
 	refusals     *refusalLog
 	refusalFlush time.Duration
 	limits       *refusalLimiter
@@ -122,7 +129,8 @@ func New(cfg Config) *Server {
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
 		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
 		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
-		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
+		sessions: newSessions(cfg.Sessions), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
+		metricsElsewhere: cfg.MetricsElsewhere}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -136,6 +144,10 @@ func New(cfg Config) *Server {
 	s.limits, s.tenantGate = newRefusalLimiter(cfg.RefusalLimits), newTenantGate(cfg.IngestConns)
 	return s
 }
+
+// MetricsHandler serves the Prometheus metrics, which Handler also serves
+// on /metrics unless Config.MetricsElsewhere is set.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
 
 // errorStatus maps a domain error code to an HTTP status.
 func errorStatus(err error) int {
