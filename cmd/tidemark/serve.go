@@ -45,7 +45,7 @@ const (
 )
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...]\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n"+
 		"      [--metrics-addr ADDR] [--allow-remote]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
 		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
