@@ -41,13 +41,14 @@ const returnAddressCheckSQL = `
 UPDATE login_throttle SET checks = checks[1:cardinality(checks) - 1] WHERE email = '' AND address_key = @address_key`
 
 // forgetLoginChecksSQL clears the account's checks from the address after
-// a success, and drops rows nobody has used within the window (skipping
-// rows a sign-in in progress holds).
+// a success, and drops up to a thousand rows nobody has used within the
+// window (skipping rows a sign-in in progress holds), so that each
+// success does a bounded share of the tidying.
 const forgetLoginChecksSQL = `
 WITH stale AS (
     DELETE FROM login_throttle WHERE (email, address_key) IN (
         SELECT email, address_key FROM login_throttle WHERE last_at < now() - @window::interval
-        FOR UPDATE SKIP LOCKED))
+        LIMIT 1000 FOR UPDATE SKIP LOCKED))
 DELETE FROM login_throttle WHERE email = @email AND address_key = @address_key`
 
 const userByEmailSQL = `SELECT id, password_hash, is_admin FROM users WHERE email = @email`

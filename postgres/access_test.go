@@ -207,3 +207,32 @@ func auditSummaries(t *testing.T, s *Store) map[string]int {
 	}
 	return got
 }
+
+// TestSignInForgetsStaleRows: a success drops throttle rows nobody used
+// within the window, and keeps recent ones.
+func TestSignInForgetsStaleRows(t *testing.T) {
+	t.Parallel()
+	s := signInStore(t)
+	ctx := context.Background()
+	_, err := s.pool.Exec(ctx, `INSERT INTO login_throttle (email, address_key, checks, last_at) VALUES
+		('old@example.com', '192.0.2.1', ARRAY[now() - interval '1 hour'], now() - interval '1 hour'),
+		('new@example.com', '192.0.2.1', ARRAY[now() - interval '1 minute'], now() - interval '1 minute')`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := trySignIn(ctx, s, "ops@example.com", signInPassword, "203.0.113.7"); got != "signed in" {
+		t.Fatal(got)
+	}
+	var left []string
+	rows, _ := s.pool.Query(ctx, `SELECT email FROM login_throttle WHERE email <> '' ORDER BY email`)
+	for rows.Next() {
+		var e string
+		if err := rows.Scan(&e); err != nil {
+			t.Fatal(err)
+		}
+		left = append(left, e)
+	}
+	if strings.Join(left, ",") != "new@example.com" {
+		t.Fatalf("throttle rows left: %v, want only the recent one", left)
+	}
+}

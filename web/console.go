@@ -238,7 +238,8 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 // "/\evil.example" would leave the site. Anything else is "/".
 func safeNext(next string) string {
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(u.Path, "//") {
+	if err != nil || u.Scheme != "" || u.Host != "" ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(u.Path, "//") {
 		return "/"
 	}
 	decoded, err := url.PathUnescape(next)
