@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/web/provider"
 )
@@ -125,9 +126,8 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	e := setup(t)
 	ctx := newBrowser(t)
 	dir := screenshotDir(t)
-	if err := e.store.CreateUser(context.Background(), "ops@example.com", testPassword, false, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	e.member("ops@example.com", false, domain.RoleOwner, "acme")
+	e.member("viewer@example.com", false, domain.RoleViewer, "acme")
 	// History: applied, stale, duplicate, and two revision conflicts.
 	e.deliver1("m1", snapshotBody("c-1", 10, `{"job_title":"Analyst","company":"Acme"}`))
 	e.deliver1("m2", snapshotBody("c-1", 12, `{"job_title":"Director","company":"Acme"}`))
