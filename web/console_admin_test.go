@@ -124,7 +124,7 @@ func TestAdminManagesOperatorAccess(t *testing.T) {
 		t.Fatalf("memberships shown %v, want [acme]", got)
 	}
 	// The add select offers only the workspaces she is not in yet.
-	if opts := operatorRow(doc, "ann@example.com").Find(".membership-add option"); opts.Length() != 1 || opts.Text() != "globex" {
+	if opts := operatorRow(doc, "ann@example.com").Find(`.membership-add select[name=tenant] option`); opts.Length() != 1 || opts.Text() != "globex" {
 		t.Fatalf("addable workspaces %q", opts.Text())
 	}
 
