@@ -19,7 +19,7 @@ func signInStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateUser(context.Background(), "ops@example.com", signInPassword, false, ""); err != nil {
+	if err := s.CreateUser(context.Background(), "ops@example.com", signInPassword, false, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -164,7 +164,7 @@ func TestSignInAudit(t *testing.T) {
 	} {
 		trySignIn(try.ctx, s, try.email, try.password, try.address)
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT actor_kind, actor, action, target, summary, client_address FROM audit_log ORDER BY id`)
+	rows, _ := s.pool.Query(ctx, `SELECT actor_kind, actor, action, target, summary, client_address FROM audit_log WHERE action = 'sign_in' ORDER BY id`)
 	var got []string
 	for rows.Next() {
 		var kind, actor, action, target, summary, address string

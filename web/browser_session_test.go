@@ -10,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/e2e"
 )
 
@@ -21,9 +22,7 @@ import (
 func TestBrowserPollingIsMarked(t *testing.T) {
 	e2e.Require(t, "Chromium")
 	e := setup(t)
-	if err := e.store.CreateUser(context.Background(), "ops@example.com", testPassword, false, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	e.member("ops@example.com", false, domain.RoleViewer, "acme")
 	var (
 		mu    sync.Mutex
 		polls int // htmx requests marked as polling

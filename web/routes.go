@@ -51,6 +51,7 @@ func (s *Server) Handler() http.Handler {
 				s.conflictRoutes(r)
 				s.providerRoutes(r)
 				s.peopleRoutes(r)
+				s.memberRoutes(r)
 			})
 		})
 	})

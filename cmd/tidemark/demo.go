@@ -494,7 +494,7 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 		// An operator left by a start that failed before the tenant existed
 		// keeps its unshown password: user password resets it.
 		password := newDemoPassword()
-		switch err := store.CreateUser(ctx, demoEmail, password, true, ""); {
+		switch err := store.CreateUser(ctx, demoEmail, password, true, "", ""); {
 		case err == nil:
 			login = fmt.Sprintf("%s / %s   (shown this once: keep it)", demoEmail, password)
 		case domain.ErrorCode(err) != domain.ECONFLICT:
