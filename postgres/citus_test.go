@@ -18,7 +18,7 @@ var tenantlessTables = map[string]string{
 	"tenants":          "reference",
 	"users":            "reference",
 	"sessions":         "local",
-	"login_failures":   "local",
+	"login_throttle":   "local",
 	"goose_db_version": "local",
 }
 
