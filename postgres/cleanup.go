@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -93,6 +94,8 @@ type CleanupReport struct {
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
+	PrunedRevisions   int64    // accepted revisions past the history retention, deleted
+	PrunedConflicts   int64    // resolved conflicts past the history retention, deleted
 }
 
 // String describes the report in one line.
@@ -107,6 +110,9 @@ func (r CleanupReport) String() string {
 	}
 	if len(r.CreatedPartitions) > 0 {
 		fmt.Fprintf(&b, "; created %d partitions", len(r.CreatedPartitions))
+	}
+	if r.PrunedRevisions+r.PrunedConflicts > 0 {
+		fmt.Fprintf(&b, "; removed %d accepted revisions and %d resolved conflicts past the history retention", r.PrunedRevisions, r.PrunedConflicts)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "; deferred to the next pass: %s", strings.Join(r.Deferred, "; "))
@@ -146,6 +152,9 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 		r.ExpiredKeys = n
 		if err != nil {
 			return fmt.Errorf("delete expired idempotency keys: %w", err)
+		}
+		if err := m.pruneHistory(ctx, now.Add(-cmp.Or(s.historyRetention, retention)), batch); err != nil {
+			return err
 		}
 		return partitionsErr
 	})
