@@ -59,11 +59,18 @@ func (i Invariant) Description() string {
 // Violation is one breach of an invariant, named by the ids an operator
 // looks it up with.
 type Violation struct {
-	Invariant Invariant `json:"invariant"`
-	Tenant    string    `json:"tenant"`             // the tenant's slug
-	Provider  string    `json:"provider,omitempty"` // the provider's name, when one is concerned
-	Subject   string    `json:"subject,omitempty"`  // what is wrong: object type/id, an hour, an email
-	Detail    string    `json:"detail"`             // the values that disagree, with revisions and event ids
+	Invariant  Invariant `json:"invariant"`
+	Tenant     string    `json:"tenant"`                // the tenant's slug
+	Provider   string    `json:"provider,omitempty"`    // the provider's name, when one is concerned
+	ObjectType string    `json:"object_type,omitempty"` // the record concerned, if any
+	ObjectID   string    `json:"object_id,omitempty"`
+	Subject    string    `json:"subject,omitempty"` // what else is concerned: an event, a conflict, an hour, an email
+	Detail     string    `json:"detail"`            // the values that disagree, with revisions and event ids
+}
+
+// Record names the violation's record, when it concerns one.
+func (v Violation) Record() (RecordRef, bool) {
+	return RecordRef{Provider: v.Provider, ObjectType: v.ObjectType, ObjectID: v.ObjectID}, v.ObjectType != ""
 }
 
 func (v Violation) String() string {
@@ -71,6 +78,9 @@ func (v Violation) String() string {
 	fmt.Fprintf(&b, "%s: tenant %s", v.Invariant, v.Tenant)
 	if v.Provider != "" {
 		fmt.Fprintf(&b, ", provider %s", v.Provider)
+	}
+	if v.ObjectType != "" {
+		fmt.Fprintf(&b, ", %s/%s", v.ObjectType, v.ObjectID)
 	}
 	if v.Subject != "" {
 		fmt.Fprintf(&b, ", %s", v.Subject)

@@ -14,7 +14,8 @@ import (
 // Reconciliation: one statement per invariant (domain.Invariants), each
 // set-based over the whole of what it checks, for one tenant
 // (@tenant_id) or, with @tenant_id NULL, for every tenant. Each finds its
-// violations as rows (tenant_id, provider_id, subject, detail) of a CTE
+// violations as rows (tenant_id, provider_id, object_type, object_id,
+// subject, detail) of a CTE
 // named found, which reconcileFound turns into the answer.
 //
 // Retention removes history (accepted revisions, resolved conflicts,
@@ -28,12 +29,13 @@ import (
 // the number of all of them before the LIMIT (NULL: no limit).
 const reconcileFound = `
 -- the end of every reconciliation statement
-SELECT coalesce(t.slug, '#' || f.tenant_id), coalesce(p.name, '#' || f.provider_id, ''), f.subject, f.detail,
+SELECT coalesce(t.slug, '#' || f.tenant_id), coalesce(p.name, '#' || f.provider_id, ''), coalesce(f.object_type, ''),
+       coalesce(f.object_id, ''), f.subject, f.detail,
        count(*) OVER ()
 FROM found f
 LEFT JOIN tenants t ON t.id = f.tenant_id
 LEFT JOIN providers p ON p.tenant_id = f.tenant_id AND p.id = f.provider_id
-ORDER BY 1, 2, 3, 4
+ORDER BY 1, 2, 3, 4, 5, 6
 LIMIT @limit`
 
 // reconcileLatest is the highest accepted revision of each record, and of
@@ -58,7 +60,7 @@ WITH ` + reconcileLatest + `, stored AS (
     FROM records r, jsonb_each_text(r.property_revisions) kv
     WHERE @tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id
 ), found AS (
-    SELECT r.tenant_id, r.provider_id, r.object_type || '/' || r.object_id AS subject,
+    SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '' AS subject,
            CASE WHEN l.revision IS NULL THEN format('revision %s, but no accepted revision of the record is kept', r.revision)
                 ELSE format('revision %s, but its highest accepted revision is %s (event %s)', r.revision, l.revision, l.event_id)
            END AS detail
@@ -69,7 +71,7 @@ WITH ` + reconcileLatest + `, stored AS (
       AND r.revision IS DISTINCT FROM l.revision
     UNION ALL
     SELECT coalesce(s.tenant_id, l.tenant_id), coalesce(s.provider_id, l.provider_id),
-           coalesce(s.object_type, l.object_type) || '/' || coalesce(s.object_id, l.object_id),
+           coalesce(s.object_type, l.object_type), coalesce(s.object_id, l.object_id), '',
            CASE WHEN l.revision IS NULL
                 THEN format('property %s at revision %s, but no accepted revision of it is kept', s.property, s.revision)
                 WHEN s.revision IS NULL
@@ -86,7 +88,7 @@ WITH ` + reconcileLatest + `, stored AS (
           SELECT FROM records r WHERE r.tenant_id = l.tenant_id AND r.provider_id = l.provider_id
              AND r.object_type = l.object_type AND r.object_id = l.object_id))
     UNION ALL
-    SELECT r.tenant_id, r.provider_id, r.object_type || '/' || r.object_id,
+    SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
            CASE WHEN r.revision IS DISTINCT FROM max(l.revision)
                 THEN format('revision %s, but the highest accepted revision of its properties is %s', r.revision, max(l.revision))
                 ELSE format('deleted at revision %s, but the highest accepted deletion is %s', coalesce(r.deleted_revision::text, 'none'),
@@ -108,7 +110,7 @@ WITH ` + reconcileLatest + `, stored AS (
 // pseudo-properties of creation and deletion carry no value.
 const reconcileRecordSnapshotSQL = `
 WITH ` + reconcileLatest + `, found AS (
-    SELECT r.tenant_id, r.provider_id, r.object_type || '/' || r.object_id AS subject,
+    SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '' AS subject,
            format('snapshot %s, but revision %s was accepted as %s (event %s)', left(r.snapshot::text, 200),
                   l.revision, left(l.snapshot::text, 200), l.event_id) AS detail
     FROM records r
@@ -117,7 +119,7 @@ WITH ` + reconcileLatest + `, found AS (
     WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions = '{}'
       AND r.snapshot <> l.snapshot
     UNION ALL
-    SELECT r.tenant_id, r.provider_id, r.object_type || '/' || r.object_id,
+    SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
            format('property %s is %s, but its revision %s was accepted as %s (event %s)', l.property,
                   coalesce(left((r.snapshot -> l.property)::text, 200), 'absent'), l.revision,
                   coalesce(left((l.snapshot -> l.property)::text, 200), 'absent'), l.event_id)
@@ -127,7 +129,7 @@ WITH ` + reconcileLatest + `, found AS (
     WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions <> '{}'
       AND (r.snapshot -> l.property) IS DISTINCT FROM (l.snapshot -> l.property)
     UNION ALL
-    SELECT r.tenant_id, r.provider_id, r.object_type || '/' || r.object_id,
+    SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
            format('property %s is %s, but no accepted revision of it is kept', kv.key, left(kv.value::text, 200))
     FROM records r, jsonb_each(r.snapshot) kv
     WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions <> '{}'
@@ -145,7 +147,7 @@ WITH kept AS (
     WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
     GROUP BY 1, 2, 3, 4
 ), found AS (
-    SELECT r.tenant_id, r.provider_id, r.object_type || '/' || r.object_id AS subject,
+    SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '' AS subject,
            format('application count %s, but %s accepted revisions (%s kept, %s removed by history retention)',
                   r.application_count, coalesce(k.n, 0) + coalesce(p.n, 0), coalesce(k.n, 0), coalesce(p.n, 0)) AS detail
     FROM records r
@@ -180,7 +182,7 @@ WITH kept AS (
 // @margin_seconds less than it apart.
 const reconcileIdempotencySQL = `
 WITH applied AS (
-    SELECT e.tenant_id, e.provider_id, e.object_type, e.action, e.event_id, e.delivery_id, e.received_at, s.ttl_seconds,
+    SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.action, e.event_id, e.delivery_id, e.received_at, s.ttl_seconds,
            CASE WHEN s.identifier_rule IN ('', 'event_id') THEN to_jsonb(e.event_id)
                 WHEN s.identifier_rule = 'object_id+timestamp'
                 THEN jsonb_build_array(e.object_id, encode(sha256(e.payload), 'hex'))
@@ -199,7 +201,7 @@ WITH applied AS (
     FROM applied
     WINDOW w AS (PARTITION BY tenant_id, provider_id, object_type, action, identity ORDER BY received_at, delivery_id)
 ), found AS (
-    SELECT tenant_id, provider_id, object_type || '.' || action || ' event ' || event_id AS subject,
+    SELECT tenant_id, provider_id, object_type, object_id, 'event ' || event_id || ' (' || object_type || '.' || action || ')' AS subject,
            format('applied at %s (delivery %s), %s after event %s was applied (delivery %s) with the same idempotency key; its TTL is %s',
                   received_at, delivery_id, received_at - first_at, first_event, first_delivery, make_interval(secs => ttl_seconds)) AS detail
     FROM paired
@@ -231,6 +233,7 @@ WITH days AS (
     GROUP BY 1, 2, 3, 4
 ), found AS (
     SELECT coalesce(c.tenant_id, l.tenant_id) AS tenant_id, coalesce(c.provider_id, l.provider_id) AS provider_id,
+           NULL AS object_type, NULL AS object_id,
            to_char(coalesce(c.bucket, l.bucket) AT TIME ZONE 'UTC', 'YYYY-MM-DD HH24:00 "UTC"') || ' ' || coalesce(c.outcome, l.outcome) AS subject,
            format('counters %s, event log %s', coalesce(c.n, 0), coalesce(l.n, 0)) AS detail
     FROM counted c
@@ -243,9 +246,9 @@ WITH days AS (
 // its record).
 const reconcileConflictRecordSQL = `
 WITH found AS (
-    SELECT c.tenant_id, c.provider_id, c.object_type || '/' || c.object_id AS subject,
-           format('open conflict %s at revision %s (events %s and %s) names a record that does not exist',
-                  c.id, c.revision, c.accepted_event_id, c.conflicting_event_id) AS detail
+    SELECT c.tenant_id, c.provider_id, c.object_type, c.object_id, 'conflict ' || c.id AS subject,
+           format('open conflict at revision %s (events %s and %s) names a record that does not exist',
+                  c.revision, c.accepted_event_id, c.conflicting_event_id) AS detail
     FROM conflicts c
     WHERE (@tenant_id::bigint IS NULL OR c.tenant_id = @tenant_id) AND c.status = 'open'
       AND NOT EXISTS (SELECT FROM records r WHERE r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
@@ -258,7 +261,7 @@ WITH found AS (
 // person stored twice.
 const reconcileDuplicatePersonSQL = `
 WITH found AS (
-    SELECT tenant_id, NULL::bigint AS provider_id, 'email ' || lower(btrim(email)) AS subject,
+    SELECT tenant_id, NULL::bigint AS provider_id, NULL AS object_type, NULL AS object_id, 'email ' || lower(btrim(email)) AS subject,
            format('people %s share this email address (stored as %s)', string_agg(id::text, ', ' ORDER BY id),
                   string_agg(email, ', ' ORDER BY id)) AS detail
     FROM people
@@ -270,7 +273,7 @@ WITH found AS (
 // No account is duplicated, by the same reasoning on its domain.
 const reconcileDuplicateAccountSQL = `
 WITH found AS (
-    SELECT tenant_id, NULL::bigint AS provider_id, 'domain ' || lower(btrim(domain)) AS subject,
+    SELECT tenant_id, NULL::bigint AS provider_id, NULL AS object_type, NULL AS object_id, 'domain ' || lower(btrim(domain)) AS subject,
            format('accounts %s share this domain (stored as %s)', string_agg(id::text, ', ' ORDER BY id),
                   string_agg(domain, ', ' ORDER BY id)) AS detail
     FROM accounts
@@ -367,7 +370,7 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 			v     = domain.Violation{Invariant: check.invariant}
 			total int64
 		)
-		_, err = pgx.ForEachRow(rows, []any{&v.Tenant, &v.Provider, &v.Subject, &v.Detail, &total}, func() error {
+		_, err = pgx.ForEachRow(rows, []any{&v.Tenant, &v.Provider, &v.ObjectType, &v.ObjectID, &v.Subject, &v.Detail, &total}, func() error {
 			r.Violations = append(r.Violations, v)
 			return nil
 		})

@@ -196,18 +196,18 @@ func TestReconcileReportsEachInvariant(t *testing.T) {
 			`UPDATE records SET snapshot = snapshot || '{"fax": "1"}' WHERE tenant_id = @tenant AND provider_id = @hs`},
 		{"application count", domain.InvariantApplicationCount, 1, "provider crm, contact/c-1: application count 4, but 3 accepted revisions (3 kept, 0 removed by history retention)",
 			`UPDATE records SET application_count = 4 WHERE tenant_id = @tenant AND provider_id = @crm AND object_id = 'c-1'`},
-		{"key applied twice", domain.InvariantIdempotency, 1, "provider crm, contact.snapshot event e7: applied at",
+		{"key applied twice", domain.InvariantIdempotency, 1, "provider crm, contact/c-3, event e7 (contact.snapshot): applied at",
 			`INSERT INTO events SELECT tenant_id, now(), gen_random_uuid(), seq, provider_id, object_type, action, event_id, object_id,
 			        revision, outcome, reason, snapshot, payload, conflict_id, property
 			 FROM events WHERE tenant_id = @tenant AND provider_id = @crm AND event_id = 'e7'`},
-		{"fields key applied twice", domain.InvariantIdempotency, 1, "provider crm, profile.snapshot event f9: applied at",
+		{"fields key applied twice", domain.InvariantIdempotency, 1, "provider crm, profile/p-1, event f9 (profile.snapshot): applied at",
 			`INSERT INTO events SELECT tenant_id, now(), gen_random_uuid(), seq, provider_id, object_type, action, 'f9', object_id,
 			        revision + 10, outcome, reason, snapshot, payload, conflict_id, property
 			 FROM events WHERE tenant_id = @tenant AND provider_id = @crm AND event_id = 'f1'`},
 		{"outcome counters", domain.InvariantOutcomeCounters, 1, "provider crm, ",
 			`UPDATE outcome_counters SET n = n + 1 WHERE ctid = (SELECT ctid FROM outcome_counters
 			 WHERE tenant_id = @tenant AND provider_id = @crm AND outcome = 'stale' LIMIT 1)`},
-		{"open conflict without record", domain.InvariantConflictRecord, 1, "provider crm, contact/c-9: open conflict",
+		{"open conflict without record", domain.InvariantConflictRecord, 1, "provider crm, contact/c-9, conflict ",
 			`UPDATE conflicts SET object_id = 'c-9' WHERE tenant_id = @tenant AND provider_id = @crm AND status = 'open'`},
 		{"duplicate person", domain.InvariantDuplicatePerson, 1, "email ann@example.com: people",
 			`INSERT INTO people (tenant_id, email) VALUES (@tenant, ' Ann@Example.com')`},

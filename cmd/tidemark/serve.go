@@ -47,13 +47,14 @@ const (
 )
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
-		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
-		"PostgreSQL under ./.tidemark with a demo tenant.")
+		"and runs the cleanup job every hour and the reconciliation every night. Without\n"+
+		"DATABASE_URL it starts an embedded PostgreSQL under ./.tidemark with a demo tenant.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
+	historyRetention := historyRetentionFlag(fs)
 	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
 	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
@@ -95,6 +96,9 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := checkRetention(ctx, store, *retention); err != nil {
 		return err
 	}
+	if err := keepHistory(store, *historyRetention); err != nil {
+		return err
+	}
 	// A long transaction on the logs can make this give up (EUNAVAILABLE):
 	// the days ahead that exist are kept, and the cleanup pass retries.
 	if _, err := store.EnsurePartitions(ctx, time.Now(), postgres.PartitionsAhead); err != nil {
@@ -127,7 +131,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 
 	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{postgres.GroupSize}, IngestConns: int(store.Pool().Config().MaxConns)})
+		Collectors: []prometheus.Collector{postgres.GroupSize, store.ReconciliationMetrics()}, IngestConns: int(store.Pool().Config().MaxConns)})
 	srv := &http.Server{
 		Handler:           handler.Handler(),
 		ReadHeaderTimeout: httpReadHeaderTimeout,
@@ -136,6 +140,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		IdleTimeout:       httpIdleTimeout,
 	}
 	go runCleanup(ctx, store, *retention, log)
+	go runReconciliation(ctx, store, log)
 	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
 	go handler.Run(ctx)
 	errc := make(chan error, 1)
