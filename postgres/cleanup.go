@@ -16,8 +16,9 @@ import (
 
 // Maintenance: one pass (Cleanup) every hour from serve, or from
 // `tidemark cleanup`. A pass keeps the daily partitions of the logs ahead
-// (cleanup_partitions.go), drops the ones past retention and deletes
-// expired idempotency keys.
+// (cleanup_partitions.go), drops the ones past retention, deletes
+// expired idempotency keys and the history past its retention
+// (history_retention.go).
 //
 // Every statement in this file and in cleanup_partitions.go is cross-tenant
 // by nature and so carries no tenant filter: key expiry, partition
@@ -128,7 +129,8 @@ func (r CleanupReport) String() string {
 // listed in Deferred and retried by the next pass. A retention shorter
 // than the largest scope TTL drops nothing and is an EINVALID error (the
 // rest of the pass still runs); one shorter than domain.MinRetention is
-// refused before anything runs.
+// refused before anything runs. The pass also deletes the history past
+// its retention (history_retention.go).
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention time.Duration) (CleanupReport, error) {
 	return s.cleanup(ctx, now, retention, cleanupBatch)
 }

@@ -182,15 +182,17 @@ WITH kept AS (
 // @margin_seconds less than it apart.
 const reconcileIdempotencySQL = `
 WITH applied AS (
+    -- The identifier in three parts: text, the object id, snapshot fields.
     SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.action, e.event_id, e.delivery_id, e.received_at, s.ttl_seconds,
-           CASE WHEN s.identifier_rule IN ('', 'event_id') THEN to_jsonb(e.event_id)
-                WHEN s.identifier_rule = 'object_id+timestamp'
-                THEN jsonb_build_array(e.object_id, encode(sha256(e.payload), 'hex'))
-                ELSE jsonb_build_array(e.object_id, (
+           CASE WHEN s.identifier_rule IN ('', 'event_id') THEN e.event_id
+                WHEN s.identifier_rule = 'object_id+timestamp' THEN encode(sha256(e.payload), 'hex')
+           END AS identity,
+           CASE WHEN s.identifier_rule NOT IN ('', 'event_id') THEN e.object_id END AS identity_object,
+           CASE WHEN s.identifier_rule LIKE 'object_id+fields:%' THEN (
                     SELECT jsonb_agg(jsonb_build_array(e.snapshot ? btrim(f), e.snapshot -> btrim(f)) ORDER BY n)
                     FROM unnest(string_to_array(substr(s.identifier_rule, length('object_id+fields:') + 1), ',')) WITH ORDINALITY AS u (f, n)
-                    WHERE btrim(f) <> ''))
-           END AS identity
+                    WHERE btrim(f) <> '')
+           END AS fields
     FROM events e
     JOIN scopes s ON s.tenant_id = e.tenant_id AND s.provider_id = e.provider_id AND s.object_type = e.object_type
         AND s.action = e.action
@@ -199,7 +201,7 @@ WITH applied AS (
 ), paired AS (
     SELECT *, lag(event_id) OVER w AS first_event, lag(delivery_id) OVER w AS first_delivery, lag(received_at) OVER w AS first_at
     FROM applied
-    WINDOW w AS (PARTITION BY tenant_id, provider_id, object_type, action, identity ORDER BY received_at, delivery_id)
+    WINDOW w AS (PARTITION BY tenant_id, provider_id, object_type, action, identity, identity_object, fields ORDER BY received_at, delivery_id)
 ), found AS (
     SELECT tenant_id, provider_id, object_type, object_id, 'event ' || event_id || ' (' || object_type || '.' || action || ')' AS subject,
            format('applied at %s (delivery %s), %s after event %s was applied (delivery %s) with the same idempotency key; its TTL is %s',

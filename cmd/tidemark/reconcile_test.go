@@ -3,10 +3,15 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/web/provider"
 )
 
 func TestAuditCommand(t *testing.T) {
@@ -89,5 +94,33 @@ func TestAuditExitStatus(t *testing.T) {
 	}
 	if code, last := audit(); code != 1 || last != "tidemark: audit found 1 violation" {
 		t.Fatalf("with a violation: exit status %d, last line %q", code, last)
+	}
+}
+
+// The demo's history is sound: the console's reconciliation page of a
+// fresh embedded database shows no violation.
+func TestDemoReconciles(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tenant, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.ConnectProvider(ctx, tenant.ID, demoProvider, provider.Standard.Name(), provider.NewStandardSecret(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := seedDemo(ctx, store, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	r, err := store.Reconcile(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range r.Violations {
+		t.Error(v)
 	}
 }
