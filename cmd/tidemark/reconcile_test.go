@@ -124,3 +124,17 @@ func TestDemoReconciles(t *testing.T) {
 		t.Error(v)
 	}
 }
+
+func TestHistoryRetentionFlag(t *testing.T) {
+	t.Parallel()
+	env, _ := dbEnv(t)
+	want := "history retention must be at least 7 days (168h), got 72h; pass a longer --history-retention"
+	for _, cmd := range [][]string{{"cleanup"}, {"serve", "--addr", "127.0.0.1:0"}} {
+		if _, _, err := tidemark(t, env, "", append(cmd, "--history-retention", "72h")...); err == nil || err.Error() != want {
+			t.Errorf("%s --history-retention 72h: %v, want %q", cmd[0], err, want)
+		}
+	}
+	if out, _, err := tidemark(t, env, "", "cleanup", "--history-retention", "2160h"); err != nil || !strings.Contains(out, "expired idempotency keys") {
+		t.Fatalf("cleanup --history-retention 2160h: %v\n%s", err, out)
+	}
+}
