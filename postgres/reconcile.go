@@ -15,8 +15,8 @@ import (
 // set-based over the whole of what it checks, for one tenant
 // (@tenant_id) or, with @tenant_id NULL, for every tenant. Each finds its
 // violations as rows (tenant_id, provider_id, object_type, object_id,
-// subject, detail) of a CTE
-// named found, which reconcileFound turns into the answer.
+// subject, detail) of a CTE named found, which reconcileFound turns into
+// the answer.
 //
 // Retention removes history (accepted revisions, resolved conflicts,
 // event-log partitions), so each statement compares only what retention

@@ -53,23 +53,30 @@ func (e cliEnv) audit(ctx context.Context, args []string) error {
 
 // reconcileCheckEvery is how often serve checks whether the nightly
 // reconciliation is due (domain.ReconciliationDue), the first time that
-// long after it starts.
-const reconcileCheckEvery = 15 * time.Minute
+// long after it starts; reconcileRetry, how long it waits after a run
+// failed, since a run reads whole tables.
+const (
+	reconcileCheckEvery = 15 * time.Minute
+	reconcileRetry      = time.Hour
+)
 
 // runReconciliation runs the nightly reconciliation when it is due, until
 // ctx ends. Several nodes may check at once: one runs it, the others skip.
 func runReconciliation(ctx context.Context, store *postgres.Store, log *slog.Logger) {
+	next := reconcileCheckEvery
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(reconcileCheckEvery):
+		case <-time.After(next):
 		}
+		next = reconcileCheckEvery
 		r, ran, err := store.ReconcileNightly(ctx, time.Now())
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
-			log.Error("reconciliation failed", "err", err)
+			log.Error("reconciliation failed; retrying in an hour", "err", err)
+			next = reconcileRetry
 		case ran && r.Total() > 0:
 			log.Warn("reconciliation found violations (see /admin/reconciliation or run tidemark audit)", "report", r.Summary())
 		case ran:
