@@ -47,7 +47,7 @@ func TestReconciliationPage(t *testing.T) {
 	admin := e.operator("root@example.com", true)
 	member := e.operator("ann@example.com", false, "acme")
 
-	if status, _ := member.get("/admin/reconciliation"); status != http.StatusNotFound {
+	if status, _ := member.get("/admin/reconciliation"); status != http.StatusForbidden {
 		t.Fatalf("a member opens the reconciliation page: %d", status)
 	}
 	status, doc := admin.get("/admin/reconciliation")
