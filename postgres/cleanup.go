@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +16,9 @@ import (
 
 // Maintenance: one pass (Cleanup) every hour from serve, or from
 // `tidemark cleanup`. A pass keeps the daily partitions of the logs ahead
-// (cleanup_partitions.go), drops the ones past retention and deletes
-// expired idempotency keys.
+// (cleanup_partitions.go), drops the ones past retention, deletes
+// expired idempotency keys and the history past its retention
+// (history_retention.go).
 //
 // Every statement in this file and in cleanup_partitions.go is cross-tenant
 // by nature and so carries no tenant filter: key expiry, partition
@@ -93,6 +95,8 @@ type CleanupReport struct {
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
+	PrunedRevisions   int64    // accepted revisions past the history retention, deleted
+	PrunedConflicts   int64    // resolved conflicts past the history retention, deleted
 }
 
 // String describes the report in one line.
@@ -108,6 +112,9 @@ func (r CleanupReport) String() string {
 	if len(r.CreatedPartitions) > 0 {
 		fmt.Fprintf(&b, "; created %d partitions", len(r.CreatedPartitions))
 	}
+	if r.PrunedRevisions+r.PrunedConflicts > 0 {
+		fmt.Fprintf(&b, "; removed %d accepted revisions and %d resolved conflicts past the history retention", r.PrunedRevisions, r.PrunedConflicts)
+	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "; deferred to the next pass: %s", strings.Join(r.Deferred, "; "))
 	}
@@ -122,7 +129,8 @@ func (r CleanupReport) String() string {
 // listed in Deferred and retried by the next pass. A retention shorter
 // than the largest scope TTL drops nothing and is an EINVALID error (the
 // rest of the pass still runs); one shorter than domain.MinRetention is
-// refused before anything runs.
+// refused before anything runs. The pass also deletes the history past
+// its retention (history_retention.go).
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention time.Duration) (CleanupReport, error) {
 	return s.cleanup(ctx, now, retention, cleanupBatch)
 }
@@ -146,6 +154,9 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 		r.ExpiredKeys = n
 		if err != nil {
 			return fmt.Errorf("delete expired idempotency keys: %w", err)
+		}
+		if err := m.pruneHistory(ctx, now.Add(-cmp.Or(s.historyRetention, retention)), batch); err != nil {
+			return err
 		}
 		return partitionsErr
 	})

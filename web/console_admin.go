@@ -23,6 +23,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.Post(operatorsPath+"/{id}/memberships", s.handleAddMembership)
 		r.Post(operatorsPath+"/{id}/memberships/{tenant}/remove", s.handleRemoveMembership)
 		r.Post(operatorsPath+"/{id}/admin", s.handleSetAdmin)
+		r.Get(reconciliationPath, s.handleReconciliation)
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 const usage = `tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.
 
 Usage:
-  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]
+  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]
   tidemark migrate
   tidemark tenant create SLUG [--name NAME]
   tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--max-body SIZE] [--public-url URL]
@@ -26,7 +26,8 @@ Usage:
   tidemark provider update --tenant SLUG --provider NAME [--max-body SIZE] [--max-future-skew DURATION]
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
-  tidemark cleanup [--retention 720h]
+  tidemark cleanup [--retention 720h] [--history-retention DURATION]
+  tidemark audit [--tenant SLUG]
   tidemark secrets rekey [--batch 500]
   tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
 
@@ -80,6 +81,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return env.migrate(ctx, rest)
 	case "cleanup":
 		return env.cleanup(ctx, rest)
+	case "audit":
+		return env.audit(ctx, rest)
 	case "send":
 		return env.send(ctx, rest)
 	case "tenant", "provider", "token", "user", "secrets":

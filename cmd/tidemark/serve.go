@@ -45,17 +45,18 @@ const (
 )
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n"+
-		"      [--metrics-addr ADDR] [--allow-remote]\n\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s]\n"+
+		"      [--trusted-proxies CIDR,...] [--memory-limit 48MiB] [--metrics-addr ADDR] [--allow-remote]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
-		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
-		"PostgreSQL under ./.tidemark with a demo tenant, and listens on loopback only unless\n"+
-		"--allow-remote is given.")
+		"and runs the cleanup job every hour and the reconciliation every night. Without\n"+
+		"DATABASE_URL it starts an embedded PostgreSQL under ./.tidemark with a demo tenant, and\n"+
+		"listens on loopback only unless --allow-remote is given.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
 	allowRemote := fs.Bool("allow-remote", false, "with the embedded database, allow an --addr that is not a loopback address")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address instead of --addr (default: on --addr)")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
+	historyRetention := historyRetentionFlag(fs)
 	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
 	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
@@ -101,6 +102,9 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := checkRetention(ctx, store, *retention); err != nil {
 		return err
 	}
+	if err := keepHistory(store, *historyRetention); err != nil {
+		return err
+	}
 	// A long transaction on the logs can make this give up (EUNAVAILABLE):
 	// the days ahead that exist are kept, and the cleanup pass retries.
 	if _, err := store.EnsurePartitions(ctx, time.Now(), postgres.PartitionsAhead); err != nil {
@@ -133,7 +137,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 
 	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{postgres.GroupSize}, IngestConns: int(store.Pool().Config().MaxConns),
+		Collectors: []prometheus.Collector{postgres.GroupSize, store.ReconciliationMetrics()}, IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *metricsAddr != ""})
 	srv := newHTTPServer(handler.Handler())
 	errc := make(chan error, 2)
@@ -150,6 +154,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stdout, "Metrics are served on http://%s/metrics\n", mln.Addr())
 	}
 	go runCleanup(ctx, store, *retention, log)
+	go runReconciliation(ctx, store, log)
 	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
 	go handler.Run(ctx)
 	go func() { errc <- srv.Serve(ln) }()
