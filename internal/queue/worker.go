@@ -20,10 +20,12 @@ import (
 const (
 	// ackWait is how long JetStream waits for a worker's acknowledgement
 	// before delivering the message again (to any worker). A worker
-	// extends it before each attempt, so only a dead one lets it pass.
-	ackWait = 30 * time.Second
-	// ingestTimeout bounds one attempt at a delivery's ingest.
-	ingestTimeout = 10 * time.Second
+	// extends it before each attempt, so only a dead one lets it pass; it
+	// is how long a dead worker's partition waits.
+	ackWait = 10 * time.Second
+	// ingestTimeout bounds one attempt at a delivery's ingest, well within
+	// ackWait.
+	ingestTimeout = 5 * time.Second
 	// MaxAttempts is how often a delivery may fail for a reason other than
 	// an unavailable database (its provider was deleted, a bug) before it
 	// is moved to the dead-letter stream. Deliveries of the message to
