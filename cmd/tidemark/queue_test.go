@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -248,5 +249,15 @@ func checkQueuedLog(t *testing.T, pool *pgxpool.Pool, tenantID int64, l queuedLo
 		})
 	if seen != len(l.revs) {
 		t.Errorf("%d records stored, %d sent", seen, len(l.revs))
+	}
+}
+
+// TestWorkerNeedsQueue: worker without --queue refuses to run, saying what
+// to pass.
+func TestWorkerNeedsQueue(t *testing.T) {
+	t.Parallel()
+	_, _, err := tidemark(t, map[string]string{}, "", "worker")
+	if err == nil || !strings.Contains(err.Error(), "--queue (or TIDEMARK_QUEUE) is required") {
+		t.Errorf("worker without --queue: %v", err)
 	}
 }

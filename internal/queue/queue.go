@@ -101,7 +101,7 @@ func Open(cfg Config) (*Queue, error) {
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: Close
-				q.log.Warn("NATS connection lost; queued deliveries answer 503 until it is back", "err", err)
+				q.log.Warn("NATS connection lost; reconnecting (meanwhile serve answers queued deliveries 503)", "err", err)
 			}
 		}),
 		nats.ReconnectHandler(func(c *nats.Conn) { q.log.Info("NATS connection is back", "server", c.ConnectedUrlRedacted()) }))
