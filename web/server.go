@@ -95,6 +95,10 @@ type Config struct {
 	// RefusalFlush is how often Run writes refused deliveries; 0 means
 	// DefaultRefusalFlush.
 	RefusalFlush time.Duration
+	// Queue, when set, is queued mode (serve --queue): accepted deliveries
+	// are stored in it for the workers instead of ingested, and the
+	// overview shows what waits there.
+	Queue domain.DeliveryQueue
 }
 
 // Server holds the handlers' dependencies.
@@ -125,6 +129,7 @@ type Server struct {
 	refusalFlush time.Duration
 	limits       *refusalLimiter
 	tenantGate   *tenantGate
+	queue        domain.DeliveryQueue // nil: synchronous mode
 }
 
 // New returns a Server for cfg.
@@ -146,6 +151,7 @@ func New(cfg Config) *Server {
 		s.refusalFlush = DefaultRefusalFlush
 	}
 	s.limits, s.tenantGate = newRefusalLimiter(cfg.RefusalLimits), newTenantGate(cfg.IngestConns)
+	s.queue = cfg.Queue
 	return s
 }
 

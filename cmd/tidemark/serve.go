@@ -46,7 +46,8 @@ const (
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s]\n"+
-		"      [--trusted-proxies CIDR,...] [--memory-limit 48MiB] [--metrics-addr ADDR] [--allow-remote]\n\n"+
+		"      [--trusted-proxies CIDR,...] [--memory-limit 48MiB] [--metrics-addr ADDR] [--allow-remote]\n"+
+		"      [--queue nats://HOST:4222 [--stream TIDEMARK] [--stream-replicas 1] [--stream-duplicates 2m]]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
 		"and runs the cleanup job every hour and the reconciliation every night. Without\n"+
 		"DATABASE_URL it starts an embedded PostgreSQL under ./.tidemark with a demo tenant, and\n"+
@@ -63,6 +64,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter")
 	memoryLimit := fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
 		"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)")
+	qf := e.addQueueFlags(fs, true)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -135,9 +137,14 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		}
 	}
 
+	queued, closeQueue, err := qf.startQueue(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeQueue()
 	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
-		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{postgres.GroupSize, store.ReconciliationMetrics()}, IngestConns: int(store.Pool().Config().MaxConns),
+		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, Queue: queued.queue,
+		Collectors: append([]prometheus.Collector{postgres.GroupSize, store.ReconciliationMetrics()}, queued.collectors...), IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *metricsAddr != ""})
 	srv := newHTTPServer(handler.Handler())
 	errc := make(chan error, 2)
