@@ -65,6 +65,7 @@ const cleanupBatch = 1000
 const (
 	tryMaintenanceLockSQL  = `SELECT pg_try_advisory_lock(@key)`
 	waitMaintenanceLockSQL = `SELECT pg_advisory_lock(@key)`
+	unlockMaintenanceSQL   = `SELECT pg_advisory_unlock(@key)`
 	maintenanceTimeoutsSQL = `SELECT set_config('lock_timeout', @lock_timeout, false), set_config('statement_timeout', @statement_timeout, false)`
 	setLockTimeoutSQL      = `SELECT set_config('lock_timeout', @lock_timeout, false)`
 )
@@ -211,8 +212,8 @@ func checkRetention(ctx context.Context, q querier, retention time.Duration) err
 
 // maintain runs fn on a connection of its own holding the maintenance
 // lock: waiting for it when wait is set, else marking r skipped when
-// another process holds it. Closing the connection afterwards releases the
-// lock and takes its session settings (lock_timeout) with it.
+// another process holds it. The lock is released when fn returns, and
+// closing the connection takes its session settings (lock_timeout) with it.
 func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn func(*maintainer) error) error {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = maintenanceApp
@@ -232,6 +233,10 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 	if err != nil || r.Skipped {
 		return translate(err)
 	}
+	// Unlock before the connection closes: a closed session's locks go only
+	// when its backend exits, which the next pass could beat and be skipped.
+	// If this fails the connection is broken, and closing it releases the lock.
+	defer conn.Exec(context.WithoutCancel(ctx), unlockMaintenanceSQL, key)
 	_, err = conn.Exec(ctx, maintenanceTimeoutsSQL, pgx.NamedArgs{
 		"lock_timeout": maintenanceLockTimeout, "statement_timeout": maintenanceStatementTimeout})
 	if err != nil {
