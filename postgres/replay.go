@@ -295,34 +295,58 @@ func (s *Store) jobNotActive(ctx context.Context, tenantID, id int64) error {
 	return domain.Errorf(domain.ECONFLICT, "replay job %d has already ended (%s)", id, job.Status)
 }
 
-// claimReplayJobSQL gives a worker the job that waited longest: queued, or
-// running under a lease that ran out (its worker stopped or died). It is
-// the one statement across tenants, as maintenance is: workers serve every
-// tenant. Jobs locked by another claim are skipped, not waited for.
+// replayCandidatesSQL lists the jobs a worker may claim, the one that
+// waited longest first: queued, or running under a lease that ran out (its
+// worker stopped or died). It is the one read across tenants, as
+// maintenance's are: workers serve every tenant.
+const replayCandidatesSQL = `
+SELECT tenant_id, id FROM replay_jobs
+WHERE status = 'queued' OR (status = 'running' AND lease_until < now())
+ORDER BY coalesce(lease_until, created_at), id
+LIMIT @limit`
+
+// claimReplayJobSQL takes one candidate if it is still free. Two workers
+// claiming it at once both update the row in turn, and the second, seeing
+// the lease the first took, claims nothing: no lock is held across
+// statements, and each claim is a statement on one tenant's row (one shard
+// under Citus).
 const claimReplayJobSQL = `
-WITH next AS (
-    SELECT tenant_id, id FROM replay_jobs
-    WHERE status = 'queued' OR (status = 'running' AND lease_until < now())
-    ORDER BY coalesce(lease_until, created_at), id
-    LIMIT 1
-    FOR UPDATE SKIP LOCKED
-)
 UPDATE replay_jobs j SET status = 'running', worker = @worker,
     lease_until = now() + make_interval(secs => @lease::float8), started_at = coalesce(j.started_at, now())
-FROM next WHERE j.tenant_id = next.tenant_id AND j.id = next.id
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id
+  AND (j.status = 'queued' OR (j.status = 'running' AND j.lease_until < now()))
 RETURNING ` + replayJobColumns
+
+// replayCandidates is how many candidates a claim tries before it gives up
+// until the next poll.
+const replayCandidates = 10
 
 // ClaimReplayJob implements domain.ReplayService.
 func (s *Store) ClaimReplayJob(ctx context.Context, worker string, lease time.Duration) (domain.ReplayJob, bool, error) {
-	rows, err := s.pool.Query(ctx, claimReplayJobSQL, pgx.NamedArgs{"worker": worker, "lease": lease.Seconds()})
+	rows, err := s.pool.Query(ctx, replayCandidatesSQL, pgx.NamedArgs{"limit": replayCandidates})
 	if err != nil {
 		return domain.ReplayJob{}, false, translate(err)
 	}
-	job, err := pgx.CollectExactlyOneRow(rows, scanReplayJob)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return job, false, nil
+	candidates, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]int64, error) {
+		var c [2]int64
+		return c, row.Scan(&c[0], &c[1])
+	})
+	if err != nil {
+		return domain.ReplayJob{}, false, translate(err)
 	}
-	return job, err == nil, translate(err)
+	for _, c := range candidates {
+		rows, err := s.pool.Query(ctx, claimReplayJobSQL, pgx.NamedArgs{"tenant_id": c[0], "job_id": c[1],
+			"worker": worker, "lease": lease.Seconds()})
+		if err != nil {
+			return domain.ReplayJob{}, false, translate(err)
+		}
+		job, err := pgx.CollectExactlyOneRow(rows, scanReplayJob)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue // another worker took it first
+		}
+		return job, err == nil, translate(err)
+	}
+	return domain.ReplayJob{}, false, nil
 }
 
 // NextReplayable implements domain.ReplayService.

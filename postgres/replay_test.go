@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -190,4 +191,59 @@ func TestDeliveryLookupIsTenantFiltered(t *testing.T) {
 	if _, err := s.Delivery(context.Background(), p.TenantID, uuid.NewString()); domain.ErrorCode(err) != domain.ENOTFOUND {
 		t.Fatalf("unknown id: %v", err)
 	}
+}
+
+// TestReplayJobClaimRace: workers claiming at once, on several
+// connections, get a job exactly once between them.
+func TestReplayJobClaimRace(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	for round := range 5 {
+		job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		start := make(chan struct{})
+		claimed := make(chan string, 6)
+		var wg sync.WaitGroup
+		for i := range 6 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				worker := fmt.Sprintf("w%d", i)
+				if j, ok, err := s.ClaimReplayJob(ctx, worker, time.Minute); err != nil {
+					t.Error(err)
+				} else if ok && j.ID == job.ID {
+					claimed <- worker
+				}
+			}()
+		}
+		close(start)
+		wg.Wait()
+		close(claimed)
+		var winners []string
+		for w := range claimed {
+			winners = append(winners, w)
+		}
+		if len(winners) != 1 {
+			t.Fatalf("round %d: job claimed by %v, want exactly one worker", round, winners)
+		}
+		if held := s.mustJob(t, p.TenantID, job.ID); held.Status != domain.ReplayRunning {
+			t.Fatalf("round %d: job %+v", round, held)
+		}
+		if _, err := s.CancelReplayJob(ctx, p.TenantID, job.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func (s *Store) mustJob(t *testing.T, tenantID, id int64) domain.ReplayJob {
+	t.Helper()
+	j, err := s.ReplayJob(context.Background(), tenantID, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
 }

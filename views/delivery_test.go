@@ -82,3 +82,28 @@ func TestReplayJobLivePolls(t *testing.T) {
 		}
 	}
 }
+
+// TestReplayFormsNeedOperator: a viewer sees deliveries and jobs but no
+// form that replays or cancels.
+func TestReplayFormsNeedOperator(t *testing.T) {
+	t.Parallel()
+	d := domain.DeliveryDetail{DeliveryBrief: domain.DeliveryBrief{ID: "0190-d1", Status: 200, Signature: domain.SignatureValid},
+		Request: domain.Request{Method: "POST"}, Body: []byte(`{}`)}
+	job := domain.ReplayJob{ID: 4, Status: domain.ReplayRunning, Total: 10}
+	for _, role := range []domain.Role{domain.RoleViewer, domain.RoleOperator, domain.RoleOwner} {
+		l := acmeAs("events", role)
+		doc, _ := render(t, views.DeliveryView(l, views.DeliveryPage{Delivery: d}))
+		jobDoc, _ := render(t, views.ReplayJobLive(l, views.ReplayJobPage{Job: job}))
+		estimate, _ := render(t, views.ReplaysView(l, views.ReplaysPage{Estimated: true, Estimate: 3}))
+		want := role != domain.RoleViewer
+		if got := doc.Find("form.replay-form").Length() == 1; got != want {
+			t.Errorf("%s: replay button %v", role, got)
+		}
+		if got := jobDoc.Find(`form[action$="/cancel"]`).Length() == 1; got != want {
+			t.Errorf("%s: cancel button %v", role, got)
+		}
+		if got := estimate.Find("form.replay-confirm").Length() == 1; got != want {
+			t.Errorf("%s: confirm button %v", role, got)
+		}
+	}
+}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
@@ -17,7 +16,7 @@ import (
 )
 
 // The delivery inspector and replays of the JSON API (docs/contract.md
-// section 7.7).
+// section 7.11).
 
 type deliveryBriefJSON struct {
 	ID         string  `json:"id"`
@@ -149,19 +148,10 @@ func (s *Server) handleDeliveryAPI(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, newDeliveryJSON(d))
 }
 
-// apiActor is the context of a change made through the API: the token's
-// own actor when requireToken names one, else the API token in general.
-func apiActor(r *http.Request) context.Context {
-	if _, ok := domain.ActorFrom(r.Context()); ok {
-		return r.Context()
-	}
-	return domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorToken, Name: resolvedBy, Address: clientAddress(r)})
-}
-
 // handleReplayAPI answers POST deliveries/{id}/replay with the new
 // delivery's id and outcomes, as the webhook of a JSON kind answers.
 func (s *Server) handleReplayAPI(w http.ResponseWriter, r *http.Request) {
-	ctx := apiActor(r)
+	ctx := r.Context()
 	orig, err := s.deliveries.Delivery(ctx, apiTenant(ctx).ID, chi.URLParam(r, "id"))
 	if err != nil {
 		s.fail(w, r, err)
@@ -254,7 +244,7 @@ func (s *Server) handleStartReplayAPI(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
-	ctx := apiActor(r)
+	ctx := r.Context()
 	tenant := apiTenant(ctx).ID
 	if req.DryRun {
 		n, err := s.replays.CountReplayable(ctx, tenant, f)
@@ -317,7 +307,7 @@ func (s *Server) handleReplayJobsAPI(w http.ResponseWriter, r *http.Request) {
 
 // handleCancelReplayAPI answers POST replays/{id}/cancel with the job.
 func (s *Server) handleCancelReplayAPI(w http.ResponseWriter, r *http.Request) {
-	ctx := apiActor(r)
+	ctx := r.Context()
 	id, err := replayJobID(r)
 	if err == nil {
 		var job domain.ReplayJob

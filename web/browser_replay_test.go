@@ -9,6 +9,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/e2e"
 )
 
@@ -23,9 +24,7 @@ func TestBrowserInspectorAndReplays(t *testing.T) {
 	e := setup(t)
 	ctx := newBrowser(t)
 	dir := screenshotDir(t)
-	if err := e.store.CreateUser(context.Background(), "ops@example.com", testPassword, false, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	e.member("ops@example.com", false, domain.RoleOperator, "acme")
 	e.rejectedHistory(12)
 	e.post("/webhooks/acme/crm", nil, nil) // refused: no signature
 	e.flushRefusals()

@@ -9,10 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+	"unicode"
 
 	"github.com/a-h/templ"
-	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
@@ -26,21 +25,10 @@ const (
 	sessionFlashK = "flash_kind"
 )
 
-func newSessions(store scs.Store, secure bool) *scs.SessionManager {
-	m := scs.New()
-	m.Store = store
-	m.Lifetime = 12 * time.Hour
-	m.IdleTimeout = 2 * time.Hour
-	m.Cookie.Name = "tidemark_session"
-	m.Cookie.HttpOnly = true
-	m.Cookie.SameSite = http.SameSiteLaxMode
-	m.Cookie.Secure = secure
-	return m
-}
-
 // securityHeaders sets the console's response headers. The CSP allows only
-// our own scripts and styles: no inline script, no CDN.
-func securityHeaders(next http.Handler) http.Handler {
+// our own scripts and styles: no inline script, no CDN. Behind an https
+// public URL, HSTS keeps browsers from ever trying plain HTTP.
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
@@ -48,6 +36,9 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
+		if s.httpsPublic {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -63,8 +54,14 @@ func currentUser(ctx context.Context) domain.User {
 // currentTenant is the tenant of a /t/{tenant} page, resolved from the
 // operator's verified membership.
 func currentTenant(ctx context.Context) domain.Tenant {
-	t, _ := ctx.Value(consoleTenantKey{}).(domain.Tenant)
-	return t
+	return currentMembership(ctx).Tenant
+}
+
+// currentMembership is the tenant of a /t/{tenant} page with the operator's
+// role in it; zero outside a tenant.
+func currentMembership(ctx context.Context) domain.Membership {
+	m, _ := ctx.Value(consoleTenantKey{}).(domain.Membership)
+	return m
 }
 
 // requireUser sends signed-out visitors to the login page.
@@ -109,20 +106,37 @@ func (s *Server) toLogin(w http.ResponseWriter, r *http.Request) {
 // not exist.
 func (s *Server) requireTenant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := s.access.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
+		m, err := s.access.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
 		if err != nil {
 			s.consoleError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), consoleTenantKey{}, t)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), consoleTenantKey{}, m)))
 	})
+}
+
+// requireRole lets through operators whose role in the tenant allows what
+// need may do, and answers the others 403 with a page naming the role.
+// It goes on route groups below requireTenant, so that the route table
+// says who may use each route.
+func (s *Server) requireRole(need domain.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := domain.CheckRole(currentMembership(r.Context()).Role, need); err != nil {
+				s.consoleError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // layout builds the page frame for the current operator and tenant, and
 // takes the pending flash message.
 func (s *Server) layout(r *http.Request, title, nav string) views.Layout {
 	u := currentUser(r.Context())
-	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: currentTenant(r.Context()), Nav: nav}
+	m := currentMembership(r.Context())
+	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: m.Tenant, Role: m.Role, Nav: nav}
 	l.Tenants, _ = s.access.VisibleTenants(r.Context(), u)
 	if msg := s.sessions.PopString(r.Context(), sessionFlash); msg != "" {
 		l.Flash = views.Flash{Kind: s.sessions.PopString(r.Context(), sessionFlashK), Message: msg}
@@ -169,6 +183,8 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		}
 	case http.StatusBadRequest, http.StatusConflict:
 		heading, text = "That did not work", domain.ErrorMessage(err)
+	case http.StatusForbidden:
+		heading, text = "Not allowed", domain.ErrorMessage(err)
 	case http.StatusInternalServerError:
 		text = internalErrorText(s.logInternal(w, r, err))
 	}
@@ -192,7 +208,17 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
-	u, err := s.access.Authenticate(r.Context(), email, password, clientAddress(r))
+	if err := domain.CheckSignIn(email, password); err != nil {
+		if len(email) > domain.MaxEmailLength {
+			email = ""
+		}
+		s.render(w, r, http.StatusBadRequest, views.Login(email, domain.ErrorMessage(err), safeNext(next)))
+		return
+	}
+	// The person signing in is the actor of the sign_in audit entry.
+	ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorOperator,
+		Name: strings.TrimSpace(email), Address: clientAddress(r)})
+	u, err := s.access.Authenticate(ctx, email, password, clientAddress(r))
 	if err != nil {
 		status := errorStatus(err)
 		msg := domain.ErrorMessage(err)
@@ -201,15 +227,13 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		} else if status == http.StatusInternalServerError {
 			msg = internalErrorText(s.logInternal(w, r, err))
 		}
-		s.render(w, r, status, views.Login(email, msg, next))
+		s.render(w, r, status, views.Login(email, msg, safeNext(next)))
 		return
 	}
-	// A new session token at sign-in defeats session fixation.
-	if err := s.sessions.RenewToken(r.Context()); err != nil {
+	if err := s.startSession(r, u.ID); err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
-	s.sessions.Put(r.Context(), sessionUserID, u.ID)
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
 
@@ -232,9 +256,19 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.Home(l))
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: next must be a path
+// (no scheme, no host) starting with exactly one slash, with no control
+// character or backslash in it, as sent or decoded. Browsers drop tabs and
+// newlines and read a backslash as a slash, so "/%09/evil.example" or
+// "/\evil.example" would leave the site. Anything else is "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	decoded, err := url.PathUnescape(next)
+	if err != nil || strings.ContainsFunc(next+decoded, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
 		return "/"
 	}
 	return next

@@ -22,11 +22,14 @@ func (s *Server) deliveryRoutes(r chi.Router) {
 }
 
 // replayRoutes registers the console's replay actions, which change what
-// Tidemark holds (operators and above).
+// Tidemark holds: operators and owners.
 func (s *Server) replayRoutes(r chi.Router) {
-	r.Post("/deliveries/{id}/replay", s.handleReplayDelivery)
-	r.Post("/replays", s.handleStartReplay)
-	r.Post("/replays/{id}/cancel", s.handleCancelReplay)
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireRole(domain.RoleOperator))
+		r.Post("/deliveries/{id}/replay", s.handleReplayDelivery)
+		r.Post("/replays", s.handleStartReplay)
+		r.Post("/replays/{id}/cancel", s.handleCancelReplay)
+	})
 }
 
 // handleDeliveryPage shows one delivery with its request, body and events.

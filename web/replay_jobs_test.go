@@ -104,7 +104,7 @@ func TestReplayJobAPI(t *testing.T) {
 	}
 	assertKeys(t, body, "id", "status", "total", "done", "filter", "counts", "summary", "created_by", "created_at",
 		"started_at", "finished_at", "error")
-	if body["status"] != "queued" || body["total"] != float64(5) || body["done"] != float64(0) || body["created_by"] != "api token" {
+	if body["status"] != "queued" || body["total"] != float64(5) || body["done"] != float64(0) || body["created_by"] != "test" {
 		t.Fatalf("started job %v", body)
 	}
 	assertJSON(t, "filter", body["filter"], `{"provider": "crm", "status": null, "outcome": "rejected", "from": null, "to": null}`)
@@ -128,8 +128,8 @@ func TestReplayJobAPI(t *testing.T) {
 	status, body = e.post(base+"/cancel", nil, map[string]string{"Authorization": "Bearer " + token})
 	assertError(t, status, body, http.StatusConflict, "has already ended (done)")
 	want := []string{
-		fmt.Sprintf("api token replay_start replay job %d: provider crm, outcome rejected; 5 deliveries match", id),
-		fmt.Sprintf("api token replay_done replay job %d: 5 of 5 deliveries: 5 applied", id),
+		fmt.Sprintf("test replay_start replay job %d: provider crm, outcome rejected; 5 deliveries match", id),
+		fmt.Sprintf("test replay_done replay job %d: 5 of 5 deliveries: 5 applied", id),
 	}
 	if got := e.auditEntries(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit %q, want %q", got, want)
@@ -258,8 +258,7 @@ func TestReplayJobOneAtATime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-		if _, err := e.store.CancelReplayJob(ctx, e.tenant("acme").ID, jobs[0].ID); err != nil {
+		if _, err := e.store.CancelReplayJob(cliContext(), e.tenant("acme").ID, jobs[0].ID); err != nil {
 			t.Fatal(err)
 		}
 	}

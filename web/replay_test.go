@@ -26,7 +26,7 @@ func (e *env) replayOutcome(token, id string) string {
 // setScope enables or disables acme/crm's contact.snapshot scope.
 func (e *env) setScope(enabled bool) {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := cliContext()
 	p, err := e.store.Endpoint(ctx, "acme", "crm")
 	if err != nil {
 		e.t.Fatal(err)
@@ -38,12 +38,14 @@ func (e *env) setScope(enabled bool) {
 	}
 }
 
-// auditEntries lists acme's audit entries as "actor action target: summary".
+// auditEntries lists acme's audit entries of replays as "actor action
+// target: summary".
 func (e *env) auditEntries() []string {
 	e.t.Helper()
 	rows, err := e.store.Pool().Query(context.Background(),
 		`SELECT actor || ' ' || action || ' ' || target || ': ' || summary FROM audit_log
-		 WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'acme') ORDER BY id`)
+		 WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'acme')
+		   AND action IN ('delivery_replay', 'replay_start', 'replay_cancel', 'replay_done') ORDER BY id`)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -89,7 +91,7 @@ func TestReplayOfAppliedIsDuplicate(t *testing.T) {
 
 	status, body := e.replayAPI(token, id)
 	assertError(t, status, body, http.StatusConflict, "itself a replay")
-	want := []string{"api token delivery_replay delivery " + orig + ": replayed as delivery " + id + ": 1 duplicate"}
+	want := []string{"test delivery_replay delivery " + orig + ": replayed as delivery " + id + ": 1 duplicate"}
 	if got := e.auditEntries(); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("audit %q, want %q", got, want)
 	}

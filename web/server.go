@@ -41,6 +41,8 @@ type Services struct {
 	Records   domain.RecordService
 	Conflicts domain.ConflictService
 	People    domain.PeopleService
+	// Reconciliation serves the last reconciliation report (admin console).
+	Reconciliation domain.ReconciliationService
 	// Deliveries and Replays serve the delivery inspector and replays.
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
@@ -58,6 +60,7 @@ type Storage interface {
 	domain.RecordService
 	domain.ConflictService
 	domain.PeopleService
+	domain.ReconciliationService
 	domain.DeliveryService
 	domain.ReplayService
 }
@@ -65,7 +68,7 @@ type Storage interface {
 // ServicesOf returns every service from one storage.
 func ServicesOf(st Storage) Services {
 	return Services{Ingest: st, Access: st, Operators: st, Providers: st, Tokens: st, Events: st, Stats: st,
-		Records: st, Conflicts: st, People: st, Deliveries: st, Replays: st}
+		Records: st, Conflicts: st, People: st, Reconciliation: st, Deliveries: st, Replays: st}
 }
 
 // Config wires a Server to its dependencies.
@@ -76,8 +79,12 @@ type Config struct {
 	Logger   *slog.Logger
 	Now      func() time.Time // nil means time.Now
 	// PublicURL is the base URL providers call; empty means built from each
-	// request. An https URL also marks session cookies Secure.
+	// request. An https URL also makes the console send HSTS, and its
+	// session cookie Secure even on a loopback address.
 	PublicURL string
+	// MetricsElsewhere leaves /metrics out of Handler, for serve
+	// --metrics-addr to serve MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when they connect; empty means the peer is always the client.
 	TrustedProxies []netip.Prefix
@@ -93,6 +100,10 @@ type Config struct {
 	// RefusalFlush is how often Run writes refused deliveries; 0 means
 	// DefaultRefusalFlush.
 	RefusalFlush time.Duration
+	// Queue, when set, is queued mode (serve --queue): accepted deliveries
+	// are stored in it for the workers instead of ingested, and the
+	// overview shows what waits there.
+	Queue domain.DeliveryQueue
 }
 
 // Server holds the handlers' dependencies.
@@ -107,6 +118,7 @@ type Server struct {
 	records   domain.RecordService
 	conflicts domain.ConflictService
 	people    domain.PeopleService
+	reconcile domain.ReconciliationService
 	sessions  *scs.SessionManager
 	ping      func(context.Context) error
 	log       *slog.Logger
@@ -115,6 +127,9 @@ type Server struct {
 	publicURL string
 	trusted   []netip.Prefix
 
+	httpsPublic      bool // the public URL is https
+	metricsElsewhere bool
+
 	deliveries domain.DeliveryService // the inspector
 	replays    domain.ReplayService
 
@@ -122,15 +137,17 @@ type Server struct {
 	refusalFlush time.Duration
 	limits       *refusalLimiter
 	tenantGate   *tenantGate
+	queue        domain.DeliveryQueue // nil: synchronous mode
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
-		people: cfg.People, deliveries: cfg.Deliveries, replays: cfg.Replays, ping: cfg.Ping, log: cfg.Logger,
+		people: cfg.People, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays, ping: cfg.Ping, log: cfg.Logger,
 		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
-		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
+		sessions: newSessions(cfg.Sessions), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
+		metricsElsewhere: cfg.MetricsElsewhere}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -142,8 +159,13 @@ func New(cfg Config) *Server {
 		s.refusalFlush = DefaultRefusalFlush
 	}
 	s.limits, s.tenantGate = newRefusalLimiter(cfg.RefusalLimits), newTenantGate(cfg.IngestConns)
+	s.queue = cfg.Queue
 	return s
 }
+
+// MetricsHandler serves the Prometheus metrics, which Handler also serves
+// on /metrics unless Config.MetricsElsewhere is set.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
 
 // errorStatus maps a domain error code to an HTTP status.
 func errorStatus(err error) int {

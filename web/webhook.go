@@ -113,6 +113,10 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d.Status, d.Signature, d.Body = http.StatusOK, verdict, body
+	if s.queue != nil {
+		s.enqueue(ctx, w, r, d, p, kind, body, events, start)
+		return
+	}
 	// Writes need no share of the pool: each tenant's deliveries are written
 	// by its own group committer, on one connection (postgres/group.go).
 	results, err := s.ingest.Ingest(ctx, d, p, events)
