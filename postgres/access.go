@@ -29,7 +29,9 @@ const loginFailuresSQL = `
 SELECT count(*) FILTER (WHERE email = @email), count(*) FILTER (WHERE address = @address)
 FROM login_failures WHERE failed_at > now() - @window::interval AND (email = @email OR address = @address)`
 
-const userByEmailSQL = `SELECT id, password_hash, is_admin FROM users WHERE email = @email`
+// userByEmailSQL finds an operator who may sign in: a disabled one is as
+// unknown as an email that matches no one.
+const userByEmailSQL = `SELECT id, password_hash, is_admin, session_epoch FROM users WHERE email = @email AND disabled_at IS NULL`
 
 const insertLoginFailureSQL = `INSERT INTO login_failures (email, address) VALUES (@email, @address)`
 
@@ -57,7 +59,7 @@ func (s *Store) Authenticate(ctx context.Context, email, password, address strin
 
 	u := domain.User{Email: email}
 	var hash string
-	err = s.read.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin)
+	err = s.read.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin, &u.SessionEpoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		hash = string(dummyHash)
 	} else if err != nil {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -255,10 +257,31 @@ func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64,
 		}
 		args["status"], args["note"], args["by"] = status, note, by
 		resolved, err = scanConflict(tx.QueryRow(ctx, resolveSQL, args))
-		return translate(err)
+		if err != nil {
+			return translate(err)
+		}
+		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType, c.ObjectID, c.Revision)
+		return audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
 	})
 	return resolved, err
 }
+
+// resolveSummary says how a conflict was resolved, with the start of the
+// operator's note.
+func resolveSummary(resolution, before, after, note string) string {
+	summary := fmt.Sprintf("%s: %s → %s", resolution, before, after)
+	if note = strings.TrimSpace(note); note != "" {
+		if r := []rune(note); len(r) > maxSummaryNote {
+			note = string(r[:maxSummaryNote]) + "…"
+		}
+		summary += fmt.Sprintf("; note %q", note)
+	}
+	return summary
+}
+
+// maxSummaryNote bounds how much of a note an audit summary repeats; the
+// conflict keeps the whole note.
+const maxSummaryNote = 200
 
 // scanPrefix scans a row whose first column precedes the ones scanConflict
 // reads.

@@ -28,6 +28,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Post("/conflicts/{id}/resolve", s.handleResolve)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleRecord)
 	r.Get("/people", s.handlePeopleAPI)
+	r.Get("/audit", s.handleAuditAPI)
 
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -66,7 +67,10 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			writeError(w, http.StatusNotFound, "not found")
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), tenantKey{}, t)))
+		// Until tokens name themselves to the audit log (the roles work),
+		// their changes are recorded as the tenant's API token.
+		ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorToken, Name: "API token", Address: clientAddress(r)})
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, tenantKey{}, t)))
 	})
 }
 

@@ -41,6 +41,7 @@ type Services struct {
 	Records   domain.RecordService
 	Conflicts domain.ConflictService
 	People    domain.PeopleService
+	Audit     domain.AuditService
 }
 
 // Storage is one implementation of every service, as postgres.Store is.
@@ -55,12 +56,13 @@ type Storage interface {
 	domain.RecordService
 	domain.ConflictService
 	domain.PeopleService
+	domain.AuditService
 }
 
 // ServicesOf returns every service from one storage.
 func ServicesOf(st Storage) Services {
 	return Services{Ingest: st, Access: st, Operators: st, Providers: st, Tokens: st, Events: st, Stats: st,
-		Records: st, Conflicts: st, People: st}
+		Records: st, Conflicts: st, People: st, Audit: st}
 }
 
 // Config wires a Server to its dependencies.
@@ -102,6 +104,7 @@ type Server struct {
 	records   domain.RecordService
 	conflicts domain.ConflictService
 	people    domain.PeopleService
+	audit     domain.AuditService
 	sessions  *scs.SessionManager
 	ping      func(context.Context) error
 	log       *slog.Logger
@@ -120,7 +123,7 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
-		people: cfg.People, ping: cfg.Ping, log: cfg.Logger,
+		people: cfg.People, audit: cfg.Audit, ping: cfg.Ping, log: cfg.Logger,
 		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
 		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
 	if s.now == nil {

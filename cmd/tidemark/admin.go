@@ -434,19 +434,54 @@ func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("user create: --email and --password-stdin are required")
 	}
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	password := strings.TrimRight(line, "\r\n")
-	if password == "" && err != nil {
-		return fmt.Errorf("user create: no password on standard input: %w", err)
-	}
-	if password == "" {
-		return fmt.Errorf("user create: the first line of standard input is empty; it must hold the password")
+	password, err := e.passwordFromStdin("user create")
+	if err != nil {
+		return err
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		if err := s.CreateUser(ctx, *email, password, *admin, *tenant); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "created operator %s\n", strings.ToLower(*email))
+		return nil
+	})
+}
+
+// passwordFromStdin reads a password from the first line of standard input.
+func (e cliEnv) passwordFromStdin(cmd string) (string, error) {
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" && err != nil {
+		return "", fmt.Errorf("%s: no password on standard input: %w", cmd, err)
+	}
+	if password == "" {
+		return "", fmt.Errorf("%s: the first line of standard input is empty; it must hold the password", cmd)
+	}
+	return password, nil
+}
+
+func (e cliEnv) userPassword(ctx context.Context, args []string) error {
+	fs := e.flags("user password", "user password --email EMAIL --password-stdin\n\n"+
+		"Set a console operator's password, read from the first line of standard input, and end\n"+
+		"their sessions. The change is recorded in the audit log.")
+	email := fs.String("email", "", "the operator's login email (required)")
+	fromStdin := fs.Bool("password-stdin", false, "read the new password from standard input (required)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *email == "" || !*fromStdin {
+		fs.Usage()
+		return fmt.Errorf("user password: --email and --password-stdin are required")
+	}
+	password, err := e.passwordFromStdin("user password")
+	if err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		if err := s.ResetPassword(ctx, *email, password); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "set a new password for operator %s; their sessions have ended\n", strings.ToLower(strings.TrimSpace(*email)))
 		return nil
 	})
 }

@@ -26,6 +26,7 @@ Usage:
   tidemark provider update --tenant SLUG --provider NAME [--max-body SIZE] [--max-future-skew DURATION]
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
+  tidemark user password --email EMAIL --password-stdin
   tidemark cleanup [--retention 720h]
   tidemark secrets rekey [--batch 500]
   tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
@@ -100,6 +101,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.tokenCreate(ctx, rest)
 		case "user create":
 			return env.userCreate(ctx, rest)
+		case "user password":
+			return env.userPassword(ctx, rest)
 		case "secrets rekey":
 			return env.secretsRekey(ctx, rest)
 		}

@@ -195,6 +195,7 @@ const (
 // announceDemo makes sure the demo tenant, its standard provider and a demo
 // operator exist, then prints how to use them.
 func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base string) error {
+	ctx = domain.WithActor(ctx, cliActor(e.getenv)) // the demo is set up by whoever runs serve
 	if _, err := store.Tenant(ctx, demoTenant); err != nil {
 		if domain.ErrorCode(err) != domain.ENOTFOUND {
 			return err
