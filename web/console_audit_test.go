@@ -88,7 +88,7 @@ func TestConsoleAuditLog(t *testing.T) {
 	// Across tenants, each entry names its workspace; operator changes none.
 	status, doc = admin.get("/admin/audit")
 	rows = cellRows(doc, "table.audit tbody tr")
-	if status != http.StatusOK || text(doc, "header a.active") != "Audit log" || len(rows) != 5 ||
+	if status != http.StatusOK || text(doc, "header a.active") != "All audit logs" || len(rows) != 5 ||
 		!strings.Contains(rows[0], " | none | root@example.com operator | operator_sign_out | ann@example.com | every session ended") ||
 		!strings.Contains(rows[1], " | globex | root@example.com operator | provider_retire") ||
 		!strings.Contains(rows[2], " | acme | ann@example.com operator | provider_retire") {
