@@ -488,8 +488,9 @@ func (e cliEnv) userPassword(ctx context.Context, args []string) error {
 
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {
 	fs := e.flags("cleanup", "cleanup [--retention 720h]\n\n"+
-		"Run one maintenance pass, then exit: remove expired idempotency keys and event-log\n"+
-		"partitions past retention, and prepare the partitions of the next 30 days. A pass\n"+
+		"Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n"+
+		"partitions past retention and audit entries older than 400 days, and prepare the\n"+
+		"partitions of the next 30 days. A pass\n"+
 		"is skipped while another process runs one; steps that wait on a long transaction\n"+
 		"are deferred to the next pass.")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
