@@ -18,14 +18,14 @@ func TestLayoutNav(t *testing.T) {
 		switcher   bool
 		tenantName string // shown beside the account, without a switcher
 	}{
-		{"member in a tenant", acme("events"), 6, "/t/acme/events", false, false, "Acme Inc"},
-		{"overview highlighted", acme("overview"), 6, "/t/acme", false, false, "Acme Inc"},
-		{"admin", func() views.Layout { l := acme("admin"); l.IsAdmin = true; return l }(), 6, "/admin/users", true, false, "Acme Inc"},
+		{"member in a tenant", acme("events"), 7, "/t/acme/events", false, false, "Acme Inc"},
+		{"overview highlighted", acme("overview"), 7, "/t/acme", false, false, "Acme Inc"},
+		{"admin", func() views.Layout { l := acme("admin"); l.IsAdmin = true; return l }(), 7, "/admin/users", true, false, "Acme Inc"},
 		{"two workspaces", func() views.Layout {
 			l := acme("conflicts")
 			l.Tenants = append(l.Tenants, domain.Tenant{Slug: "globex", Name: "Globex"})
 			return l
-		}(), 6, "/t/acme/conflicts", false, true, ""},
+		}(), 7, "/t/acme/conflicts", false, true, ""},
 		{"outside a tenant", views.Layout{Title: "Workspaces", UserEmail: "ops@example.com",
 			Tenants: []domain.Tenant{{Slug: "acme", Name: "Acme Inc"}}}, 0, "", false, true, ""},
 	} {
@@ -44,6 +44,9 @@ func TestLayoutNav(t *testing.T) {
 			}
 			if got := doc.Find(`a[href="/admin/users"]`).Length() == 1; got != tc.operators {
 				t.Errorf("operators link shown = %v, want %v", got, tc.operators)
+			}
+			if got := doc.Find(`a[href="/admin/audit"]`).Length() == 1; got != tc.operators {
+				t.Errorf("all audit logs link shown = %v, want %v", got, tc.operators)
 			}
 			if got := doc.Find("details.switcher").Length() == 1; got != tc.switcher {
 				t.Errorf("workspace switcher shown = %v, want %v", got, tc.switcher)
