@@ -46,11 +46,13 @@ const (
 // stuck on a lock.
 const defaultMaxQueued = 1024
 
-// maxQueuedEvents bounds the events one tenant may have waiting in one
-// process: about two groups' worth, which the committer writes well inside
-// a delivery's budget. Past it, a delivery is refused at once, rather than
-// accepted to time out in the queue while the ones before it time out too.
-const maxQueuedEvents = 2 * maxGroupEvents
+// minQueuedEvents is the fewest events one tenant may have waiting in one
+// process: two groups' worth. Past that, a delivery waits only if the
+// committer, at the pace it has been writing, would reach it within half of
+// what is left of its budget (queuedEventsAllowed); otherwise it is refused
+// at once, rather than accepted to time out in the queue while the ones
+// before it time out too.
+const minQueuedEvents = 2 * maxGroupEvents
 
 // GroupSize observes how many deliveries each committed group held;
 // serve exposes it on /metrics as tidemark_ingest_group_size.
@@ -75,6 +77,35 @@ type ingestJob struct {
 type groupQueues struct {
 	mu      sync.Mutex
 	pending map[int64][]*ingestJob
+	// pace is how many events per second a committer has been writing,
+	// smoothed over recent groups; 0 until the first group is measured.
+	pace float64
+}
+
+// queuedEventsAllowed is how many events may wait ahead of a delivery that
+// must be answered by deadline: what the committer writes, at its recent
+// pace, in half of the time left (the other half is for the delivery's own
+// group), and never fewer than minQueuedEvents. Called with mu held.
+func (q *groupQueues) queuedEventsAllowed(deadline time.Time, ok bool) int {
+	if !ok || q.pace == 0 {
+		return minQueuedEvents
+	}
+	return max(minQueuedEvents, int(q.pace*time.Until(deadline).Seconds()/2))
+}
+
+// measured folds a committed group into the pace.
+func (q *groupQueues) measured(events int, took time.Duration) {
+	if took <= 0 {
+		return
+	}
+	pace := float64(events) / took.Seconds()
+	q.mu.Lock()
+	if q.pace == 0 {
+		q.pace = pace
+	} else {
+		q.pace = 0.8*q.pace + 0.2*pace
+	}
+	q.mu.Unlock()
 }
 
 // ingestGrouped writes a delivery in the next group and waits for it.
@@ -86,11 +117,7 @@ func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.P
 		q.pending = map[int64][]*ingestJob{}
 	}
 	queue, running := q.pending[p.TenantID]
-	waiting := 0
-	for _, j := range queue {
-		waiting += len(j.events)
-	}
-	if len(queue) >= s.maxQueued || (len(queue) > 0 && waiting+len(events) > maxQueuedEvents) {
+	if len(queue) >= s.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
 		q.mu.Unlock()
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
 	}
@@ -171,10 +198,12 @@ func (s *Store) commitGroup(group []*ingestJob) {
 	if s.beforeCommitSQL != "" {
 		batch.Queue(s.beforeCommitSQL)
 	}
+	began := time.Now()
 	err := s.pool.SendBatch(ctx, batch).Close()
 	if err == nil || len(live) == 1 {
 		if err == nil {
 			GroupSize.Observe(float64(len(live)))
+			s.groups.measured(groupEvents(live), time.Since(began))
 		}
 		for _, job := range live {
 			job.done <- err
@@ -185,6 +214,14 @@ func (s *Store) commitGroup(group []*ingestJob) {
 		job.results, err = s.ingestAlone(job.ctx, job.d, job.p, job.events)
 		job.done <- err
 	}
+}
+
+func groupEvents(group []*ingestJob) int {
+	n := 0
+	for _, job := range group {
+		n += len(job.events)
+	}
+	return n
 }
 
 // groupContext bounds a group's transaction by the latest deadline among

@@ -122,11 +122,20 @@ func runSender(ctx context.Context, client *http.Client, src loadSource, deadlin
 			return
 		}
 		begin := time.Now()
-		status, body, err := do(client, req)
+		status, body, retryAfter, err := do(client, req)
 		if ctx.Err() != nil {
 			return // interrupted: not a server error
 		}
 		rec.record(time.Since(begin), status, body, err)
+		// Providers back off when told to (HubSpot, Standard Webhooks
+		// senders): a sender that resent at once would measure a client
+		// nobody runs.
+		if retryAfter > 0 {
+			select {
+			case <-time.After(min(retryAfter, time.Until(deadline))):
+			case <-ctx.Done():
+			}
+		}
 	}
 }
 
@@ -177,19 +186,23 @@ func signedRequest(ctx context.Context, target, secret, id string, body []byte) 
 }
 
 // do sends req and reads the answer; the body is kept only for errors, and
-// always drained so the connection is reused.
-func do(client *http.Client, req *http.Request) (int, []byte, error) {
+// always drained so the connection is reused. retryAfter is the delay a 429
+// or 503 asked for, 0 otherwise.
+func do(client *http.Client, req *http.Request) (status int, body []byte, retryAfter time.Duration, err error) {
 	resp, err := client.Do(req)
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, 0, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusOK {
 		_, err = io.Copy(io.Discard, resp.Body)
-		return resp.StatusCode, nil, err
+		return resp.StatusCode, nil, 0, err
 	}
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, body, nil
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		retryAfter = time.Duration(secs) * time.Second
+	}
+	body, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
+	return resp.StatusCode, body, retryAfter, nil
 }
 
 // startProgress rewrites one status line every second with the last

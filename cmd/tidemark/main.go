@@ -17,7 +17,7 @@ import (
 const usage = `tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.
 
 Usage:
-  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...]
+  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]
   tidemark migrate
   tidemark tenant create SLUG [--name NAME]
   tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--max-body SIZE] [--public-url URL]

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -46,7 +47,7 @@ const (
 )
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...]\n\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
 		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
 		"PostgreSQL under ./.tidemark with a demo tenant.")
@@ -57,7 +58,12 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
 	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
 		"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter")
+	memoryLimit := fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
+		"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)")
 	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := setMemoryLimit(*memoryLimit, e.getenv); err != nil {
 		return err
 	}
 	if *readTimeout < time.Millisecond {

@@ -1,0 +1,38 @@
+package main
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// defaultMemoryLimit is serve's soft memory limit: the garbage collector
+// works harder as the heap nears it, so that the memory taken by a burst
+// (bodies, parsed events, a group's batch) goes back to the system rather
+// than doubling the heap. It is not a cap: a heap that needs more gets it.
+const defaultMemoryLimit = "48MiB"
+
+// minMemoryLimit is the smallest limit serve accepts.
+const minMemoryLimit = 16 << 20
+
+// setMemoryLimit applies serve's --memory-limit. GOMEMLIMIT, when set,
+// wins: the runtime has already read it, and the operator chose it.
+func setMemoryLimit(flag string, getenv func(string) string) error {
+	if getenv("GOMEMLIMIT") != "" {
+		return nil
+	}
+	if flag == "0" || flag == "off" {
+		return nil
+	}
+	n, err := domain.ParseByteSize(flag)
+	if err != nil {
+		return fmt.Errorf("--memory-limit (or TIDEMARK_MEMORY_LIMIT): %w", err)
+	}
+	if n < minMemoryLimit {
+		return fmt.Errorf("--memory-limit (or TIDEMARK_MEMORY_LIMIT) must be 0 (none) or at least %s; got %s: below that the collector runs all the time",
+			domain.FormatByteSize(minMemoryLimit), flag)
+	}
+	debug.SetMemoryLimit(n)
+	return nil
+}

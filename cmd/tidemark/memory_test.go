@@ -1,0 +1,32 @@
+package main
+
+import (
+	"runtime/debug"
+	"strings"
+	"testing"
+)
+
+// Not parallel: the memory limit is the process's.
+func TestSetMemoryLimit(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
+
+	for _, bad := range []string{"lots", "1KiB", "-5MiB"} {
+		if err := setMemoryLimit(bad, env(nil)); err == nil || !strings.Contains(err.Error(), "--memory-limit") {
+			t.Errorf("--memory-limit %s: got %v, want an error naming the flag", bad, err)
+		}
+	}
+	if err := setMemoryLimit("64MiB", env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 64<<20 {
+		t.Errorf("limit after --memory-limit 64MiB: %d", got)
+	}
+	if err := setMemoryLimit("32MiB", env(map[string]string{"GOMEMLIMIT": "1GiB"})); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 64<<20 {
+		t.Errorf("GOMEMLIMIT set, yet --memory-limit changed the limit to %d", got)
+	}
+}
