@@ -63,6 +63,7 @@ const cleanupBatch = 1000
 const (
 	tryMaintenanceLockSQL  = `SELECT pg_try_advisory_lock(@key)`
 	waitMaintenanceLockSQL = `SELECT pg_advisory_lock(@key)`
+	releaseMaintenanceSQL  = `SELECT pg_advisory_unlock(@key)`
 	maintenanceTimeoutsSQL = `SELECT set_config('lock_timeout', @lock_timeout, false), set_config('statement_timeout', @statement_timeout, false)`
 	setLockTimeoutSQL      = `SELECT set_config('lock_timeout', @lock_timeout, false)`
 )
@@ -217,8 +218,8 @@ func checkRetention(ctx context.Context, q querier, retention time.Duration) err
 
 // maintain runs fn on a connection of its own holding the maintenance
 // lock: waiting for it when wait is set, else marking r skipped when
-// another process holds it. Closing the connection afterwards releases the
-// lock and takes its session settings (lock_timeout) with it.
+// another process holds it. The lock is released afterwards, and closing
+// the connection takes its session settings (lock_timeout) with it.
 func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn func(*maintainer) error) error {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = maintenanceApp
@@ -238,6 +239,10 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 	if err != nil || r.Skipped {
 		return translate(err)
 	}
+	// Released before the connection closes: a closed connection's backend
+	// lets go of it only as it exits, after Close has returned, and the
+	// next pass in this process would find it still held and skip.
+	defer conn.Exec(context.WithoutCancel(ctx), releaseMaintenanceSQL, key)
 	_, err = conn.Exec(ctx, maintenanceTimeoutsSQL, pgx.NamedArgs{
 		"lock_timeout": maintenanceLockTimeout, "statement_timeout": maintenanceStatementTimeout})
 	if err != nil {
