@@ -23,10 +23,20 @@ type Operator struct {
 	ID        int64
 	Email     string
 	IsAdmin   bool
-	Tenants   []string // slugs of the tenants they are a member of, sorted
+	Tenants   []string        // slugs of the tenants they are a member of, sorted
+	Roles     map[string]Role // their role in each of Tenants
 	CreatedAt time.Time
 	// DisabledAt is when the operator was disabled; zero while enabled.
 	DisabledAt time.Time
+}
+
+// Member is an operator as a tenant's members page shows them.
+type Member struct {
+	UserID  int64
+	Email   string
+	IsAdmin bool // acts as an owner whatever Role says
+	Role    Role
+	Since   time.Time
 }
 
 // MemberOf reports whether the operator is a member of the tenant slug.
@@ -37,6 +47,15 @@ func (o Operator) MemberOf(slug string) bool {
 		}
 	}
 	return false
+}
+
+// NewMembership names an operator, by id or else by email, to make a
+// member of the tenant TenantSlug with Role.
+type NewMembership struct {
+	UserID     int64
+	Email      string
+	TenantSlug string
+	Role       Role
 }
 
 // CheckAdminChange decides whether actor may set userID's admin flag to
@@ -55,7 +74,9 @@ func CheckAdminChange(actor User, userID int64, admin bool) error {
 
 // OperatorService manages console operators and their memberships. Its
 // methods span tenants: the console lets only admins reach the ones that
-// change anything, and the CLI runs with the database's authority.
+// change operators, and admins or the tenant's owners the ones that change
+// its memberships; the CLI runs with the database's authority. Membership
+// changes are recorded in the audit log with the actor of ctx.
 type OperatorService interface {
 	// User returns the operator with that id, or ENOTFOUND.
 	User(ctx context.Context, id int64) (User, error)
@@ -63,16 +84,25 @@ type OperatorService interface {
 	// memberships.
 	Operators(ctx context.Context) ([]Operator, error)
 	// CreateUser creates an operator. tenantSlug, when set, makes them a
-	// member of that tenant. A malformed email or a password shorter than
-	// 8 characters is an EINVALID error, a taken email ECONFLICT, an
-	// unknown tenant ENOTFOUND.
-	CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string) error
-	// AddMembership makes operator userID a member of the tenant; being one
-	// already is not an error. An unknown operator or tenant is ENOTFOUND.
-	AddMembership(ctx context.Context, userID int64, tenantSlug string) error
-	// RemoveMembership ends operator userID's membership of the tenant, or
-	// returns ENOTFOUND when there is no such membership.
-	RemoveMembership(ctx context.Context, userID int64, tenantSlug string) error
+	// member of that tenant with role. A malformed email or a password
+	// shorter than 8 characters is an EINVALID error, a taken email
+	// ECONFLICT, an unknown tenant ENOTFOUND.
+	CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string, role Role) error
+	// Members lists the tenant's members by email.
+	Members(ctx context.Context, tenantID int64) ([]Member, error)
+	// AddMembership makes the operator with id userID, or else with that
+	// email, a member of the tenant with role. An unknown operator or tenant
+	// is ENOTFOUND, an existing membership ECONFLICT.
+	AddMembership(ctx context.Context, m NewMembership) error
+	// SetMemberRole changes operator userID's role in the tenant. A member
+	// who stops being an owner loses the API tokens they created there, in
+	// the same transaction; it returns how many were revoked. No such
+	// membership is ENOTFOUND.
+	SetMemberRole(ctx context.Context, userID int64, tenantSlug string, role Role) (revoked int, err error)
+	// RemoveMembership ends operator userID's membership of the tenant and
+	// revokes the API tokens they created there, returning how many; no such
+	// membership is ENOTFOUND.
+	RemoveMembership(ctx context.Context, userID int64, tenantSlug string) (revoked int, err error)
 	// SetAdmin sets operator userID's admin flag as actor, refused as
 	// CheckAdminChange says; an unknown operator is ENOTFOUND.
 	SetAdmin(ctx context.Context, actor User, userID int64, admin bool) error

@@ -90,18 +90,21 @@ func (s *Store) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Ten
 	return tenants, translate(err)
 }
 
+// tenantForSQL answers the tenant and the operator's role in it; an admin
+// acts as an owner, member or not.
 const tenantForSQL = `
-SELECT t.id, t.name, t.created_at FROM tenants t
-WHERE t.slug = @slug
-  AND (@is_admin::boolean OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id = t.id AND m.user_id = @user_id))`
+SELECT t.id, t.name, t.created_at, CASE WHEN @is_admin::boolean THEN 'owner' ELSE m.role END
+FROM tenants t
+LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = @user_id
+WHERE t.slug = @slug AND (@is_admin::boolean OR m.user_id IS NOT NULL)`
 
 // TenantFor implements domain.AccessService.
-func (s *Store) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Tenant, error) {
-	t := domain.Tenant{Slug: slug}
+func (s *Store) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Membership, error) {
+	m := domain.Membership{Tenant: domain.Tenant{Slug: slug}}
 	err := s.read.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
-		Scan(&t.ID, &t.Name, &t.CreatedAt)
+		Scan(&m.Tenant.ID, &m.Tenant.Name, &m.Tenant.CreatedAt, &m.Role)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, notFound("not found")
+		return domain.Membership{}, notFound("not found")
 	}
-	return t, translate(err)
+	return m, translate(err)
 }

@@ -21,7 +21,7 @@ func asTest(ctx context.Context) context.Context { return domain.WithActor(ctx, 
 func newOperator(t *testing.T, s *Store, email string, admin bool) domain.User {
 	t.Helper()
 	ctx := asTest(context.Background())
-	if err := s.CreateUser(ctx, email, testPassword, admin, ""); err != nil {
+	if err := s.CreateUser(ctx, email, testPassword, admin, "", domain.RoleOperator); err != nil {
 		t.Fatal(err)
 	}
 	var id int64

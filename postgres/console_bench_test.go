@@ -86,7 +86,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	b.Logf("%d overview reads folded %d counter rows into %d in %s", reads, seed.CounterRows, folded,
 		time.Since(start).Round(time.Millisecond))
 
-	if err := s.CreateUser(ctx, "bench@example.com", "correct horse battery", false, "acme"); err != nil {
+	if err := s.CreateUser(asTestCLI(ctx), "bench@example.com", "correct horse battery", false, "acme", domain.RoleViewer); err != nil {
 		b.Fatal(err)
 	}
 	h := web.New(web.Config{Services: web.ServicesOf(s), Sessions: s.SessionStore(), Ping: pool.Ping,

@@ -25,14 +25,13 @@ func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 }
 
 const (
-	createUserSQL       = `INSERT INTO users (email, password_hash, is_admin) VALUES (@email, @password_hash, @is_admin) RETURNING id`
-	insertMembershipSQL = `INSERT INTO memberships (tenant_id, user_id) VALUES (@tenant_id, @user_id)`
-	setAdminSQL         = `UPDATE users SET is_admin = @admin WHERE id = @user_id RETURNING id`
+	createUserSQL = `INSERT INTO users (email, password_hash, is_admin) VALUES (@email, @password_hash, @is_admin) RETURNING id`
+	setAdminSQL   = `UPDATE users SET is_admin = @admin WHERE id = @user_id RETURNING id`
 )
 
 // CreateUser creates an operator. tenantSlug, when set, makes the user a
-// member of that tenant; an existing email is an ECONFLICT error.
-func (s *Store) CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string) error {
+// member of that tenant with role; an existing email is an ECONFLICT error.
+func (s *Store) CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string, role domain.Role) error {
 	email = strings.ToLower(strings.TrimSpace(email))
 	if !strings.Contains(email, "@") {
 		return domain.Errorf(domain.EINVALID, "email %q is not an email address", email)
@@ -40,17 +39,14 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 	if len(password) < 8 {
 		return domain.Errorf(domain.EINVALID, "password must be at least 8 characters")
 	}
+	if tenantSlug != "" {
+		if _, err := domain.ParseRole(string(role)); err != nil {
+			return err
+		}
+	}
 	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
 	if err != nil {
 		return err
-	}
-	var tenantID *int64
-	if tenantSlug != "" {
-		t, err := s.Tenant(ctx, tenantSlug)
-		if err != nil {
-			return err
-		}
-		tenantID = &t.ID
 	}
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		var userID int64
@@ -59,11 +55,10 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 		if uniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "user %q already exists", email)
 		}
-		if err != nil || tenantID == nil {
+		if err != nil || tenantSlug == "" {
 			return translate(err)
 		}
-		_, err = tx.Exec(ctx, insertMembershipSQL, pgx.NamedArgs{"tenant_id": *tenantID, "user_id": userID})
-		return translate(err)
+		return addMembership(ctx, tx, domain.NewMembership{UserID: userID, TenantSlug: tenantSlug, Role: role})
 	})
 }
 
@@ -72,7 +67,8 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 
 const operatorsSQL = `
 SELECT u.id, u.email, u.is_admin, u.created_at, u.disabled_at,
-       coalesce(array_agg(t.slug ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}')
+       coalesce(array_agg(t.slug ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}'),
+       coalesce(array_agg(m.role ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}')
 FROM users u
 LEFT JOIN memberships m ON m.user_id = u.id
 LEFT JOIN tenants t ON t.id = m.tenant_id
@@ -88,59 +84,22 @@ func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
 	ops, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Operator, error) {
 		var (
 			o        domain.Operator
+			roles    []domain.Role
 			disabled *time.Time
 		)
-		err := row.Scan(&o.ID, &o.Email, &o.IsAdmin, &o.CreatedAt, &disabled, &o.Tenants)
+		if err := row.Scan(&o.ID, &o.Email, &o.IsAdmin, &o.CreatedAt, &disabled, &o.Tenants, &roles); err != nil {
+			return o, err
+		}
 		if disabled != nil {
 			o.DisabledAt = *disabled
 		}
-		return o, err
+		o.Roles = make(map[string]domain.Role, len(roles))
+		for i, r := range roles {
+			o.Roles[o.Tenants[i]] = r
+		}
+		return o, nil
 	})
 	return ops, translate(err)
-}
-
-// addMembershipSQL answers whether the operator and the tenant exist, and
-// inserts the membership when both do.
-const addMembershipSQL = `
-WITH u AS (SELECT id FROM users WHERE id = @user_id),
-     t AS (SELECT id FROM tenants WHERE slug = @tenant),
-     added AS (
-         INSERT INTO memberships (tenant_id, user_id)
-         SELECT t.id, u.id FROM t, u
-         ON CONFLICT DO NOTHING
-     )
-SELECT EXISTS (SELECT FROM u), EXISTS (SELECT FROM t)`
-
-// AddMembership implements domain.OperatorService.
-func (s *Store) AddMembership(ctx context.Context, userID int64, tenantSlug string) error {
-	var userFound, tenantFound bool
-	err := s.pool.QueryRow(ctx, addMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug}).
-		Scan(&userFound, &tenantFound)
-	switch {
-	case err != nil:
-		return translate(err)
-	case !userFound:
-		return notFound("operator not found")
-	case !tenantFound:
-		return notFound("tenant %q not found", tenantSlug)
-	}
-	return nil
-}
-
-const removeMembershipSQL = `
-DELETE FROM memberships m USING tenants t
-WHERE m.tenant_id = t.id AND t.slug = @tenant AND m.user_id = @user_id`
-
-// RemoveMembership implements domain.OperatorService.
-func (s *Store) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) error {
-	tag, err := s.pool.Exec(ctx, removeMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug})
-	if err != nil {
-		return translate(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("the operator is not a member of %q", tenantSlug)
-	}
-	return nil
 }
 
 // SetAdmin implements domain.OperatorService. The flag's change is

@@ -18,14 +18,14 @@ func wantCode(t *testing.T, err error, code string) {
 func TestQueryTenantForToken(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	ctx := context.Background()
-	token, err := s.CreateAPIToken(ctx, p.TenantID, "ci")
+	ctx := asTestCLI(context.Background())
+	token, err := s.CreateAPIToken(ctx, p.TenantID, domain.NewAPIToken{Name: "ci", Access: domain.TokenRead})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant, err := s.TenantForToken(ctx, token)
-	if err != nil || tenant.ID != p.TenantID || tenant.Slug != "acme" {
-		t.Fatalf("TenantForToken = %+v, %v", tenant, err)
+	g, err := s.TenantForToken(ctx, token)
+	if err != nil || g.Tenant.ID != p.TenantID || g.Tenant.Slug != "acme" || g.Name != "ci" || g.Access != domain.TokenRead {
+		t.Fatalf("TenantForToken = %+v, %v", g, err)
 	}
 	_, err = s.TenantForToken(ctx, token+"x")
 	wantCode(t, err, domain.EUNAUTHORIZED)

@@ -19,19 +19,35 @@ func tokenHash(token string) []byte {
 }
 
 const apiTokensSQL = `
-SELECT id, name, created_at, last_used_at, revoked_at FROM api_tokens
+SELECT id, name, access, created_by, created_at, expires_at, coalesce(expires_at <= now(), false), last_used_at, revoked_at
+FROM api_tokens
 WHERE tenant_id = @tenant_id ORDER BY id DESC`
 
-const createAPITokenSQL = `INSERT INTO api_tokens (tenant_id, name, token_hash) VALUES (@tenant_id, @name, @token_hash)`
+// tokenCreatorSQL answers whether an operator may still create a token:
+// an admin, or an owner of the tenant. The membership is locked until the
+// token is stored, so a change of role that revokes the operator's tokens
+// either waits for it or is seen by it (memberForUpdateSQL).
+const tokenCreatorSQL = `
+SELECT coalesce((SELECT is_admin FROM users WHERE id = @user_id), false),
+       coalesce((SELECT role FROM memberships WHERE tenant_id = @tenant_id AND user_id = @user_id FOR SHARE), '')`
+
+const createAPITokenSQL = `
+INSERT INTO api_tokens (tenant_id, name, token_hash, access, expires_at, created_by, created_by_user_id)
+VALUES (@tenant_id, @name, @token_hash, @access,
+        CASE WHEN @lifetime_s::bigint = 0 THEN NULL ELSE now() + @lifetime_s::bigint * interval '1 second' END,
+        @created_by, nullif(@user_id::bigint, 0))
+RETURNING expires_at`
 
 // revokeAPITokenSQL revokes an active token and answers whether the token
-// exists at all, so revoking twice is not an error.
+// exists at all, so revoking twice is not an error, and its name when
+// this revoked it.
 const revokeAPITokenSQL = `
 WITH revoked AS (
     UPDATE api_tokens SET revoked_at = now()
     WHERE tenant_id = @tenant_id AND id = @id AND revoked_at IS NULL
+    RETURNING name
 )
-SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = @tenant_id AND id = @id)`
+SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = @tenant_id AND id = @id), (SELECT name FROM revoked)`
 
 // APITokens implements domain.TokenService.
 func (s *Store) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToken, error) {
@@ -41,67 +57,125 @@ func (s *Store) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToke
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.APIToken, error) {
 		var (
-			t             domain.APIToken
-			used, revoked *time.Time
+			t                      domain.APIToken
+			expires, used, revoked *time.Time
 		)
-		if err := row.Scan(&t.ID, &t.Name, &t.CreatedAt, &used, &revoked); err != nil {
-			return t, err
-		}
-		if used != nil {
-			t.LastUsedAt = *used
-		}
-		if revoked != nil {
-			t.RevokedAt = *revoked
-		}
-		return t, nil
+		err := row.Scan(&t.ID, &t.Name, &t.Access, &t.CreatedBy, &t.CreatedAt, &expires, &t.Expired, &used, &revoked)
+		t.ExpiresAt, t.LastUsedAt, t.RevokedAt = orZero(expires), orZero(used), orZero(revoked)
+		return t, err
 	})
 	return out, translate(err)
 }
 
+// orZero is a nullable time, zero for NULL.
+func orZero(t *time.Time) time.Time {
+	if t == nil {
+		return time.Time{}
+	}
+	return *t
+}
+
 // CreateAPIToken implements domain.TokenService.
-func (s *Store) CreateAPIToken(ctx context.Context, tenantID int64, name string) (string, error) {
-	name = strings.TrimSpace(name)
+func (s *Store) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.NewAPIToken) (string, error) {
+	name := strings.TrimSpace(nt.Name)
 	if err := domain.ValidateTokenName(name); err != nil {
 		return "", err
 	}
+	if _, err := domain.ParseTokenAccess(string(nt.Access)); err != nil {
+		return "", err
+	}
+	if nt.Lifetime != 0 && (nt.Lifetime < domain.MinTokenLifetime || nt.Lifetime > domain.MaxTokenLifetime) {
+		return "", domain.Errorf(domain.EINVALID, "a token's lifetime must be from %s to %d days", domain.MinTokenLifetime,
+			domain.MaxTokenLifetime/(24*time.Hour))
+	}
+	actor, _ := domain.ActorFrom(ctx) // audit refuses a change without one
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	token := "tmk_" + base64.RawURLEncoding.EncodeToString(raw)
-	_, err := s.pool.Exec(ctx, createAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name,
-		"token_hash": tokenHash(token)})
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		if nt.CreatedBy != 0 {
+			if err := checkTokenCreator(ctx, tx, tenantID, nt.CreatedBy); err != nil {
+				return err
+			}
+		}
+		var expires *time.Time
+		err := tx.QueryRow(ctx, createAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name,
+			"token_hash": tokenHash(token), "access": string(nt.Access), "lifetime_s": int64(nt.Lifetime / time.Second),
+			"created_by": creatorLabel(actor), "user_id": nt.CreatedBy}).Scan(&expires)
+		if err != nil {
+			return translate(err)
+		}
+		summary := nt.Access.Label()
+		if expires != nil {
+			summary += ", expires " + expires.UTC().Format("2006-01-02 15:04 UTC")
+		}
+		return translate(audit(ctx, tx, tenantID, "token_create", name, summary))
+	})
 	if err != nil {
-		return "", translate(err)
+		return "", err
 	}
 	return token, nil
 }
 
-// RevokeAPIToken implements domain.TokenService.
-func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error {
-	var found bool
-	err := s.pool.QueryRow(ctx, revokeAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": tokenID}).Scan(&found)
-	if err != nil {
+// checkTokenCreator refuses, with EFORBIDDEN, an operator who is neither
+// an admin nor an owner of the tenant any more, and holds their membership
+// until tx ends.
+func checkTokenCreator(ctx context.Context, tx pgx.Tx, tenantID, userID int64) error {
+	var (
+		admin bool
+		role  domain.Role
+	)
+	err := tx.QueryRow(ctx, tokenCreatorSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&admin, &role)
+	if err != nil || admin {
 		return translate(err)
 	}
-	if !found {
-		return notFound("API token %d not found", tokenID)
-	}
-	return nil
+	return domain.CheckRole(role, domain.RoleOwner)
 }
 
-// tokenSQL resolves and touches an API token in one statement.
+// creatorLabel is who made a token as its list shows them.
+func creatorLabel(a domain.Actor) string {
+	if a.Kind == domain.ActorCLI {
+		return "tidemark CLI (" + a.Name + ")"
+	}
+	return a.Name
+}
+
+// RevokeAPIToken implements domain.TokenService.
+func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error {
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		var (
+			found bool
+			name  *string
+		)
+		err := tx.QueryRow(ctx, revokeAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": tokenID}).Scan(&found, &name)
+		switch {
+		case err != nil:
+			return translate(err)
+		case !found:
+			return notFound("API token %d not found", tokenID)
+		case name == nil: // revoked already
+			return nil
+		}
+		return translate(audit(ctx, tx, tenantID, "token_revoke", *name, ""))
+	})
+}
+
+// tokenSQL resolves and touches a working API token in one statement.
 const tokenSQL = `
 UPDATE api_tokens k SET last_used_at = now()
 FROM tenants t
-WHERE k.token_hash = @token_hash AND k.revoked_at IS NULL AND t.id = k.tenant_id
-RETURNING t.id, t.slug, t.name, t.created_at`
+WHERE k.token_hash = @token_hash AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+  AND t.id = k.tenant_id
+RETURNING t.id, t.slug, t.name, t.created_at, k.name, k.access`
 
-// TenantForToken implements domain.TokenService. An unknown or revoked token
-// is an EUNAUTHORIZED error.
-func (s *Store) TenantForToken(ctx context.Context, token string) (domain.Tenant, error) {
-	var t domain.Tenant
-	err := s.read.QueryRow(ctx, tokenSQL, pgx.NamedArgs{"token_hash": tokenHash(token)}).Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
+// TenantForToken implements domain.TokenService. An unknown, expired or
+// revoked token is an EUNAUTHORIZED error.
+func (s *Store) TenantForToken(ctx context.Context, token string) (domain.TokenGrant, error) {
+	var g domain.TokenGrant
+	err := s.read.QueryRow(ctx, tokenSQL, pgx.NamedArgs{"token_hash": tokenHash(token)}).
+		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.Name, &g.Access)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, domain.Errorf(domain.EUNAUTHORIZED, "invalid or revoked API token")
+		return g, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
 	}
-	return t, translate(err)
+	return g, translate(err)
 }

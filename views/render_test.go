@@ -47,8 +47,13 @@ func seen(s *goquery.Selection) string {
 	return strings.Join(strings.Fields(strings.Join(parts, " ")), " ")
 }
 
-// acme is the layout of a signed-in member of tenant acme.
+// acme is the layout of a signed-in owner of tenant acme.
 func acme(nav string) views.Layout {
+	return acmeAs(nav, domain.RoleOwner)
+}
+
+// acmeAs is the layout of a signed-in member of tenant acme with role.
+func acmeAs(nav string, role domain.Role) views.Layout {
 	t := domain.Tenant{ID: 1, Slug: "acme", Name: "Acme Inc"}
-	return views.Layout{Title: "Test", UserEmail: "ops@example.com", Tenant: t, Tenants: []domain.Tenant{t}, Nav: nav}
+	return views.Layout{Title: "Test", UserEmail: "ops@example.com", Tenant: t, Role: role, Tenants: []domain.Tenant{t}, Nav: nav}
 }

@@ -25,10 +25,13 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/events", s.handleEvents)
 	r.Get("/stats", s.handleStats)
 	r.Get("/conflicts", s.handleConflicts)
-	r.Post("/conflicts/{id}/resolve", s.handleResolve)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleRecord)
 	r.Get("/people", s.handlePeopleAPI)
 	r.Get("/audit", s.handleAuditAPI)
+	r.Group(func(r chi.Router) {
+		r.Use(requireWriteToken)
+		r.Post("/conflicts/{id}/resolve", s.handleResolve)
+	})
 
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) { writeError(w, http.StatusNotFound, "not found") })
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
@@ -39,13 +42,19 @@ func (s *Server) apiRoutes(r chi.Router) {
 type tenantKey struct{}
 
 func apiTenant(ctx context.Context) domain.Tenant {
-	t, _ := ctx.Value(tenantKey{}).(domain.Tenant)
-	return t
+	return apiGrant(ctx).Tenant
 }
 
-// requireToken authenticates the bearer token and puts its tenant in the
-// context. A token of another tenant answers 404, exactly like a missing
-// resource, so that tokens cannot probe which tenants exist.
+// apiGrant is what the request's API token grants.
+func apiGrant(ctx context.Context) domain.TokenGrant {
+	g, _ := ctx.Value(tenantKey{}).(domain.TokenGrant)
+	return g
+}
+
+// requireToken authenticates the bearer token and puts what it grants in
+// the context, with the token as the actor of the changes made with it. A
+// token of another tenant answers 404, exactly like a missing resource, so
+// that tokens cannot probe which tenants exist.
 func (s *Server) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
@@ -55,7 +64,7 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
 			return
 		}
-		t, err := s.tokens.TenantForToken(r.Context(), token)
+		g, err := s.tokens.TenantForToken(r.Context(), token)
 		if err != nil {
 			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
@@ -63,14 +72,25 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			s.fail(w, r, err)
 			return
 		}
-		if t.Slug != chi.URLParam(r, "tenant") {
+		if g.Tenant.Slug != chi.URLParam(r, "tenant") {
 			writeError(w, http.StatusNotFound, "not found")
 			return
 		}
-		// Until tokens name themselves to the audit log (the roles work),
-		// their changes are recorded as the tenant's API token.
-		ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorToken, Name: "API token", Address: clientAddress(r)})
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, tenantKey{}, t)))
+		ctx := context.WithValue(r.Context(), tenantKey{}, g)
+		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorToken, Name: g.Name, Address: clientAddress(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// requireWriteToken answers requests with a read-only token 403: the
+// routes it guards change something.
+func requireWriteToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if apiGrant(r.Context()).Access != domain.TokenWrite {
+			writeError(w, http.StatusForbidden, "this API token is read-only; this needs a read-write token")
+			return
+		}
+		next.ServeHTTP(w, r)
 	})
 }
 

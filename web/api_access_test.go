@@ -47,7 +47,7 @@ func TestAPIAuthentication(t *testing.T) {
 		t.Fatal(err)
 	}
 	status, body = e.get(path, d.token)
-	assertError(t, status, body, http.StatusUnauthorized, "invalid or revoked API token")
+	assertError(t, status, body, http.StatusUnauthorized, "invalid, expired or revoked API token")
 
 	// An unknown tenant in the URL looks like any missing resource.
 	status, body = e.get("/api/v1/tenants/nosuch/contacts/crm/c-1", e.token("acme"))

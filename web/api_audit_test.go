@@ -15,7 +15,7 @@ func TestAPIAudit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.RetireProviderSecrets(asTest(context.Background()), p.TenantID, p.ID); err != nil {
+	if _, err := e.store.RetireProviderSecrets(cliContext(), p.TenantID, p.ID); err != nil {
 		t.Fatal(err)
 	}
 	// A change made with the token is recorded as the token's.
@@ -39,7 +39,9 @@ func TestAPIAudit(t *testing.T) {
 		t.Fatalf("the command line's entry: %v", entries[1])
 	}
 	status, body = e.get(d.base+"/audit?limit=2&cursor="+url.QueryEscape(body["next_cursor"].(string)), d.token)
-	if rest := list(t, status, body, "entries"); len(rest) != 1 || rest[0]["action"] != "provider_create" || body["next_cursor"] != nil {
+	// (The test's set-up is recorded too: the provider and the token.)
+	if rest := list(t, status, body, "entries"); len(rest) != 2 || rest[0]["action"] != "token_create" ||
+		rest[1]["action"] != "provider_create" || body["next_cursor"] != nil {
 		t.Fatalf("second page: %v", body)
 	}
 
@@ -49,9 +51,10 @@ func TestAPIAudit(t *testing.T) {
 		count  int
 	}{
 		{"?action=provider_retire", http.StatusOK, 1},
-		{"?actor=test", http.StatusOK, 2},
+		{"?actor=test", http.StatusOK, 4}, // the token is named test too
+		{"?actor=nobody", http.StatusOK, 0},
 		{"?from=2999-01-01T00:00:00Z", http.StatusOK, 0},
-		{"?to=2999-01-01T00:00:00Z", http.StatusOK, 3},
+		{"?to=2999-01-01T00:00:00Z", http.StatusOK, 4},
 		{"?from=yesterday", http.StatusBadRequest, 0},
 		{"?limit=0", http.StatusBadRequest, 0},
 		{"?cursor=garbage", http.StatusBadRequest, 0},
@@ -76,7 +79,7 @@ func TestAPIAudit(t *testing.T) {
 	status, body = e.get(d.base+"/audit", globex)
 	assertError(t, status, body, http.StatusNotFound, "not found")
 	status, body = e.get("/api/v1/tenants/globex/audit", globex)
-	if got := list(t, status, body, "entries"); len(got) != 0 {
+	if got := list(t, status, body, "entries"); len(got) != 1 || got[0]["action"] != "token_create" {
 		t.Fatalf("globex's log: %v", got)
 	}
 }

@@ -23,7 +23,7 @@ func TestBrowserAuditAndOperators(t *testing.T) {
 	dir := screenshotDir(t)
 	e.provider("globex", "billing")
 	for _, email := range []string{"root@example.com", "ann@example.com"} {
-		if err := e.store.CreateUser(context.Background(), email, testPassword, email == "root@example.com", "acme"); err != nil {
+		if err := e.store.CreateUser(context.Background(), email, testPassword, email == "root@example.com", "acme", domain.RoleOwner); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/web/provider"
 )
@@ -115,8 +116,9 @@ func count(ctx context.Context, t *testing.T, search string) int {
 }
 
 // TestBrowserOperatorJourney signs in with a real browser, opens the
-// overview, resolves a conflict and sees the queue shrink, and rotates a
-// provider's secret.
+// overview, resolves a conflict and sees the queue shrink, rotates a
+// provider's secret and looks at the members and tokens; then a viewer
+// opens the provider and finds nothing to rotate.
 //
 // It is not parallel: the package's parallel tests wait until it is done, so
 // Chromium has the machine's two cores to itself.
@@ -125,9 +127,8 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	e := setup(t)
 	ctx := newBrowser(t)
 	dir := screenshotDir(t)
-	if err := e.store.CreateUser(context.Background(), "ops@example.com", testPassword, false, "acme"); err != nil {
-		t.Fatal(err)
-	}
+	e.member("ops@example.com", false, domain.RoleOwner, "acme")
+	e.member("viewer@example.com", false, domain.RoleViewer, "acme")
 	// History: applied, stale, duplicate, and two revision conflicts.
 	e.deliver1("m1", snapshotBody("c-1", 10, `{"job_title":"Analyst","company":"Acme"}`))
 	e.deliver1("m2", snapshotBody("c-1", 12, `{"job_title":"Director","company":"Acme"}`))
@@ -225,7 +226,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	// A Salesforce provider connected before URL tokens gets one at
 	// start-up; its page shows the new URL until an operator confirms it.
 	legacy := map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp"}
-	if _, err := e.store.ConnectProvider(asTest(context.Background()), e.tenant("acme").ID, "legacy", "salesforce", "", legacy); err != nil {
+	if _, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, "legacy", "salesforce", "", legacy); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.IssueMissingSecrets(context.Background(), provider.Names(), provider.NewSecret); err != nil {
@@ -248,5 +249,33 @@ func TestBrowserOperatorJourney(t *testing.T) {
 		shot(dir, "10-issued-confirmed.png"))
 	if n := count(ctx, t, `//section[contains(@class, "issued-secret")]`); n != 0 {
 		t.Fatalf("the notice is still shown after confirming")
+	}
+
+	step("see the workspace's members",
+		chromedp.Navigate(e.srv.URL+"/t/acme/members"),
+		onPage(`table.members form.member-role`, exact("/t/acme/members")),
+		shot(dir, "11-members.png"))
+	step("see the API tokens",
+		chromedp.Navigate(e.srv.URL+"/t/acme/tokens"),
+		onPage(`form[action="/t/acme/tokens"] select[name=expires]`, exact("/t/acme/tokens")),
+		shot(dir, "12-tokens.png"))
+
+	// A viewer reads the same provider page without a single form to change it.
+	step("sign out",
+		chromedp.Click(chromedp.CSS(`form[action="/logout"] button`)),
+		onPage(`form[action="/login"] input[name=email]`, exact("/login")))
+	step("sign in as a viewer and open the provider",
+		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "viewer@example.com"),
+		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), testPassword),
+		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		onPage(`#overview-live`, exact("/t/acme")),
+		chromedp.Navigate(e.srv.URL+"/t/acme/providers/crm"),
+		onPage(`#endpoint-url`, exact("/t/acme/providers/crm")),
+		shot(dir, "13-viewer-provider.png"))
+	if n := count(ctx, t, `//button[contains(., "Rotate")] | //form[contains(@action, "/rotate")] | //nav//a[contains(@href, "/members")]`); n != 0 {
+		t.Fatalf("the viewer is shown %d rotate buttons, forms or members links", n)
+	}
+	if n := count(ctx, t, `//table[contains(@class, "scopes")]//td`); n == 0 {
+		t.Fatal("the viewer does not see the provider's scopes")
 	}
 }

@@ -64,8 +64,14 @@ func currentUser(ctx context.Context) domain.User {
 // currentTenant is the tenant of a /t/{tenant} page, resolved from the
 // operator's verified membership.
 func currentTenant(ctx context.Context) domain.Tenant {
-	t, _ := ctx.Value(consoleTenantKey{}).(domain.Tenant)
-	return t
+	return currentMembership(ctx).Tenant
+}
+
+// currentMembership is the tenant of a /t/{tenant} page with the operator's
+// role in it; zero outside a tenant.
+func currentMembership(ctx context.Context) domain.Membership {
+	m, _ := ctx.Value(consoleTenantKey{}).(domain.Membership)
+	return m
 }
 
 // requireUser sends signed-out visitors to the login page. The operator is
@@ -117,20 +123,37 @@ func (s *Server) toLogin(w http.ResponseWriter, r *http.Request) {
 // not exist.
 func (s *Server) requireTenant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		t, err := s.access.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
+		m, err := s.access.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
 		if err != nil {
 			s.consoleError(w, r, err)
 			return
 		}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), consoleTenantKey{}, t)))
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), consoleTenantKey{}, m)))
 	})
+}
+
+// requireRole lets through operators whose role in the tenant allows what
+// need may do, and answers the others 403 with a page naming the role.
+// It goes on route groups below requireTenant, so that the route table
+// says who may use each route.
+func (s *Server) requireRole(need domain.Role) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if err := domain.CheckRole(currentMembership(r.Context()).Role, need); err != nil {
+				s.consoleError(w, r, err)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
+	}
 }
 
 // layout builds the page frame for the current operator and tenant, and
 // takes the pending flash message.
 func (s *Server) layout(r *http.Request, title, nav string) views.Layout {
 	u := currentUser(r.Context())
-	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: currentTenant(r.Context()), Nav: nav}
+	m := currentMembership(r.Context())
+	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: m.Tenant, Role: m.Role, Nav: nav}
 	l.Tenants, _ = s.access.VisibleTenants(r.Context(), u)
 	if msg := s.sessions.PopString(r.Context(), sessionFlash); msg != "" {
 		l.Flash = views.Flash{Kind: s.sessions.PopString(r.Context(), sessionFlashK), Message: msg}
@@ -177,6 +200,8 @@ func (s *Server) consoleError(w http.ResponseWriter, r *http.Request, err error)
 		}
 	case http.StatusBadRequest, http.StatusConflict:
 		heading, text = "That did not work", domain.ErrorMessage(err)
+	case http.StatusForbidden:
+		heading, text = "Not allowed", domain.ErrorMessage(err)
 	case http.StatusInternalServerError:
 		text = internalErrorText(s.logInternal(w, r, err))
 	}

@@ -31,11 +31,11 @@ func (s *Server) adminRoutes(r chi.Router) {
 	})
 }
 
-// requireAdmin answers anyone but an admin as if the page did not exist.
+// requireAdmin answers anyone but an admin 403, saying who may.
 func (s *Server) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !currentUser(r.Context()).IsAdmin {
-			s.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "not found"))
+			s.consoleError(w, r, domain.Errorf(domain.EFORBIDDEN, "Only admins manage operators. Ask an admin if you need a change."))
 			return
 		}
 		next.ServeHTTP(w, r)
@@ -63,8 +63,9 @@ func (s *Server) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
 		Email:  strings.ToLower(strings.TrimSpace(r.PostFormValue("email"))),
 		Admin:  r.PostFormValue("admin") != "",
 		Tenant: r.PostFormValue("tenant"),
+		Role:   formRole(r),
 	}
-	err := s.operators.CreateUser(r.Context(), form.Email, r.PostFormValue("password"), form.Admin, form.Tenant)
+	err := s.operators.CreateUser(r.Context(), form.Email, r.PostFormValue("password"), form.Admin, form.Tenant, form.Role)
 	if err != nil {
 		// A mistake in the form is shown beside it, with what was typed.
 		status := http.StatusBadRequest
@@ -85,7 +86,7 @@ func (s *Server) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
 	case form.Admin:
 		msg += " As an admin they can open every workspace."
 	case form.Tenant != "":
-		msg += fmt.Sprintf(" They can sign in and open %s.", form.Tenant)
+		msg += fmt.Sprintf(" They can sign in and open %s as %s %s.", form.Tenant, form.Role.Article(), form.Role)
 	default:
 		msg += " Add them to a workspace so they can see something."
 	}
@@ -113,16 +114,21 @@ func (s *Server) handleAddMembership(w http.ResponseWriter, r *http.Request) {
 		s.redirectWithFlash(w, r, operatorsPath, "error", "Choose a workspace to add "+u.Email+" to.")
 		return
 	}
-	err = s.operators.AddMembership(r.Context(), u.ID, tenant)
-	if domain.ErrorCode(err) == domain.ENOTFOUND {
+	role := formRole(r)
+	err = s.operators.AddMembership(r.Context(), domain.NewMembership{UserID: u.ID, TenantSlug: tenant, Role: role})
+	switch domain.ErrorCode(err) {
+	case domain.ENOTFOUND:
 		s.redirectWithFlash(w, r, operatorsPath, "error", fmt.Sprintf("There is no workspace %q.", tenant))
+		return
+	case domain.EINVALID, domain.ECONFLICT:
+		s.redirectWithFlash(w, r, operatorsPath, "error", domain.ErrorMessage(err))
 		return
 	}
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
-	s.redirectWithFlash(w, r, operatorsPath, "ok", fmt.Sprintf("%s can now open %s.", u.Email, tenant))
+	s.redirectWithFlash(w, r, operatorsPath, "ok", fmt.Sprintf("%s can now open %s as %s %s.", u.Email, tenant, role.Article(), role))
 }
 
 func (s *Server) handleRemoveMembership(w http.ResponseWriter, r *http.Request) {
@@ -132,7 +138,7 @@ func (s *Server) handleRemoveMembership(w http.ResponseWriter, r *http.Request) 
 		return
 	}
 	tenant := chi.URLParam(r, "tenant")
-	err = s.operators.RemoveMembership(r.Context(), u.ID, tenant)
+	revoked, err := s.operators.RemoveMembership(r.Context(), u.ID, tenant)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		s.redirectWithFlash(w, r, operatorsPath, "error", fmt.Sprintf("%s is not a member of %s.", u.Email, tenant))
 		return
@@ -141,7 +147,7 @@ func (s *Server) handleRemoveMembership(w http.ResponseWriter, r *http.Request) 
 		s.consoleError(w, r, err)
 		return
 	}
-	msg := fmt.Sprintf("%s can no longer open %s.", u.Email, tenant)
+	msg := fmt.Sprintf("%s can no longer open %s.", u.Email, tenant) + revokedNote(revoked)
 	if u.IsAdmin {
 		msg += " As an admin they still see every workspace."
 	}

@@ -17,10 +17,10 @@ const auditPageSize = 50
 
 const adminAuditPath = "/admin/audit"
 
-// auditRoutes registers a tenant's audit log. It is for the tenant's owners
-// only (and admins, who act as owners): the role check belongs here.
+// auditRoutes registers a tenant's audit log, for the tenant's owners only
+// (and admins, who act as owners).
 func (s *Server) auditRoutes(r chi.Router) {
-	r.Get("/audit", s.handleTenantAudit)
+	r.With(s.requireRole(domain.RoleOwner)).Get("/audit", s.handleTenantAudit)
 }
 
 func (s *Server) handleTenantAudit(w http.ResponseWriter, r *http.Request) {

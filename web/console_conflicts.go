@@ -29,7 +29,7 @@ const (
 func (s *Server) conflictRoutes(r chi.Router) {
 	r.Get("/conflicts", s.handleConflictQueue)
 	r.Get("/conflicts/{id}", s.handleConflict)
-	r.Post("/conflicts/{id}/resolve", s.handleResolveConflict)
+	r.With(s.requireRole(domain.RoleOperator)).Post("/conflicts/{id}/resolve", s.handleResolveConflict)
 	r.Get("/contacts", s.handleContactSearch)
 	r.Get("/contacts/{provider}/{contact_id}", s.handleTimeline)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleTimeline)

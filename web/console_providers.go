@@ -18,18 +18,22 @@ import (
 const providerDeliveriesShown = 25
 
 // providerRoutes registers the console pages of providers, their secrets, scopes and deliveries, and API tokens.
+// Every member reads them; only owners change them.
 func (s *Server) providerRoutes(r chi.Router) {
 	r.Get("/providers", s.handleProviders)
-	r.Post("/providers", s.handleConnectProvider)
 	r.Get("/providers/{name}", s.handleProvider)
-	r.Post("/providers/{name}/rotate", s.handleRotateSecret)
-	r.Post("/providers/{name}/retire", s.handleRetireSecrets)
-	r.Post("/providers/{name}/secret-shown", s.handleSecretShown)
-	r.Post("/providers/{name}/test", s.handleTestEvent)
-	r.Post("/providers/{name}/scopes", s.handleSaveScope)
 	r.Get("/tokens", s.handleTokens)
-	r.Post("/tokens", s.handleCreateToken)
-	r.Post("/tokens/{id}/revoke", s.handleRevokeToken)
+	r.Group(func(r chi.Router) {
+		r.Use(s.requireRole(domain.RoleOwner))
+		r.Post("/providers", s.handleConnectProvider)
+		r.Post("/providers/{name}/rotate", s.handleRotateSecret)
+		r.Post("/providers/{name}/retire", s.handleRetireSecrets)
+		r.Post("/providers/{name}/secret-shown", s.handleSecretShown)
+		r.Post("/providers/{name}/test", s.handleTestEvent)
+		r.Post("/providers/{name}/scopes", s.handleSaveScope)
+		r.Post("/tokens", s.handleCreateToken)
+		r.Post("/tokens/{id}/revoke", s.handleRevokeToken)
+	})
 }
 
 // formRefusal reports whether err is a refusal the operator can fix in the
@@ -250,7 +254,8 @@ func (s *Server) renderProvider(w http.ResponseWriter, r *http.Request, status i
 		v.RotatePasted = &views.PastedSecret{Label: "New " + strings.ToLower(f.Label[:1]) + f.Label[1:],
 			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}
 	}
-	if k.HasSecrets() {
+	// Only owners see secrets, an issued one included.
+	if k.HasSecrets() && currentMembership(ctx).Role.Allows(domain.RoleOwner) {
 		if v.Issued, err = s.issuedSecret(r, p, k); err != nil {
 			s.consoleError(w, r, err)
 			return

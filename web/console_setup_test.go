@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -9,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 const testPassword = "correct horse battery"
@@ -19,23 +20,35 @@ type browser struct {
 	client *http.Client
 }
 
-// operator creates a console user, a member of tenants (an admin when
+// operator creates a console user, an owner of tenants (an admin when
 // admin is set), and signs them in.
 func (e *env) operator(email string, admin bool, tenants ...string) *browser {
 	e.t.Helper()
-	ctx := context.Background()
+	e.member(email, admin, domain.RoleOwner, tenants...)
+	return e.signIn(email)
+}
+
+// member creates a console user with role in each of tenants.
+func (e *env) member(email string, admin bool, role domain.Role, tenants ...string) {
+	e.t.Helper()
+	ctx := cliContext()
 	first := ""
 	if len(tenants) > 0 {
 		first = tenants[0]
 	}
-	if err := e.store.CreateUser(ctx, email, testPassword, admin, first); err != nil {
+	if err := e.store.CreateUser(ctx, email, testPassword, admin, first, role); err != nil {
 		e.t.Fatal(err)
 	}
 	for _, t := range tenants[min(1, len(tenants)):] {
-		if err := e.store.AddMembership(ctx, e.operatorID(email), t); err != nil {
+		if err := e.store.AddMembership(ctx, domain.NewMembership{UserID: e.operatorID(email), TenantSlug: t, Role: role}); err != nil {
 			e.t.Fatal(err)
 		}
 	}
+}
+
+// signIn signs operator email in with a browser of their own.
+func (e *env) signIn(email string) *browser {
+	e.t.Helper()
 	b := e.anonymous()
 	status, _, loc := b.post("/login", url.Values{"email": {email}, "password": {testPassword}})
 	if status != http.StatusSeeOther || loc == "/login" {

@@ -11,8 +11,15 @@ import (
 	"github.com/tidemark/tidemark/web/provider"
 )
 
+// The create form's defaults: the safer choices. A post without the fields
+// gets the CLI's defaults (read-write, no expiry) instead.
+const (
+	defaultFormAccess  = domain.TokenRead
+	defaultFormExpires = "90d"
+)
+
 func (s *Server) handleTokens(w http.ResponseWriter, r *http.Request) {
-	s.renderTokens(w, r, http.StatusOK, views.TokensView{})
+	s.renderTokens(w, r, http.StatusOK, views.TokensView{Form: views.TokenForm{Access: defaultFormAccess, Expires: defaultFormExpires}})
 }
 
 func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
@@ -29,20 +36,31 @@ func (s *Server) renderTokens(w http.ResponseWriter, r *http.Request, status int
 // hash is stored.
 func (s *Server) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
-	name := strings.TrimSpace(r.PostFormValue("name"))
-	token, err := s.tokens.CreateAPIToken(r.Context(), t.ID, name)
+	form := views.TokenForm{Name: strings.TrimSpace(r.PostFormValue("name")), Access: domain.TokenAccess(r.PostFormValue("access")),
+		Expires: r.PostFormValue("expires")}
+	if form.Access == "" {
+		form.Access = domain.TokenWrite
+	}
+	lifetime, err := domain.ParseTokenLifetime(form.Expires)
+	var token string
+	if err == nil {
+		token, err = s.tokens.CreateAPIToken(r.Context(), t.ID, domain.NewAPIToken{Name: form.Name, Access: form.Access,
+			Lifetime: lifetime, CreatedBy: currentUser(r.Context()).ID})
+	}
 	if formRefusal(err) {
-		s.renderTokens(w, r, http.StatusUnprocessableEntity, views.TokensView{Form: views.TokenForm{Name: name, Error: domain.ErrorMessage(err)}})
+		form.Error = domain.ErrorMessage(err)
+		s.renderTokens(w, r, http.StatusUnprocessableEntity, views.TokensView{Form: form})
 		return
 	}
 	if err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
-	s.log.Info("API token created", "tenant", t.Slug, "name", name, "by", currentUser(r.Context()).Email)
+	s.log.Info("API token created", "tenant", t.Slug, "name", form.Name, "access", form.Access, "by", currentUser(r.Context()).Email)
 	example := "curl -sS -H " + provider.ShellQuote("Authorization: Bearer "+token) + " " + provider.ShellWord(s.baseURL(r)+"/api/v1/tenants/"+t.Slug+"/stats")
 	w.Header().Set("Cache-Control", "no-store")
-	s.renderTokens(w, r, http.StatusOK, views.TokensView{Created: views.NewToken{Name: name, Token: token, APIExample: example}})
+	s.renderTokens(w, r, http.StatusOK, views.TokensView{Created: views.NewToken{Name: form.Name, Access: form.Access, Token: token, APIExample: example},
+		Form: views.TokenForm{Access: defaultFormAccess, Expires: defaultFormExpires}})
 }
 
 func (s *Server) handleRevokeToken(w http.ResponseWriter, r *http.Request) {

@@ -48,6 +48,7 @@ func (s *Server) Handler() http.Handler {
 				s.conflictRoutes(r)
 				s.providerRoutes(r)
 				s.peopleRoutes(r)
+				s.memberRoutes(r)
 				s.auditRoutes(r)
 			})
 		})

@@ -78,7 +78,7 @@ func (e *env) flushRefusals() {
 // provider creates tenant (if needed) and a standard provider, returning its secret.
 func (e *env) provider(tenant, name string) string {
 	e.t.Helper()
-	ctx := asTest(context.Background())
+	ctx := cliContext()
 	secret := provider.NewStandardSecret()
 	if _, err := e.store.ConnectProvider(ctx, e.tenant(tenant).ID, name, "standard", secret, nil); err != nil {
 		e.t.Fatal(err)
@@ -100,10 +100,22 @@ func (e *env) tenant(slug string) domain.Tenant {
 	return t
 }
 
-// token creates an API token for tenant.
+// cliContext is a context with the CLI as the actor the audit log records,
+// for changes a test makes directly in the store.
+func cliContext() context.Context {
+	return domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+}
+
+// token creates a read-write API token for tenant.
 func (e *env) token(tenant string) string {
 	e.t.Helper()
-	tok, err := e.store.CreateAPIToken(context.Background(), e.tenant(tenant).ID, "test")
+	return e.tokenWith(tenant, domain.NewAPIToken{Name: "test", Access: domain.TokenWrite})
+}
+
+// tokenWith creates an API token for tenant as nt says.
+func (e *env) tokenWith(tenant string, nt domain.NewAPIToken) string {
+	e.t.Helper()
+	tok, err := e.store.CreateAPIToken(cliContext(), e.tenant(tenant).ID, nt)
 	if err != nil {
 		e.t.Fatal(err)
 	}

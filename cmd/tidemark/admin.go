@@ -396,10 +396,12 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 }
 
 func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
-	fs := e.flags("token create", "token create --tenant SLUG [--name NAME]\n\n"+
+	fs := e.flags("token create", "token create --tenant SLUG [--name NAME] [--access read|write] [--expires 90d]\n\n"+
 		"Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.")
 	tenant := fs.String("tenant", "", "tenant slug (required)")
 	name := fs.String("name", "", "a name to recognise the token by")
+	access := fs.String("access", string(domain.TokenWrite), "read: reads only; write: also resolves conflicts")
+	expires := fs.String("expires", "never", "when it stops working: whole days or hours from now, such as 90d or 12h, or never")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -407,26 +409,40 @@ func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("token create: --tenant is required")
 	}
+	tokenAccess, err := domain.ParseTokenAccess(*access)
+	if err != nil {
+		return fmt.Errorf("--access: %s", domain.ErrorMessage(err))
+	}
+	lifetime, err := domain.ParseTokenLifetime(*expires)
+	if err != nil {
+		return fmt.Errorf("--expires: %s", domain.ErrorMessage(err))
+	}
 	if *name == "" {
 		*name = "token created " + time.Now().UTC().Format(time.DateTime)
 	}
 	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
-		token, err := s.CreateAPIToken(ctx, t.ID, *name)
+		token, err := s.CreateAPIToken(ctx, t.ID, domain.NewAPIToken{Name: *name, Access: tokenAccess, Lifetime: lifetime})
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "API token for tenant %s (shown once):\n%s\n", *tenant, token)
+		expiry := "never expires"
+		if lifetime > 0 {
+			expiry = "expires " + time.Now().Add(lifetime).UTC().Format("2006-01-02 15:04 UTC")
+		}
+		fmt.Fprintf(e.stdout, "%s API token for tenant %s, %s (shown once):\n%s\n", tokenAccess.Label(), *tenant, expiry, token)
 		return nil
 	})
 }
 
 func (e cliEnv) userCreate(ctx context.Context, args []string) error {
-	fs := e.flags("user create", "user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]\n\n"+
+	fs := e.flags("user create", "user create --email EMAIL --password-stdin [--admin] [--tenant SLUG [--role viewer|operator|owner]]\n\n"+
 		"Create a console operator. The password is read from the first line of standard input.")
 	email := fs.String("email", "", "login email (required)")
 	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input (required)")
-	admin := fs.Bool("admin", false, "the operator sees every tenant")
+	admin := fs.Bool("admin", false, "the operator sees every tenant, as an owner")
 	tenant := fs.String("tenant", "", "make the operator a member of this tenant")
+	role := fs.String("role", string(domain.RoleOperator), "their role in --tenant: viewer (reads), operator (also resolves conflicts) "+
+		"or owner (also providers, secrets, scopes, API tokens and members)")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -434,12 +450,19 @@ func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("user create: --email and --password-stdin are required")
 	}
+	memberRole, err := domain.ParseRole(*role)
+	if err != nil {
+		return fmt.Errorf("--role: %s", domain.ErrorMessage(err))
+	}
+	if *tenant == "" && flagSet(fs, "role") {
+		return fmt.Errorf("user create: --role is the role in --tenant; give --tenant too")
+	}
 	password, err := e.passwordFromStdin("user create")
 	if err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
-		if err := s.CreateUser(ctx, *email, password, *admin, *tenant); err != nil {
+		if err := s.CreateUser(ctx, *email, password, *admin, *tenant, memberRole); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "created operator %s\n", strings.ToLower(*email))
@@ -484,6 +507,13 @@ func (e cliEnv) userPassword(ctx context.Context, args []string) error {
 		fmt.Fprintf(e.stdout, "set a new password for operator %s; their sessions have ended\n", strings.ToLower(strings.TrimSpace(*email)))
 		return nil
 	})
+}
+
+// flagSet reports whether the command line gave flag name.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {

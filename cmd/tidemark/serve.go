@@ -222,7 +222,7 @@ func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base st
 	if err != nil {
 		return err
 	}
-	if err := store.CreateUser(ctx, demoEmail, password, true, ""); err != nil && domain.ErrorCode(err) != domain.ECONFLICT {
+	if err := store.CreateUser(ctx, demoEmail, password, true, "", ""); err != nil && domain.ErrorCode(err) != domain.ECONFLICT {
 		return err
 	}
 	p, err := store.Endpoint(ctx, demoTenant, demoProvider)

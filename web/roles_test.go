@@ -1,0 +1,212 @@
+package web_test
+
+import (
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/PuerkitoBio/goquery"
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web"
+)
+
+// Who may use a route, besides the roles of a tenant.
+const (
+	needPublic   = "public"    // anyone: the route authenticates by itself
+	needSignedIn = "signed in" // any operator
+	needAdmin    = "admin"
+	needRead     = "read"  // any API token of the tenant
+	needWrite    = "write" // a read-write API token
+)
+
+// routeNeeds is who may use each route that changes something, and each
+// read that needs more than the least: a tenant's viewer, an operator
+// anywhere or an API token of the tenant. Every state-changing route must
+// be listed here, so a new one fails TestRouteRoles until someone decides
+// who may use it, and the route table checks it.
+var routeNeeds = map[string]string{
+	"POST /login":                             needPublic,
+	"POST /logout":                            needSignedIn,
+	"POST /webhooks/{tenant}/{provider}":      needPublic,
+	"POST /t/{tenant}/conflicts/{id}/resolve": string(domain.RoleOperator),
+
+	"POST /t/{tenant}/providers":                     string(domain.RoleOwner),
+	"POST /t/{tenant}/providers/{name}/rotate":       string(domain.RoleOwner),
+	"POST /t/{tenant}/providers/{name}/retire":       string(domain.RoleOwner),
+	"POST /t/{tenant}/providers/{name}/secret-shown": string(domain.RoleOwner),
+	"POST /t/{tenant}/providers/{name}/test":         string(domain.RoleOwner),
+	"POST /t/{tenant}/providers/{name}/scopes":       string(domain.RoleOwner),
+	"POST /t/{tenant}/tokens":                        string(domain.RoleOwner),
+	"POST /t/{tenant}/tokens/{id}/revoke":            string(domain.RoleOwner),
+	"GET /t/{tenant}/members":                        string(domain.RoleOwner),
+	"POST /t/{tenant}/members":                       string(domain.RoleOwner),
+	"POST /t/{tenant}/members/{id}/role":             string(domain.RoleOwner),
+	"POST /t/{tenant}/members/{id}/remove":           string(domain.RoleOwner),
+	"GET /t/{tenant}/audit":                          string(domain.RoleOwner),
+
+	"GET /admin/users":                                   needAdmin,
+	"POST /admin/users":                                  needAdmin,
+	"POST /admin/users/{id}/memberships":                 needAdmin,
+	"POST /admin/users/{id}/memberships/{tenant}/remove": needAdmin,
+	"POST /admin/users/{id}/admin":                       needAdmin,
+	"POST /admin/users/{id}/disable":                     needAdmin,
+	"POST /admin/users/{id}/enable":                      needAdmin,
+	"POST /admin/users/{id}/password":                    needAdmin,
+	"POST /admin/users/{id}/sign-out":                    needAdmin,
+	"GET /admin/audit":                                   needAdmin,
+
+	"POST /api/v1/tenants/{tenant}/conflicts/{id}/resolve": needWrite,
+}
+
+// routeNeed is who may use method pattern, and whether it is listed.
+func routeNeed(method, pattern string) (string, bool) {
+	if need, ok := routeNeeds[method+" "+pattern]; ok {
+		return need, true
+	}
+	switch {
+	case pattern == "/static/*":
+		return needPublic, true // the embedded files answer every method, and change nothing
+	case method != http.MethodGet:
+		return "", false
+	case strings.HasPrefix(pattern, "/t/"):
+		return string(domain.RoleViewer), true
+	case strings.HasPrefix(pattern, "/api/"):
+		return needRead, true
+	}
+	return needPublic, true // signed-out pages, health, metrics, assets
+}
+
+// allRoutes lists every route of the router.
+func allRoutes(t *testing.T, e *env) []struct{ method, pattern string } {
+	t.Helper()
+	h := web.New(web.Config{Services: web.ServicesOf(e.store), Sessions: e.store.SessionStore(),
+		Ping: e.store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
+	var routes []struct{ method, pattern string }
+	err := chi.Walk(h.(chi.Routes), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routes = append(routes, struct{ method, pattern string }{method, pattern})
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(routes, func(i, j int) bool { return routes[i].pattern+routes[i].method < routes[j].pattern+routes[j].method })
+	return routes
+}
+
+// roleValues fill route patterns with names that exist nowhere (except the
+// tenant), so that a request the role allows reaches a handler and changes
+// nothing.
+var roleValues = map[string]string{"tenant": "acme", "id": "999999", "name": "nope", "provider": "nope",
+	"contact_id": "nope", "object_type": "contact", "object_id": "nope", "delivery_id": "0190a2b4-0000-7000-8000-000000000000",
+	"seq": "0"}
+
+// TestRouteRoles walks every route for every kind of operator and API
+// token, and checks that those the route table allows get through and the
+// others get 403 (404 for another tenant's operators and tokens, who must
+// not learn that the tenant exists).
+func TestRouteRoles(t *testing.T) {
+	t.Parallel()
+	e := setup(t)
+	e.provider("globex", "crm")
+	operators := []struct {
+		name    string
+		browser *browser
+		role    domain.Role // in acme; "" for none
+		admin   bool
+	}{
+		{"another tenant's owner", e.operator("outsider@example.com", false, "globex"), "", false},
+		{"viewer", e.withRole("viewer@example.com", domain.RoleViewer), domain.RoleViewer, false},
+		{"operator", e.withRole("operator@example.com", domain.RoleOperator), domain.RoleOperator, false},
+		{"owner", e.withRole("owner@example.com", domain.RoleOwner), domain.RoleOwner, false},
+		{"admin", e.operator("admin@example.com", true), domain.RoleOwner, true},
+	}
+	tokens := []struct {
+		name, token string
+		access      domain.TokenAccess // "" for another tenant's
+	}{
+		{"another tenant's token", e.token("globex"), ""},
+		{"read-only token", e.tokenWith("acme", domain.NewAPIToken{Name: "r", Access: domain.TokenRead}), domain.TokenRead},
+		{"read-write token", e.tokenWith("acme", domain.NewAPIToken{Name: "w", Access: domain.TokenWrite}), domain.TokenWrite},
+	}
+
+	checked := map[string]bool{}
+	for _, rt := range allRoutes(t, e) {
+		key := rt.method + " " + rt.pattern
+		need, listed := routeNeed(rt.method, rt.pattern)
+		if !listed {
+			t.Errorf("%s changes something but is not in routeNeeds: add it, with the role it needs, and check that role in its route group", key)
+			continue
+		}
+		checked[key] = true
+		path := fill(rt.pattern, roleValues)
+		switch {
+		case strings.HasPrefix(rt.pattern, "/api/"):
+			for _, tk := range tokens {
+				status, body := e.call(apiRoute{rt.method, path}, tk.token)
+				want, allowed := http.StatusForbidden, need == needRead || tk.access == domain.TokenWrite
+				if tk.access == "" {
+					want, allowed = http.StatusNotFound, false
+				}
+				if allowed && (status == http.StatusForbidden || status == http.StatusUnauthorized) {
+					t.Errorf("%s with a %s: %d %v, want it let through", key, tk.name, status, body)
+				}
+				if !allowed && status != want {
+					t.Errorf("%s with a %s: %d %v, want %d", key, tk.name, status, body, want)
+				}
+				if !allowed && want == http.StatusForbidden && !strings.Contains(body["error"].(string), "read-write token") {
+					t.Errorf("%s with a %s: error %q does not say which token is needed", key, tk.name, body["error"])
+				}
+			}
+		case need == needPublic || need == needSignedIn:
+			// Not a role's business: sign-in, sign-out, webhooks, assets.
+		default:
+			for _, op := range operators {
+				var (
+					status int
+					doc    *goquery.Document
+				)
+				if rt.method == http.MethodGet {
+					status, doc = op.browser.get(path)
+				} else {
+					status, doc, _ = op.browser.post(path, url.Values{})
+				}
+				want, allowed := http.StatusForbidden, op.admin
+				switch {
+				case need == needAdmin:
+				case op.role == "":
+					want = http.StatusNotFound
+				default:
+					allowed = op.role.Allows(domain.Role(need))
+				}
+				if allowed && status == http.StatusForbidden {
+					t.Errorf("%s by the %s: 403 %q, want it let through", key, op.name, text(doc, "main p"))
+				}
+				if !allowed && status != want {
+					t.Errorf("%s by the %s: %d, want %d", key, op.name, status, want)
+				}
+				if !allowed && want == http.StatusForbidden && need != needAdmin &&
+					!strings.Contains(text(doc, "main p"), "needs the "+need+" role") {
+					t.Errorf("%s by the %s: the 403 page says %q, not which role is needed", key, op.name, text(doc, "main p"))
+				}
+			}
+		}
+	}
+	for key := range routeNeeds {
+		if !checked[key] {
+			t.Errorf("routeNeeds lists %s, which the router does not serve", key)
+		}
+	}
+}
+
+// withRole creates an operator with role in acme and signs them in.
+func (e *env) withRole(email string, role domain.Role) *browser {
+	e.t.Helper()
+	e.member(email, false, role, "acme")
+	return e.signIn(email)
+}
