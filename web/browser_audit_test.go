@@ -23,7 +23,7 @@ func TestBrowserAuditAndOperators(t *testing.T) {
 	dir := screenshotDir(t)
 	e.provider("globex", "billing")
 	for _, email := range []string{"root@example.com", "ann@example.com"} {
-		if err := e.store.CreateUser(context.Background(), email, testPassword, email == "root@example.com", "acme", domain.RoleOwner); err != nil {
+		if err := e.store.CreateUser(cliContext(), email, testPassword, email == "root@example.com", "acme", domain.RoleOwner); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -85,8 +85,9 @@ func TestBrowserAuditAndOperators(t *testing.T) {
 		onPage(`form.audit-filters`, exact("/t/acme/audit")),
 		onPage(`table.audit`, exact("/t/acme/audit")),
 		shot(dir, "12-audit.png"))
-	if n := count(ctx, t, `table.audit tbody tr`); n != 4 {
-		t.Fatalf("the workspace's log shows %d entries, want 4", n)
+	// The set-up's provider and two memberships, and the three changes above.
+	if n := count(ctx, t, `table.audit tbody tr`); n != 6 {
+		t.Fatalf("the workspace's log shows %d entries, want 6", n)
 	}
 	step("read every workspace's audit log",
 		chromedp.Navigate(e.srv.URL+"/admin/audit"),
