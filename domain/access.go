@@ -2,25 +2,76 @@ package domain
 
 import (
 	"context"
+	"net/netip"
 	"slices"
 	"time"
 )
 
-// Login throttling: after this many failures within LoginWindow, sign-ins
-// for that account (or from that address) are refused until the window
-// passes.
+// Sign-in throttling. Each password check takes a slot before it runs:
+// MaxLoginChecks per account and client address key within LoginWindow (a
+// success frees the account's slots from that address), and
+// MaxLoginChecksAddress per address key over all accounts (a success gives
+// its slot back). A stranger elsewhere cannot lock an operator out.
 const (
-	LoginWindow             = 15 * time.Minute
-	MaxLoginFailuresAccount = 5
-	MaxLoginFailuresAddress = 20
+	LoginWindow           = 15 * time.Minute
+	MaxLoginChecks        = 5
+	MaxLoginChecksAddress = 20
 )
+
+// Sign-in input limits, checked before any hashing or query: the longest
+// email address SMTP allows, and the most bytes bcrypt reads.
+const (
+	MaxEmailLength   = 254
+	MaxPasswordBytes = 72
+)
+
+// Audit summaries of the sign_in action.
+const (
+	SignInSucceeded      = "succeeded"
+	SignInWrongPassword  = "wrong password"
+	SignInUnknownAccount = "unknown account"
+	SignInThrottled      = "throttled"
+)
+
+// CheckSignIn refuses an empty or over-long email or password (EINVALID),
+// so that such input costs neither a hash nor a query.
+func CheckSignIn(email, password string) error {
+	email = NormalizeEmail(email)
+	if email == "" || password == "" {
+		return Errorf(EINVALID, "Enter your email and password.")
+	}
+	if len(email) > MaxEmailLength || len(password) > MaxPasswordBytes {
+		return Errorf(EINVALID, "Emails are at most %d characters and passwords at most %d bytes.", MaxEmailLength, MaxPasswordBytes)
+	}
+	return nil
+}
+
+// LoginAddressKey is the client address sign-ins are counted by: an IPv4
+// address as it is, an IPv6 address as its /64, since one host or customer
+// commonly holds a whole /64. Anything else is kept as it is, cut short.
+func LoginAddressKey(address string) string {
+	a, err := netip.ParseAddr(address)
+	if err != nil {
+		return address[:min(len(address), 64)]
+	}
+	a = a.Unmap().WithZone("")
+	if a.Is4() {
+		return a.String()
+	}
+	p, _ := a.Prefix(64)
+	return p.String()
+}
 
 // AccessService decides who may see what: operators signing in to the
 // console, and the tenants they may open.
 type AccessService interface {
-	// Authenticate checks email and password. Too many recent failures for
-	// the account or the address give an EUNAUTHORIZED error saying when to
-	// retry; a wrong password gives a generic EUNAUTHORIZED error.
+	// Authenticate checks email and password from the client address. ctx
+	// carries the actor (WithActor): every attempt past CheckSignIn, signed
+	// in or refused, is recorded as a sign_in audit entry with the
+	// attempt's throttling bookkeeping. Input CheckSignIn refuses is
+	// EINVALID; too many recent checks give an EUNAUTHORIZED error saying
+	// when to retry, and a wrong email or password a generic EUNAUTHORIZED
+	// error.
 	Authenticate(ctx context.Context, email, password, address string) (User, error)
 	// VisibleTenants lists the tenants the operator may open, by slug.
 	VisibleTenants(ctx context.Context, u User) ([]Tenant, error)

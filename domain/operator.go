@@ -141,11 +141,9 @@ func CheckDisable(actor User, userID int64, disabled bool) error {
 	return nil
 }
 
-// Password length bounds: bcrypt reads at most 72 bytes.
-const (
-	MinPasswordLength = 8
-	MaxPasswordBytes  = 72
-)
+// MinPasswordLength is the shortest password an operator may be given;
+// MaxPasswordBytes (what bcrypt reads) bounds it above.
+const MinPasswordLength = 8
 
 // ValidatePassword checks a new password's length.
 func ValidatePassword(password string) error {

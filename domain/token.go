@@ -113,7 +113,9 @@ type TokenService interface {
 	// RevokeAPIToken revokes a token at once; revoking a revoked token is a
 	// no-op, an unknown one ENOTFOUND.
 	RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error
-	// TenantForToken returns what an API token grants, or an EUNAUTHORIZED
-	// error for an unknown, expired or revoked token.
-	TenantForToken(ctx context.Context, token string) (TokenGrant, error)
+	// TenantForToken returns what an API token grants in the tenant slug.
+	// A token that works only for another tenant is ENOTFOUND, as that
+	// tenant's resources are to it; an unknown, expired or revoked token
+	// is EUNAUTHORIZED.
+	TenantForToken(ctx context.Context, slug, token string) (TokenGrant, error)
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/alexedwards/scs/pgxstore"
@@ -23,56 +22,128 @@ func (s *Store) SessionStore() scs.Store {
 // email takes as long as a wrong password.
 var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("tidemark timing equaliser"), bcrypt.DefaultCost)
 
-// loginFailuresSQL counts the recent failed sign-ins of the account and of
-// the network address.
-const loginFailuresSQL = `
-SELECT count(*) FILTER (WHERE email = @email), count(*) FILTER (WHERE address = @address)
-FROM login_failures WHERE failed_at > now() - @window::interval AND (email = @email OR address = @address)`
+// reserveLoginCheckSQL takes one password check slot for the email (”
+// for all accounts) from the address key, unless max checks were taken
+// within the window: no row comes back then. The row stays locked until
+// the sign-in commits, so concurrent attempts queue on it and each sees the
+// slots taken before it.
+const reserveLoginCheckSQL = `
+INSERT INTO login_throttle AS t (email, address_key, checks) VALUES (@email, @address_key, ARRAY[now()])
+ON CONFLICT (email, address_key) DO UPDATE
+SET checks = ARRAY(SELECT c FROM unnest(t.checks) c WHERE c > now() - @window::interval ORDER BY c) || now(),
+    last_at = now()
+WHERE (SELECT count(*) FROM unnest(t.checks) c WHERE c > now() - @window::interval) < @max::int
+RETURNING true`
+
+// returnAddressCheckSQL gives the address's slot back: the sign-in holds
+// the row, so its check is the last one.
+const returnAddressCheckSQL = `
+UPDATE login_throttle SET checks = checks[1:cardinality(checks) - 1] WHERE email = '' AND address_key = @address_key`
+
+// forgetLoginChecksSQL clears the account's checks from the address after
+// a success, and drops up to a thousand rows nobody has used within the
+// window (skipping rows a sign-in in progress holds), so that each
+// success does a bounded share of the tidying.
+const forgetLoginChecksSQL = `
+WITH stale AS (
+    DELETE FROM login_throttle WHERE (email, address_key) IN (
+        SELECT email, address_key FROM login_throttle WHERE last_at < now() - @window::interval
+        LIMIT 1000 FOR UPDATE SKIP LOCKED))
+DELETE FROM login_throttle WHERE email = @email AND address_key = @address_key`
 
 // userByEmailSQL finds an operator who may sign in: a disabled one is as
 // unknown as an email that matches no one.
 const userByEmailSQL = `SELECT id, password_hash, is_admin, session_epoch FROM users WHERE email = @email AND disabled_at IS NULL`
 
-const insertLoginFailureSQL = `INSERT INTO login_failures (email, address) VALUES (@email, @address)`
+// signInTimeout bounds a sign-in's transaction, which outlives the request
+// that started it: a client that hangs up after its password was checked
+// must not roll the check's slot back.
+const signInTimeout = 30 * time.Second
 
-// clearLoginFailuresSQL forgets the account's failures on success, and
-// everyone's once they are past the window.
-const clearLoginFailuresSQL = `DELETE FROM login_failures WHERE email = @email OR failed_at < now() - @window::interval`
-
-// Authenticate implements domain.AccessService.
+// Authenticate implements domain.AccessService. The throttle slots, the
+// password check and the audit entry are one transaction.
 func (s *Store) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
-	email = strings.ToLower(strings.TrimSpace(email))
-	args := pgx.NamedArgs{"email": email, "address": address, "window": domain.LoginWindow.String()}
-	var byAccount, byAddress int
-	err := s.read.QueryRow(ctx, loginFailuresSQL, args).Scan(&byAccount, &byAddress)
+	email = domain.NormalizeEmail(email)
+	if err := domain.CheckSignIn(email, password); err != nil {
+		return domain.User{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signInTimeout)
+	defer cancel()
+	tx, err := s.read.Begin(ctx)
 	if err != nil {
 		return domain.User{}, translate(err)
 	}
-	switch {
-	case byAccount >= domain.MaxLoginFailuresAccount:
-		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED,
-			"Too many failed sign-ins for this account. Wait %d minutes and try again.", int(domain.LoginWindow.Minutes()))
-	case byAddress >= domain.MaxLoginFailuresAddress:
-		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED,
-			"Too many failed sign-ins from your network address. Wait %d minutes and try again.", int(domain.LoginWindow.Minutes()))
-	}
-
-	u := domain.User{Email: email}
-	var hash string
-	err = s.read.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin, &u.SessionEpoch)
-	if errors.Is(err, pgx.ErrNoRows) {
-		hash = string(dummyHash)
-	} else if err != nil {
+	defer tx.Rollback(ctx)
+	u, refusal, err := signIn(ctx, tx, email, password, domain.LoginAddressKey(address))
+	if err != nil {
 		return domain.User{}, translate(err)
 	}
-	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || u.ID == 0 {
-		if _, err := s.read.Exec(ctx, insertLoginFailureSQL, args); err != nil {
-			return domain.User{}, translate(err)
-		}
-		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "Wrong email or password.")
+	if err := tx.Commit(ctx); err != nil {
+		return domain.User{}, translate(err)
 	}
-	_, err = s.read.Exec(ctx, clearLoginFailuresSQL, args)
-	return u, translate(err)
+	return u, refusal
+}
+
+// signIn runs one sign-in in tx and returns the operator, or the refusal
+// to show; err is for failures of the transaction itself.
+func signIn(ctx context.Context, tx pgx.Tx, email, password, addressKey string) (u domain.User, refusal, err error) {
+	window, wait := domain.LoginWindow.String(), int(domain.LoginWindow.Minutes())
+	args := pgx.NamedArgs{"email": email, "address_key": addressKey, "window": window}
+	reserve := func(email string, limit int) (bool, error) {
+		var ok bool
+		err := tx.QueryRow(ctx, reserveLoginCheckSQL,
+			pgx.NamedArgs{"email": email, "address_key": addressKey, "window": window, "max": limit}).Scan(&ok)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+		return ok, err
+	}
+	refuse := func(summary string, refusal error) (domain.User, error, error) {
+		return domain.User{}, refusal, audit(ctx, tx, 0, "sign_in", email, summary)
+	}
+
+	// The address's slot first: every sign-in takes the two rows in the
+	// same order, so none waits for another in a cycle.
+	if ok, err := reserve("", domain.MaxLoginChecksAddress); err != nil || !ok {
+		if err != nil {
+			return domain.User{}, nil, err
+		}
+		return refuse(domain.SignInThrottled, domain.Errorf(domain.EUNAUTHORIZED,
+			"Too many failed sign-ins from your network address. Wait %d minutes and try again.", wait))
+	}
+	if ok, err := reserve(email, domain.MaxLoginChecks); err != nil || !ok {
+		if err == nil {
+			_, err = tx.Exec(ctx, returnAddressCheckSQL, args)
+		}
+		if err != nil {
+			return domain.User{}, nil, err
+		}
+		return refuse(domain.SignInThrottled, domain.Errorf(domain.EUNAUTHORIZED,
+			"Too many failed sign-ins for this account from your network address. Wait %d minutes and try again.", wait))
+	}
+
+	u.Email = email
+	var hash string
+	err = tx.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin, &u.SessionEpoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		hash = string(dummyHash) // a wrong email takes as long as a wrong password
+	} else if err != nil {
+		return domain.User{}, nil, err
+	}
+	if bcrypt.CompareHashAndPassword([]byte(hash), []byte(password)) != nil || u.ID == 0 {
+		summary := domain.SignInWrongPassword
+		if u.ID == 0 {
+			summary = domain.SignInUnknownAccount
+		}
+		return refuse(summary, domain.Errorf(domain.EUNAUTHORIZED, "Wrong email or password."))
+	}
+	if _, err := tx.Exec(ctx, returnAddressCheckSQL, args); err != nil {
+		return domain.User{}, nil, err
+	}
+	if _, err := tx.Exec(ctx, forgetLoginChecksSQL, args); err != nil {
+		return domain.User{}, nil, err
+	}
+	return u, nil, audit(ctx, tx, 0, "sign_in", email, domain.SignInSucceeded)
 }
 
 const visibleTenantsSQL = `

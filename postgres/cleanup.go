@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -15,8 +16,9 @@ import (
 
 // Maintenance: one pass (Cleanup) every hour from serve, or from
 // `tidemark cleanup`. A pass keeps the daily partitions of the logs ahead
-// (cleanup_partitions.go), drops the ones past retention and deletes
-// expired idempotency keys and audit entries past domain.AuditRetention.
+// (cleanup_partitions.go), drops the ones past retention, deletes
+// expired idempotency keys, the history past its retention
+// (history_retention.go) and audit entries past domain.AuditRetention.
 //
 // Every statement in this file and in cleanup_partitions.go is cross-tenant
 // by nature and so carries no tenant filter: key expiry, partition
@@ -63,7 +65,7 @@ const cleanupBatch = 1000
 const (
 	tryMaintenanceLockSQL  = `SELECT pg_try_advisory_lock(@key)`
 	waitMaintenanceLockSQL = `SELECT pg_advisory_lock(@key)`
-	releaseMaintenanceSQL  = `SELECT pg_advisory_unlock(@key)`
+	unlockMaintenanceSQL   = `SELECT pg_advisory_unlock(@key)`
 	maintenanceTimeoutsSQL = `SELECT set_config('lock_timeout', @lock_timeout, false), set_config('statement_timeout', @statement_timeout, false)`
 	setLockTimeoutSQL      = `SELECT set_config('lock_timeout', @lock_timeout, false)`
 )
@@ -103,6 +105,8 @@ type CleanupReport struct {
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
+	PrunedRevisions   int64    // accepted revisions past the history retention, deleted
+	PrunedConflicts   int64    // resolved conflicts past the history retention, deleted
 }
 
 // String describes the report in one line.
@@ -117,6 +121,9 @@ func (r CleanupReport) String() string {
 	}
 	if len(r.CreatedPartitions) > 0 {
 		fmt.Fprintf(&b, "; created %d partitions", len(r.CreatedPartitions))
+	}
+	if r.PrunedRevisions+r.PrunedConflicts > 0 {
+		fmt.Fprintf(&b, "; removed %d accepted revisions and %d resolved conflicts past the history retention", r.PrunedRevisions, r.PrunedConflicts)
 	}
 	if r.ExpiredAudit > 0 {
 		fmt.Fprintf(&b, "; removed %d audit entries past their retention", r.ExpiredAudit)
@@ -135,7 +142,8 @@ func (r CleanupReport) String() string {
 // listed in Deferred and retried by the next pass. A retention shorter
 // than the largest scope TTL drops nothing and is an EINVALID error (the
 // rest of the pass still runs); one shorter than domain.MinRetention is
-// refused before anything runs.
+// refused before anything runs. The pass also deletes the history past
+// its retention (history_retention.go).
 func (s *Store) Cleanup(ctx context.Context, now time.Time, retention time.Duration) (CleanupReport, error) {
 	return s.cleanup(ctx, now, retention, cleanupBatch)
 }
@@ -159,6 +167,9 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 		r.ExpiredKeys = n
 		if err != nil {
 			return fmt.Errorf("delete expired idempotency keys: %w", err)
+		}
+		if err := m.pruneHistory(ctx, now.Add(-cmp.Or(s.historyRetention, retention)), batch); err != nil {
+			return err
 		}
 		r.ExpiredAudit, err = execBatches(ctx, m.conn, deleteExpiredAuditSQL,
 			pgx.NamedArgs{"days": int(domain.AuditRetention / (24 * time.Hour)), "limit": batch})
@@ -218,8 +229,8 @@ func checkRetention(ctx context.Context, q querier, retention time.Duration) err
 
 // maintain runs fn on a connection of its own holding the maintenance
 // lock: waiting for it when wait is set, else marking r skipped when
-// another process holds it. The lock is released afterwards, and closing
-// the connection takes its session settings (lock_timeout) with it.
+// another process holds it. The lock is released when fn returns, and
+// closing the connection takes its session settings (lock_timeout) with it.
 func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn func(*maintainer) error) error {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = maintenanceApp
@@ -239,10 +250,10 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 	if err != nil || r.Skipped {
 		return translate(err)
 	}
-	// Released before the connection closes: a closed connection's backend
-	// lets go of it only as it exits, after Close has returned, and the
-	// next pass in this process would find it still held and skip.
-	defer conn.Exec(context.WithoutCancel(ctx), releaseMaintenanceSQL, key)
+	// Unlock before the connection closes: a closed session's locks go only
+	// when its backend exits, which the next pass could beat and be skipped.
+	// If this fails the connection is broken, and closing it releases the lock.
+	defer conn.Exec(context.WithoutCancel(ctx), unlockMaintenanceSQL, key)
 	_, err = conn.Exec(ctx, maintenanceTimeoutsSQL, pgx.NamedArgs{
 		"lock_timeout": maintenanceLockTimeout, "statement_timeout": maintenanceStatementTimeout})
 	if err != nil {

@@ -149,7 +149,12 @@ func skewOf(t *testing.T, s *Store) time.Duration {
 // seen); a second listener is refused.
 func TestEndpointCacheServesWhileListening(t *testing.T) {
 	t.Parallel()
-	_, b, p := twoNodes(t)
+	// The provider exists before b listens: a late notification of its
+	// creation would empty b's cache and make the unannounced change seen.
+	url := testdb.NewURL(t)
+	b := nodeStore(t, url)
+	p := newProvider(t, b, "acme", "crm")
+	startListener(t, b, 0)
 	if err := b.ListenForChanges(context.Background()); !errors.Is(err, ErrAlreadyListening) {
 		t.Fatalf("second listener: %v, want ErrAlreadyListening", err)
 	}

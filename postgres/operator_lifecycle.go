@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -98,9 +97,9 @@ func (s *Store) ResetPassword(ctx context.Context, email, password string) error
 		return err
 	}
 	return s.withTx(ctx, func(tx pgx.Tx) error {
-		u, err := scanLockedUser(tx.QueryRow(ctx, lockUserByEmailSQL, pgx.NamedArgs{"email": normalEmail(email)}))
+		u, err := scanLockedUser(tx.QueryRow(ctx, lockUserByEmailSQL, pgx.NamedArgs{"email": domain.NormalizeEmail(email)}))
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
-			return notFound("there is no operator %q", normalEmail(email))
+			return notFound("there is no operator %q", domain.NormalizeEmail(email))
 		}
 		if err != nil {
 			return err
@@ -129,6 +128,3 @@ func (s *Store) SignOutEverywhere(ctx context.Context, userID int64) error {
 		return translate(err)
 	})
 }
-
-// normalEmail is an email as operators are stored: trimmed, lower case.
-func normalEmail(email string) string { return strings.ToLower(strings.TrimSpace(email)) }

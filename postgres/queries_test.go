@@ -23,16 +23,25 @@ func TestQueryTenantForToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, err := s.TenantForToken(ctx, token)
+	g, err := s.TenantForToken(ctx, "acme", token)
 	if err != nil || g.Tenant.ID != p.TenantID || g.Tenant.Slug != "acme" || g.Name != "ci" || g.Access != domain.TokenRead {
 		t.Fatalf("TenantForToken = %+v, %v", g, err)
 	}
-	_, err = s.TenantForToken(ctx, token+"x")
+	_, err = s.TenantForToken(ctx, "acme", token+"x")
 	wantCode(t, err, domain.EUNAUTHORIZED)
+	// Another tenant's URL: its resources do not exist for this token, and
+	// a tenant that does not exist looks the same.
+	if _, err := s.CreateTenant(ctx, "other", "Other"); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.TenantForToken(ctx, "other", token)
+	wantCode(t, err, domain.ENOTFOUND)
+	_, err = s.TenantForToken(ctx, "nowhere", token)
+	wantCode(t, err, domain.ENOTFOUND)
 	if _, err := s.pool.Exec(ctx, `UPDATE api_tokens SET revoked_at = now() WHERE tenant_id = $1`, p.TenantID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.TenantForToken(ctx, token)
+	_, err = s.TenantForToken(ctx, "acme", token)
 	wantCode(t, err, domain.EUNAUTHORIZED)
 }
 

@@ -174,7 +174,7 @@ func TestAPITokenLifecycle(t *testing.T) {
 	if _, err := s.pool.Exec(ctx, `UPDATE api_tokens SET expires_at = now() - interval '1 second' WHERE id = $1`, tk.ID); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.TenantForToken(ctx, read)
+	_, err = s.TenantForToken(ctx, "acme", read)
 	wantCode(t, err, domain.EUNAUTHORIZED)
 	if tokens, _ := s.APITokens(ctx, p.TenantID); !tokens[0].Expired || tokens[0].Revoked() {
 		t.Fatalf("expired token listed as %+v", tokens[0])
@@ -221,7 +221,7 @@ func TestOwnerTokensRevokedWithTheRole(t *testing.T) {
 		t.Fatalf("SetMemberRole = %d, %v; want 2 revoked", revoked, err)
 	}
 	for tok, works := range map[string]bool{annsA: false, annsB: false, bobs: true, cli: true} {
-		if _, err := s.TenantForToken(ctx, tok); (err == nil) != works {
+		if _, err := s.TenantForToken(ctx, "acme", tok); (err == nil) != works {
 			t.Errorf("token works %v, want %v", err == nil, works)
 		}
 	}
@@ -233,7 +233,7 @@ func TestOwnerTokensRevokedWithTheRole(t *testing.T) {
 	if revoked, err := s.RemoveMembership(ctx, bob, "acme"); err != nil || revoked != 1 {
 		t.Fatalf("RemoveMembership = %d, %v", revoked, err)
 	}
-	if _, err := s.TenantForToken(ctx, bobs); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+	if _, err := s.TenantForToken(ctx, "acme", bobs); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("bob's token after he left: %v", err)
 	}
 	log := strings.Join(auditEntries(t, s, p.TenantID), "\n")

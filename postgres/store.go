@@ -46,6 +46,8 @@ type Store struct {
 	// endpoints caches Endpoint while ListenForChanges runs.
 	endpoints endpointCache
 
+	historyRetention time.Duration // see SetHistoryRetention
+
 	counterShards int
 	groups        groupQueues // deliveries waiting for their tenant's group committer
 	maxQueued     int         // deliveries one tenant may have waiting

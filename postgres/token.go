@@ -160,22 +160,36 @@ func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) err
 	})
 }
 
-// tokenSQL resolves and touches a working API token in one statement.
+// tokenSQL resolves and touches a working API token of the tenant the
+// request names, in one statement on that tenant's rows.
 const tokenSQL = `
 UPDATE api_tokens k SET last_used_at = now()
 FROM tenants t
-WHERE k.token_hash = @token_hash AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-  AND t.id = k.tenant_id
+WHERE t.slug = @slug AND k.tenant_id = t.id AND k.token_hash = @token_hash
+  AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
 RETURNING t.id, t.slug, t.name, t.created_at, k.name, k.access`
 
-// TenantForToken implements domain.TokenService. An unknown, expired or
-// revoked token is an EUNAUTHORIZED error.
-func (s *Store) TenantForToken(ctx context.Context, token string) (domain.TokenGrant, error) {
+// tokenElsewhereSQL tells, after tokenSQL missed, whether the token works
+// for some other tenant: the one lookup across tenants, on the error path.
+const tokenElsewhereSQL = `
+SELECT EXISTS (SELECT FROM api_tokens WHERE token_hash = @token_hash
+               AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`
+
+// TenantForToken implements domain.TokenService.
+func (s *Store) TenantForToken(ctx context.Context, slug, token string) (domain.TokenGrant, error) {
 	var g domain.TokenGrant
-	err := s.read.QueryRow(ctx, tokenSQL, pgx.NamedArgs{"token_hash": tokenHash(token)}).
+	args := pgx.NamedArgs{"slug": slug, "token_hash": tokenHash(token)}
+	err := s.read.QueryRow(ctx, tokenSQL, args).
 		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.Name, &g.Access)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return g, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return g, translate(err)
 	}
-	return g, translate(err)
+	var elsewhere bool
+	if err := s.read.QueryRow(ctx, tokenElsewhereSQL, args).Scan(&elsewhere); err != nil {
+		return g, translate(err)
+	}
+	if elsewhere {
+		return g, domain.Errorf(domain.ENOTFOUND, "not found")
+	}
+	return g, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
 }

@@ -64,16 +64,12 @@ func (s *Server) requireToken(next http.Handler) http.Handler {
 			writeError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
 			return
 		}
-		g, err := s.tokens.TenantForToken(r.Context(), token)
+		g, err := s.tokens.TenantForToken(r.Context(), chi.URLParam(r, "tenant"), token)
 		if err != nil {
 			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
 			}
 			s.fail(w, r, err)
-			return
-		}
-		if g.Tenant.Slug != chi.URLParam(r, "tenant") {
-			writeError(w, http.StatusNotFound, "not found")
 			return
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, g)

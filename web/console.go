@@ -9,10 +9,9 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"time"
+	"unicode"
 
 	"github.com/a-h/templ"
-	"github.com/alexedwards/scs/v2"
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
@@ -27,21 +26,10 @@ const (
 	sessionFlashK = "flash_kind"
 )
 
-func newSessions(store scs.Store, secure bool) *scs.SessionManager {
-	m := scs.New()
-	m.Store = store
-	m.Lifetime = 12 * time.Hour
-	m.IdleTimeout = 2 * time.Hour
-	m.Cookie.Name = "tidemark_session"
-	m.Cookie.HttpOnly = true
-	m.Cookie.SameSite = http.SameSiteLaxMode
-	m.Cookie.Secure = secure
-	return m
-}
-
 // securityHeaders sets the console's response headers. The CSP allows only
-// our own scripts and styles: no inline script, no CDN.
-func securityHeaders(next http.Handler) http.Handler {
+// our own scripts and styles: no inline script, no CDN. Behind an https
+// public URL, HSTS keeps browsers from ever trying plain HTTP.
+func (s *Server) securityHeaders(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "+
@@ -49,6 +37,9 @@ func securityHeaders(next http.Handler) http.Handler {
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("Referrer-Policy", "same-origin")
+		if s.httpsPublic {
+			h.Set("Strict-Transport-Security", "max-age=31536000")
+		}
 		next.ServeHTTP(w, r)
 	})
 }
@@ -225,7 +216,17 @@ func (s *Server) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
-	u, err := s.access.Authenticate(r.Context(), email, password, clientAddress(r))
+	if err := domain.CheckSignIn(email, password); err != nil {
+		if len(email) > domain.MaxEmailLength {
+			email = ""
+		}
+		s.render(w, r, http.StatusBadRequest, views.Login(email, domain.ErrorMessage(err), safeNext(next)))
+		return
+	}
+	// The person signing in is the actor of the sign_in audit entry.
+	ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorOperator,
+		Name: strings.TrimSpace(email), Address: clientAddress(r)})
+	u, err := s.access.Authenticate(ctx, email, password, clientAddress(r))
 	if err != nil {
 		status := errorStatus(err)
 		msg := domain.ErrorMessage(err)
@@ -234,15 +235,13 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		} else if status == http.StatusInternalServerError {
 			msg = internalErrorText(s.logInternal(w, r, err))
 		}
-		s.render(w, r, status, views.Login(email, msg, next))
+		s.render(w, r, status, views.Login(email, msg, safeNext(next)))
 		return
 	}
-	// A new session token at sign-in defeats session fixation.
-	if err := s.sessions.RenewToken(r.Context()); err != nil {
+	if err := s.startSession(r, u.ID); err != nil {
 		s.consoleError(w, r, err)
 		return
 	}
-	s.sessions.Put(r.Context(), sessionUserID, u.ID)
 	s.sessions.Put(r.Context(), sessionEpoch, u.SessionEpoch)
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
@@ -266,9 +265,19 @@ func (s *Server) handleHome(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, views.Home(l))
 }
 
-// safeNext keeps post-login redirects on this site.
+// safeNext keeps post-login redirects on this site: next must be a path
+// (no scheme, no host) starting with exactly one slash, with no control
+// character or backslash in it, as sent or decoded. Browsers drop tabs and
+// newlines and read a backslash as a slash, so "/%09/evil.example" or
+// "/\evil.example" would leave the site. Anything else is "/".
 func safeNext(next string) string {
-	if !strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(next, "/\\") {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	decoded, err := url.PathUnescape(next)
+	if err != nil || strings.ContainsFunc(next+decoded, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
 		return "/"
 	}
 	return next

@@ -28,6 +28,7 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.Post(operatorsPath+"/{id}/password", s.handleResetPassword)
 		r.Post(operatorsPath+"/{id}/sign-out", s.handleSignOutEverywhere)
 		r.Get(adminAuditPath, s.handleAdminAudit)
+		r.Get(reconciliationPath, s.handleReconciliation)
 	})
 }
 

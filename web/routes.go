@@ -17,7 +17,9 @@ func (s *Server) Handler() http.Handler {
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Method(http.MethodGet, "/metrics", s.metrics.handler())
+	if !s.metricsElsewhere {
+		r.Method(http.MethodGet, "/metrics", s.MetricsHandler())
+	}
 
 	// Webhooks authenticate by signature, not by session or token.
 	r.Post("/webhooks/{tenant}/{provider}", s.handleWebhook)
@@ -29,11 +31,12 @@ func (s *Server) Handler() http.Handler {
 
 	r.Handle("/static/*", staticFiles())
 
-	// The console: sessions, cross-origin protection on every state-changing
-	// request, then the operator, then the tenant from their membership.
+	// The console: forms capped, sessions, cross-origin protection on every
+	// state-changing request, then the operator, then the tenant from their
+	// membership.
 	r.Group(func(r chi.Router) {
 		csrf := http.NewCrossOriginProtection()
-		r.Use(securityHeaders, s.sessions.LoadAndSave, csrf.Handler)
+		r.Use(s.securityHeaders, limitConsoleBody, s.loadSession, csrf.Handler)
 		r.Get("/login", s.handleLoginPage)
 		r.Post("/login", s.handleLogin)
 		r.Group(func(r chi.Router) {

@@ -42,6 +42,8 @@ type Services struct {
 	Conflicts domain.ConflictService
 	People    domain.PeopleService
 	Audit     domain.AuditService
+	// Reconciliation serves the last reconciliation report (admin console).
+	Reconciliation domain.ReconciliationService
 }
 
 // Storage is one implementation of every service, as postgres.Store is.
@@ -57,12 +59,13 @@ type Storage interface {
 	domain.ConflictService
 	domain.PeopleService
 	domain.AuditService
+	domain.ReconciliationService
 }
 
 // ServicesOf returns every service from one storage.
 func ServicesOf(st Storage) Services {
 	return Services{Ingest: st, Access: st, Operators: st, Providers: st, Tokens: st, Events: st, Stats: st,
-		Records: st, Conflicts: st, People: st, Audit: st}
+		Records: st, Conflicts: st, People: st, Audit: st, Reconciliation: st}
 }
 
 // Config wires a Server to its dependencies.
@@ -73,8 +76,12 @@ type Config struct {
 	Logger   *slog.Logger
 	Now      func() time.Time // nil means time.Now
 	// PublicURL is the base URL providers call; empty means built from each
-	// request. An https URL also marks session cookies Secure.
+	// request. An https URL also makes the console send HSTS, and its
+	// session cookie Secure even on a loopback address.
 	PublicURL string
+	// MetricsElsewhere leaves /metrics out of Handler, for serve
+	// --metrics-addr to serve MetricsHandler on a listener of its own.
+	MetricsElsewhere bool
 	// TrustedProxies are the networks whose X-Forwarded-For is believed
 	// when they connect; empty means the peer is always the client.
 	TrustedProxies []netip.Prefix
@@ -90,6 +97,10 @@ type Config struct {
 	// RefusalFlush is how often Run writes refused deliveries; 0 means
 	// DefaultRefusalFlush.
 	RefusalFlush time.Duration
+	// Queue, when set, is queued mode (serve --queue): accepted deliveries
+	// are stored in it for the workers instead of ingested, and the
+	// overview shows what waits there.
+	Queue domain.DeliveryQueue
 }
 
 // Server holds the handlers' dependencies.
@@ -105,6 +116,7 @@ type Server struct {
 	conflicts domain.ConflictService
 	people    domain.PeopleService
 	audit     domain.AuditService
+	reconcile domain.ReconciliationService
 	sessions  *scs.SessionManager
 	ping      func(context.Context) error
 	log       *slog.Logger
@@ -113,19 +125,24 @@ type Server struct {
 	publicURL string
 	trusted   []netip.Prefix
 
+	httpsPublic      bool // the public URL is https
+	metricsElsewhere bool
+
 	refusals     *refusalLog
 	refusalFlush time.Duration
 	limits       *refusalLimiter
 	tenantGate   *tenantGate
+	queue        domain.DeliveryQueue // nil: synchronous mode
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
-		people: cfg.People, audit: cfg.Audit, ping: cfg.Ping, log: cfg.Logger,
+		people: cfg.People, audit: cfg.Audit, reconcile: cfg.Reconciliation, ping: cfg.Ping, log: cfg.Logger,
 		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
-		sessions: newSessions(cfg.Sessions, strings.HasPrefix(cfg.PublicURL, "https://"))}
+		sessions: newSessions(cfg.Sessions), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
+		metricsElsewhere: cfg.MetricsElsewhere}
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -137,8 +154,13 @@ func New(cfg Config) *Server {
 		s.refusalFlush = DefaultRefusalFlush
 	}
 	s.limits, s.tenantGate = newRefusalLimiter(cfg.RefusalLimits), newTenantGate(cfg.IngestConns)
+	s.queue = cfg.Queue
 	return s
 }
+
+// MetricsHandler serves the Prometheus metrics, which Handler also serves
+// on /metrics unless Config.MetricsElsewhere is set.
+func (s *Server) MetricsHandler() http.Handler { return s.metrics.handler() }
 
 // errorStatus maps a domain error code to an HTTP status.
 func errorStatus(err error) int {

@@ -115,6 +115,10 @@ func (s *Server) handleWebhook(w http.ResponseWriter, r *http.Request) {
 		events[i].Seq = i
 	}
 	d.Status, d.Signature = http.StatusOK, verdict
+	if s.queue != nil {
+		s.enqueue(ctx, w, r, d, p, kind, body, events, start)
+		return
+	}
 	// Writes need no share of the pool: each tenant's deliveries are written
 	// by its own group committer, on one connection (postgres/group.go).
 	results, err := s.ingest.Ingest(ctx, d, p, events)

@@ -22,8 +22,9 @@ const usage = `tidemark-bench: load and concurrency benchmarks of the tidemark r
 Usage:
   tidemark-bench ingest [flags]
   tidemark-bench burst [flags]
+  tidemark-bench queue [flags]
 
-Both build the tidemark server from this source tree and run it as a child
+All build the tidemark server from this source tree and run it as a child
 process on a scratch database of the PostgreSQL server at --server-url.
 
 Environment:
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return env.benchIngest(ctx, rest)
 	case "burst":
 		return env.benchBurst(ctx, rest)
+	case "queue":
+		return env.benchQueue(ctx, rest)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -36,9 +36,10 @@ type serverProcess struct {
 const tidemarkModule = "github.com/tidemark/tidemark"
 
 // startServer builds tidemark, runs its serve command on a free local port
-// against dbURL with key, and waits until /readyz answers. It returns an
-// error naming the server log when the server does not get ready.
-func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer) (*serverProcess, error) {
+// against dbURL with key and extra flags, and waits until /readyz answers.
+// It returns an error naming the server log when the server does not get
+// ready.
+func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer, extra ...string) (*serverProcess, error) {
 	binDir, err := os.MkdirTemp("", "tidemark-bench-bin-*")
 	if err != nil {
 		return nil, err
@@ -60,7 +61,7 @@ func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer) (
 	}
 	// The public URL is the address the bench calls, whatever the caller's
 	// TIDEMARK_PUBLIC_URL: HubSpot signatures cover it.
-	cmd := exec.Command(exe, "serve", "--addr", addr, "--public-url", "http://"+addr)
+	cmd := exec.Command(exe, append([]string{"serve", "--addr", addr, "--public-url", "http://" + addr}, extra...)...)
 	cmd.Env = append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY"),
 		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
 	cmd.Stdout, cmd.Stderr = logFile, logFile

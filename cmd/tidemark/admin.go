@@ -517,18 +517,22 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 }
 
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {
-	fs := e.flags("cleanup", "cleanup [--retention 720h]\n\n"+
+	fs := e.flags("cleanup", "cleanup [--retention 720h] [--history-retention DURATION]\n\n"+
 		"Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n"+
-		"partitions past retention and audit entries older than 400 days, and prepare the\n"+
-		"partitions of the next 30 days. A pass\n"+
-		"is skipped while another process runs one; steps that wait on a long transaction\n"+
-		"are deferred to the next pass.")
+		"partitions past retention, accepted revisions and resolved conflicts past the\n"+
+		"history retention and audit entries older than 400 days, and prepare the partitions\n"+
+		"of the next 30 days. A pass is skipped while another process runs one; steps that\n"+
+		"wait on a long transaction are deferred to the next pass.")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
+	historyRetention := historyRetentionFlag(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		if err := checkRetention(ctx, s, *retention); err != nil {
+			return err
+		}
+		if err := keepHistory(s, *historyRetention); err != nil {
 			return err
 		}
 		report, err := s.Cleanup(ctx, time.Now(), *retention)

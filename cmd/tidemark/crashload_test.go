@@ -171,10 +171,12 @@ func buildTidemark(t *testing.T) string {
 }
 
 // startServer runs `tidemark serve` on a free port with env and waits for
-// it to say where it listens. The process is killed when t ends.
-func startServer(t *testing.T, exe string, env []string) *crashServer {
+// it to say where it listens, with extra flags. The process is killed when
+// t ends.
+func startServer(t *testing.T, exe string, env []string, extra ...string) *crashServer {
 	t.Helper()
-	s := &crashServer{cmd: exec.Command(exe, "serve", "--addr", "127.0.0.1:0"), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)
+	s := &crashServer{cmd: exec.Command(exe, args...), stderr: &syncBuffer{}, exited: make(chan struct{})}
 	var stdout syncBuffer
 	s.cmd.Env, s.cmd.Dir = env, t.TempDir()
 	s.cmd.Stdout, s.cmd.Stderr = &stdout, s.stderr

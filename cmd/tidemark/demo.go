@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +12,8 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -468,4 +472,76 @@ func demoHistory() []*demoStep {
 		p.add(&demoStep{provider: demoProvider, id: fmt.Sprintf("signup-%02d", i+1), typ: "lead.signup", data: l})
 	}
 	return p.steps
+}
+
+// Demo tenant of the embedded default.
+const (
+	demoTenant   = "demo"
+	demoProvider = "crm"
+	demoEmail    = "demo@tidemark.local"
+)
+
+// announceDemo sets the demo up on the embedded database's first start
+// (the demo tenant, its standard provider, sample history and a demo admin
+// whose password it prints that once), then prints how to use it.
+func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base string) error {
+	login := fmt.Sprintf("%s (password shown at the first start; to set a new one:\n"+
+		"               %s user password --email %s --password-stdin)", demoEmail, selfCommand(), demoEmail)
+	ctx = domain.WithActor(ctx, cliActor(e.getenv))
+	if _, err := store.Tenant(ctx, demoTenant); err != nil {
+		if domain.ErrorCode(err) != domain.ENOTFOUND {
+			return err
+		}
+		// An operator left by a start that failed before the tenant existed
+		// keeps its unshown password: user password resets it.
+		password := newDemoPassword()
+		switch err := store.CreateUser(ctx, demoEmail, password, true, "", ""); {
+		case err == nil:
+			login = fmt.Sprintf("%s / %s   (shown this once: keep it)", demoEmail, password)
+		case domain.ErrorCode(err) != domain.ECONFLICT:
+			return err
+		}
+		t, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
+		if err != nil {
+			return err
+		}
+		if _, err := store.ConnectProvider(ctx, t.ID, demoProvider, provider.Standard.Name(), provider.NewStandardSecret(), nil); err != nil {
+			return err
+		}
+		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")
+		if err := seedDemo(ctx, store, e.stdout); err != nil {
+			return fmt.Errorf("seed demo history: %w", err)
+		}
+	}
+	// Earlier versions kept the password beside the database.
+	if err := os.Remove(filepath.Join(dataDir, "demo-password")); err == nil {
+		fmt.Fprintf(e.stderr, "removed ./%s/demo-password: the demo password is no longer kept on disk\n", dataDir)
+	}
+	p, err := store.Endpoint(ctx, demoTenant, demoProvider)
+	if err != nil {
+		return err
+	}
+	if len(p.Secrets) == 0 {
+		return fmt.Errorf("the demo provider has no secret that decrypts (see the log): %s provider rotate --tenant %s --name %s",
+			selfCommand(), demoTenant, demoProvider)
+	}
+	fmt.Fprintf(e.stdout, `
+Embedded demo (data in ./%s):
+  console:     %s/t/%s
+  login:       %s
+  webhook URL: %s/webhooks/%s/%s
+  API token:   %s token create --tenant %s
+  send a signed test event:
+    %s send --url %s/webhooks/%s/%s --secret %s --contact c-1001 --revision 1 --snapshot '{"job_title":"Director"}'
+
+`, dataDir, base, demoTenant, login, base, demoTenant, demoProvider,
+		selfCommand(), demoTenant, selfCommand(), base, demoTenant, demoProvider, p.Secrets[0])
+	return nil
+}
+
+// newDemoPassword returns a random password for the demo operator.
+func newDemoPassword() string {
+	raw := make([]byte, 12)
+	crand.Read(raw)
+	return base64.RawURLEncoding.EncodeToString(raw)
 }

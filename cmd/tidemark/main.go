@@ -17,7 +17,9 @@ import (
 const usage = `tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.
 
 Usage:
-  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]
+  tidemark serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]
+                 [--metrics-addr ADDR] [--allow-remote] [--queue nats://HOST:4222 [--stream TIDEMARK] [--stream-replicas 1] [--stream-duplicates 2m]]
+  tidemark worker --queue nats://HOST:4222 [--stream TIDEMARK]
   tidemark migrate
   tidemark tenant create SLUG [--name NAME]
   tidemark provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--max-body SIZE] [--public-url URL]
@@ -27,7 +29,8 @@ Usage:
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
   tidemark user password --email EMAIL --password-stdin
-  tidemark cleanup [--retention 720h]
+  tidemark cleanup [--retention 720h] [--history-retention DURATION]
+  tidemark audit [--tenant SLUG]
   tidemark secrets rekey [--batch 500]
   tidemark send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON]
 
@@ -42,6 +45,7 @@ Environment:
                            ./.tidemark/encryption.key.
   TIDEMARK_PUBLIC_URL      base URL providers call (same as serve --public-url).
   TIDEMARK_TRUSTED_PROXIES same as serve --trusted-proxies.
+  TIDEMARK_QUEUE           same as serve --queue and worker --queue.
 
 Run "tidemark COMMAND --help" for a command's flags.
 `
@@ -77,10 +81,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	switch cmd {
 	case "serve":
 		return env.serve(ctx, rest)
+	case "worker":
+		return env.worker(ctx, rest)
 	case "migrate":
 		return env.migrate(ctx, rest)
 	case "cleanup":
 		return env.cleanup(ctx, rest)
+	case "audit":
+		return env.audit(ctx, rest)
 	case "send":
 		return env.send(ctx, rest)
 	case "tenant", "provider", "token", "user", "secrets":

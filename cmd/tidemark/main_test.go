@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -164,6 +166,26 @@ func TestServeEmbeddedDefault(t *testing.T) {
 			t.Errorf("serve output lacks %q:\n%s", want, out.String())
 		}
 	}
+	// The demo operator's password is printed at the first start only, and
+	// signs in; the folder is the owner's alone.
+	login := regexp.MustCompile(`demo@tidemark\.local / (\S+)`).FindStringSubmatch(out.String())
+	if login == nil {
+		stop()
+		t.Fatalf("the first start printed no demo password:\n%s", out.String())
+	}
+	base, _, _ := strings.Cut(sendCmd[1], "/webhooks/")
+	resp, err := (&http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}).
+		PostForm(base+"/login", url.Values{"email": {"demo@tidemark.local"}, "password": {login[1]}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" {
+		t.Errorf("the printed demo password did not sign in: %d to %q", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	if fi, err := os.Stat(dataDir); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Errorf("./%s: %v, mode %v; want 0700", dataDir, err, fi.Mode().Perm())
+	}
 	send := func(url string) string {
 		got, _, err := tidemark(t, nil, "", "send", "--url", url, "--secret", sendCmd[2], "--id", "readme-1")
 		if err != nil {
@@ -181,6 +203,9 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	again := regexp.MustCompile(`send --url (\S+) --secret (\S+)`).FindStringSubmatch(out.String())
 	if again == nil || again[2] != sendCmd[2] {
 		t.Fatalf("the demo secret changed across restarts:\n%s", out.String())
+	}
+	if strings.Contains(out.String(), login[1]) || !strings.Contains(out.String(), "user password --email demo@tidemark.local --password-stdin") {
+		t.Errorf("the second start printed the demo password, or not how to reset it:\n%s", out.String())
 	}
 	if got := send(again[1]); !strings.Contains(got, `"outcome":"duplicate"`) {
 		t.Fatalf("send after restart: %s (want duplicate: data kept)", got)

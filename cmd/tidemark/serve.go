@@ -3,13 +3,12 @@ package main
 import (
 	"cmp"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,7 +19,6 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // cleanupEvery is how often serve runs the TTL and retention cleanup;
@@ -47,19 +45,26 @@ const (
 )
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--read-timeout 5s] [--trusted-proxies CIDR,...] [--memory-limit 48MiB]\n\n"+
+	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s]\n"+
+		"      [--trusted-proxies CIDR,...] [--memory-limit 48MiB] [--metrics-addr ADDR] [--allow-remote]\n"+
+		"      [--queue nats://HOST:4222 [--stream TIDEMARK] [--stream-replicas 1] [--stream-duplicates 2m]]\n\n"+
 		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
-		"and runs the cleanup job every hour. Without DATABASE_URL it starts an embedded\n"+
-		"PostgreSQL under ./.tidemark with a demo tenant.")
+		"and runs the cleanup job every hour and the reconciliation every night. Without\n"+
+		"DATABASE_URL it starts an embedded PostgreSQL under ./.tidemark with a demo tenant, and\n"+
+		"listens on loopback only unless --allow-remote is given.")
 	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
+	allowRemote := fs.Bool("allow-remote", false, "with the embedded database, allow an --addr that is not a loopback address")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address instead of --addr (default: on --addr)")
 	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
+	historyRetention := historyRetentionFlag(fs)
 	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
 		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
 	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
 		"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter")
 	memoryLimit := fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
 		"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)")
+	qf := e.addQueueFlags(fs, true)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -72,6 +77,10 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	trusted, err := domain.ParseNetworks(*proxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies (or TIDEMARK_TRUSTED_PROXIES): %w", err)
+	}
+	if e.getenv("DATABASE_URL") == "" && !*allowRemote && !isLoopback(*addr) {
+		return fmt.Errorf("serve: --addr %s is not a loopback address, and the embedded database's demo would be reachable "+
+			"from the network: listen on 127.0.0.1, set DATABASE_URL, or pass --allow-remote", *addr)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 
@@ -93,6 +102,9 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
 	if err := checkRetention(ctx, store, *retention); err != nil {
+		return err
+	}
+	if err := keepHistory(store, *historyRetention); err != nil {
 		return err
 	}
 	// A long transaction on the logs can make this give up (EUNAVAILABLE):
@@ -125,20 +137,33 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		}
 	}
 
+	queued, closeQueue, err := qf.startQueue(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer closeQueue()
 	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
-		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{postgres.GroupSize}, IngestConns: int(store.Pool().Config().MaxConns)})
-	srv := &http.Server{
-		Handler:           handler.Handler(),
-		ReadHeaderTimeout: httpReadHeaderTimeout,
-		ReadTimeout:       httpReadTimeout,
-		WriteTimeout:      httpWriteTimeout,
-		IdleTimeout:       httpIdleTimeout,
+		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, Queue: queued.queue,
+		Collectors: append([]prometheus.Collector{postgres.GroupSize, store.ReconciliationMetrics()}, queued.collectors...), IngestConns: int(store.Pool().Config().MaxConns),
+		MetricsElsewhere: *metricsAddr != ""})
+	srv := newHTTPServer(handler.Handler())
+	errc := make(chan error, 2)
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", handler.MetricsHandler())
+		msrv := newHTTPServer(mux)
+		defer msrv.Close()
+		go func() { errc <- msrv.Serve(mln) }()
+		fmt.Fprintf(e.stdout, "Metrics are served on http://%s/metrics\n", mln.Addr())
 	}
 	go runCleanup(ctx, store, *retention, log)
+	go runReconciliation(ctx, store, log)
 	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
 	go handler.Run(ctx)
-	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
 
@@ -162,6 +187,30 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	return nil
+}
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		WriteTimeout:      httpWriteTimeout,
+		IdleTimeout:       httpIdleTimeout,
+	}
+}
+
+// isLoopback reports whether addr (host:port) listens on loopback only;
+// an empty host means every interface.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.Unmap().IsLoopback()
 }
 
 // runCleanup runs one cleanup pass now and then every cleanupEvery (or
@@ -189,75 +238,6 @@ func runCleanup(ctx context.Context, store *postgres.Store, retention time.Durat
 		case <-time.After(next):
 		}
 	}
-}
-
-// Demo tenant of the embedded default.
-const (
-	demoTenant   = "demo"
-	demoProvider = "crm"
-	demoEmail    = "demo@tidemark.local"
-)
-
-// announceDemo makes sure the demo tenant, its standard provider and a demo
-// operator exist, then prints how to use them.
-func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base string) error {
-	ctx = domain.WithActor(ctx, cliActor(e.getenv)) // the demo is set up by whoever runs serve
-	if _, err := store.Tenant(ctx, demoTenant); err != nil {
-		if domain.ErrorCode(err) != domain.ENOTFOUND {
-			return err
-		}
-		t, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
-		if err != nil {
-			return err
-		}
-		if _, err := store.ConnectProvider(ctx, t.ID, demoProvider, provider.Standard.Name(), provider.NewStandardSecret(), nil); err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")
-		if err := seedDemo(ctx, store, e.stdout); err != nil {
-			return fmt.Errorf("seed demo history: %w", err)
-		}
-	}
-	password, err := demoPassword()
-	if err != nil {
-		return err
-	}
-	if err := store.CreateUser(ctx, demoEmail, password, true, "", ""); err != nil && domain.ErrorCode(err) != domain.ECONFLICT {
-		return err
-	}
-	p, err := store.Endpoint(ctx, demoTenant, demoProvider)
-	if err != nil {
-		return err
-	}
-	if len(p.Secrets) == 0 {
-		return fmt.Errorf("the demo provider has no secret that decrypts (see the log): %s provider rotate --tenant %s --name %s",
-			selfCommand(), demoTenant, demoProvider)
-	}
-	fmt.Fprintf(e.stdout, `
-Embedded demo (data in ./%s):
-  console:     %s/t/%s
-  login:       %s / %s
-  webhook URL: %s/webhooks/%s/%s
-  API token:   %s token create --tenant %s
-  send a signed test event:
-    %s send --url %s/webhooks/%s/%s --secret %s --contact c-1001 --revision 1 --snapshot '{"job_title":"Director"}'
-
-`, dataDir, base, demoTenant, demoEmail, password, base, demoTenant, demoProvider,
-		selfCommand(), demoTenant, selfCommand(), base, demoTenant, demoProvider, p.Secrets[0])
-	return nil
-}
-
-// demoPassword returns the demo operator's password, generated on first
-// start and kept beside the embedded database.
-func demoPassword() (string, error) {
-	path := filepath.Join(dataDir, "demo-password")
-	if b, err := os.ReadFile(path); err == nil {
-		return strings.TrimSpace(string(b)), nil
-	}
-	raw := make([]byte, 12)
-	rand.Read(raw)
-	password := base64.RawURLEncoding.EncodeToString(raw)
-	return password, os.WriteFile(path, []byte(password+"\n"), 0o600)
 }
 
 // selfCommand is how the user can run this binary again: "go run

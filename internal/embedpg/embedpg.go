@@ -2,9 +2,10 @@
 // when no DATABASE_URL is given, so a first-time user gets a working
 // server without setting up a database by hand.
 //
-// The cluster lives entirely under one directory and listens only on a
-// Unix socket inside it, so it cannot clash with (or be reached through)
-// any system-wide PostgreSQL on TCP port 5432.
+// The cluster lives entirely under one directory, readable by its owner
+// only, and listens only on a Unix socket inside it, so it cannot clash
+// with (or be reached through) any system-wide PostgreSQL on TCP port 5432,
+// nor be reached by other users of the machine.
 package embedpg
 
 import (
@@ -84,15 +85,17 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 		return nil, fmt.Errorf("embedded PostgreSQL: socket path %s is %d bytes, over the Unix limit of %d: run tidemark from a folder with a shorter path, or set DATABASE_URL", sock, len(sock), maxSocketPath)
 	}
 
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
-		return nil, err
-	}
-	// postgres insists on 0700 (or 0750) for its data directory.
-	if err := os.MkdirAll(pgdata, 0o700); err != nil {
-		return nil, err
+	// Only the owner may enter the cluster's folders: the socket accepts
+	// anyone who reaches it (trust auth), and the folder holds the
+	// encryption key of provider secrets. Folders made by an earlier
+	// version with wider modes are narrowed.
+	for _, d := range []string{dir, runDir, pgdata} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			return nil, err
+		}
+		if err := os.Chmod(d, 0o700); err != nil {
+			return nil, err
+		}
 	}
 
 	// initdb and postgres refuse to run as root, so drop to the postgres
@@ -109,8 +112,12 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 		}
 	}
 
-	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logFile, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
+		return nil, err
+	}
+	if err := logFile.Chmod(0o600); err != nil {
+		logFile.Close()
 		return nil, err
 	}
 	defer logFile.Close() // the child keeps its own copy of the descriptor
@@ -138,7 +145,7 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 	fmt.Fprintf(log, "starting PostgreSQL (data %s, log %s)\n", pgdata, logPath)
 	off := logOffset(logFile)
 	cmd := exec.Command(postgres, "-D", pgdata, "-k", runDir,
-		"-c", "listen_addresses=", "-c", "port="+port, "-c", "max_connections=100",
+		"-c", "listen_addresses=", "-c", "port="+port, "-c", "unix_socket_permissions=0700", "-c", "max_connections=100",
 		"-c", "shared_buffers=64MB", "-c", "fsync=on")
 	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{

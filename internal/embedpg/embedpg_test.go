@@ -53,6 +53,7 @@ func TestStartReusesData(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close(ctx)
+	checkPrivate(t, dir)
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -60,11 +61,21 @@ func TestStartReusesData(t *testing.T) {
 		t.Fatalf("second Stop: %v", err)
 	}
 
+	// As an earlier version left them: the next start narrows them again.
+	for _, d := range []string{dir, filepath.Join(dir, "run")} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(filepath.Join(dir, "postgres.log"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	log.Reset()
 	c = start(t, dir, &log)
 	if strings.Contains(log.String(), "initialising") {
 		t.Errorf("second start re-initialised the cluster; log:\n%s", log.String())
 	}
+	checkPrivate(t, dir)
 	conn, err = pgx.Connect(ctx, c.URL())
 	if err != nil {
 		t.Fatal(err)
@@ -76,6 +87,24 @@ func TestStartReusesData(t *testing.T) {
 	}
 	if err := c.Stop(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// checkPrivate fails t unless the cluster's folders, log and socket are
+// the owner's alone.
+func checkPrivate(t *testing.T, dir string) {
+	t.Helper()
+	for path, want := range map[string]os.FileMode{
+		dir: 0o700, filepath.Join(dir, "run"): 0o700, filepath.Join(dir, "pgdata"): 0o700,
+		filepath.Join(dir, "postgres.log"): 0o600, filepath.Join(dir, "run", ".s.PGSQL."+port): 0o700,
+	} {
+		fi, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := fi.Mode().Perm(); got != want {
+			t.Errorf("%s has mode %o, want %o", path, got, want)
+		}
 	}
 }
 

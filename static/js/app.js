@@ -14,3 +14,8 @@ document.addEventListener("submit", function (e) {
   var message = e.target.getAttribute("data-confirm");
   if (message && !window.confirm(message)) e.preventDefault();
 });
+// Background refreshes (hx-trigger="every ...") say so, so that they do not
+// keep an idle session alive (web/session.go).
+document.addEventListener("htmx:configRequest", function (e) {
+  if (/^every\s/.test(e.detail.elt.getAttribute("hx-trigger") || "")) e.detail.headers["X-Tidemark-Poll"] = "1";
+});

@@ -390,6 +390,12 @@ func (hubspot) Respond(w http.ResponseWriter, deliveryID string, results []domai
 	respondJSON(w, deliveryID, results)
 }
 
+// RespondQueued answers 200, as for a delivery applied at once: HubSpot
+// counts any 2xx as delivered, and 200 is what its documentation shows.
+func (hubspot) RespondQueued(w http.ResponseWriter, deliveryID, status string) int {
+	return writeQueued(w, http.StatusOK, deliveryID, status)
+}
+
 func (hubspot) Form() Form {
 	return Form{Legend: "For HubSpot", Fields: []Field{
 		hubspotSecretField,

@@ -217,6 +217,13 @@ func (salesforce) Respond(w http.ResponseWriter, deliveryID string, results []do
 	io.WriteString(w, salesforceAck)
 }
 
+// RespondQueued answers the same Ack: Salesforce resends an outbound
+// message until it reads one, whatever the HTTP status.
+func (s salesforce) RespondQueued(w http.ResponseWriter, deliveryID, _ string) int {
+	s.Respond(w, deliveryID, nil)
+	return http.StatusOK
+}
+
 // sfEnvelope is what decodeSalesforce reads from a notifications call.
 type sfEnvelope struct {
 	orgID string

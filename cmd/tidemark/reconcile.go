@@ -1,0 +1,86 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tidemark/tidemark/postgres"
+)
+
+func (e cliEnv) audit(ctx context.Context, args []string) error {
+	fs := e.flags("audit", "audit [--tenant SLUG]\n\n"+
+		"Check the invariants Tidemark's guarantees rest on (reconciliation, see\n"+
+		"docs/contract.md), print each violation with its ids, then a one-line total. Exits 0\n"+
+		"when there are none, 1 otherwise. Without --tenant every tenant is checked and the report\n"+
+		"becomes the last one, which the admin console and /metrics show; serve runs this\n"+
+		"check every night.")
+	tenant := fs.String("tenant", "", "check only this tenant (the report is printed, not stored)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		var tenantID int64
+		if *tenant != "" {
+			t, err := s.Tenant(ctx, *tenant)
+			if err != nil {
+				return err
+			}
+			tenantID = t.ID
+		}
+		r, err := s.Reconcile(ctx, tenantID, 0)
+		if err != nil {
+			return err
+		}
+		for _, v := range r.Violations {
+			fmt.Fprintln(e.stdout, v)
+		}
+		fmt.Fprintln(e.stdout, r.Summary())
+		if *tenant == "" {
+			if err := s.SaveReconciliation(ctx, r); err != nil {
+				return fmt.Errorf("store the report: %w", err)
+			}
+		}
+		if n := r.Total(); n == 1 {
+			return fmt.Errorf("audit found 1 violation")
+		} else if n > 1 {
+			return fmt.Errorf("audit found %d violations", n)
+		}
+		return nil
+	})
+}
+
+// reconcileCheckEvery is how often serve checks whether the nightly
+// reconciliation is due (domain.ReconciliationDue), the first time that
+// long after it starts; reconcileRetry, how long it waits after a run
+// failed, since a run reads whole tables.
+const (
+	reconcileCheckEvery = 15 * time.Minute
+	reconcileRetry      = time.Hour
+)
+
+// runReconciliation runs the nightly reconciliation when it is due, until
+// ctx ends. Several nodes may check at once: one runs it, the others skip.
+func runReconciliation(ctx context.Context, store *postgres.Store, log *slog.Logger) {
+	next := reconcileCheckEvery
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(next):
+		}
+		next = reconcileCheckEvery
+		r, ran, err := store.ReconcileNightly(ctx, time.Now())
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			log.Error("reconciliation failed; retrying in an hour", "err", err)
+			next = reconcileRetry
+		case ran && r.Total() > 0:
+			log.Warn("reconciliation found violations (see /admin/reconciliation or run tidemark audit)", "report", r.Summary())
+		case ran:
+			log.Info("reconciliation", "report", r.Summary())
+		}
+	}
+}

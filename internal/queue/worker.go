@@ -1,0 +1,263 @@
+package queue
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// Settings of the consumers and of each message's handling.
+const (
+	// ackWait is how long JetStream waits for a worker's acknowledgement
+	// before delivering the message again (to any worker). A worker
+	// extends it before each attempt, so only a dead one lets it pass; it
+	// is how long a dead worker's partition waits.
+	ackWait = 10 * time.Second
+	// ingestTimeout bounds one attempt at a delivery's ingest, well within
+	// ackWait.
+	ingestTimeout = 5 * time.Second
+	// MaxAttempts is how often a delivery may fail for a reason other than
+	// an unavailable database (its provider was deleted, a bug) before it
+	// is moved to the dead-letter stream. Deliveries of the message to
+	// workers that died count too: a message that kills workers is poison.
+	MaxAttempts = 5
+)
+
+// WorkerStats counts what a worker did with the messages it took.
+type WorkerStats struct {
+	Applied     atomic.Int64 // ingested and committed
+	Events      atomic.Int64 // their events
+	Already     atomic.Int64 // delivered again after their commit: acknowledged, nothing written
+	Refused     atomic.Int64 // refused by the database (a 400 in synchronous mode): logged as refused deliveries
+	DeadLetters atomic.Int64 // moved to the dead-letter stream
+}
+
+func (s *WorkerStats) String() string {
+	return fmt.Sprintf("%d deliveries applied (%d events), %d already applied, %d refused, %d dead letters",
+		s.Applied.Load(), s.Events.Load(), s.Already.Load(), s.Refused.Load(), s.DeadLetters.Load())
+}
+
+// consumerName names the durable consumer of partition p.
+func consumerName(p int) string { return fmt.Sprintf("in-%02d", p) }
+
+func (q *Queue) consumerConfig(p int) jetstream.ConsumerConfig {
+	return jetstream.ConsumerConfig{
+		Durable:       consumerName(p),
+		Description:   "Tidemark workers: partition " + strconv.Itoa(p),
+		FilterSubject: q.cfg.Stream + ".in." + strconv.Itoa(p) + ".*",
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       ackWait,
+		MaxDeliver:    -1, // the worker decides when a message is poison
+		// One message of a partition at a time, across all workers: the
+		// order of its tenants' deliveries is the stream's.
+		MaxAckPending: 1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+}
+
+// Work consumes every partition until ctx ends, applying each delivery with
+// store, and returns what it did. It keeps trying while NATS or the
+// database is unavailable.
+func (q *Queue) Work(ctx context.Context, store domain.QueueStore, stats *WorkerStats) {
+	for {
+		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		err := q.Ensure(ectx, false)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		q.log.Warn("delivery queue not ready; the worker waits for it", "err", err)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	var wg sync.WaitGroup
+	for p := range Partitions {
+		wg.Go(func() { q.consume(ctx, p, store, stats) })
+	}
+	wg.Wait()
+}
+
+// consume takes partition p's messages one at a time until ctx ends.
+func (q *Queue) consume(ctx context.Context, p int, store domain.QueueStore, stats *WorkerStats) {
+	for ctx.Err() == nil {
+		cons, err := q.js.CreateOrUpdateConsumer(ctx, q.cfg.Stream, q.consumerConfig(p))
+		var it jetstream.MessagesContext
+		if err == nil {
+			it, err = cons.Messages(jetstream.PullMaxMessages(1))
+		}
+		if err != nil {
+			if ctx.Err() == nil {
+				q.log.Warn("delivery queue consumer not ready", "partition", p, "err", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+			continue
+		}
+		for {
+			msg, err := it.Next(jetstream.NextContext(ctx))
+			if err != nil {
+				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
+					q.log.Warn("delivery queue consumer", "partition", p, "err", err)
+				}
+				break
+			}
+			q.handle(ctx, msg, store, stats)
+		}
+		it.Stop()
+	}
+}
+
+// handle applies one message and acknowledges it after the commit. It
+// holds the message while it retries, so its partition waits, in order:
+// indefinitely while the database is unavailable, MaxAttempts times in all
+// for any other failure, after which the message is a dead letter.
+func (q *Queue) handle(ctx context.Context, msg jetstream.Msg, store domain.QueueStore, stats *WorkerStats) {
+	attempts := 1
+	if meta, err := msg.Metadata(); err == nil {
+		attempts = int(meta.NumDelivered)
+	}
+	qd, err := decode(msg.Data())
+	var version errVersion
+	if errors.As(err, &version) {
+		// Left for a worker that reads it (workers are upgraded first).
+		q.log.Error("queued delivery left for a newer worker", "err", err)
+		msg.NakWithDelay(5 * time.Second)
+		return
+	}
+	if err != nil {
+		q.deadLetter(ctx, msg, attempts, err, stats)
+		return
+	}
+	wait, warned := 100*time.Millisecond, time.Time{}
+	for {
+		msg.InProgress()
+		err := q.apply(ctx, qd, attempts > 1, store, stats)
+		switch {
+		case err == nil:
+			// A lost acknowledgement redelivers the message, which then
+			// finds its delivery recorded.
+			msg.Ack()
+			return
+		case ctx.Err() != nil:
+			msg.Nak() // another worker takes it at once
+			return
+		case domain.ErrorCode(err) == domain.EUNAVAILABLE || errors.Is(err, context.DeadlineExceeded):
+			if time.Since(warned) > 30*time.Second {
+				q.log.Warn("queued delivery waits for the database: retrying", "delivery", qd.Delivery.ID, "err", err)
+				warned = time.Now()
+			}
+		case attempts >= MaxAttempts:
+			q.deadLetter(ctx, msg, attempts, err, stats)
+			return
+		default:
+			q.log.Warn("queued delivery failed; retrying", "delivery", qd.Delivery.ID, "attempt", attempts, "err", err)
+			attempts++
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// apply ingests qd as synchronous mode would have at its receipt: the same
+// delivery (id, receipt time, verdict) and events through the same
+// IngestService.Ingest. A delivery already recorded (its message was
+// delivered again after a worker committed it and died, or its ack was
+// lost) is acknowledged without writing anything: ingesting it again would
+// fail on the delivery's primary key, so it is never applied twice.
+func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered bool, store domain.QueueStore, stats *WorkerStats) error {
+	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
+	defer cancel()
+	d := qd.Delivery
+	if redelivered {
+		if done, err := store.DeliveryRecorded(ctx, d.TenantID, d.ID, d.ReceivedAt); err != nil || done {
+			if done {
+				stats.Already.Add(1)
+			}
+			return err
+		}
+	}
+	p, err := store.Endpoint(ctx, qd.TenantSlug, qd.ProviderName)
+	if err == nil && (p.TenantID != d.TenantID || p.ID != d.ProviderID) {
+		err = domain.Errorf(domain.ENOTFOUND, "provider %s of tenant %s was deleted since the delivery was queued", qd.ProviderName, qd.TenantSlug)
+	}
+	if err != nil {
+		return err
+	}
+	results, err := store.Ingest(ctx, d, p, qd.Events)
+	if err == nil {
+		stats.Applied.Add(1)
+		stats.Events.Add(int64(len(results)))
+		return nil
+	}
+	if domain.ErrorCode(err) == domain.EINVALID {
+		// Synchronous mode answers 400 and logs a refused delivery.
+		d.Status, d.Reason = 400, domain.ErrorMessage(err)
+		count := domain.RefusalCount{TenantID: d.TenantID, ProviderID: d.ProviderID, Hour: d.ReceivedAt.UTC().Truncate(time.Hour), N: 1}
+		if err := store.LogRefusals(ctx, []domain.RefusalCount{count}, []domain.Delivery{d}); err != nil {
+			return err
+		}
+		stats.Refused.Add(1)
+		q.log.Warn("queued delivery refused by the database, logged as a refused delivery", "delivery", d.ID,
+			"tenant", qd.TenantSlug, "provider", qd.ProviderName, "reason", d.Reason)
+		return nil
+	}
+	// Another attempt at it may have committed (a timed-out group commit
+	// that went through, a second worker after the ack wait).
+	if done, rerr := store.DeliveryRecorded(ctx, d.TenantID, d.ID, d.ReceivedAt); rerr == nil && done {
+		stats.Already.Add(1)
+		return nil
+	}
+	return err
+}
+
+// deadLetter moves msg to the dead-letter stream, with why and after how
+// many attempts, then acknowledges it so that its partition goes on.
+func (q *Queue) deadLetter(ctx context.Context, msg jetstream.Msg, attempts int, why error, stats *WorkerStats) {
+	subject := strings.Replace(msg.Subject(), q.cfg.Stream+".in.", q.cfg.Stream+".dead.", 1)
+	out := &nats.Msg{Subject: subject, Data: msg.Data(), Header: nats.Header{}}
+	for k, v := range msg.Headers() {
+		out.Header[k] = v
+	}
+	out.Header.Set(headerReason, why.Error())
+	out.Header.Set(headerAttempts, strconv.Itoa(attempts))
+	// A worker dying between this publish and the ack publishes it again:
+	// the same id within the duplicate window stores it once.
+	id := "dead-" + msg.Headers().Get(jetstream.MsgIDHeader)
+	for {
+		_, err := q.js.PublishMsg(ctx, out, jetstream.WithMsgID(id), jetstream.WithExpectStream(q.DeadStream()))
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			msg.Nak()
+			return
+		}
+		q.log.Warn("could not store a dead letter; retrying", "err", err)
+		msg.InProgress()
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	msg.Ack()
+	stats.DeadLetters.Add(1)
+	q.log.Error("queued delivery moved to the dead-letter stream", "stream", q.DeadStream(), "subject", subject,
+		"delivery", msg.Headers().Get(headerDelivery), "attempts", attempts, "err", why)
+}
