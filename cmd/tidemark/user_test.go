@@ -34,7 +34,7 @@ func TestUserPassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorOperator, Name: "ops@example.com"})
 	before, err := store.Authenticate(ctx, "ops@example.com", "correct horse battery", "192.0.2.1")
 	if err != nil {
 		t.Fatal(err)
