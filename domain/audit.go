@@ -41,13 +41,53 @@ func ActorFrom(ctx context.Context) (Actor, bool) {
 type AuditEntry struct {
 	ID            int64
 	At            time.Time
-	TenantID      int64 // 0 for changes outside any tenant (operators, sign-ins)
+	TenantID      int64  // 0 for changes outside any tenant (operators, sign-ins)
+	TenantSlug    string // "" outside any tenant
 	Actor         string
 	ActorKind     string
 	Action        string
 	Target        string
 	Summary       string
 	ClientAddress string
+}
+
+// Actions the providers, scopes, conflicts and operators record.
+const (
+	AuditConflictResolve     = "conflict_resolve"
+	AuditProviderCreate      = "provider_create"
+	AuditProviderRotate      = "provider_rotate"
+	AuditProviderRetire      = "provider_retire"
+	AuditProviderUpdate      = "provider_update"
+	AuditProviderSecretShown = "provider_secret_shown"
+	AuditScopeUpdate         = "scope_update"
+	AuditOperatorAdmin       = "operator_admin"
+	AuditOperatorDisable     = "operator_disable"
+	AuditOperatorEnable      = "operator_enable"
+	AuditOperatorPassword    = "operator_password"
+	AuditOperatorSignOut     = "operator_sign_out"
+)
+
+// AuditQuery narrows the audit log; zero fields match everything.
+type AuditQuery struct {
+	// TenantID is the tenant whose entries are listed (0: the changes
+	// outside any tenant). AllTenants lists every entry instead, for admins.
+	TenantID   int64
+	AllTenants bool
+	Actor      string    // the actor's name exactly: an email, a token's name
+	Action     string    // exactly
+	From       time.Time // at or after
+	Before     time.Time // before
+}
+
+// AuditService reads the audit log. Entries are written only by the
+// services whose changes they record, in the same transaction.
+type AuditService interface {
+	// AuditLog lists the entries q selects, newest first, and the cursor of
+	// the next page ("" on the last). A malformed cursor is EINVALID.
+	AuditLog(ctx context.Context, q AuditQuery, page Page) ([]AuditEntry, string, error)
+	// AuditActions lists the actions recorded among the entries q's tenant
+	// selects (its other filters are ignored), sorted, for a filter's choices.
+	AuditActions(ctx context.Context, q AuditQuery) ([]string, error)
 }
 
 // Role is what a member may do within a tenant; each role may do what the

@@ -72,7 +72,8 @@ type ConflictService interface {
 	// ConflictDetail returns one conflict with the current state of its
 	// record, or an ENOTFOUND error.
 	ConflictDetail(ctx context.Context, tenantID, conflictID int64) (ConflictDetail, error)
-	// ResolveConflict keeps or adopts the conflicting snapshot. Adopting
-	// returns an ECONFLICT error when the record has moved past the revision.
+	// ResolveConflict keeps or adopts the conflicting snapshot, recorded in
+	// the audit log with the actor of ctx. Adopting returns an ECONFLICT
+	// error when the record has moved past the revision.
 	ResolveConflict(ctx context.Context, tenantID, conflictID int64, resolution, note, by string) (Conflict, error)
 }

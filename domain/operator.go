@@ -11,6 +11,11 @@ type User struct {
 	ID      int64
 	Email   string
 	IsAdmin bool
+	// Disabled operators cannot sign in, and their sessions end.
+	Disabled bool
+	// SessionEpoch is stored in a session at sign-in; a session holding an
+	// older one has ended (disable, password reset, sign out everywhere).
+	SessionEpoch int64
 }
 
 // Operator is a console user as the admin pages show them.
@@ -21,6 +26,8 @@ type Operator struct {
 	Tenants   []string        // slugs of the tenants they are a member of, sorted
 	Roles     map[string]Role // their role in each of Tenants
 	CreatedAt time.Time
+	// DisabledAt is when the operator was disabled; zero while enabled.
+	DisabledAt time.Time
 }
 
 // Member is an operator as a tenant's members page shows them.
@@ -99,4 +106,52 @@ type OperatorService interface {
 	// SetAdmin sets operator userID's admin flag as actor, refused as
 	// CheckAdminChange says; an unknown operator is ENOTFOUND.
 	SetAdmin(ctx context.Context, actor User, userID int64, admin bool) error
+
+	// The lifecycle of an operator. Each change is recorded in the audit
+	// log with the actor of ctx. The last enabled admin can be neither
+	// disabled nor stripped of the admin flag (ECONFLICT).
+
+	// SetDisabled disables operator userID, ending their sessions at once,
+	// or enables them again, as actor; refused as CheckDisable says. An
+	// unknown operator is ENOTFOUND.
+	SetDisabled(ctx context.Context, actor User, userID int64, disabled bool) error
+	// ResetPassword sets the password of the operator with that email and
+	// ends their sessions. A password ValidatePassword refuses is EINVALID,
+	// an unknown email ENOTFOUND.
+	ResetPassword(ctx context.Context, email, password string) error
+	// SignOutEverywhere ends every console session of operator userID; an
+	// unknown operator is ENOTFOUND.
+	SignOutEverywhere(ctx context.Context, userID int64) error
+}
+
+// ErrLastAdmin refuses a change that would leave no enabled admin.
+var ErrLastAdmin = &Error{Code: ECONFLICT,
+	Message: "At least one enabled admin must remain. Make another operator an admin first."}
+
+// CheckDisable decides whether actor may disable (or enable) operator
+// userID. Only admins manage operators (anyone else gets ENOTFOUND); an
+// admin may not disable themselves, which would end their own session.
+func CheckDisable(actor User, userID int64, disabled bool) error {
+	if !actor.IsAdmin {
+		return Errorf(ENOTFOUND, "not found")
+	}
+	if actor.ID == userID && disabled {
+		return Errorf(ECONFLICT, "You cannot disable yourself. Ask another admin to do it.")
+	}
+	return nil
+}
+
+// MinPasswordLength is the shortest password an operator may be given;
+// MaxPasswordBytes (what bcrypt reads) bounds it above.
+const MinPasswordLength = 8
+
+// ValidatePassword checks a new password's length.
+func ValidatePassword(password string) error {
+	if len([]rune(password)) < MinPasswordLength {
+		return Errorf(EINVALID, "password must be at least %d characters", MinPasswordLength)
+	}
+	if len(password) > MaxPasswordBytes {
+		return Errorf(EINVALID, "password must be at most %d bytes", MaxPasswordBytes)
+	}
+	return nil
 }

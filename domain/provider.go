@@ -72,7 +72,9 @@ type ProviderDelivery struct {
 
 // ProviderService serves a tenant's provider connections, their secrets,
 // scopes and deliveries. Every method takes the tenant id and answers
-// ENOTFOUND for a provider outside that tenant.
+// ENOTFOUND for a provider outside that tenant. Every change is recorded
+// in the audit log, in its transaction, with the actor of ctx (never a
+// secret); without an actor nothing is changed.
 type ProviderService interface {
 	// ProviderSummaries lists the tenant's providers by name.
 	ProviderSummaries(ctx context.Context, tenantID int64) ([]ProviderSummary, error)
@@ -99,7 +101,7 @@ type ProviderService interface {
 	// provider with its limits. A limit out of bounds is EINVALID.
 	SetProviderLimits(ctx context.Context, tenantID, providerID int64, l ProviderLimits) (Provider, error)
 	// RetireProviderSecrets retires every active secret but the newest and
-	// returns how many it retired.
+	// returns how many it retired; ENOTFOUND for an unknown provider.
 	RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error)
 	// UnshownProviderSecret returns the provider's newest active secret and
 	// its plaintext when no operator has seen it yet (one issued at start-up

@@ -51,7 +51,9 @@ WITH stale AS (
         LIMIT 1000 FOR UPDATE SKIP LOCKED))
 DELETE FROM login_throttle WHERE email = @email AND address_key = @address_key`
 
-const userByEmailSQL = `SELECT id, password_hash, is_admin FROM users WHERE email = @email`
+// userByEmailSQL finds an operator who may sign in: a disabled one is as
+// unknown as an email that matches no one.
+const userByEmailSQL = `SELECT id, password_hash, is_admin, session_epoch FROM users WHERE email = @email AND disabled_at IS NULL`
 
 // signInTimeout bounds a sign-in's transaction, which outlives the request
 // that started it: a client that hangs up after its password was checked
@@ -122,7 +124,7 @@ func signIn(ctx context.Context, tx pgx.Tx, email, password, addressKey string) 
 
 	u.Email = email
 	var hash string
-	err = tx.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin)
+	err = tx.QueryRow(ctx, userByEmailSQL, args).Scan(&u.ID, &hash, &u.IsAdmin, &u.SessionEpoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		hash = string(dummyHash) // a wrong email takes as long as a wrong password
 	} else if err != nil {

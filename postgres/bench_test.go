@@ -33,7 +33,7 @@ func BenchmarkCounterShards(b *testing.B) {
 			defer pool.Close()
 			s, _ := New(pool, testKey)
 			s.counterShards = shards
-			ctx := context.Background()
+			ctx := asTest(context.Background())
 			t, _ := s.CreateTenant(ctx, "acme", "")
 			if _, err := s.ConnectProvider(ctx, t.ID, "crm", "standard", "whsec_dGVzdA==", nil); err != nil {
 				b.Fatal(err)
@@ -76,7 +76,7 @@ func BenchmarkBatchVersusSingle(b *testing.B) {
 			}
 			defer pool.Close()
 			s, _ := New(pool, testKey)
-			ctx := context.Background()
+			ctx := asTest(context.Background())
 			t, _ := s.CreateTenant(ctx, "acme", "")
 			if _, err := s.ConnectProvider(ctx, t.ID, "hs", "hubspot", "client-secret", nil); err != nil {
 				b.Fatal(err)

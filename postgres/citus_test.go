@@ -17,6 +17,7 @@ import (
 var tenantlessTables = map[string]string{
 	"tenants":          "reference",
 	"users":            "reference",
+	"enabled_admins":   "reference", // kept by a trigger on users
 	"sessions":         "local",
 	"login_throttle":   "local",
 	"goose_db_version": "local",

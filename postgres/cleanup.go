@@ -17,8 +17,8 @@ import (
 // Maintenance: one pass (Cleanup) every hour from serve, or from
 // `tidemark cleanup`. A pass keeps the daily partitions of the logs ahead
 // (cleanup_partitions.go), drops the ones past retention, deletes
-// expired idempotency keys and the history past its retention
-// (history_retention.go).
+// expired idempotency keys, the history past its retention
+// (history_retention.go) and audit entries past domain.AuditRetention.
 //
 // Every statement in this file and in cleanup_partitions.go is cross-tenant
 // by nature and so carries no tenant filter: key expiry, partition
@@ -89,10 +89,19 @@ DELETE FROM idempotency_keys k
 USING (SELECT tenant_id, key FROM idempotency_keys WHERE expires_at <= statement_timestamp() LIMIT @limit FOR UPDATE SKIP LOCKED) e
 WHERE k.tenant_id = e.tenant_id AND k.key = e.key AND k.expires_at <= statement_timestamp()`
 
+// deleteExpiredAuditSQL deletes audit entries past domain.AuditRetention,
+// counted in days from now() exactly as trigger audit_log_append_only
+// (migration 00016) counts them, so that it never refuses one.
+const deleteExpiredAuditSQL = `
+DELETE FROM audit_log a
+USING (SELECT tenant_id, id FROM audit_log WHERE at < now() - @days::integer * interval '1 day' LIMIT @limit) e
+WHERE a.tenant_id = e.tenant_id AND a.id = e.id`
+
 // CleanupReport says what one maintenance pass did.
 type CleanupReport struct {
 	Skipped           bool     // another process was running a pass; this one did nothing
 	ExpiredKeys       int64    // idempotency keys deleted
+	ExpiredAudit      int64    // audit entries past domain.AuditRetention deleted
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
@@ -115,6 +124,9 @@ func (r CleanupReport) String() string {
 	}
 	if r.PrunedRevisions+r.PrunedConflicts > 0 {
 		fmt.Fprintf(&b, "; removed %d accepted revisions and %d resolved conflicts past the history retention", r.PrunedRevisions, r.PrunedConflicts)
+	}
+	if r.ExpiredAudit > 0 {
+		fmt.Fprintf(&b, "; removed %d audit entries past their retention", r.ExpiredAudit)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "; deferred to the next pass: %s", strings.Join(r.Deferred, "; "))
@@ -158,6 +170,11 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 		}
 		if err := m.pruneHistory(ctx, now.Add(-cmp.Or(s.historyRetention, retention)), batch); err != nil {
 			return err
+		}
+		r.ExpiredAudit, err = execBatches(ctx, m.conn, deleteExpiredAuditSQL,
+			pgx.NamedArgs{"days": int(domain.AuditRetention / (24 * time.Hour)), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete audit entries past retention: %w", err)
 		}
 		return partitionsErr
 	})

@@ -342,7 +342,7 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 func TestCleanupRetention(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	now := time.Now()
 
 	for _, short := range []time.Duration{0, 3 * 24 * time.Hour} {

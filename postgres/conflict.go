@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -179,20 +181,31 @@ FOR UPDATE OF c`
 
 // adoptSQL applies the conflicting snapshot only while the record is still
 // at the conflict's revision, and writes the operator's decision into the
-// record's timeline.
+// record's timeline. A HubSpot property conflict (its event names the
+// property) is adopted into that property alone: the guard is the
+// property's revision, and the other properties stay.
 const adoptSQL = `
-WITH adopted AS (
-    UPDATE records r SET snapshot = c.conflicting_snapshot, application_count = r.application_count + 1,
-        last_applied_event = c.conflicting_event_id, last_applied_delivery = NULL, last_applied_seq = NULL,
-        updated_at = now()
+WITH target AS (
+    SELECT c.provider_id, c.object_type, c.object_id, c.revision, c.conflicting_snapshot, c.conflicting_event_id,
+           (SELECT e.property FROM events e
+            WHERE e.tenant_id = @tenant_id AND e.received_at = c.detected_at AND e.conflict_id = c.id LIMIT 1) AS property
     FROM conflicts c
     WHERE c.tenant_id = @tenant_id AND c.id = @id
-      AND r.tenant_id = @tenant_id AND r.provider_id = c.provider_id AND r.object_type = c.object_type
-      AND r.object_id = c.object_id AND r.revision = c.revision
-    RETURNING r.provider_id, r.object_type, r.object_id, r.revision, r.snapshot, r.last_applied_event
+), adopted AS (
+    UPDATE records r SET
+        snapshot = CASE WHEN t.property IS NULL THEN t.conflicting_snapshot ELSE r.snapshot || t.conflicting_snapshot END,
+        application_count = r.application_count + 1,
+        last_applied_event = t.conflicting_event_id, last_applied_delivery = NULL, last_applied_seq = NULL,
+        updated_at = now()
+    FROM target t
+    WHERE r.tenant_id = @tenant_id AND r.provider_id = t.provider_id AND r.object_type = t.object_type
+      AND r.object_id = t.object_id
+      AND CASE WHEN t.property IS NULL THEN r.revision = t.revision
+               ELSE (r.property_revisions ->> t.property)::bigint = t.revision END
+    RETURNING r.provider_id, r.object_type, r.object_id, t.revision, r.snapshot, r.last_applied_event, t.property
 )
-INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id, conflict_id)
-SELECT @tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event, @id FROM adopted`
+INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, conflict_id)
+SELECT @tenant_id, provider_id, object_type, object_id, revision, snapshot, property, last_applied_event, @id FROM adopted`
 
 const currentRevisionSQL = `
 SELECT revision FROM records
@@ -255,10 +268,31 @@ func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64,
 		}
 		args["status"], args["note"], args["by"] = status, note, by
 		resolved, err = scanConflict(tx.QueryRow(ctx, resolveSQL, args))
-		return translate(err)
+		if err != nil {
+			return translate(err)
+		}
+		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType, c.ObjectID, c.Revision)
+		return audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
 	})
 	return resolved, err
 }
+
+// resolveSummary says how a conflict was resolved, with the start of the
+// operator's note.
+func resolveSummary(resolution, before, after, note string) string {
+	summary := fmt.Sprintf("%s: %s → %s", resolution, before, after)
+	if note = strings.TrimSpace(note); note != "" {
+		if r := []rune(note); len(r) > maxSummaryNote {
+			note = string(r[:maxSummaryNote]) + "…"
+		}
+		summary += fmt.Sprintf("; note %q", note)
+	}
+	return summary
+}
+
+// maxSummaryNote bounds how much of a note an audit summary repeats; the
+// conflict keeps the whole note.
+const maxSummaryNote = 200
 
 // scanPrefix scans a row whose first column precedes the ones scanConflict
 // reads.

@@ -36,7 +36,7 @@ import (
 //
 // Seeding takes about a minute and happens once per run.
 func BenchmarkConsolePages(b *testing.B) {
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	cfg, err := pgxpool.ParseConfig(testdb.NewURL(b))
 	if err != nil {
 		b.Fatal(err)

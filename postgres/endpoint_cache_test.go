@@ -181,7 +181,7 @@ func TestEndpointWithoutListenerIsNotCached(t *testing.T) {
 // of the other's endpoint within a second.
 func TestEndpointCacheRetiredSecret(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	a, b, p := twoNodes(t)
 	const newest = "whsec_bmV3ZXN0IHNlY3JldA=="
 	if err := a.RotateProviderSecret(ctx, p.TenantID, p.ID, newest); err != nil {
@@ -207,7 +207,7 @@ func TestEndpointCacheRetiredSecret(t *testing.T) {
 // disabled.
 func TestEndpointCacheScopeDisabled(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	a, b, p := twoNodes(t)
 	sc := domain.DefaultScope(domain.ScopeName{ObjectType: "contact", Action: "snapshot"})
 	if err := a.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
@@ -318,7 +318,7 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 // again after a change.
 func TestEndpointCacheLogsUndecryptableOnce(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	s, log := keyStore(t, testdb.New(t), testKey)
 	p := newProvider(t, s, "acme", "crm")
 	startListener(t, s, 0)
@@ -443,7 +443,7 @@ func BenchmarkEndpoint(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			ctx := context.Background()
+			ctx := asTest(context.Background())
 			tn, err := s.CreateTenant(ctx, "acme", "")
 			if err != nil {
 				b.Fatal(err)

@@ -36,7 +36,7 @@ func TestHistoryRetention(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
 	hs := newProvider(t, s, "acme", "hs")
-	ctx := context.Background()
+	ctx := asTestCLI(context.Background())
 	now := time.Now()
 	daysAgo := func(n int) time.Time { return now.Add(-time.Duration(n) * 24 * time.Hour) }
 	if _, err := s.EnsurePartitions(ctx, daysAgo(41), 41); err != nil {

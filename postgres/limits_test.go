@@ -18,7 +18,7 @@ import (
 func TestProviderLimits(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	if p.MaxBody != 0 || p.MaxFutureSkew != 5*time.Minute {
 		t.Fatalf("a new provider's limits: %d, %s; want 0 (the kind's) and 5m", p.MaxBody, p.MaxFutureSkew)
 	}

@@ -3,19 +3,21 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/tidemark/tidemark/domain"
 	"golang.org/x/crypto/bcrypt"
 )
 
-const userSQL = `SELECT email, is_admin FROM users WHERE id = @id`
+const userSQL = `SELECT email, is_admin, disabled_at IS NOT NULL, session_epoch FROM users WHERE id = @id`
 
 // User implements domain.AccessService.
 func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	u := domain.User{ID: id}
-	err := s.read.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin)
+	err := s.read.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin, &u.Disabled, &u.SessionEpoch)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return u, notFound("user not found")
 	}
@@ -64,7 +66,7 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 // the admin pages' and filter by operator, not by tenant.
 
 const operatorsSQL = `
-SELECT u.id, u.email, u.is_admin, u.created_at,
+SELECT u.id, u.email, u.is_admin, u.created_at, u.disabled_at,
        coalesce(array_agg(t.slug ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}'),
        coalesce(array_agg(m.role ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}')
 FROM users u
@@ -81,11 +83,15 @@ func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
 	}
 	ops, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Operator, error) {
 		var (
-			o     domain.Operator
-			roles []domain.Role
+			o        domain.Operator
+			roles    []domain.Role
+			disabled *time.Time
 		)
-		if err := row.Scan(&o.ID, &o.Email, &o.IsAdmin, &o.CreatedAt, &o.Tenants, &roles); err != nil {
+		if err := row.Scan(&o.ID, &o.Email, &o.IsAdmin, &o.CreatedAt, &disabled, &o.Tenants, &roles); err != nil {
 			return o, err
+		}
+		if disabled != nil {
+			o.DisabledAt = *disabled
 		}
 		o.Roles = make(map[string]domain.Role, len(roles))
 		for i, r := range roles {
@@ -96,15 +102,23 @@ func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
 	return ops, translate(err)
 }
 
-// SetAdmin implements domain.OperatorService.
+// SetAdmin implements domain.OperatorService. The flag's change is
+// recorded before it is made, so that the database's refusal to remove the
+// last enabled admin's flag takes the entry back with it.
 func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, admin bool) error {
 	if err := domain.CheckAdminChange(actor, userID, admin); err != nil {
 		return err
 	}
-	var id int64
-	err := s.pool.QueryRow(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin}).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return notFound("operator not found")
-	}
-	return translate(err)
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		u, err := lockUser(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		summary := fmt.Sprintf("admin %t → %t", u.IsAdmin, admin)
+		if err := audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin})
+		return lastAdmin(err)
+	})
 }

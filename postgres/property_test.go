@@ -104,3 +104,28 @@ func TestPropertyChangesInOneBatchApplyInOrder(t *testing.T) {
 		t.Fatalf("record %s, want Director", snap)
 	}
 }
+
+// Adopting a property conflict sets that property alone: the record keeps
+// its other properties, and reconciliation finds it sound.
+func TestAdoptPropertyConflictKeepsOtherProperties(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := asTestCLI(t.Context())
+	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
+	wantOutcome(t, ingest(t, s, p, change("e2", "phone", "555", 400)), "applied")
+	c := ingest(t, s, p, change("e3", "jobtitle", "VP Sales", 300))
+	wantOutcome(t, c, "revision_conflict")
+	if _, err := s.ResolveConflict(ctx, p.TenantID, c.ConflictID, domain.ResolveAdopt, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	if _, snap, count := record(t, s, p, "c-1"); snap != `{"phone": "555", "jobtitle": "VP Sales"}` || count != 3 {
+		t.Fatalf("record %s with %d applications, want VP Sales and 555 after 3", snap, count)
+	}
+	report, err := s.Reconcile(ctx, p.TenantID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Total() != 0 {
+		t.Fatalf("reconciliation after the adoption: %+v", report)
+	}
+}

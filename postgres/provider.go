@@ -3,6 +3,10 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -119,16 +123,39 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 		if uniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "a provider named %q already exists in this workspace", name)
 		}
-		if err != nil || secret == "" {
+		if err != nil {
 			return translate(err)
 		}
-		return s.addSecret(ctx, tx, tenantID, p.ID, secret)
+		if secret != "" {
+			if err := s.addSecret(ctx, tx, tenantID, p.ID, secret); err != nil {
+				return err
+			}
+		}
+		return audit(ctx, tx, tenantID, domain.AuditProviderCreate, name, connectSummary(kind, config, secret != ""))
 	})
 	if err != nil {
 		return domain.Provider{}, err
 	}
 	p.MaxFutureSkew = time.Duration(skew) * time.Second
 	return p, nil
+}
+
+// connectSummary names a new provider's kind and settings, and whether it
+// got a secret: never the secret, which is not among its settings.
+func connectSummary(kind string, config map[string]string, secret bool) string {
+	keys := slices.Sorted(maps.Keys(config))
+	settings := make([]string, len(keys))
+	for i, k := range keys {
+		settings[i] = k + "=" + config[k]
+	}
+	summary := "kind " + kind
+	if len(settings) > 0 {
+		summary += "; settings " + strings.Join(settings, ", ")
+	}
+	if secret {
+		return summary + "; one secret"
+	}
+	return summary + "; no secret"
 }
 
 // connectProviderSQL inserts a provider of an existing tenant and returns
@@ -148,7 +175,21 @@ SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
 ORDER BY id DESC`
 
-const lockProviderSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR UPDATE`
+// lockProviderSQL serialises the changes of one provider's secrets and
+// settings. NO KEY UPDATE lets ingest's foreign-key checks (KEY SHARE) on
+// the provider go on meanwhile.
+const lockProviderSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR NO KEY UPDATE`
+
+// lockProvider locks the provider's row for the rest of tx and returns its
+// name, or ENOTFOUND.
+func lockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (string, error) {
+	var name string
+	err := tx.QueryRow(ctx, lockProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", notFound("provider not found")
+	}
+	return name, translate(err)
+}
 
 // ProviderSecrets implements domain.ProviderService.
 func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
@@ -191,19 +232,19 @@ func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID i
 // is locked so that concurrent rotations cannot leave three active secrets.
 func (s *Store) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
-		args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}
-		var id int64
-		err := tx.QueryRow(ctx, lockProviderSQL, args).Scan(&id)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("provider not found")
+		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		if err != nil {
+			return err
 		}
+		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 		if err != nil {
 			return translate(err)
 		}
-		if _, err := tx.Exec(ctx, retireOlderSecretsSQL, args); err != nil {
-			return translate(err)
+		if err := s.addSecret(ctx, tx, tenantID, providerID, secret); err != nil {
+			return err
 		}
-		return s.addSecret(ctx, tx, tenantID, providerID, secret)
+		return audit(ctx, tx, tenantID, domain.AuditProviderRotate, name,
+			fmt.Sprintf("new secret added; %s retired", plural(tag.RowsAffected(), "older secret")))
 	})
 }
 
@@ -218,8 +259,29 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NU
 // RetireProviderSecrets implements domain.ProviderService: it ends a
 // rotation, so only the newest secret stays active.
 func (s *Store) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
-	tag, err := s.pool.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
-	return tag.RowsAffected(), translate(err)
+	var retired int64
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+		if err != nil {
+			return translate(err)
+		}
+		retired = tag.RowsAffected()
+		return audit(ctx, tx, tenantID, domain.AuditProviderRetire, name,
+			fmt.Sprintf("%s retired; the newest stays", plural(retired, "older secret")))
+	})
+	return retired, err
+}
+
+// plural writes n things, for summaries.
+func plural(n int64, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return fmt.Sprintf("%d %ss", n, thing)
 }
 
 const providerDeliveriesSQL = `
@@ -254,6 +316,11 @@ WHERE tenant_id = @tenant_id AND id = @provider_id
 RETURNING name, kind, created_at, config, coalesce(max_body, 0), max_future_skew_seconds,
           (SELECT slug FROM tenants WHERE id = @tenant_id)`
 
+// providerLimitsSQL reads the limits a change starts from, in the
+// transaction that holds the provider's lock.
+const providerLimitsSQL = `
+SELECT coalesce(max_body, 0), max_future_skew_seconds FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id`
+
 // SetProviderLimits implements domain.ProviderService.
 func (s *Store) SetProviderLimits(ctx context.Context, tenantID, providerID int64, l domain.ProviderLimits) (domain.Provider, error) {
 	if err := l.Validate(); err != nil {
@@ -269,14 +336,40 @@ func (s *Store) SetProviderLimits(ctx context.Context, tenantID, providerID int6
 	}
 	p := domain.Provider{TenantID: tenantID, ID: providerID}
 	var skew int64
-	err := s.pool.QueryRow(ctx, setProviderLimitsSQL, args).Scan(&p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody,
-		&skew, &p.TenantSlug)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.Provider{}, notFound("provider not found")
-	}
+	err := s.withTx(ctx, func(tx pgx.Tx) error {
+		if _, err := lockProvider(ctx, tx, tenantID, providerID); err != nil {
+			return err
+		}
+		var oldBody, oldSkew int64
+		if err := tx.QueryRow(ctx, providerLimitsSQL, args).Scan(&oldBody, &oldSkew); err != nil {
+			return translate(err)
+		}
+		err := tx.QueryRow(ctx, setProviderLimitsSQL, args).Scan(&p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody,
+			&skew, &p.TenantSlug)
+		if err != nil {
+			return translate(err)
+		}
+		var changes []string
+		if l.MaxBody != nil {
+			changes = append(changes, fmt.Sprintf("max body %s → %s", bodyLimit(oldBody), bodyLimit(p.MaxBody)))
+		}
+		if l.MaxFutureSkew != nil {
+			changes = append(changes, fmt.Sprintf("max future skew %s → %s",
+				time.Duration(oldSkew)*time.Second, time.Duration(skew)*time.Second))
+		}
+		return audit(ctx, tx, tenantID, domain.AuditProviderUpdate, p.Name, strings.Join(changes, "; "))
+	})
 	if err != nil {
-		return domain.Provider{}, translate(err)
+		return domain.Provider{}, err
 	}
 	p.MaxFutureSkew = time.Duration(skew) * time.Second
 	return p, nil
+}
+
+// bodyLimit is a provider's body limit for a summary; 0 is its kind's default.
+func bodyLimit(n int64) string {
+	if n == 0 {
+		return "the kind's default"
+	}
+	return domain.FormatByteSize(n)
 }

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -56,13 +57,12 @@ func (s *Store) IssueMissingSecrets(ctx context.Context, kinds []string, issue f
 		added := false
 		err = s.withTx(ctx, func(tx pgx.Tx) error {
 			args := pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID}
-			var id int64
-			err := tx.QueryRow(ctx, lockProviderSQL, args).Scan(&id)
-			if errors.Is(err, pgx.ErrNoRows) {
+			_, err := lockProvider(ctx, tx, p.TenantID, p.ID)
+			if domain.ErrorCode(err) == domain.ENOTFOUND {
 				return nil // deleted meanwhile
 			}
 			if err != nil {
-				return translate(err)
+				return err
 			}
 			var active int
 			if err := tx.QueryRow(ctx, activeSecretCountSQL, args).Scan(&active); err != nil || active > 0 {
@@ -117,12 +117,19 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND id = @id`
 
 // MarkProviderSecretShown implements domain.ProviderService.
 func (s *Store) MarkProviderSecretShown(ctx context.Context, tenantID, providerID, secretID int64) error {
-	tag, err := s.pool.Exec(ctx, markProviderSecretShownSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID, "id": secretID})
-	if err != nil {
-		return translate(err)
-	}
-	if tag.RowsAffected() == 0 {
-		return notFound("secret not found")
-	}
-	return nil
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		if err != nil {
+			return err
+		}
+		tag, err := tx.Exec(ctx, markProviderSecretShownSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID, "id": secretID})
+		if err != nil {
+			return translate(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return notFound("secret not found")
+		}
+		return audit(ctx, tx, tenantID, domain.AuditProviderSecretShown, name,
+			fmt.Sprintf("issued secret %d confirmed as set up at the provider; no longer shown", secretID))
+	})
 }

@@ -103,7 +103,7 @@ func TestQueryResolveConflict(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	other := newProvider(t, s, "globex", "crm")
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	ingest(t, s, p, event("e12", "c-1", 12, `{"a":1}`))
 	r := ingest(t, s, p, event("e12b", "c-1", 12, `{"a":2}`))
 	wantOutcome(t, r, domain.RevisionConflict)

@@ -24,7 +24,7 @@ type reconcileFixture struct {
 
 func newReconcileFixture(t *testing.T) reconcileFixture {
 	t.Helper()
-	ctx := context.Background()
+	ctx := asTestCLI(context.Background())
 	s, crm := setup(t)
 	f := reconcileFixture{s: s, crm: crm, hs: newProvider(t, s, "acme", "hs"), other: newProvider(t, s, "globex", "crm")}
 	fields := domain.DefaultScope(domain.ScopeName{ObjectType: "profile", Action: "snapshot"})

@@ -117,7 +117,8 @@ func TestReplayJobTakeover(t *testing.T) {
 		t.Fatalf("%d replays of %d originals (%v), want 3 of 3", replays, originals, err)
 	}
 	var entries []string
-	rows, _ := s.pool.Query(ctx, `SELECT action || ': ' || summary FROM audit_log WHERE tenant_id = $1 ORDER BY id`, p.TenantID)
+	rows, _ := s.pool.Query(ctx, `SELECT action || ': ' || summary FROM audit_log
+		WHERE tenant_id = $1 AND action LIKE 'replay%' ORDER BY id`, p.TenantID)
 	for rows.Next() {
 		var e string
 		rows.Scan(&e)

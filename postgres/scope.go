@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,7 +16,11 @@ SELECT object_type, action, ttl_seconds, identifier_rule, enabled FROM scopes
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id
 ORDER BY object_type, action`
 
-const providerExistsSQL = `SELECT EXISTS (SELECT FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id)`
+// scopeForUpdateSQL reads the scope an edit starts from, if it exists.
+const scopeForUpdateSQL = `
+SELECT ttl_seconds, identifier_rule, enabled FROM scopes
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND action = @action
+FOR UPDATE`
 
 const saveScopeSQL = `
 INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds, identifier_rule, enabled)
@@ -49,27 +55,76 @@ func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) 
 	return out, translate(err)
 }
 
-// SaveProviderScope implements domain.ProviderService. The provider
-// is checked first so that an unknown one is ENOTFOUND, not a foreign key
-// violation.
+// SaveProviderScope implements domain.ProviderService. The provider is
+// locked first, so that an unknown one is ENOTFOUND rather than a foreign
+// key violation, and so is the scope, so that the audit log's before and
+// after are those of this edit.
 func (s *Store) SaveProviderScope(ctx context.Context, tenantID, providerID int64, sc domain.Scope) error {
 	if err := domain.ValidateScopeName(sc.ScopeName); err != nil {
 		return err
 	}
-	var exists bool
-	err := s.pool.QueryRow(ctx, providerExistsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
-		Scan(&exists)
-	if err != nil {
-		return translate(err)
-	}
-	if !exists {
-		return notFound("provider not found")
-	}
 	if err := domain.ValidateTTL(sc.TTL); err != nil {
 		return err
 	}
-	_, err = s.pool.Exec(ctx, saveScopeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"object_type": sc.ObjectType, "action": sc.Action, "ttl_seconds": int64(sc.TTL / time.Second),
-		"identifier_rule": sc.IdentifierRule.String(), "enabled": sc.Enabled})
-	return translate(err)
+		"identifier_rule": sc.IdentifierRule.String(), "enabled": sc.Enabled}
+	return s.withTx(ctx, func(tx pgx.Tx) error {
+		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		if err != nil {
+			return err
+		}
+		var before scopeSettings
+		err = tx.QueryRow(ctx, scopeForUpdateSQL, args).Scan(&before.ttlSeconds, &before.rule, &before.enabled)
+		existed := err == nil
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return translate(err)
+		}
+		if _, err := tx.Exec(ctx, saveScopeSQL, args); err != nil {
+			return translate(err)
+		}
+		return audit(ctx, tx, tenantID, domain.AuditScopeUpdate, name+" "+sc.ScopeName.String(), scopeSummary(existed, before, sc))
+	})
+}
+
+// scopeSettings are a scope's stored settings.
+type scopeSettings struct {
+	ttlSeconds int64
+	rule       string
+	enabled    bool
+}
+
+// scopeSummary says what an edit changed: TTL, identifier rule and
+// enabled, as before → after, or the settings of a new scope.
+func scopeSummary(existed bool, before scopeSettings, after domain.Scope) string {
+	ttl, rule := time.Duration(before.ttlSeconds)*time.Second, after.IdentifierRule.String()
+	if !existed {
+		return fmt.Sprintf("created: TTL %s, identifier %s, enabled %t", ttlText(after.TTL), rule, after.Enabled)
+	}
+	var changes []string
+	if ttl != after.TTL {
+		changes = append(changes, fmt.Sprintf("TTL %s → %s", ttlText(ttl), ttlText(after.TTL)))
+	}
+	if before.rule != rule {
+		changes = append(changes, fmt.Sprintf("identifier %s → %s", before.rule, rule))
+	}
+	if before.enabled != after.Enabled {
+		changes = append(changes, fmt.Sprintf("enabled %t → %t", before.enabled, after.Enabled))
+	}
+	if len(changes) == 0 {
+		return fmt.Sprintf("unchanged: TTL %s, identifier %s, enabled %t", ttlText(after.TTL), rule, after.Enabled)
+	}
+	return strings.Join(changes, "; ")
+}
+
+// ttlText writes a TTL in days when it is whole days, as the console sets it.
+func ttlText(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
 }

@@ -62,7 +62,7 @@ func keyID(t *testing.T, key []byte) string {
 // migration 00014: sealed under key without associated data.
 func legacyProvider(t *testing.T, s *Store, key []byte, tenant, name, secret string) int64 {
 	t.Helper()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	tn, err := s.Tenant(ctx, tenant)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		tn, err = s.CreateTenant(ctx, tenant, "")
@@ -112,7 +112,7 @@ func swapCiphertexts(t *testing.T, s *Store, a, b int64) {
 // authenticating with its other secret.
 func TestUndecryptableSecretIsSkipped(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	s, log := keyStore(t, testdb.New(t), testKey)
 	p := newProvider(t, s, "acme", "crm") // secret whsec_dGVzdA==
 	const newest = "whsec_bmV3ZXN0IHNlY3JldA=="
@@ -152,7 +152,7 @@ func TestUndecryptableSecretIsSkipped(t *testing.T) {
 // run changes nothing, and then the old key is no longer needed.
 func TestRekeySecrets(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	pool := testdb.New(t)
 	old, _ := keyStore(t, pool, testKey)
 	a := newProvider(t, old, "acme", "a")
@@ -242,7 +242,7 @@ func TestRekeyBindsSecretsToProvider(t *testing.T) {
 // operations return ErrNoKey and write nothing.
 func TestStoreWithoutKeys(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := asTest(context.Background())
 	s, _ := keyStore(t, testdb.New(t))
 	tn, err := s.CreateTenant(ctx, "acme", "")
 	if err != nil {

@@ -28,7 +28,7 @@ func setup(t *testing.T) (*Store, domain.ProviderEndpoint) {
 
 func newProvider(t *testing.T, s *Store, tenant, provider string) domain.ProviderEndpoint {
 	t.Helper()
-	ctx := context.Background()
+	ctx := asTestCLI(context.Background())
 	tn, err := s.Tenant(ctx, tenant)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		tn, err = s.CreateTenant(ctx, tenant, "")

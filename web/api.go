@@ -27,6 +27,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/conflicts", s.handleConflicts)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleRecord)
 	r.Get("/people", s.handlePeopleAPI)
+	r.Get("/audit", s.handleAuditAPI)
 	r.Get("/deliveries", s.handleDeliveriesAPI)
 	r.Get("/deliveries/{id}", s.handleDeliveryAPI)
 	r.Get("/replays", s.handleReplayJobsAPI)

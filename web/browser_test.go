@@ -226,7 +226,7 @@ func TestBrowserOperatorJourney(t *testing.T) {
 	// A Salesforce provider connected before URL tokens gets one at
 	// start-up; its page shows the new URL until an operator confirms it.
 	legacy := map[string]string{"org_id": sfOrg, "revision_field": "SystemModstamp"}
-	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, "legacy", "salesforce", "", legacy); err != nil {
+	if _, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, "legacy", "salesforce", "", legacy); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.store.IssueMissingSecrets(context.Background(), provider.Names(), provider.NewSecret); err != nil {

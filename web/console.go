@@ -21,6 +21,7 @@ import (
 // Session keys.
 const (
 	sessionUserID = "user_id"
+	sessionEpoch  = "session_epoch" // the operator's session epoch at sign-in
 	sessionFlash  = "flash"
 	sessionFlashK = "flash_kind"
 )
@@ -64,7 +65,10 @@ func currentMembership(ctx context.Context) domain.Membership {
 	return m
 }
 
-// requireUser sends signed-out visitors to the login page.
+// requireUser sends signed-out visitors to the login page. The operator is
+// read again on every request, so a session ends at once when they are
+// removed or disabled, or when their session epoch has moved past the one
+// the session was signed in with (password reset, sign out everywhere).
 func (s *Server) requireUser(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := s.sessions.GetInt64(r.Context(), sessionUserID)
@@ -73,8 +77,12 @@ func (s *Server) requireUser(next http.Handler) http.Handler {
 			return
 		}
 		u, err := s.operators.User(r.Context(), id)
-		if domain.ErrorCode(err) == domain.ENOTFOUND {
-			s.sessions.Destroy(r.Context())
+		if domain.ErrorCode(err) == domain.ENOTFOUND || err == nil && (u.Disabled ||
+			u.SessionEpoch != s.sessions.GetInt64(r.Context(), sessionEpoch)) {
+			if err := s.sessions.Destroy(r.Context()); err != nil {
+				s.consoleError(w, r, err)
+				return
+			}
 			s.toLogin(w, r)
 			return
 		}
@@ -234,6 +242,7 @@ func (s *Server) handleLogin(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
+	s.sessions.Put(r.Context(), sessionEpoch, u.SessionEpoch)
 	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
 }
 

@@ -23,6 +23,11 @@ func (s *Server) adminRoutes(r chi.Router) {
 		r.Post(operatorsPath+"/{id}/memberships", s.handleAddMembership)
 		r.Post(operatorsPath+"/{id}/memberships/{tenant}/remove", s.handleRemoveMembership)
 		r.Post(operatorsPath+"/{id}/admin", s.handleSetAdmin)
+		r.Post(operatorsPath+"/{id}/disable", s.handleSetDisabled(true))
+		r.Post(operatorsPath+"/{id}/enable", s.handleSetDisabled(false))
+		r.Post(operatorsPath+"/{id}/password", s.handleResetPassword)
+		r.Post(operatorsPath+"/{id}/sign-out", s.handleSignOutEverywhere)
+		r.Get(adminAuditPath, s.handleAdminAudit)
 		r.Get(reconciliationPath, s.handleReconciliation)
 	})
 }
@@ -180,4 +185,65 @@ func (s *Server) handleSetAdmin(w http.ResponseWriter, r *http.Request) {
 		msg = u.Email + " is no longer an admin and sees only the workspaces they are a member of."
 	}
 	s.redirectWithFlash(w, r, operatorsPath, "ok", msg)
+}
+
+// handleSetDisabled disables an operator, whose sessions end at once, or
+// enables them again. Refusals (yourself, the last enabled admin) come
+// back as a flash on the operators page.
+func (s *Server) handleSetDisabled(disabled bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		u, err := s.targetOperator(r)
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		err = s.operators.SetDisabled(r.Context(), currentUser(r.Context()), u.ID, disabled)
+		if domain.ErrorCode(err) == domain.ECONFLICT {
+			s.redirectWithFlash(w, r, operatorsPath, "error", domain.ErrorMessage(err))
+			return
+		}
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		msg := u.Email + " can sign in again."
+		if disabled {
+			msg = u.Email + " is disabled: signed out everywhere, and cannot sign in until enabled again."
+		}
+		s.redirectWithFlash(w, r, operatorsPath, "ok", msg)
+	}
+}
+
+// handleResetPassword sets an operator's password and ends their sessions
+// (the admin's own too, when they reset their own).
+func (s *Server) handleResetPassword(w http.ResponseWriter, r *http.Request) {
+	u, err := s.targetOperator(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	err = s.operators.ResetPassword(r.Context(), u.Email, r.PostFormValue("password"))
+	if domain.ErrorCode(err) == domain.EINVALID {
+		s.redirectWithFlash(w, r, operatorsPath, "error", "The password of "+u.Email+" was not changed: "+domain.ErrorMessage(err)+".")
+		return
+	}
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.redirectWithFlash(w, r, operatorsPath, "ok", "New password set for "+u.Email+"; their sessions have ended. Share it with them over a safe channel.")
+}
+
+// handleSignOutEverywhere ends every session of an operator.
+func (s *Server) handleSignOutEverywhere(w http.ResponseWriter, r *http.Request) {
+	u, err := s.targetOperator(r)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	if err := s.operators.SignOutEverywhere(r.Context(), u.ID); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	s.redirectWithFlash(w, r, operatorsPath, "ok", u.Email+" is signed out everywhere.")
 }

@@ -375,7 +375,7 @@ func TestProviderConnectHubSpotV1(t *testing.T) {
 func TestSalesforceIssuedTokenNotice(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := cliContext()
 	b := e.operator("ops@example.com", false, "acme")
 	e.tenant("other")
 	outsider := e.operator("other@example.com", false, "other")

@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
@@ -37,7 +36,7 @@ func (e *env) sendSample(kind, name string, config map[string]string, extra map[
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, kind, secret, config); err != nil {
+	if _, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, name, kind, secret, config); err != nil {
 		e.t.Fatal(err)
 	}
 	path := "/webhooks/acme/" + name

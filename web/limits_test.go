@@ -1,7 +1,6 @@
 package web_test
 
 import (
-	"context"
 	"io"
 	"net/http"
 	"strconv"
@@ -26,7 +25,7 @@ func paddedBody(contact string, size int) []byte {
 func TestWebhookBodyLimitPerProvider(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := cliContext()
 	big := paddedBody("c-big", provider.DefaultMaxBody)
 
 	status, answer := e.deliver1("m-big", big)
@@ -113,7 +112,7 @@ func TestProviderPageShowsLimits(t *testing.T) {
 	if got := limits(); got["Body limit"] != "1 MiB (the kind's default)" || got["Future skew allowed"] != "5m0s" {
 		t.Fatalf("limits shown: %v", got)
 	}
-	ctx := context.Background()
+	ctx := cliContext()
 	p, err := e.store.ProviderSummary(ctx, e.tenant("acme").ID, "crm")
 	if err != nil {
 		t.Fatal(err)

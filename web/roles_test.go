@@ -51,12 +51,18 @@ var routeNeeds = map[string]string{
 	"POST /t/{tenant}/members":                       string(domain.RoleOwner),
 	"POST /t/{tenant}/members/{id}/role":             string(domain.RoleOwner),
 	"POST /t/{tenant}/members/{id}/remove":           string(domain.RoleOwner),
+	"GET /t/{tenant}/audit":                          string(domain.RoleOwner),
 
 	"GET /admin/users":                                   needAdmin,
 	"POST /admin/users":                                  needAdmin,
 	"POST /admin/users/{id}/memberships":                 needAdmin,
 	"POST /admin/users/{id}/memberships/{tenant}/remove": needAdmin,
 	"POST /admin/users/{id}/admin":                       needAdmin,
+	"POST /admin/users/{id}/disable":                     needAdmin,
+	"POST /admin/users/{id}/enable":                      needAdmin,
+	"POST /admin/users/{id}/password":                    needAdmin,
+	"POST /admin/users/{id}/sign-out":                    needAdmin,
+	"GET /admin/audit":                                   needAdmin,
 
 	"POST /api/v1/tenants/{tenant}/conflicts/{id}/resolve": needWrite,
 	"POST /api/v1/tenants/{tenant}/deliveries/{id}/replay": needWrite,

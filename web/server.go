@@ -41,6 +41,7 @@ type Services struct {
 	Records   domain.RecordService
 	Conflicts domain.ConflictService
 	People    domain.PeopleService
+	Audit     domain.AuditService
 	// Reconciliation serves the last reconciliation report (admin console).
 	Reconciliation domain.ReconciliationService
 	// Deliveries and Replays serve the delivery inspector and replays.
@@ -60,6 +61,7 @@ type Storage interface {
 	domain.RecordService
 	domain.ConflictService
 	domain.PeopleService
+	domain.AuditService
 	domain.ReconciliationService
 	domain.DeliveryService
 	domain.ReplayService
@@ -68,7 +70,7 @@ type Storage interface {
 // ServicesOf returns every service from one storage.
 func ServicesOf(st Storage) Services {
 	return Services{Ingest: st, Access: st, Operators: st, Providers: st, Tokens: st, Events: st, Stats: st,
-		Records: st, Conflicts: st, People: st, Reconciliation: st, Deliveries: st, Replays: st}
+		Records: st, Conflicts: st, People: st, Audit: st, Reconciliation: st, Deliveries: st, Replays: st}
 }
 
 // Config wires a Server to its dependencies.
@@ -118,6 +120,7 @@ type Server struct {
 	records   domain.RecordService
 	conflicts domain.ConflictService
 	people    domain.PeopleService
+	audit     domain.AuditService
 	reconcile domain.ReconciliationService
 	sessions  *scs.SessionManager
 	ping      func(context.Context) error
@@ -144,7 +147,8 @@ type Server struct {
 func New(cfg Config) *Server {
 	s := &Server{ingest: cfg.Ingest, access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers,
 		tokens: cfg.Tokens, events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts,
-		people: cfg.People, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays, ping: cfg.Ping, log: cfg.Logger,
+		people: cfg.People, audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
+		ping: cfg.Ping, log: cfg.Logger,
 		now: cfg.Now, metrics: newMetrics(cfg.Collectors...), publicURL: strings.TrimRight(cfg.PublicURL, "/"), trusted: cfg.TrustedProxies,
 		sessions: newSessions(cfg.Sessions), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
 		metricsElsewhere: cfg.MetricsElsewhere}

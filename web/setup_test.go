@@ -78,7 +78,7 @@ func (e *env) flushRefusals() {
 // provider creates tenant (if needed) and a standard provider, returning its secret.
 func (e *env) provider(tenant, name string) string {
 	e.t.Helper()
-	ctx := context.Background()
+	ctx := cliContext()
 	secret := provider.NewStandardSecret()
 	if _, err := e.store.ConnectProvider(ctx, e.tenant(tenant).ID, name, "standard", secret, nil); err != nil {
 		e.t.Fatal(err)

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -19,7 +18,7 @@ const hubspotSecret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
 // hubspotProvider creates acme/hs of kind hubspot with config.
 func (e *env) hubspotProvider(config map[string]string) {
 	e.t.Helper()
-	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, "hs", "hubspot", hubspotSecret, config); err != nil {
+	if _, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, "hs", "hubspot", hubspotSecret, config); err != nil {
 		e.t.Fatal(err)
 	}
 }
@@ -94,7 +93,7 @@ func TestHubSpotSignatures(t *testing.T) {
 		t.Errorf("v1 without allow_v1: %d, want 401", status)
 	}
 
-	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, "hs1", "hubspot", hubspotSecret, map[string]string{"allow_v1": "true"}); err != nil {
+	if _, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, "hs1", "hubspot", hubspotSecret, map[string]string{"allow_v1": "true"}); err != nil {
 		t.Fatal(err)
 	}
 	if status, answer := e.post("/webhooks/acme/hs1", body, v1); status != http.StatusOK {

@@ -60,7 +60,7 @@ func (e *env) sfProvider(name string, config map[string]string) sfHook {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, "salesforce", token, config); err != nil {
+	if _, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, name, "salesforce", token, config); err != nil {
 		e.t.Fatal(err)
 	}
 	return sfHook{e: e, name: name, token: token}
@@ -411,7 +411,7 @@ func TestSalesforceForgeryRefused(t *testing.T) {
 func TestSalesforceTokenRotation(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := cliContext()
 	first := e.sfProvider("sf", nil)
 	p, err := e.store.ProviderSummary(ctx, e.tenant("acme").ID, "sf")
 	if err != nil {

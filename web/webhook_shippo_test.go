@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"bytes"
-	"context"
 	"net/http"
 	"os"
 	"strconv"
@@ -32,7 +31,7 @@ func shippoProvider(t *testing.T, e *env, name, auth string) (domain.Provider, s
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := e.store.ConnectProvider(context.Background(), e.tenant("acme").ID, name, "shippo", secret, config)
+	p, err := e.store.ConnectProvider(cliContext(), e.tenant("acme").ID, name, "shippo", secret, config)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +207,7 @@ func TestShippoHMACStatuses(t *testing.T) {
 
 	// During a rotation both secrets are active.
 	newer, _, _ := provider.Setup("shippo", "", map[string]string{"auth": "hmac"})
-	if err := e.store.RotateProviderSecret(context.Background(), p.TenantID, p.ID, newer); err != nil {
+	if err := e.store.RotateProviderSecret(cliContext(), p.TenantID, p.ID, newer); err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{secret, newer} {

@@ -131,7 +131,7 @@ func TestWebhookStatuses(t *testing.T) {
 func TestWebhookAcceptsEitherSecretDuringRotation(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
-	ctx := context.Background()
+	ctx := cliContext()
 	p, _ := e.store.Endpoint(ctx, "acme", "crm")
 	newSecret := provider.NewStandardSecret()
 	if err := e.store.RotateProviderSecret(ctx, p.TenantID, p.ID, newSecret); err != nil {
@@ -175,7 +175,7 @@ func TestStandardWebhooksTestVector(t *testing.T) {
 	// The receiver accepts the vector's signature among others when its
 	// clock is at the vector's time, and refuses the published bad one.
 	e := setup(t)
-	ctx := context.Background()
+	ctx := cliContext()
 	if _, err := e.store.ConnectProvider(ctx, e.tenant("acme").ID, "vector", "standard", secret, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web/provider"
 )
@@ -43,6 +44,7 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (sta
 	if err := postgres.Migrate(ctx, pool, io.Discard); err != nil {
 		return "", "", err
 	}
+	ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorCLI, Name: "tidemark-bench"})
 	t, err := store.CreateTenant(ctx, benchTenant, "Bench")
 	if err != nil {
 		return "", "", err

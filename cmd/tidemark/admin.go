@@ -457,19 +457,54 @@ func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 	if *tenant == "" && flagSet(fs, "role") {
 		return fmt.Errorf("user create: --role is the role in --tenant; give --tenant too")
 	}
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	password := strings.TrimRight(line, "\r\n")
-	if password == "" && err != nil {
-		return fmt.Errorf("user create: no password on standard input: %w", err)
-	}
-	if password == "" {
-		return fmt.Errorf("user create: the first line of standard input is empty; it must hold the password")
+	password, err := e.passwordFromStdin("user create")
+	if err != nil {
+		return err
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		if err := s.CreateUser(ctx, *email, password, *admin, *tenant, memberRole); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.stdout, "created operator %s\n", strings.ToLower(*email))
+		return nil
+	})
+}
+
+// passwordFromStdin reads a password from the first line of standard input.
+func (e cliEnv) passwordFromStdin(cmd string) (string, error) {
+	line, err := bufio.NewReader(e.stdin).ReadString('\n')
+	password := strings.TrimRight(line, "\r\n")
+	if password == "" && err != nil {
+		return "", fmt.Errorf("%s: no password on standard input: %w", cmd, err)
+	}
+	if password == "" {
+		return "", fmt.Errorf("%s: the first line of standard input is empty; it must hold the password", cmd)
+	}
+	return password, nil
+}
+
+func (e cliEnv) userPassword(ctx context.Context, args []string) error {
+	fs := e.flags("user password", "user password --email EMAIL --password-stdin\n\n"+
+		"Set a console operator's password, read from the first line of standard input, and end\n"+
+		"their sessions. The change is recorded in the audit log.")
+	email := fs.String("email", "", "the operator's login email (required)")
+	fromStdin := fs.Bool("password-stdin", false, "read the new password from standard input (required)")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if *email == "" || !*fromStdin {
+		fs.Usage()
+		return fmt.Errorf("user password: --email and --password-stdin are required")
+	}
+	password, err := e.passwordFromStdin("user password")
+	if err != nil {
+		return err
+	}
+	return e.withStore(ctx, func(s *postgres.Store) error {
+		if err := s.ResetPassword(ctx, *email, password); err != nil {
+			return err
+		}
+		fmt.Fprintf(e.stdout, "set a new password for operator %s; their sessions have ended\n", strings.ToLower(strings.TrimSpace(*email)))
 		return nil
 	})
 }
@@ -484,10 +519,10 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {
 	fs := e.flags("cleanup", "cleanup [--retention 720h] [--history-retention DURATION]\n\n"+
 		"Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n"+
-		"partitions past retention, and accepted revisions and resolved conflicts past the\n"+
-		"history retention, and prepare the partitions of the next 30 days. A pass is\n"+
-		"skipped while another process runs one; steps that wait on a long transaction\n"+
-		"are deferred to the next pass.")
+		"partitions past retention, accepted revisions and resolved conflicts past the\n"+
+		"history retention and audit entries older than 400 days, and prepare the partitions\n"+
+		"of the next 30 days. A pass is skipped while another process runs one; steps that\n"+
+		"wait on a long transaction are deferred to the next pass.")
 	retention := fs.Duration("retention", defaultRetention, retentionUsage)
 	historyRetention := historyRetentionFlag(fs)
 	if _, err := parse(fs, args, 0); err != nil {

@@ -184,6 +184,7 @@ func (s *demoSeeder) deliver(ctx context.Context, step *demoStep) error {
 // resolveConflicts settles two of the demo's revision conflicts as an
 // operator would, and leaves the others open.
 func (s *demoSeeder) resolveConflicts(ctx context.Context) (kept, adopted string, err error) {
+	ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: demoEmail})
 	tenantID := s.endpoints[demoProvider].TenantID
 	open, _, err := s.store.Conflicts(ctx, tenantID, domain.ConflictOpen, domain.Page{Limit: 100})
 	if err != nil {

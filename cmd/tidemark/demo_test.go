@@ -17,7 +17,7 @@ import (
 // conflicts, refused deliveries and several providers.
 func TestSeedDemo(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)

@@ -28,6 +28,7 @@ Usage:
   tidemark provider update --tenant SLUG --provider NAME [--max-body SIZE] [--max-future-skew DURATION]
   tidemark token create --tenant SLUG [--name NAME]
   tidemark user create --email EMAIL --password-stdin [--admin] [--tenant SLUG]
+  tidemark user password --email EMAIL --password-stdin
   tidemark cleanup [--retention 720h] [--history-retention DURATION]
   tidemark audit [--tenant SLUG]
   tidemark secrets rekey [--batch 500]
@@ -108,6 +109,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 			return env.tokenCreate(ctx, rest)
 		case "user create":
 			return env.userCreate(ctx, rest)
+		case "user password":
+			return env.userPassword(ctx, rest)
 		case "secrets rekey":
 			return env.secretsRekey(ctx, rest)
 		}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
@@ -191,7 +192,7 @@ func TestProviderRotateRetireSalesforce(t *testing.T) {
 func TestMigrateIssuesSalesforceTokens(t *testing.T) {
 	t.Parallel()
 	c := newSFCLI(t)
-	ctx := context.Background()
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	tenant, err := c.store.Tenant(ctx, "acme")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web/provider"
@@ -101,7 +102,7 @@ func TestAuditExitStatus(t *testing.T) {
 // fresh embedded database shows no violation.
 func TestDemoReconciles(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
 	if err != nil {
 		t.Fatal(err)

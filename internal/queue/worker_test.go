@@ -35,7 +35,7 @@ func setup(t *testing.T) *bundle {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	tenant, err := store.CreateTenant(ctx, "acme", "")
 	if err != nil {
 		t.Fatal(err)
