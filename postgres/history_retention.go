@@ -55,7 +55,7 @@ WITH examined AS (
       AND EXISTS (SELECT FROM accepted_revisions n
                   WHERE n.tenant_id = x.tenant_id AND n.provider_id = x.provider_id AND n.object_type = x.object_type
                     AND n.object_id = x.object_id AND n.property IS NOT DISTINCT FROM x.property
-                    AND (n.revision, n.id) > (x.revision, x.id))
+                    AND (n.revision, n.applied_at, n.id) > (x.revision, x.applied_at, x.id))
     RETURNING a.tenant_id, a.provider_id, a.object_type, a.object_id
 ), tallied AS (
     INSERT INTO pruned_revisions AS p (tenant_id, provider_id, object_type, object_id, n)

@@ -47,7 +47,7 @@ const reconcileLatest = `latest AS (
            tenant_id, provider_id, object_type, object_id, property, revision, snapshot, event_id
     FROM accepted_revisions
     WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
-    ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC, id DESC
+    ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC, applied_at DESC, id DESC
 )`
 
 // A record's revision is its highest accepted revision. A per-property

@@ -31,7 +31,7 @@ FROM (
             a.event_id, NULL::text AS reason, a.conflict_id, a.snapshot, a.previous
      FROM (
          SELECT id, applied_at, delivery_id, revision, event_id, conflict_id, snapshot,
-                lag(snapshot) OVER (ORDER BY id) AS previous
+                lag(snapshot) OVER (ORDER BY applied_at, id) AS previous
          FROM accepted_revisions
          WHERE tenant_id = @tenant_id AND provider_id = @provider_id
            AND object_type = @object_type AND object_id = @object_id
