@@ -52,6 +52,7 @@ func (s *Server) Handler() http.Handler {
 				s.providerRoutes(r)
 				s.peopleRoutes(r)
 				s.memberRoutes(r)
+				s.repairRoutes(r)
 			})
 		})
 	})
