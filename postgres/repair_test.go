@@ -223,7 +223,9 @@ func TestReconcileAfterRepair(t *testing.T) {
 	f := newReconcileFixture(t)
 	ctx := ownerCtx()
 	acme := f.crm.TenantID
-	crm := func(id string) domain.RecordRef { return domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: id} }
+	crm := func(id string) domain.RecordRef {
+		return domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: id}
+	}
 	hs := domain.RecordRef{Provider: "hs", ObjectType: "contact", ObjectID: "c-1"}
 	for _, ref := range []domain.RecordRef{crm("c-1"), crm("c-2"), hs} {
 		if _, err := f.s.ResetRecord(ctx, acme, ref); err != nil {
