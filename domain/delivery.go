@@ -193,6 +193,8 @@ func (d DeliveryDetail) Replayable() error {
 	switch {
 	case d.ReplayOf != "":
 		return Errorf(ECONFLICT, "delivery %s is itself a replay; replay the original, %s", d.ID, d.ReplayOf)
+	case string(d.Body) == ErasedBody:
+		return Errorf(ECONFLICT, "delivery %s cannot be replayed: its body was erased with a record it carried", d.ID)
 	case d.Body == nil || d.Signature != SignatureValid:
 		return Errorf(ECONFLICT, "delivery %s cannot be replayed: its body was not kept (answered %d, signature %s); "+
 			"only the body of an authenticated sender is stored", d.ID, d.Status, d.Signature)

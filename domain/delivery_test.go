@@ -131,3 +131,30 @@ func TestCaptureRequestBounds(t *testing.T) {
 		t.Error("the first header by name was not kept")
 	}
 }
+
+func TestReplayable(t *testing.T) {
+	t.Parallel()
+	ok := domain.DeliveryDetail{DeliveryBrief: domain.DeliveryBrief{ID: "d1", Status: 200, Signature: domain.SignatureValid},
+		Request: domain.Request{Method: "POST"}, Body: []byte(`{}`)}
+	for _, tc := range []struct {
+		name   string
+		change func(*domain.DeliveryDetail)
+		want   string // in the refusal; "" when it can be replayed
+	}{
+		{"authenticated, with its request", func(*domain.DeliveryDetail) {}, ""},
+		{"refused before authentication", func(d *domain.DeliveryDetail) { d.Body, d.Signature, d.Status = nil, domain.SignatureInvalid, 401 }, "its body was not kept"},
+		{"erased", func(d *domain.DeliveryDetail) { d.Body = []byte(domain.ErasedBody) }, "erased"},
+		{"a replay", func(d *domain.DeliveryDetail) { d.ReplayOf = "d0" }, "itself a replay"},
+		{"stored before requests were kept", func(d *domain.DeliveryDetail) { d.Request = domain.Request{} }, "before Tidemark kept"},
+	} {
+		d := ok
+		tc.change(&d)
+		err := d.Replayable()
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.name, err)
+		case tc.want != "" && (domain.ErrorCode(err) != domain.ECONFLICT || !strings.Contains(domain.ErrorMessage(err), tc.want)):
+			t.Errorf("%s: %v, want a conflict saying %q", tc.name, err, tc.want)
+		}
+	}
+}

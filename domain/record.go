@@ -17,13 +17,61 @@ type Record struct {
 	LastAppliedEvent string
 	CreatedAt        time.Time
 	UpdatedAt        time.Time
+	// DeletedRevision is the revision of the provider's deletion of the
+	// record (HubSpot), nil while it is not deleted.
+	DeletedRevision *int64
+	// ResetAt is when an owner last reset the record; while Revision is
+	// ForgottenRevision the next event applies whatever its revision.
+	ResetAt *time.Time
 }
+
+// ForgottenRevision is the stored revision of a reset record: lower than
+// every revision an event can carry, so the next one applies.
+const ForgottenRevision = -1
+
+// Forgotten is true when the record was reset and no event applied since.
+func (r Record) Forgotten() bool { return r.Revision == ForgottenRevision }
 
 // RecordRef names a record.
 type RecordRef struct {
 	Provider   string
 	ObjectType string
 	ObjectID   string
+}
+
+// AuditTarget names the record in the audit log.
+func (r RecordRef) AuditTarget() string { return r.Provider + "/" + r.ObjectType + "/" + r.ObjectID }
+
+// Audit actions of record repair.
+const (
+	ActionRecordReset = "record_reset"
+	ActionRecordErase = "record_erase"
+	ActionLeadErase   = "lead_erase"
+)
+
+// Erasure counts what an erase removed content from.
+type Erasure struct {
+	Records   int64 // records deleted (0 or 1)
+	Revisions int64 // accepted revisions deleted
+	Events    int64 // events of the event log left without content
+	Conflicts int64 // conflicts left without snapshots (open ones closed)
+	Bodies    int64 // delivery bodies removed (NULL) or redacted (ErasedBody)
+	People    int64 // people deleted, with their tasks and campaign memberships
+}
+
+// ErasedBody replaces the stored body of a delivery that carried an erased
+// record's events together with other events (a HubSpot batch): the body
+// cannot be split, so it goes whole; the other events keep their own raw
+// payloads in the event log.
+const ErasedBody = `{"tidemark":"body erased with a record it carried"}`
+
+// ConfirmRepair checks the typed confirmation of a reset or erase: the
+// record id (or the email of a lead), exactly as shown.
+func ConfirmRepair(want, typed string) error {
+	if typed != want {
+		return Errorf(EINVALID, "type %q exactly to confirm; you typed %q", want, typed)
+	}
+	return nil
 }
 
 // Revision is one accepted snapshot of a record. ConflictID is set when an
@@ -62,6 +110,10 @@ type TimelineEntry struct {
 	// ConflictID is the conflict an event opened, or, on an accepted
 	// revision, the conflict an operator adopted it from.
 	ConflictID int64
+	// Repair is set on an owner's reset or erase (ActionRecordReset,
+	// ActionRecordErase), made by By; the other fields are then empty.
+	Repair string
+	By     string
 	// Snapshot and Previous are the accepted snapshot and the one accepted
 	// before it (nil for the first); set on accepted revisions only.
 	Snapshot json.RawMessage
@@ -83,4 +135,18 @@ type RecordService interface {
 	// ContactProviders lists, by name, the providers of the tenant that have
 	// a timeline for the contact: a record or a timeline event.
 	ContactProviders(ctx context.Context, tenantID int64, contactID string) ([]string, error)
+
+	// ResetRecord forgets the record's revision (the snapshot stays until
+	// the next event, which applies whatever its revision) and returns the
+	// record as reset. An unknown record is an ENOTFOUND error.
+	ResetRecord(ctx context.Context, tenantID int64, ref RecordRef) (Record, error)
+	// EraseRecord deletes the record and its accepted revisions, and
+	// removes its snapshots and payloads from the event log, its conflicts
+	// and the delivery bodies that carried its events, keeping the outcome
+	// rows. A record with neither a snapshot nor events is ENOTFOUND.
+	EraseRecord(ctx context.Context, tenantID int64, ref RecordRef) (Erasure, error)
+	// EraseLead deletes the person of the email (with tasks and campaign
+	// memberships) and the content of every lead signup event naming it.
+	// An email with neither is ENOTFOUND.
+	EraseLead(ctx context.Context, tenantID int64, email string) (Erasure, error)
 }

@@ -24,7 +24,7 @@ const openQueueSQL = `
 SELECT ` + queueColumns + `, count(*) OVER ()
 FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
 WHERE c.tenant_id = @tenant_id AND c.status = 'open'
-ORDER BY c.id
+ORDER BY c.detected_at, c.id
 LIMIT @limit`
 
 const resolvedQueueSQL = `
@@ -124,8 +124,9 @@ const conflictColumns = `c.id, p.name, c.object_type, c.object_id, c.revision, c
 const conflictsSQL = `
 SELECT ` + conflictColumns + `
 FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-WHERE c.tenant_id = @tenant_id AND c.id < @after_id AND (@status::text IS NULL OR c.status = @status)
-ORDER BY c.id DESC
+WHERE c.tenant_id = @tenant_id AND (c.detected_at, c.id) < (@after_at, @after_id)
+  AND (@status::text IS NULL OR c.status = @status)
+ORDER BY c.detected_at DESC, c.id DESC
 LIMIT @limit`
 
 func scanConflict(row pgx.Row) (domain.Conflict, error) {
@@ -142,20 +143,24 @@ func scanConflict(row pgx.Row) (domain.Conflict, error) {
 	return c, err
 }
 
+// conflictCursor walks conflicts newest first by the time they were
+// detected; the id only breaks ties (ids are not in time order once a
+// sequence hands out ranges to several nodes).
 type conflictCursor struct {
-	ID int64 `json:"i"`
+	At time.Time `json:"t"`
+	ID int64     `json:"i"`
 }
 
 // Conflicts implements domain.ConflictService: the conflicts with that status
 // ("" for all), newest first, and the cursor of the next page ("" on the
 // last). A malformed cursor is an EINVALID error.
 func (s *Store) Conflicts(ctx context.Context, tenantID int64, status string, page domain.Page) ([]domain.Conflict, string, error) {
-	after := conflictCursor{ID: math.MaxInt64}
+	after := conflictCursor{At: latestRevisionTime, ID: math.MaxInt64}
 	if err := decodeCursor(page.Cursor, &after); err != nil {
 		return nil, "", err
 	}
 	limit := pageLimit(page)
-	rows, err := s.read.Query(ctx, conflictsSQL, pgx.NamedArgs{"tenant_id": tenantID, "after_id": after.ID,
+	rows, err := s.read.Query(ctx, conflictsSQL, pgx.NamedArgs{"tenant_id": tenantID, "after_at": after.At, "after_id": after.ID,
 		"status": nullString(status), "limit": limit + 1})
 	if err != nil {
 		return nil, "", translate(err)
@@ -170,7 +175,7 @@ func (s *Store) Conflicts(ctx context.Context, tenantID int64, status string, pa
 	if !more {
 		return conflicts, "", nil
 	}
-	return conflicts, encodeCursor(conflictCursor{ID: conflicts[len(conflicts)-1].ID}), nil
+	return conflicts, encodeCursor(conflictCursor{At: conflicts[len(conflicts)-1].DetectedAt, ID: conflicts[len(conflicts)-1].ID}), nil
 }
 
 const lockConflictSQL = `

@@ -20,8 +20,9 @@ SELECT t.id, p.id, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.ma
                  FROM scopes sc WHERE sc.tenant_id = t.id AND sc.provider_id = p.id), '[]')
 FROM tenants t JOIN providers p ON p.tenant_id = t.id
 CROSS JOIN LATERAL (
-    SELECT array_agg(id ORDER BY id DESC) AS ids, array_agg(key_id ORDER BY id DESC) AS key_ids,
-           array_agg(aad_version ORDER BY id DESC) AS aad_versions, array_agg(ciphertext ORDER BY id DESC) AS ciphertexts
+    SELECT array_agg(id ORDER BY created_at DESC, id DESC) AS ids, array_agg(key_id ORDER BY created_at DESC, id DESC) AS key_ids,
+           array_agg(aad_version ORDER BY created_at DESC, id DESC) AS aad_versions,
+           array_agg(ciphertext ORDER BY created_at DESC, id DESC) AS ciphertexts
     FROM provider_secrets
     WHERE tenant_id = t.id AND provider_id = p.id AND retired_at IS NULL) ps
 WHERE t.slug = @tenant AND p.name = @provider`

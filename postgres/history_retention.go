@@ -39,14 +39,18 @@ func (s *Store) SetHistoryRetention(d time.Duration) { s.historyRetention = d }
 // accounts for every application. It answers the last row examined, the
 // next batch's cursor, with the number deleted; no row when none is left.
 // A superseding row deleted by the same statement is itself superseded,
-// so the highest one always stays.
+// so the highest one always stays; for a reset record, the highest one
+// accepted since the reset (ResetRecord), which reconciliation compares.
 const pruneRevisionsSQL = `
 WITH examined AS (
-    SELECT tenant_id, id, provider_id, object_type, object_id, property, revision, applied_at
-    FROM accepted_revisions
-    WHERE applied_at < @before
-      AND (applied_at, tenant_id, id) > (@after_at::timestamptz, @after_tenant::bigint, @after_id::bigint)
-    ORDER BY applied_at, tenant_id, id
+    SELECT a.tenant_id, a.id, a.provider_id, a.object_type, a.object_id, a.property, a.revision, a.applied_at,
+           coalesce(r.reset_after, 0) AS reset_after
+    FROM accepted_revisions a
+    LEFT JOIN records r ON r.tenant_id = a.tenant_id AND r.provider_id = a.provider_id
+                       AND r.object_type = a.object_type AND r.object_id = a.object_id
+    WHERE a.applied_at < @before
+      AND (a.applied_at, a.tenant_id, a.id) > (@after_at::timestamptz, @after_tenant::bigint, @after_id::bigint)
+    ORDER BY a.applied_at, a.tenant_id, a.id
     LIMIT @limit
 ), gone AS (
     DELETE FROM accepted_revisions a
@@ -55,7 +59,9 @@ WITH examined AS (
       AND EXISTS (SELECT FROM accepted_revisions n
                   WHERE n.tenant_id = x.tenant_id AND n.provider_id = x.provider_id AND n.object_type = x.object_type
                     AND n.object_id = x.object_id AND n.property IS NOT DISTINCT FROM x.property
-                    AND (n.revision, n.id) > (x.revision, x.id))
+                    AND (n.revision, n.applied_at, n.id) > (x.revision, x.applied_at, x.id)
+                    -- Since a reset, only a revision accepted after it supersedes.
+                    AND (x.id <= x.reset_after OR n.id > x.reset_after))
     RETURNING a.tenant_id, a.provider_id, a.object_type, a.object_id
 ), tallied AS (
     INSERT INTO pruned_revisions AS p (tenant_id, provider_id, object_type, object_id, n)

@@ -242,3 +242,44 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 	}
 	wantViolations(t, report, "", 0, "")
 }
+
+// After a reset, history retention keeps the highest revision accepted
+// since the reset, even when an older, higher one from before it remains:
+// that is the one reconciliation compares the record with.
+func TestHistoryRetentionKeepsWhatFollowsAReset(t *testing.T) {
+	t.Parallel()
+	s, crm := setup(t)
+	ctx := asTestCLI(context.Background())
+	now := time.Now()
+	daysAgo := func(n int) time.Time { return now.Add(-time.Duration(n) * 24 * time.Hour) }
+	if _, err := s.EnsurePartitions(ctx, daysAgo(41), 41); err != nil {
+		t.Fatal(err)
+	}
+	ingestAt := func(e domain.Event, days int) {
+		t.Helper()
+		d := delivery(crm)
+		d.ReceivedAt = daysAgo(days)
+		if _, err := s.Ingest(ctx, d, crm, []domain.Event{e}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ingestAt(event("a9", "c-1", 9, `{"v":9}`), 40)
+	if _, err := s.ResetRecord(ctx, crm.TenantID, domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}); err != nil {
+		t.Fatal(err)
+	}
+	ingestAt(event("a2", "c-1", 2, `{"v":2}`), 39)
+	s.SetHistoryRetention(7 * 24 * time.Hour)
+	if _, err := s.cleanup(ctx, now, testRetention, 10); err != nil {
+		t.Fatal(err)
+	}
+	if got := keptRevisions(t, s, crm, "c-1"); !slices.Contains(got, "2") {
+		t.Fatalf("revisions kept %v: the one accepted since the reset is gone", got)
+	}
+	report, err := s.Reconcile(ctx, crm.TenantID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Total() != 0 {
+		t.Fatalf("reconciliation after retention: %s", report.Summary())
+	}
+}

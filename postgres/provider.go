@@ -168,12 +168,12 @@ RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = @tenant_id), max_
 const providerSecretsSQL = `
 SELECT id, created_at FROM provider_secrets
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
-ORDER BY id DESC`
+ORDER BY created_at DESC, id DESC`
 
 const activeSecretsSQL = `
 SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
-ORDER BY id DESC`
+ORDER BY created_at DESC, id DESC`
 
 // lockProviderSQL serialises the changes of one provider's secrets and
 // settings. NO KEY UPDATE lets ingest's foreign-key checks (KEY SHARE) on

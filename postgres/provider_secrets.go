@@ -91,7 +91,7 @@ const unshownProviderSecretSQL = `
 SELECT id, created_at, key_id, aad_version, ciphertext FROM (
     SELECT id, created_at, key_id, aad_version, ciphertext, shown FROM provider_secrets
     WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
-    ORDER BY id DESC LIMIT 1) newest
+    ORDER BY created_at DESC, id DESC LIMIT 1) newest
 WHERE NOT shown`
 
 // UnshownProviderSecret implements domain.ProviderService.

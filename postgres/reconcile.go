@@ -41,13 +41,16 @@ LIMIT @limit`
 // reconcileLatest is the highest accepted revision of each record, and of
 // each property of a per-property record (property NULL for the others);
 // of two at one revision, the later, which an operator adopted. History
-// retention always keeps these rows.
+// retention always keeps these rows. A reset record (postgres/repair.go)
+// is compared only with the revisions accepted after its reset.
 const reconcileLatest = `latest AS (
     SELECT DISTINCT ON (tenant_id, provider_id, object_type, object_id, property)
            tenant_id, provider_id, object_type, object_id, property, revision, snapshot, event_id
-    FROM accepted_revisions
-    WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
-    ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC, id DESC
+    FROM accepted_revisions a
+    WHERE (@tenant_id::bigint IS NULL OR tenant_id = @tenant_id)
+      AND NOT EXISTS (SELECT FROM records r WHERE r.tenant_id = a.tenant_id AND r.provider_id = a.provider_id
+                      AND r.object_type = a.object_type AND r.object_id = a.object_id AND a.id <= r.reset_after)
+    ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC, applied_at DESC, id DESC
 )`
 
 // A record's revision is its highest accepted revision. A per-property
@@ -69,6 +72,8 @@ WITH ` + reconcileLatest + `, stored AS (
         AND l.object_id = r.object_id AND l.property IS NULL
     WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions = '{}'
       AND r.revision IS DISTINCT FROM l.revision
+      -- reset (revision -1, domain.ForgottenRevision) and no event applied since
+      AND NOT (r.revision = -1 AND r.reset_after IS NOT NULL AND l.revision IS NULL)
     UNION ALL
     SELECT coalesce(s.tenant_id, l.tenant_id), coalesce(s.provider_id, l.provider_id),
            coalesce(s.object_type, l.object_type), coalesce(s.object_id, l.object_id), '',
@@ -133,8 +138,9 @@ WITH ` + reconcileLatest + `, found AS (
            format('property %s is %s, but no accepted revision of it is kept', kv.key, left(kv.value::text, 200))
     FROM records r, jsonb_each(r.snapshot) kv
     WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions <> '{}'
-      AND NOT EXISTS (SELECT FROM latest l WHERE l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id
-                      AND l.object_type = r.object_type AND l.object_id = r.object_id AND l.property = kv.key)
+      -- any accepted revision, before a reset too: a reset keeps the snapshot
+      AND NOT EXISTS (SELECT FROM accepted_revisions a WHERE a.tenant_id = r.tenant_id AND a.provider_id = r.provider_id
+                      AND a.object_type = r.object_type AND a.object_id = r.object_id AND a.property = kv.key)
 )` + reconcileFound
 
 // A record's application count is the number of its accepted revisions:
@@ -197,6 +203,7 @@ WITH applied AS (
     JOIN scopes s ON s.tenant_id = e.tenant_id AND s.provider_id = e.provider_id AND s.object_type = e.object_type
         AND s.action = e.action
     WHERE (@tenant_id::bigint IS NULL OR e.tenant_id = @tenant_id) AND e.outcome = 'applied'
+      AND e.payload IS NOT NULL -- an erased event's identifier cannot be rebuilt
       AND (s.updated_at = s.created_at OR e.received_at > s.updated_at + make_interval(secs => @margin_seconds::float8))
 ), paired AS (
     SELECT *, lag(event_id) OVER w AS first_event, lag(delivery_id) OVER w AS first_delivery, lag(received_at) OVER w AS first_at

@@ -33,7 +33,7 @@ const (
 	lastReportAtSQL     = `SELECT max(started_at) FROM reconciliation_reports WHERE tenant_id = @tenant_id`
 	lastReportSQL       = `
 SELECT started_at, finished_at, counts, violations FROM reconciliation_reports
-WHERE tenant_id = @tenant_id ORDER BY id DESC LIMIT 1`
+WHERE tenant_id = @tenant_id ORDER BY started_at DESC, id DESC LIMIT 1`
 	saveReportSQL = `
 WITH saved AS (
     INSERT INTO reconciliation_reports (tenant_id, started_at, finished_at, counts, violations)
@@ -42,7 +42,7 @@ WITH saved AS (
 )
 DELETE FROM reconciliation_reports
 WHERE tenant_id = @tenant_id AND id NOT IN (SELECT id FROM saved)
-  AND id NOT IN (SELECT id FROM reconciliation_reports WHERE tenant_id = @tenant_id ORDER BY id DESC LIMIT @kept - 1)`
+  AND id NOT IN (SELECT id FROM reconciliation_reports WHERE tenant_id = @tenant_id ORDER BY started_at DESC, id DESC LIMIT @kept - 1)`
 )
 
 // reportTenant is the tenant_id of reports of runs across every tenant.

@@ -14,7 +14,8 @@ import (
 // timelineRecordSQL answers one row when the provider exists, with the
 // record's columns NULL when it has no record.
 const timelineRecordSQL = `
-SELECT p.id, r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at
+SELECT p.id, r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at,
+       r.deleted_revision, r.reset_at
 FROM providers p
 LEFT JOIN records r ON r.tenant_id = p.tenant_id AND r.provider_id = p.id
     AND r.object_type = @object_type AND r.object_id = @object_id
@@ -31,7 +32,7 @@ FROM (
             a.event_id, NULL::text AS reason, a.conflict_id, a.snapshot, a.previous
      FROM (
          SELECT id, applied_at, delivery_id, revision, event_id, conflict_id, snapshot,
-                lag(snapshot) OVER (ORDER BY id) AS previous
+                lag(snapshot) OVER (ORDER BY applied_at, id) AS previous
          FROM accepted_revisions
          WHERE tenant_id = @tenant_id AND provider_id = @provider_id
            AND object_type = @object_type AND object_id = @object_id
@@ -76,8 +77,12 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 		lastEvent        *string
 		created, updated *time.Time
 	)
+	var (
+		deleted *int64
+		resetAt *time.Time
+	)
 	err := s.read.QueryRow(ctx, timelineRecordSQL, args).
-		Scan(&providerID, &revision, &snapshot, &count, &lastEvent, &created, &updated)
+		Scan(&providerID, &revision, &snapshot, &count, &lastEvent, &created, &updated, &deleted, &resetAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return tl, recordNotFound(ref)
 	}
@@ -87,7 +92,7 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 	if revision != nil {
 		tl.Record = &domain.Record{Provider: ref.Provider, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID,
 			Revision: *revision, Snapshot: snapshot, ApplicationCount: *count, LastAppliedEvent: *lastEvent,
-			CreatedAt: *created, UpdatedAt: *updated}
+			CreatedAt: *created, UpdatedAt: *updated, DeletedRevision: deleted, ResetAt: resetAt}
 	}
 
 	args["provider_id"], args["limit"], args["outcomes"] = providerID, limit, timelineOutcomes()
@@ -118,10 +123,46 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 	if err != nil {
 		return tl, translate(err)
 	}
+	if tl.Entries, err = s.withRepairs(ctx, tenantID, ref, tl.Entries, limit); err != nil {
+		return tl, err
+	}
 	if tl.Record == nil && len(tl.Entries) == 0 {
 		return tl, recordNotFound(ref)
 	}
 	return tl, nil
+}
+
+// timelineRepairsSQL lists the record's resets and erasures, newest first,
+// from the audit log (index audit_log_repairs).
+const timelineRepairsSQL = `
+SELECT at, action, actor FROM audit_log
+WHERE tenant_id = @tenant_id AND target = @target AND action IN ('` + domain.ActionRecordReset + `', '` + domain.ActionRecordErase + `')
+ORDER BY at DESC
+LIMIT @limit`
+
+// withRepairs merges the record's resets and erasures into its timeline
+// entries, newest first, keeping the latest limit.
+func (s *Store) withRepairs(ctx context.Context, tenantID int64, ref domain.RecordRef, entries []domain.TimelineEntry, limit int) ([]domain.TimelineEntry, error) {
+	rows, err := s.read.Query(ctx, timelineRepairsSQL, pgx.NamedArgs{"tenant_id": tenantID, "target": ref.AuditTarget(), "limit": limit})
+	if err != nil {
+		return nil, translate(err)
+	}
+	repairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.TimelineEntry, error) {
+		var e domain.TimelineEntry
+		return e, row.Scan(&e.At, &e.Repair, &e.By)
+	})
+	if err != nil || len(repairs) == 0 {
+		return entries, translate(err)
+	}
+	merged := make([]domain.TimelineEntry, 0, len(entries)+len(repairs))
+	for len(entries) > 0 || len(repairs) > 0 {
+		if len(repairs) == 0 || len(entries) > 0 && !repairs[0].At.After(entries[0].At) {
+			merged, entries = append(merged, entries[0]), entries[1:]
+		} else {
+			merged, repairs = append(merged, repairs[0]), repairs[1:]
+		}
+	}
+	return merged[:min(len(merged), limit)], nil
 }
 
 // contactProvidersSQL checks each provider through the primary key of
@@ -149,7 +190,8 @@ func (s *Store) ContactProviders(ctx context.Context, tenantID int64, contactID 
 }
 
 const recordSQL = `
-SELECT r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at
+SELECT r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at,
+       r.deleted_revision, r.reset_at
 FROM records r JOIN providers p ON p.tenant_id = r.tenant_id AND p.id = r.provider_id
 WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @object_type AND r.object_id = @object_id`
 
@@ -158,7 +200,8 @@ WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @objec
 func (s *Store) Record(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
 	rec := domain.Record{Provider: ref.Provider, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID}
 	err := s.read.QueryRow(ctx, recordSQL, refArgs(tenantID, ref)).
-		Scan(&rec.Revision, &rec.Snapshot, &rec.ApplicationCount, &rec.LastAppliedEvent, &rec.CreatedAt, &rec.UpdatedAt)
+		Scan(&rec.Revision, &rec.Snapshot, &rec.ApplicationCount, &rec.LastAppliedEvent, &rec.CreatedAt, &rec.UpdatedAt,
+			&rec.DeletedRevision, &rec.ResetAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, recordNotFound(ref)
 	}

@@ -132,10 +132,11 @@ func scanReplayJob(row pgx.CollectableRow) (domain.ReplayJob, error) {
 }
 
 // replayableCond is what a job replays (domain.DeliveryDetail.Replayable):
-// a body kept from an authenticated sender with its request, received
-// before the job was created, and not itself a replay.
-const replayableCond = `d.body IS NOT NULL AND d.signature = 'valid' AND d.replay_of IS NULL AND d.method IS NOT NULL
-  AND d.received_at < @upto`
+// a body kept from an authenticated sender with its request, and not
+// erased since, received before the job was created, and not itself a
+// replay. domain.ErasedBody holds no quote, so it is a plain literal.
+const replayableCond = `d.body IS NOT NULL AND d.body <> convert_to('` + domain.ErasedBody + `', 'UTF8')
+  AND d.signature = 'valid' AND d.replay_of IS NULL AND d.method IS NOT NULL AND d.received_at < @upto`
 
 // countReplayableSQL and the two statements after it hold the filter's
 // conditions in %s (deliveryConds).

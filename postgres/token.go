@@ -21,7 +21,7 @@ func tokenHash(token string) []byte {
 const apiTokensSQL = `
 SELECT id, name, access, created_by, created_at, expires_at, coalesce(expires_at <= now(), false), last_used_at, revoked_at
 FROM api_tokens
-WHERE tenant_id = @tenant_id ORDER BY id DESC`
+WHERE tenant_id = @tenant_id ORDER BY created_at DESC, id DESC`
 
 // tokenCreatorSQL answers whether an operator may still create a token:
 // an admin, or an owner of the tenant. The membership is locked until the

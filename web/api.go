@@ -35,6 +35,8 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Group(func(r chi.Router) {
 		r.Use(requireWriteToken)
 		r.Post("/conflicts/{id}/resolve", s.handleResolve)
+		r.Post("/records/{provider}/{object_type}/{object_id}/reset", s.handleRecordResetAPI)
+		r.Delete("/records/{provider}/{object_type}/{object_id}", s.handleRecordEraseAPI)
 		r.Post("/deliveries/{id}/replay", s.handleReplayAPI)
 		r.Post("/replays", s.handleStartReplayAPI)
 		r.Post("/replays/{id}/cancel", s.handleCancelReplayAPI)
@@ -177,30 +179,14 @@ func contactRef(r *http.Request) domain.RecordRef {
 		ObjectID: pathParam(r, "contact_id")}
 }
 
-type recordJSON struct {
-	Provider         string          `json:"provider"`
-	ObjectType       string          `json:"object_type"`
-	ObjectID         string          `json:"object_id"`
-	Revision         int64           `json:"revision"`
-	Snapshot         json.RawMessage `json:"snapshot"`
-	ApplicationCount int             `json:"application_count"`
-	LastAppliedEvent string          `json:"last_applied_event"`
-	CreatedAt        apiTime         `json:"created_at"`
-	UpdatedAt        apiTime         `json:"updated_at"`
-}
-
 // handleRecord answers GET records/{provider}/{object_type}/{object_id}.
 func (s *Server) handleRecord(w http.ResponseWriter, r *http.Request) {
-	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
-		ObjectID: pathParam(r, "object_id")}
-	rec, err := s.records.Record(r.Context(), apiTenant(r.Context()).ID, ref)
+	rec, err := s.records.Record(r.Context(), apiTenant(r.Context()).ID, recordRef(r))
 	if err != nil {
 		s.fail(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, recordJSON{Provider: rec.Provider, ObjectType: rec.ObjectType, ObjectID: rec.ObjectID,
-		Revision: rec.Revision, Snapshot: rec.Snapshot, ApplicationCount: rec.ApplicationCount,
-		LastAppliedEvent: rec.LastAppliedEvent, CreatedAt: apiTime(rec.CreatedAt), UpdatedAt: apiTime(rec.UpdatedAt)})
+	writeJSON(w, http.StatusOK, newRecordJSON(rec))
 }
 
 type revisionJSON struct {

@@ -16,7 +16,7 @@ import (
 )
 
 // The delivery inspector and replays of the JSON API (docs/contract.md
-// section 7.12).
+// section 7.13).
 
 type deliveryBriefJSON struct {
 	ID         string  `json:"id"`

@@ -160,7 +160,7 @@ func TestAPIRecord(t *testing.T) {
 		t.Fatalf("status %d (%v)", status, body)
 	}
 	assertKeys(t, body, "provider", "object_type", "object_id", "revision", "snapshot", "application_count",
-		"last_applied_event", "created_at", "updated_at")
+		"last_applied_event", "created_at", "updated_at", "deleted", "deleted_revision", "reset_at")
 	assertJSON(t, "deal", map[string]any{"provider": body["provider"], "object_type": body["object_type"],
 		"object_id": body["object_id"], "revision": body["revision"], "snapshot": body["snapshot"],
 		"application_count": body["application_count"], "last_applied_event": body["last_applied_event"]},

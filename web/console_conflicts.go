@@ -134,27 +134,12 @@ func (s *Server) handleResolveConflict(w http.ResponseWriter, r *http.Request) {
 // handleTimeline shows one record's timeline; /contacts/{provider}/{id}
 // is the one of a contact.
 func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
 	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
 		ObjectID: pathParam(r, "object_id")}
 	if ref.ObjectType == "" {
 		ref.ObjectType, ref.ObjectID = domain.ContactType, pathParam(r, "contact_id")
 	}
-	tl, err := s.records.RecordTimeline(ctx, currentTenant(ctx).ID, ref, timelineLimit)
-	if err != nil {
-		s.consoleError(w, r, err)
-		return
-	}
-	p := views.TimelinePage{Ref: ref, Record: tl.Record, Limit: timelineLimit}
-	for _, e := range tl.Entries {
-		p.Entries = append(p.Entries, views.NewTimelineItem(e))
-	}
-	if p.Search, err = s.contactSearch(r, ref.Provider, ""); err != nil {
-		s.consoleError(w, r, err)
-		return
-	}
-	title := ref.ObjectType + " " + ref.ObjectID
-	s.render(w, r, http.StatusOK, views.TimelineView(s.layout(r, title, "events"), p))
+	s.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
 }
 
 // handleContactSearch opens a contact's timeline by id: in the provider

@@ -53,6 +53,11 @@ var routeNeeds = map[string]string{
 	"POST /t/{tenant}/members/{id}/remove":           string(domain.RoleOwner),
 	"GET /t/{tenant}/audit":                          string(domain.RoleOwner),
 
+	"POST /t/{tenant}/records/{provider}/{object_type}/{object_id}/reset": string(domain.RoleOwner),
+	"POST /t/{tenant}/records/{provider}/{object_type}/{object_id}/erase": string(domain.RoleOwner),
+	"GET /t/{tenant}/leads/erase":                                         string(domain.RoleOwner),
+	"POST /t/{tenant}/leads/erase":                                        string(domain.RoleOwner),
+
 	"GET /admin/users":                                   needAdmin,
 	"POST /admin/users":                                  needAdmin,
 	"POST /admin/users/{id}/memberships":                 needAdmin,
@@ -64,10 +69,12 @@ var routeNeeds = map[string]string{
 	"POST /admin/users/{id}/sign-out":                    needAdmin,
 	"GET /admin/audit":                                   needAdmin,
 
-	"POST /api/v1/tenants/{tenant}/conflicts/{id}/resolve": needWrite,
-	"POST /api/v1/tenants/{tenant}/deliveries/{id}/replay": needWrite,
-	"POST /api/v1/tenants/{tenant}/replays":                needWrite,
-	"POST /api/v1/tenants/{tenant}/replays/{id}/cancel":    needWrite,
+	"POST /api/v1/tenants/{tenant}/conflicts/{id}/resolve":                             needWrite,
+	"POST /api/v1/tenants/{tenant}/records/{provider}/{object_type}/{object_id}/reset": needWrite,
+	"DELETE /api/v1/tenants/{tenant}/records/{provider}/{object_type}/{object_id}":     needWrite,
+	"POST /api/v1/tenants/{tenant}/deliveries/{id}/replay":                             needWrite,
+	"POST /api/v1/tenants/{tenant}/replays":                                            needWrite,
+	"POST /api/v1/tenants/{tenant}/replays/{id}/cancel":                                needWrite,
 }
 
 // routeNeed is who may use method pattern, and whether it is listed.

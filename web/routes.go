@@ -53,6 +53,7 @@ func (s *Server) Handler() http.Handler {
 				s.peopleRoutes(r)
 				s.memberRoutes(r)
 				s.auditRoutes(r)
+				s.repairRoutes(r)
 				s.deliveryRoutes(r)
 				s.replayRoutes(r)
 			})
