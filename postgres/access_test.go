@@ -19,7 +19,7 @@ func signInStore(t *testing.T) *Store {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateUser(context.Background(), "ops@example.com", signInPassword, false, "", ""); err != nil {
+	if err := s.CreateUser(asTestCLI(context.Background()), "ops@example.com", signInPassword, false, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	return s

@@ -138,8 +138,8 @@ func TestAuditRecordsChanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(all) != len(cases)+1 { // and setup's provider
-		t.Fatalf("%d entries in all, want %d", len(all), len(cases)+1)
+	if len(all) != len(cases)+3 { // and setup's provider, and creating the two operators
+		t.Fatalf("%d entries in all, want %d", len(all), len(cases)+3)
 	}
 	for _, e := range all {
 		if strings.Contains(e.Summary, sfToken) || strings.Contains(e.Summary, rotated) || strings.Contains(e.Summary, "whsec_") {
@@ -323,8 +323,8 @@ func TestAuditLogQuery(t *testing.T) {
 	}{
 		{"tenant", domain.AuditQuery{TenantID: p.TenantID}, 6}, // and setup's provider
 		{"other tenant", domain.AuditQuery{TenantID: other.TenantID}, 2},
-		{"outside any tenant", domain.AuditQuery{}, 1},
-		{"all tenants", domain.AuditQuery{AllTenants: true}, 9},
+		{"outside any tenant", domain.AuditQuery{}, 2}, // and the operator's creation
+		{"all tenants", domain.AuditQuery{AllTenants: true}, 10},
 		{"actor", domain.AuditQuery{TenantID: p.TenantID, Actor: "deploy bot"}, 2},
 		{"actor elsewhere", domain.AuditQuery{TenantID: other.TenantID, Actor: "deploy bot"}, 0},
 		{"action", domain.AuditQuery{AllTenants: true, Action: domain.AuditProviderRetire}, 1},
@@ -351,7 +351,7 @@ func TestAuditLogQuery(t *testing.T) {
 	}{
 		{acme, "provider_create,scope_update"},
 		{domain.AuditQuery{TenantID: other.TenantID}, "provider_create,provider_retire"},
-		{domain.AuditQuery{AllTenants: true}, "operator_sign_out,provider_create,provider_retire,scope_update"},
+		{domain.AuditQuery{AllTenants: true}, "operator_create,operator_sign_out,provider_create,provider_retire,scope_update"},
 	} {
 		actions, err := s.AuditActions(ann, c.q)
 		if err != nil || strings.Join(actions, ",") != c.want {

@@ -55,8 +55,14 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 		if uniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "user %q already exists", email)
 		}
-		if err != nil || tenantSlug == "" {
+		if err != nil {
 			return translate(err)
+		}
+		if err := audit(ctx, tx, 0, "operator_create", email, fmt.Sprintf("admin %t", admin)); err != nil {
+			return translate(err)
+		}
+		if tenantSlug == "" {
+			return nil
 		}
 		return addMembership(ctx, tx, domain.NewMembership{UserID: userID, TenantSlug: tenantSlug, Role: role})
 	})
@@ -118,7 +124,33 @@ func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, a
 		if err := audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin})
-		return lastAdmin(err)
+		if _, err = tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin}); err != nil {
+			return lastAdmin(err)
+		}
+		if admin || !u.IsAdmin {
+			return nil
+		}
+		// An admin acted as an owner of every tenant: the tokens they made
+		// where they are not an owner member lose their creator's standing.
+		rows, _ := tx.Query(ctx, formerAdminTenantsSQL, pgx.NamedArgs{"user_id": userID})
+		tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+		if err != nil {
+			return translate(err)
+		}
+		for _, tenantID := range tenants {
+			if _, err := revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator is no longer an admin"); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 }
+
+// formerAdminTenantsSQL lists the tenants where an operator who was an
+// admin made API tokens that still work without being an owner member
+// there. Operator administration, it looks across tenants.
+const formerAdminTenantsSQL = `
+SELECT DISTINCT k.tenant_id FROM api_tokens k
+WHERE k.created_by_user_id = @user_id AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+  AND NOT EXISTS (SELECT FROM memberships m
+                  WHERE m.tenant_id = k.tenant_id AND m.user_id = @user_id AND m.role = 'owner')`

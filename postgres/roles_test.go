@@ -344,3 +344,38 @@ INSERT INTO api_tokens (tenant_id, name, token_hash) SELECT id, 'old', '\x01' FR
 		t.Fatal("a role outside viewer, operator and owner was stored")
 	}
 }
+
+// An admin acts as an owner of every tenant; losing the flag revokes the
+// tokens they made where they are not an owner member, and keeps those of
+// a tenant they own.
+func TestFormerAdminTokensRevoked(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	root := newOperator(t, s, "root@example.com", true)
+	ada := newOperator(t, s, "ada@example.com", true)
+	asAda := asOperator(context.Background(), "ada@example.com")
+	other, err := s.CreateTenant(asTestCLI(context.Background()), "other", "Other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddMembership(asTestCLI(context.Background()), domain.NewMembership{UserID: ada.ID, TenantSlug: "other", Role: domain.RoleOwner}); err != nil {
+		t.Fatal(err)
+	}
+	create := func(tenantID int64, name string) string {
+		t.Helper()
+		tok, err := s.CreateAPIToken(asAda, tenantID, domain.NewAPIToken{Name: name, Access: domain.TokenWrite, CreatedBy: ada.ID})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	asAdmin, owned := create(p.TenantID, "as admin"), create(other.ID, "owned")
+	if err := s.SetAdmin(asOperator(context.Background(), "root@example.com"), root, ada.ID, false); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.TenantForToken(asAda, "acme", asAdmin)
+	wantCode(t, err, domain.EUNAUTHORIZED)
+	if _, err := s.TenantForToken(asAda, "other", owned); err != nil {
+		t.Fatalf("the token of a tenant she owns: %v", err)
+	}
+}

@@ -132,7 +132,7 @@ func TestBrowserReconciliationPage(t *testing.T) {
 	e2e.Require(t, "Chromium")
 	e := setup(t)
 	e.reconcileBroken()
-	if err := e.store.CreateUser(context.Background(), "root@example.com", testPassword, true, "", ""); err != nil {
+	if err := e.store.CreateUser(cliContext(), "root@example.com", testPassword, true, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	ctx := newBrowser(t)
