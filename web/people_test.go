@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // signupBody is a standard lead.signup delivery body.
@@ -188,6 +190,14 @@ func TestConsolePeople(t *testing.T) {
 		if got := text(doc, sel); got != want {
 			t.Errorf("%s: %q, want %q", sel, got, want)
 		}
+	}
+	// Owners are offered the lead's erasure, with the email filled in; a
+	// viewer is not.
+	if got, _ := doc.Find("a.erase-lead").Attr("href"); got != "/t/acme/leads/erase?email=ada%40example.com" {
+		t.Errorf("erase link %q", got)
+	}
+	if _, viewerDoc := e.withRole("viewer@example.com", domain.RoleViewer).get(href); viewerDoc.Find("a.erase-lead").Length() != 0 {
+		t.Error("a viewer is offered to erase the lead")
 	}
 	if n := doc.Find("table.tasks tbody tr").Length(); n != 1 || !strings.Contains(text(doc, "table.tasks"), "open") {
 		t.Errorf("tasks: %d rows, %q", n, text(doc, "table.tasks"))
