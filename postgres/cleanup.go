@@ -97,11 +97,19 @@ DELETE FROM audit_log a
 USING (SELECT tenant_id, id FROM audit_log WHERE at < now() - @days::integer * interval '1 day' LIMIT @limit) e
 WHERE a.tenant_id = e.tenant_id AND a.id = e.id`
 
+// deleteFinishedReplaysSQL deletes replay jobs that ended before @before:
+// the log they replayed from is gone by then too.
+const deleteFinishedReplaysSQL = `
+DELETE FROM replay_jobs j
+USING (SELECT tenant_id, id FROM replay_jobs WHERE finished_at < @before LIMIT @limit) e
+WHERE j.tenant_id = e.tenant_id AND j.id = e.id`
+
 // CleanupReport says what one maintenance pass did.
 type CleanupReport struct {
 	Skipped           bool     // another process was running a pass; this one did nothing
 	ExpiredKeys       int64    // idempotency keys deleted
 	ExpiredAudit      int64    // audit entries past domain.AuditRetention deleted
+	FinishedReplays   int64    // replay jobs that ended before the log's retention, deleted
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
@@ -127,6 +135,9 @@ func (r CleanupReport) String() string {
 	}
 	if r.ExpiredAudit > 0 {
 		fmt.Fprintf(&b, "; removed %d audit entries past their retention", r.ExpiredAudit)
+	}
+	if r.FinishedReplays > 0 {
+		fmt.Fprintf(&b, "; removed %d finished replay jobs", r.FinishedReplays)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "; deferred to the next pass: %s", strings.Join(r.Deferred, "; "))
@@ -175,6 +186,11 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 			pgx.NamedArgs{"days": int(domain.AuditRetention / (24 * time.Hour)), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete audit entries past retention: %w", err)
+		}
+		r.FinishedReplays, err = execBatches(ctx, m.conn, deleteFinishedReplaysSQL,
+			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete finished replay jobs: %w", err)
 		}
 		return partitionsErr
 	})

@@ -450,3 +450,29 @@ func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
 		t.Errorf("%d events, want %d", n, writers*each)
 	}
 }
+
+// Replay jobs that ended before the log's retention go with the log they
+// replayed from; recent and unfinished ones stay.
+func TestCleanupRemovesFinishedReplayJobs(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := context.Background()
+	now := time.Now()
+	for _, job := range []struct {
+		status   string
+		finished any
+	}{{"done", now.Add(-testRetention - time.Hour)}, {"cancelled", now.Add(-time.Hour)}, {"queued", nil}} {
+		if _, err := s.pool.Exec(ctx, `
+INSERT INTO replay_jobs (tenant_id, filter, status, upto, total, actor_kind, actor, finished_at)
+VALUES ($1, '{}', $2, now(), 0, 'cli', 'test', $3)`, p.TenantID, job.status, job.finished); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r, err := s.Cleanup(ctx, now, testRetention)
+	if err != nil || r.FinishedReplays != 1 || !strings.Contains(r.String(), "removed 1 finished replay jobs") {
+		t.Fatalf("cleanup: %v, %+v", err, r)
+	}
+	if n := cleanupCount(t, s, `SELECT count(*) FROM replay_jobs WHERE tenant_id = $1`, p.TenantID); n != 2 {
+		t.Fatalf("%d jobs left, want the recent and the queued one", n)
+	}
+}
