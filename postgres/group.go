@@ -188,13 +188,10 @@ func (s *Store) commitGroup(group []*ingestJob) {
 	ctx, cancel := groupContext(live)
 	defer cancel()
 	batch := &pgx.Batch{}
-	// Each delivery counts its outcomes in its own counter shard, so that
-	// no counter row is updated many times in one transaction (each update
-	// would walk the chain of the row's earlier versions).
-	base := rand.IntN(s.counterShards)
-	for i, job := range live {
-		job.results = s.queueDelivery(batch, job.d, job.p, job.events, (base+i)%s.counterShards)
-	}
+	// Each round of the group counts its outcomes in the next counter
+	// shard, so that few counter rows are updated twice in one transaction
+	// (each update would walk the chain of the row's earlier versions).
+	s.queueGroup(batch, live, rand.IntN(s.counterShards))
 	if s.beforeCommitSQL != "" {
 		batch.Queue(s.beforeCommitSQL)
 	}

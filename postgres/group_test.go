@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -105,51 +106,74 @@ CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poi
 	}
 }
 
+// randomHistory is n deliveries of 1 to 4 events each, over few records,
+// properties and leads, so that a group often holds several events of one
+// record, key or lead: whole snapshots (some unversioned), property
+// changes and deletions, lead signups, rejected events, and reused event
+// ids, some redelivered as they were and some with other content.
+func randomHistory(t *testing.T, rng *rand.Rand, n int) [][]domain.Event {
+	var history [][]domain.Event
+	for i := range n {
+		var events []domain.Event
+		for j := range 1 + rng.IntN(4) {
+			id := fmt.Sprintf("e-%d-%d", i, j)
+			var e domain.Event
+			switch k := rng.IntN(10); {
+			case k < 5:
+				e = event(id, fmt.Sprintf("c-%d", rng.IntN(12)), int64(rng.IntN(6))-1, fmt.Sprintf(`{"v":%d}`, rng.IntN(3)))
+			case k < 8:
+				property := []string{"jobtitle", "city", "phone", domain.PropertyDeleted}[rng.IntN(4)]
+				e = change(id, property, fmt.Sprintf("v%d", rng.IntN(3)), int64(rng.IntN(8)))
+				e.ObjectID = fmt.Sprintf("p-%d", rng.IntN(6))
+			case k < 9:
+				e = signup(t, id, fmt.Sprintf("lead%d@example.com", rng.IntN(5)), []string{"spring", "autumn"}[rng.IntN(2)])
+			default:
+				e = event(id, fmt.Sprintf("c-%d", rng.IntN(12)), 1, `{"v":1}`)
+				e.RejectReason = "malformed for the test"
+			}
+			if rng.IntN(6) == 0 && len(history) > 0 {
+				prev := history[rng.IntN(len(history))][0]
+				if rng.IntN(2) == 0 {
+					e = prev // redelivered as it was
+				} else {
+					e.EventID = prev.EventID // reused with other content
+				}
+			}
+			events = append(events, e)
+		}
+		history = append(history, events)
+	}
+	return history
+}
+
 // TestGroupedOutcomesMatchOneAtATime writes one random history twice: one
-// delivery at a time, and in groups of random sizes. Every event must get
-// the same outcome and reason, and the records must end the same.
+// event at a time (each event its own delivery and transaction), and as
+// the deliveries it came in, in groups of random sizes. Every event must
+// get the same outcome, reason and current revision, and the records and
+// leads must end the same.
 func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 	t.Parallel()
 	alone, pa := setup(t)
 	grouped, pg := setup(t)
 	rng := rand.New(rand.NewPCG(7, 9))
-	type delivered struct{ events []domain.Event }
-	var history []delivered
-	for i := range 300 {
-		var events []domain.Event
-		for j := range 1 + rng.IntN(3) {
-			contact := fmt.Sprintf("c-%d", rng.IntN(12))
-			rev := int64(rng.IntN(6)) - 1 // some without a revision
-			snap := fmt.Sprintf(`{"v":%d}`, rng.IntN(3))
-			id := fmt.Sprintf("e-%d-%d", i, j)
-			if rng.IntN(6) == 0 && len(history) > 0 { // a redelivered or reused event id
-				prev := history[rng.IntN(len(history))].events[0]
-				id = prev.EventID
-				if rng.IntN(2) == 0 {
-					contact, snap = prev.ObjectID, string(prev.Snapshot)
-					rev = -1
-					if prev.Revision != nil {
-						rev = *prev.Revision
-					}
-				}
-			}
-			events = append(events, event(id, contact, rev, snap))
-		}
-		history = append(history, delivered{events})
-	}
+	history := randomHistory(t, rng, 300)
 	var want, got [][]domain.Result
-	for _, h := range history {
-		job := newJob(t, alone, pa, append([]domain.Event(nil), h.events...)...)
-		if err := writeGroup(alone, job)[0]; err != nil {
-			t.Fatal(err)
+	for _, events := range history {
+		var results []domain.Result
+		for _, e := range events {
+			job := newJob(t, alone, pa, e)
+			if err := writeGroup(alone, job)[0]; err != nil {
+				t.Fatal(err)
+			}
+			results = append(results, job.results...)
 		}
-		want = append(want, job.results)
+		want = append(want, results)
 	}
 	for start := 0; start < len(history); {
 		n := min(1+rng.IntN(40), len(history)-start)
 		var jobs []*ingestJob
-		for _, h := range history[start : start+n] {
-			jobs = append(jobs, newJob(t, grouped, pg, append([]domain.Event(nil), h.events...)...))
+		for _, events := range history[start : start+n] {
+			jobs = append(jobs, newJob(t, grouped, pg, append([]domain.Event(nil), events...)...))
 		}
 		for i, err := range writeGroup(grouped, jobs...) {
 			if err != nil {
@@ -164,19 +188,30 @@ func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 		for j := range want[i] {
 			w, g := want[i][j], got[i][j]
 			outcomes[w.Outcome]++
-			if w.Outcome != g.Outcome || w.Reason != g.Reason {
-				t.Errorf("delivery %d event %s: one at a time %s %q, grouped %s %q", i, w.EventID, w.Outcome, w.Reason, g.Outcome, g.Reason)
+			if w.Outcome != g.Outcome || w.Reason != g.Reason || !reflect.DeepEqual(w.CurrentRevision, g.CurrentRevision) {
+				t.Errorf("delivery %d event %s: one at a time %s %q (current %v), grouped %s %q (current %v)",
+					i, w.EventID, w.Outcome, w.Reason, w.CurrentRevision, g.Outcome, g.Reason, g.CurrentRevision)
 			}
 		}
 	}
 	t.Logf("outcomes: %v", outcomes)
-	for c := range 12 {
-		contact := fmt.Sprintf("c-%d", c)
+	for _, outcome := range []domain.Outcome{domain.Applied, domain.Duplicate, domain.EventConflict, domain.Stale,
+		domain.Redundant, domain.RevisionConflict, domain.Unversioned, domain.Rejected} {
+		if outcomes[outcome] == 0 {
+			t.Errorf("the history has no %s event; it should exercise every outcome", outcome)
+		}
+	}
+	for _, contact := range []string{"c-0", "c-3", "c-7", "c-11", "p-0", "p-2", "p-5"} {
 		ra, sa, na := record(t, alone, pa, contact)
 		rg, sg, ng := record(t, grouped, pg, contact)
 		if ra != rg || sa != sg || na != ng {
 			t.Errorf("%s: one at a time %d %s ×%d, grouped %d %s ×%d", contact, ra, sa, na, rg, sg, ng)
 		}
+	}
+	pa1, aa, ta, ma := leadCounts(t, alone, pa.TenantID)
+	pg1, ag, tg, mg := leadCounts(t, grouped, pg.TenantID)
+	if pa1 != pg1 || aa != ag || ta != tg || ma != mg {
+		t.Errorf("leads: one at a time %d people %d accounts %d tasks %d members, grouped %d %d %d %d", pa1, aa, ta, ma, pg1, ag, tg, mg)
 	}
 }
 

@@ -1,0 +1,258 @@
+package postgres
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// A group's events are written in rounds. An event joins the first round
+// after every earlier event of the group it shares an idempotency key, a
+// record or a lead lock with; events that share nothing cannot see each
+// other's writes, so each round is written by one statement per step
+// (claim, apply, outcome) instead of one per event, and every event's
+// outcome is what it would be were the events written one at a time, in
+// arrival order.
+
+// roundEvent is one event of a group on its way into a round.
+type roundEvent struct {
+	job        *ingestJob
+	n          int // index in job.events
+	e          domain.Event
+	key        []byte // nil for a rejected event, which claims nothing
+	identifier string
+	ttl        time.Duration
+}
+
+// genericPlansSQL makes the rest of the transaction run the ingest
+// statements on their generic plans. Their custom plans look cheaper, as
+// the planner sees how few events an array holds, so PostgreSQL would plan
+// them anew on every call, which costs more than running them; and a custom
+// plan prunes no more partitions of the event log than the generic one does
+// when it starts.
+const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// queueDelivery queues the statements of one delivery on batch, counting
+// its outcomes in counter shard shard; the results are filled in as the
+// batch is read.
+func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
+	job := &ingestJob{d: d, p: p, events: events}
+	s.queueGroup(batch, []*ingestJob{job}, shard)
+	return job.results
+}
+
+// queueGroup queues the statements of a group of one tenant's deliveries,
+// counting from counter shard shard on; each job's results are filled in as
+// the batch is read.
+func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
+	batch.Queue(genericPlansSQL)
+	var events []roundEvent
+	for _, job := range group {
+		d, p := job.d, job.p
+		job.results = make([]domain.Result, len(job.events))
+		args := pgx.NamedArgs{
+			"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
+			"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
+			"event_count": len(job.events), "body": d.Body, "replay_of": nullString(d.ReplayOf),
+		}
+		columnsOf(d.Request).set(args)
+		batch.Queue(deliverySQL.sql, deliverySQL.args(args)...)
+		for n, e := range job.events {
+			events = append(events, prepared(job, n, e))
+		}
+	}
+	tenantID := group[0].p.TenantID
+	for r, round := range inRounds(tenantID, events) {
+		queueRound(batch, tenantID, round, (shard+r)%s.counterShards)
+	}
+}
+
+// prepared is the n-th event of job, rejected if its scope is disabled,
+// with its idempotency key.
+func prepared(job *ingestJob, n int, e domain.Event) roundEvent {
+	scope := job.p.Scope(e.Scope)
+	if e.RejectReason == "" && !scope.Enabled {
+		e.RejectReason = fmt.Sprintf("scope %s is disabled for this provider", e.Scope)
+	}
+	ev := roundEvent{job: job, n: n, e: e, ttl: scope.TTL}
+	if e.RejectReason == "" {
+		ev.identifier = scope.IdentifierRule.Identifier(e)
+		ev.key = domain.IdempotencyKey(job.p.TenantID, job.p.ID, e.Scope, ev.identifier)
+	}
+	return ev
+}
+
+// lead is the event's lead signup, nil for other and rejected events.
+func (ev roundEvent) lead() *domain.Lead {
+	if ev.e.RejectReason != "" {
+		return nil
+	}
+	return ev.e.Lead
+}
+
+// shared names what the event's statements read or write that another
+// event's could too: its idempotency key, its record and its lead locks.
+func (ev roundEvent) shared(tenantID int64) []string {
+	var names []string
+	if ev.key != nil {
+		names = append(names, "key\x00"+string(ev.key))
+	}
+	if ev.e.ObjectID != "" {
+		names = append(names, "record\x00"+strconv.FormatInt(ev.job.p.ID, 10)+"\x00"+ev.e.Scope.ObjectType+"\x00"+ev.e.ObjectID)
+	}
+	if l := ev.lead(); l != nil {
+		for _, k := range domain.LeadLockKeys(tenantID, *l) {
+			names = append(names, "lead\x00"+strconv.FormatInt(k, 10))
+		}
+	}
+	return names
+}
+
+// inRounds splits events, in arrival order, into rounds: each event goes
+// to the first round after those of the earlier events it shares anything
+// with.
+func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
+	var rounds [][]roundEvent
+	free := map[string]int{} // the first round in which a name is free
+	for _, ev := range events {
+		names := ev.shared(tenantID)
+		r := 0
+		for _, name := range names {
+			r = max(r, free[name])
+		}
+		for _, name := range names {
+			free[name] = r + 1
+		}
+		if r == len(rounds) {
+			rounds = append(rounds, nil)
+		}
+		rounds[r] = append(rounds[r], ev)
+	}
+	return rounds
+}
+
+// queueRound queues the statements of one round.
+func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int) {
+	args := roundArgs(tenantID, round, shard)
+	var claims, wholes, properties bool
+	for _, ev := range round {
+		claims = claims || ev.key != nil
+		if ev.key != nil && ev.lead() == nil && ev.e.Revision != nil {
+			wholes = wholes || ev.e.Property == ""
+			properties = properties || ev.e.Property != ""
+		}
+	}
+	if claims {
+		batch.Queue(claimSQL.sql, claimSQL.args(args)...)
+	}
+	for _, ev := range round {
+		if l := ev.lead(); l != nil {
+			for _, k := range domain.LeadLockKeys(tenantID, *l) {
+				batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": k})...)
+			}
+			batch.Queue(leadSQL.sql, leadSQL.args(leadArgs(tenantID, ev))...)
+		}
+	}
+	if wholes {
+		batch.Queue(applySQL.sql, applySQL.args(args)...)
+	}
+	if properties {
+		batch.Queue(applyPropertySQL.sql, applyPropertySQL.args(args)...)
+	}
+	batch.Queue(outcomeSQL.sql, outcomeSQL.args(args)...).Query(func(rows pgx.Rows) error {
+		answered := 0
+		for rows.Next() {
+			var i int
+			var reason *string
+			var r domain.Result
+			if err := rows.Scan(&i, &r.Outcome, &reason, &r.CurrentRevision, &r.ConflictID); err != nil {
+				return fmt.Errorf("event outcome: %w", err)
+			}
+			ev := round[i-1]
+			r.EventID, r.ObjectType, r.ObjectID, r.Revision = ev.e.EventID, ev.e.Scope.ObjectType, ev.e.ObjectID, ev.e.Revision
+			if reason != nil {
+				r.Reason = *reason
+			}
+			ev.job.results[ev.n] = r
+			answered++
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if answered != len(round) {
+			return fmt.Errorf("%d outcomes for %d events", answered, len(round))
+		}
+		return nil
+	})
+}
+
+// latestRevisionTime stands for any revision time past it, which PostgreSQL
+// could not store (a HubSpot occurredAt can name the year 292 million).
+var latestRevisionTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// roundArgs are the parameters of a round's statements: one array per
+// column of eventRows, in round order.
+func roundArgs(tenantID int64, round []roundEvent, shard int) pgx.NamedArgs {
+	n := len(round)
+	var (
+		providerID  = make([]int64, n)
+		deliveryID  = make([]string, n)
+		seq         = make([]int32, n)
+		now         = make([]time.Time, n)
+		objectType  = make([]string, n)
+		action      = make([]string, n)
+		eventID     = make([]string, n)
+		objectID    = make([]*string, n)
+		revision    = make([]*int64, n)
+		snapshot    = make([]*string, n)
+		payload     = make([][]byte, n)
+		reject      = make([]*string, n)
+		key         = make([][]byte, n)
+		identifier  = make([]string, n)
+		ttl         = make([]float64, n)
+		property    = make([]*string, n)
+		revisionAt  = make([]*time.Time, n)
+		maxSkew     = make([]float64, n)
+		leadSignups = make([]bool, n)
+	)
+	var latest time.Time
+	for i, ev := range round {
+		e, d, p := ev.e, ev.job.d, ev.job.p
+		if d.ReceivedAt.After(latest) {
+			latest = d.ReceivedAt
+		}
+		providerID[i], deliveryID[i], seq[i], now[i] = p.ID, d.ID, int32(e.Seq), d.ReceivedAt
+		objectType[i], action[i], eventID[i] = e.Scope.ObjectType, e.Scope.Action, e.EventID
+		objectID[i], revision[i], snapshot[i], payload[i] = nullString(e.ObjectID), e.Revision, nullJSON(e.Snapshot), e.Payload
+		reject[i], key[i], identifier[i], ttl[i] = nullString(e.RejectReason), ev.key, ev.identifier, ev.ttl.Seconds()
+		property[i], maxSkew[i], leadSignups[i] = nullString(e.Property), p.MaxFutureSkew.Seconds(), ev.lead() != nil
+		if e.Revision != nil && !e.RevisionTime.IsZero() && e.RejectReason == "" {
+			at := e.RevisionTime
+			if at.After(latestRevisionTime) {
+				at = latestRevisionTime // later than PostgreSQL holds, and as surely too far ahead
+			}
+			revisionAt[i] = &at
+		}
+	}
+	return pgx.NamedArgs{
+		"tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
+		"now": now, "object_type": objectType, "action": action, "event_id": eventID, "object_id": objectID,
+		"revision": revision, "snapshot": snapshot, "payload": payload, "reject_reason": reject, "key": key,
+		"identifier": identifier, "ttl": ttl, "property": property, "revision_at": revisionAt,
+		"max_skew": maxSkew, "lead": leadSignups, "latest": latest,
+	}
+}
+
+// leadArgs are the parameters of leadSQL for a lead signup event.
+func leadArgs(tenantID int64, ev roundEvent) pgx.NamedArgs {
+	l := ev.e.Lead
+	return pgx.NamedArgs{
+		"tenant_id": tenantID, "key": ev.key, "delivery_id": ev.job.d.ID, "seq": ev.e.Seq, "now": ev.job.d.ReceivedAt,
+		"email": l.Email, "name": nullString(l.Name), "company": nullString(l.Company), "domain": nullString(l.Domain),
+		"campaign": l.Campaign, "source": nullString(l.Source),
+	}
+}
