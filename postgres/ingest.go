@@ -19,11 +19,12 @@ import (
 // lock held until commit (BenchmarkCounterShards measures the difference).
 const defaultCounterShards = 16
 
-var deliverySQL = named(`
+var deliveriesSQL = named(`
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
                         method, path, query, headers, truncated, client_address, replay_of)
-VALUES (@tenant_id, @delivery_id, @now, @provider_id, @status, @signature, @reason, @event_count, @body,
-        @method, @path, @query, @headers::jsonb, @truncated, @client_address, @replay_of::uuid)`)
+SELECT d.tenant_id, d.id, d.received_at, d.provider_id, d.status, d.signature, d.reason, d.event_count, d.body,
+       d.method, d.path, d.query, d.headers, d.truncated, d.client_address, d.replay_of
+FROM ` + deliveryRowsSQL + ``)
 
 var ensureScopeSQL = named(`
 INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)

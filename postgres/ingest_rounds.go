@@ -51,20 +51,19 @@ func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.Prov
 func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 	batch.Queue(genericPlansSQL)
 	var events []roundEvent
+	var deliveries deliveryRows
 	for _, job := range group {
-		d, p := job.d, job.p
 		job.results = make([]domain.Result, len(job.events))
-		args := pgx.NamedArgs{
-			"tenant_id": p.TenantID, "delivery_id": d.ID, "now": d.ReceivedAt, "provider_id": p.ID,
-			"status": d.Status, "signature": d.Signature, "reason": nullString(d.Reason),
-			"event_count": len(job.events), "body": d.Body, "replay_of": nullString(d.ReplayOf),
-		}
-		columnsOf(d.Request).set(args)
-		batch.Queue(deliverySQL.sql, deliverySQL.args(args)...)
+		d := job.d
+		d.TenantID, d.ProviderID = job.p.TenantID, job.p.ID
+		deliveries.add(d, len(job.events))
 		for n, e := range job.events {
 			events = append(events, prepared(job, n, e))
 		}
 	}
+	args := pgx.NamedArgs{}
+	deliveries.set(args)
+	batch.Queue(deliveriesSQL.sql, deliveriesSQL.args(args)...)
 	tenantID := group[0].p.TenantID
 	for r, round := range inRounds(tenantID, events) {
 		queueRound(batch, tenantID, round, (shard+r)%s.counterShards)

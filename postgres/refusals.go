@@ -18,14 +18,9 @@ const logRefusalsSQL = `
 WITH sampled AS (
     INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
                             method, path, query, headers, truncated, client_address)
-    SELECT d.tenant_id, d.id, d.received_at, d.provider_id, d.status, d.signature, d.reason, 0, d.body,
+    SELECT d.tenant_id, d.id, d.received_at, d.provider_id, d.status, d.signature, d.reason, d.event_count, d.body,
            d.method, d.path, d.query, d.headers, d.truncated, d.client_address
-    FROM unnest(@sample_tenants::bigint[], @sample_ids::uuid[], @sample_times::timestamptz[], @sample_providers::bigint[],
-                @sample_statuses::smallint[], @sample_signatures::text[], @sample_reasons::text[], @sample_bodies::bytea[],
-                @sample_methods::text[], @sample_paths::text[], @sample_queries::text[], @sample_headers::jsonb[],
-                @sample_truncated::boolean[], @sample_clients::text[])
-         AS d (tenant_id, id, received_at, provider_id, status, signature, reason, body,
-               method, path, query, headers, truncated, client_address)
+    FROM ` + deliveryRowsSQL + `
     WHERE EXISTS (SELECT FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id)
 )
 INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
@@ -46,23 +41,11 @@ func (s *Store) LogRefusals(ctx context.Context, counts []domain.RefusalCount, s
 		tenants[i], providers[i], hours[i], ns[i] = c.TenantID, c.ProviderID, c.Hour, c.N
 	}
 	args["tenants"], args["providers"], args["hours"], args["counts"] = tenants, providers, hours, ns
-	n := len(samples)
-	sTenants, ids, times, sProviders := make([]int64, n), make([]string, n), make([]time.Time, n), make([]int64, n)
-	statuses, signatures, reasons, bodies := make([]int16, n), make([]string, n), make([]*string, n), make([][]byte, n)
-	for i, d := range samples {
-		sTenants[i], ids[i], times[i], sProviders[i] = d.TenantID, d.ID, d.ReceivedAt, d.ProviderID
-		statuses[i], signatures[i], reasons[i], bodies[i] = int16(d.Status), d.Signature, nullString(d.Reason), d.Body
+	var rows deliveryRows
+	for _, d := range samples {
+		rows.add(d, 0)
 	}
-	args["sample_tenants"], args["sample_ids"], args["sample_times"], args["sample_providers"] = sTenants, ids, times, sProviders
-	args["sample_statuses"], args["sample_signatures"], args["sample_reasons"], args["sample_bodies"] = statuses, signatures, reasons, bodies
-	methods, paths, queries, headers := make([]*string, n), make([]*string, n), make([]*string, n), make([]*string, n)
-	truncated, clients := make([]*bool, n), make([]*string, n)
-	for i, d := range samples {
-		c := columnsOf(d.Request)
-		methods[i], paths[i], queries[i], headers[i], truncated[i], clients[i] = c.method, c.path, c.query, c.headers, c.truncated, c.client
-	}
-	args["sample_methods"], args["sample_paths"], args["sample_queries"] = methods, paths, queries
-	args["sample_headers"], args["sample_truncated"], args["sample_clients"] = headers, truncated, clients
+	rows.set(args)
 	_, err := s.pool.Exec(ctx, logRefusalsSQL, args)
 	return translate(err)
 }
