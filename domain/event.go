@@ -102,6 +102,9 @@ type LoggedEvent struct {
 	Reason     string
 	ReceivedAt time.Time
 	ConflictID int64
+	// Headline is the part of the snapshot that matched the query's
+	// Search, with matches between HighlightStart and HighlightStop.
+	Headline string
 }
 
 // EventLogQuery narrows the event log; zero fields match everything.
@@ -113,6 +116,7 @@ type EventLogQuery struct {
 	From       time.Time       // received at or after
 	Before     time.Time       // received before
 	Contains   json.RawMessage // a JSON object the event's snapshot must contain
+	Search     string          // words of the event's snapshot (websearch syntax)
 }
 
 // Validate returns an EINVALID error describing the first unusable filter.
@@ -122,6 +126,9 @@ func (q EventLogQuery) Validate() error {
 	}
 	if !q.From.IsZero() && !q.Before.IsZero() && !q.From.Before(q.Before) {
 		return Errorf(EINVALID, "the start of the time range must be before its end")
+	}
+	if err := ValidateSearch(q.Search); err != nil {
+		return err
 	}
 	if len(q.Contains) > 0 {
 		var obj map[string]json.RawMessage

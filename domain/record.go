@@ -95,6 +95,7 @@ var TimelineOutcomes = []Outcome{Stale, Duplicate, Unversioned, Redundant, Revis
 type Timeline struct {
 	Ref     RecordRef
 	Record  *Record // nil when no snapshot was ever accepted
+	Badges  RecordBadges
 	Entries []TimelineEntry
 }
 
@@ -135,6 +136,10 @@ type RecordService interface {
 	// ContactProviders lists, by name, the providers of the tenant that have
 	// a timeline for the contact: a record or a timeline event.
 	ContactProviders(ctx context.Context, tenantID int64, contactID string) ([]string, error)
+	// RecordDirectory returns one page of the tenant's records matching q,
+	// most recently changed first (object id breaking ties), and the cursor
+	// of the next page ("" after the last).
+	RecordDirectory(ctx context.Context, tenantID int64, q RecordQuery, page Page) ([]RecordSummary, string, error)
 
 	// ResetRecord forgets the record's revision (the snapshot stays until
 	// the next event, which applies whatever its revision) and returns the

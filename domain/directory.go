@@ -1,0 +1,113 @@
+package domain
+
+import (
+	"strings"
+	"time"
+)
+
+// MaxSearchBytes bounds a search query: longer text is refused rather than
+// cut, so what was searched is always what was typed.
+const MaxSearchBytes = 200
+
+// StaleBadgeWindow is how far back the "stale events" badge of a record
+// counts.
+const StaleBadgeWindow = 7 * 24 * time.Hour
+
+// RecordQuery narrows the records directory; zero fields match everything.
+type RecordQuery struct {
+	Provider      string
+	ObjectType    string
+	OpenConflicts bool      // only records with an open revision conflict
+	From          time.Time // changed at or after
+	Before        time.Time // changed before
+	// Search matches record ids by prefix and the words of the current
+	// snapshot (websearch syntax: "quoted phrases", -excluded words, or).
+	Search string
+}
+
+// Validate returns an EINVALID error describing the first unusable filter.
+func (q RecordQuery) Validate() error {
+	if !q.From.IsZero() && !q.Before.IsZero() && !q.From.Before(q.Before) {
+		return Errorf(EINVALID, "the start of the time range must be before its end")
+	}
+	return ValidateSearch(q.Search)
+}
+
+// ValidateSearch checks the text of a search box.
+func ValidateSearch(s string) error {
+	if len(s) > MaxSearchBytes {
+		return Errorf(EINVALID, "the search is %d bytes long; search for at most %d", len(s), MaxSearchBytes)
+	}
+	if strings.ContainsRune(s, 0) || strings.ContainsRune(s, HighlightStart) || strings.ContainsRune(s, HighlightStop) {
+		return Errorf(EINVALID, "the search contains control characters")
+	}
+	return nil
+}
+
+// RecordBadges are the marks shown beside a record in the directory and on
+// its timeline.
+type RecordBadges struct {
+	OpenConflicts int  // open revision conflicts of the record
+	StaleEvents   int  // stale events received within StaleBadgeWindow
+	Deleted       bool // the provider deleted the record (HubSpot)
+}
+
+// RecordSummary is one row of the records directory.
+type RecordSummary struct {
+	Provider         string
+	ObjectType       string
+	ObjectID         string
+	Revision         int64 // ForgottenRevision after a reset
+	UpdatedAt        time.Time
+	ApplicationCount int
+	Badges           RecordBadges
+	// Headline is the part of the snapshot that matched the search, with
+	// matches between HighlightStart and HighlightStop; empty without a
+	// search or when only the id matched.
+	Headline string
+}
+
+// Ref names the summarised record.
+func (r RecordSummary) Ref() RecordRef {
+	return RecordRef{Provider: r.Provider, ObjectType: r.ObjectType, ObjectID: r.ObjectID}
+}
+
+// Highlight delimiters in a search headline: control characters, which
+// storage strips from the searched text before marking the matches.
+const (
+	HighlightStart = '\x02'
+	HighlightStop  = '\x03'
+)
+
+// HighlightPart is a piece of a headline: matched text or the text between
+// matches.
+type HighlightPart struct {
+	Text    string
+	Matched bool
+}
+
+// HighlightParts splits a headline at its delimiters, for a view to escape
+// each part and mark the matched ones.
+func HighlightParts(headline string) []HighlightPart {
+	var parts []HighlightPart
+	matched := false
+	for headline != "" {
+		stop := HighlightStart
+		if matched {
+			stop = HighlightStop
+		}
+		i := strings.IndexRune(headline, stop)
+		if i < 0 {
+			i = len(headline)
+		}
+		if i > 0 {
+			parts = append(parts, HighlightPart{Text: headline[:i], Matched: matched})
+		}
+		if i == len(headline) {
+			break
+		}
+		headline = headline[i+1:]
+		matched = !matched
+	}
+	return parts
+}
