@@ -21,6 +21,7 @@ var tenantlessTables = map[string]string{
 	"sessions":         "local",
 	"login_throttle":   "local",
 	"goose_db_version": "local",
+	"search_progress":  "local", // IndexSearch's position
 }
 
 // TestSchemaDistributable inspects the migrated catalog for the rules that

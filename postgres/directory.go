@@ -1,0 +1,156 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// directorySQL pages through record_search (kept by IndexSearch) newest
+// change first, then joins the page to the live records for what they
+// show and counts each row's badges. %[1]s holds the keyset and filter
+// conditions in use, each combination its own statement as in the event
+// log; %[2]s the headline expression.
+const directorySQL = `
+SELECT p.name, s.object_type, s.object_id, r.revision, r.updated_at, r.application_count,
+       (SELECT count(*) FROM conflicts c
+        WHERE c.tenant_id = @tenant_id AND c.provider_id = s.provider_id AND c.object_type = s.object_type
+          AND c.object_id = s.object_id AND c.status = 'open'),
+       (SELECT count(*) FROM events e
+        WHERE e.tenant_id = @tenant_id AND e.provider_id = s.provider_id AND e.object_type = s.object_type
+          AND e.object_id = s.object_id AND e.outcome = 'stale' AND e.received_at >= @stale_since),
+       r.deleted_revision IS NOT NULL, %[2]s,
+       s.updated_at, s.provider_id
+FROM (
+    SELECT s.* FROM record_search s
+    WHERE s.tenant_id = @tenant_id%[1]s
+    ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+    LIMIT @limit
+) s
+JOIN records r ON r.tenant_id = s.tenant_id AND r.provider_id = s.provider_id
+    AND r.object_type = s.object_type AND r.object_id = s.object_id
+JOIN providers p ON p.tenant_id = s.tenant_id AND p.id = s.provider_id
+ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC`
+
+const (
+	directoryAfter         = `(s.updated_at, s.object_id, s.provider_id, s.object_type) < (@after_at, @after_id, @after_provider, @after_type)`
+	directoryProvider      = `s.provider_id = (SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider)`
+	directoryObjectType    = `s.object_type = @object_type`
+	directoryOpenConflicts = `EXISTS (SELECT FROM conflicts c WHERE c.tenant_id = @tenant_id AND c.provider_id = s.provider_id
+        AND c.object_type = s.object_type AND c.object_id = s.object_id AND c.status = 'open')`
+	directoryFrom   = `s.updated_at >= @from`
+	directoryBefore = `s.updated_at < @before`
+	// An id matches by prefix, words through record_search_words.
+	directorySearch = `(s.vector @@ websearch_to_tsquery('simple', @q) OR s.object_id LIKE @id_prefix)`
+)
+
+// The headline marks matches between domain.HighlightStart and
+// HighlightStop, in the snapshot's JSON text with those two characters
+// taken out first, so that no payload can mark text itself. A record
+// found by its id alone has none.
+const (
+	searchHeadlineOptions = "StartSel=\x02, StopSel=\x03, MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=\" … \""
+	headlineOf            = `ts_headline('simple', translate(%[1]s::text, E'\u0002\u0003', ''), websearch_to_tsquery('simple', @q), @headline_options)`
+	noHeadline            = `''::text`
+)
+
+func directoryHeadline() string {
+	return `CASE WHEN ` + snapshotVector("r.snapshot") + ` @@ websearch_to_tsquery('simple', @q)
+        THEN ` + fmt.Sprintf(headlineOf, "r.snapshot") + ` ELSE '' END`
+}
+
+type directoryCursor struct {
+	UpdatedAt  time.Time `json:"t"`
+	ObjectID   string    `json:"o"`
+	ProviderID int64     `json:"p"`
+	ObjectType string    `json:"y"`
+}
+
+// RecordDirectory implements domain.RecordService. It reads what
+// IndexSearch has indexed: a change shows after its next run.
+func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page) ([]domain.RecordSummary, string, error) {
+	if err := q.Validate(); err != nil {
+		return nil, "", err
+	}
+	limit := pageLimit(page)
+	args := pgx.NamedArgs{"tenant_id": tenantID, "limit": limit + 1, "stale_since": time.Now().Add(-domain.StaleBadgeWindow)}
+	var conds []string
+	filter := func(cond, name string, value any) {
+		conds = append(conds, cond)
+		if name != "" {
+			args[name] = value
+		}
+	}
+	if page.Cursor != "" {
+		var after directoryCursor
+		if err := decodeCursor(page.Cursor, &after); err != nil {
+			return nil, "", err
+		}
+		if after.UpdatedAt.IsZero() {
+			return nil, "", invalidCursor()
+		}
+		filter(directoryAfter, "", nil)
+		args["after_at"], args["after_id"], args["after_provider"], args["after_type"] =
+			after.UpdatedAt, after.ObjectID, after.ProviderID, after.ObjectType
+	}
+	if q.Provider != "" {
+		filter(directoryProvider, "provider", q.Provider)
+	}
+	if q.ObjectType != "" {
+		filter(directoryObjectType, "object_type", q.ObjectType)
+	}
+	if q.OpenConflicts {
+		filter(directoryOpenConflicts, "", nil)
+	}
+	if !q.From.IsZero() {
+		filter(directoryFrom, "from", q.From)
+	}
+	if !q.Before.IsZero() {
+		filter(directoryBefore, "before", q.Before)
+	}
+	headline := noHeadline
+	if search := strings.TrimSpace(q.Search); search != "" {
+		filter(directorySearch, "q", search)
+		args["id_prefix"] = likePrefix(search)
+		args["headline_options"] = searchHeadlineOptions
+		headline = directoryHeadline()
+	}
+	where := ""
+	if len(conds) > 0 {
+		where = "\n      AND " + strings.Join(conds, "\n      AND ")
+	}
+	rows, err := s.read.Query(ctx, fmt.Sprintf(directorySQL, where, headline), args)
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	var keys []directoryCursor
+	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.RecordSummary, error) {
+		var (
+			r   domain.RecordSummary
+			key directoryCursor
+		)
+		err := row.Scan(&r.Provider, &r.ObjectType, &r.ObjectID, &r.Revision, &r.UpdatedAt, &r.ApplicationCount,
+			&r.Badges.OpenConflicts, &r.Badges.StaleEvents, &r.Badges.Deleted, &r.Headline, &key.UpdatedAt, &key.ProviderID)
+		key.ObjectID, key.ObjectType = r.ObjectID, r.ObjectType
+		keys = append(keys, key)
+		return r, err
+	})
+	if err != nil {
+		return nil, "", translate(err)
+	}
+	list, more := trim(list, limit)
+	if !more {
+		return list, "", nil
+	}
+	return list, encodeCursor(keys[limit-1]), nil
+}
+
+// likePrefix is a LIKE pattern matching text that starts with prefix.
+func likePrefix(prefix string) string {
+	return strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(prefix) + "%"
+}

@@ -1,0 +1,218 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+func indexSearch(t *testing.T, s *Store) {
+	t.Helper()
+	if _, err := s.IndexSearch(context.Background()); err != nil {
+		t.Fatalf("IndexSearch: %v", err)
+	}
+}
+
+func directory(t *testing.T, s *Store, tenantID int64, q domain.RecordQuery) []domain.RecordSummary {
+	t.Helper()
+	list, next, err := s.RecordDirectory(context.Background(), tenantID, q, domain.Page{Limit: 100})
+	if err != nil {
+		t.Fatalf("RecordDirectory(%+v): %v", q, err)
+	}
+	if next != "" {
+		t.Fatalf("RecordDirectory(%+v): a next page after %d rows", q, len(list))
+	}
+	return list
+}
+
+func ids(list []domain.RecordSummary) []string {
+	out := make([]string, len(list))
+	for i, r := range list {
+		out[i] = r.Provider + "/" + r.ObjectID
+	}
+	return out
+}
+
+func wantIDs(t *testing.T, what string, list []domain.RecordSummary, want ...string) {
+	t.Helper()
+	if got := ids(list); !slices.Equal(got, want) {
+		t.Errorf("%s: %v, want %v", what, got, want)
+	}
+}
+
+// TestRecordDirectory browses and searches what a tenant's providers sent,
+// as an operator would: newest change first, filters, words, id prefixes,
+// badges and pages; another tenant's records never show.
+func TestRecordDirectory(t *testing.T) {
+	t.Parallel()
+	s, crm := setup(t)
+	ctx := context.Background()
+	erp := newProvider(t, s, "acme", "erp")
+	other := newProvider(t, s, "globex", "crm")
+
+	ingest(t, s, crm, event("e1", "c-1001", 1, `{"name":"Ada Lovelace","title":"Analyst"}`))
+	ingest(t, s, crm, event("e2", "c-1002", 1, `{"name":"Grace Hopper","title":"Rear Admiral"}`))
+	ingest(t, s, erp, event("e3", "c-1001", 1, `{"name":"Ada Byron","code":"INV-2044"}`))
+	ingest(t, s, crm, event("e4", "x-77", 1, `{"name":"Lovelace \u0002fake\u0003 mark","note":"x"}`))
+	ingest(t, s, other, event("e5", "c-1003", 1, `{"name":"Ada Lovelace"}`))
+	// c-1001 of crm changes last: a revision conflict, a stale event.
+	ingest(t, s, crm, event("e6", "c-1001", 3, `{"name":"Ada Lovelace","title":"Chief Analyst"}`))
+	wantOutcome(t, ingest(t, s, crm, event("e7", "c-1001", 3, `{"name":"Ada King"}`)), domain.RevisionConflict)
+	wantOutcome(t, ingest(t, s, crm, event("e8", "c-1001", 2, `{"name":"Ada"}`)), domain.Stale)
+
+	if list := directory(t, s, crm.TenantID, domain.RecordQuery{}); len(list) != 0 {
+		t.Errorf("before IndexSearch the directory shows %v", ids(list))
+	}
+	indexSearch(t, s)
+
+	all := directory(t, s, crm.TenantID, domain.RecordQuery{})
+	wantIDs(t, "all", all, "crm/c-1001", "crm/x-77", "erp/c-1001", "crm/c-1002")
+	top := all[0]
+	if top.Revision != 3 || top.ApplicationCount != 2 || top.Badges != (domain.RecordBadges{OpenConflicts: 1, StaleEvents: 1}) ||
+		top.ObjectType != "contact" || top.Headline != "" {
+		t.Errorf("crm/c-1001: %+v", top)
+	}
+	if all[1].Badges != (domain.RecordBadges{}) {
+		t.Errorf("crm/x-77 has badges %+v", all[1].Badges)
+	}
+
+	wantIDs(t, "provider erp", directory(t, s, crm.TenantID, domain.RecordQuery{Provider: "erp"}), "erp/c-1001")
+	wantIDs(t, "unknown provider", directory(t, s, crm.TenantID, domain.RecordQuery{Provider: "nope"}))
+	wantIDs(t, "object type", directory(t, s, crm.TenantID, domain.RecordQuery{ObjectType: "deal"}))
+	wantIDs(t, "open conflicts", directory(t, s, crm.TenantID, domain.RecordQuery{OpenConflicts: true}), "crm/c-1001")
+	wantIDs(t, "changed before the last", directory(t, s, crm.TenantID,
+		domain.RecordQuery{Before: top.UpdatedAt}), "crm/x-77", "erp/c-1001", "crm/c-1002")
+	wantIDs(t, "changed from the last", directory(t, s, crm.TenantID,
+		domain.RecordQuery{From: top.UpdatedAt, Before: top.UpdatedAt.Add(time.Second)}), "crm/c-1001")
+
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"lovelace", []string{"crm/c-1001", "crm/x-77"}},
+		{"LOVELACE", []string{"crm/c-1001", "crm/x-77"}},
+		{"ada -lovelace", []string{"erp/c-1001"}},
+		{`"rear admiral"`, []string{"crm/c-1002"}},
+		{`"admiral rear"`, nil},
+		{"INV-2044", []string{"erp/c-1001"}},
+		{"c-100", []string{"crm/c-1001", "erp/c-1001", "crm/c-1002"}},
+		{"hopper or byron", []string{"erp/c-1001", "crm/c-1002"}},
+		{"  ", []string{"crm/c-1001", "crm/x-77", "erp/c-1001", "crm/c-1002"}},
+		{"!!! ::", nil},
+		{"c_1001", nil},
+		{"%", nil},
+		{"Analyst", []string{"crm/c-1001"}}, // the old title is no longer the record's
+	} {
+		list := directory(t, s, crm.TenantID, domain.RecordQuery{Search: c.q})
+		wantIDs(t, "search "+c.q, list, c.want...)
+	}
+
+	// Headlines mark the matched words, and only those.
+	list := directory(t, s, crm.TenantID, domain.RecordQuery{Search: "lovelace"})
+	for _, r := range list {
+		var marked []string
+		for _, part := range domain.HighlightParts(r.Headline) {
+			if part.Matched {
+				marked = append(marked, part.Text)
+			}
+		}
+		if !slices.Equal(marked, []string{"Lovelace"}) {
+			t.Errorf("%s: headline %q marks %q, want only Lovelace", r.ObjectID, r.Headline, marked)
+		}
+	}
+	if h := list[1].Headline; !strings.Contains(h, "fake") {
+		t.Errorf("x-77's headline %q lost the text around the stripped marks", h)
+	}
+	if list := directory(t, s, crm.TenantID, domain.RecordQuery{Search: "c-1002"}); len(list) != 1 || list[0].Headline != "" {
+		t.Errorf("a match by id alone: %+v, want one row without headline", list)
+	}
+
+	// Keyset pages of one row each walk the same order without repeats.
+	var walked []domain.RecordSummary
+	cursor := ""
+	for range 10 {
+		page, next, err := s.RecordDirectory(ctx, crm.TenantID, domain.RecordQuery{}, domain.Page{Limit: 1, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		walked = append(walked, page...)
+		if cursor = next; cursor == "" {
+			break
+		}
+	}
+	wantIDs(t, "pages", walked, ids(all)...)
+	if _, _, err := s.RecordDirectory(ctx, crm.TenantID, domain.RecordQuery{}, domain.Page{Cursor: "bm9wZQ"}); domain.ErrorCode(err) != domain.EINVALID {
+		t.Errorf("a bad cursor: %v, want EINVALID", err)
+	}
+	if _, _, err := s.RecordDirectory(ctx, crm.TenantID, domain.RecordQuery{Search: "a\x02"}, domain.Page{}); domain.ErrorCode(err) != domain.EINVALID {
+		t.Errorf("a search with a highlight mark: %v, want EINVALID", err)
+	}
+}
+
+// TestDirectoryFollowsChanges: a new snapshot is found by its new words
+// and no longer by its old ones, a reset record shows its forgotten
+// revision, an erased one leaves the directory.
+func TestDirectoryFollowsChanges(t *testing.T) {
+	t.Parallel()
+	s, crm := setup(t)
+	ingest(t, s, crm, event("e1", "c-1", 1, `{"name":"Ada Lovelace"}`))
+	ingest(t, s, crm, event("e2", "c-2", 1, `{"name":"Grace Hopper"}`))
+	indexSearch(t, s)
+	ingest(t, s, crm, event("e3", "c-1", 2, `{"name":"Ada King"}`))
+	indexSearch(t, s)
+	wantIDs(t, "new words", directory(t, s, crm.TenantID, domain.RecordQuery{Search: "king"}), "crm/c-1")
+	wantIDs(t, "old words", directory(t, s, crm.TenantID, domain.RecordQuery{Search: "lovelace"}))
+
+	if _, err := s.ResetRecord(ownerCtx(), crm.TenantID, domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.EraseRecord(ownerCtx(), crm.TenantID, domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-2"}); err != nil {
+		t.Fatal(err)
+	}
+	indexSearch(t, s)
+	list := directory(t, s, crm.TenantID, domain.RecordQuery{})
+	wantIDs(t, "after reset and erase", list, "crm/c-1")
+	if list[0].Revision != domain.ForgottenRevision {
+		t.Errorf("reset record: revision %d, want %d", list[0].Revision, domain.ForgottenRevision)
+	}
+}
+
+// TestIndexSearchLateCommit: a transaction that drew its accepted
+// revision's id before another one committed, and commits after
+// IndexSearch read past that id, is still indexed by a later run.
+func TestIndexSearchLateCommit(t *testing.T) {
+	t.Parallel()
+	s, crm := setup(t)
+	ctx := context.Background()
+	insert := `
+WITH r AS (
+    INSERT INTO records (tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event)
+    VALUES ($1, $2, 'contact', $3, 1, '{"name":"late"}', 'e') RETURNING *)
+INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id)
+SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event FROM r`
+	slow, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.Rollback(ctx)
+	if _, err := slow.Exec(ctx, insert, crm.TenantID, crm.ID, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, insert, crm.TenantID, crm.ID, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	indexSearch(t, s)
+	wantIDs(t, "while the slow one runs", directory(t, s, crm.TenantID, domain.RecordQuery{}), "crm/fast")
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	indexSearch(t, s)
+	list := directory(t, s, crm.TenantID, domain.RecordQuery{Search: "late"})
+	if got := ids(list); !slices.Contains(got, "crm/slow") || len(got) != 2 {
+		t.Errorf("after the slow one committed: %v, want crm/slow and crm/fast", got)
+	}
+}

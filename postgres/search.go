@@ -1,0 +1,142 @@
+package postgres
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// SearchIndexEvery is how often serve runs IndexSearch; the directory
+// shows a change at most about two periods after its commit.
+const SearchIndexEvery = 2 * time.Second
+
+// searchIndexBatch is how many accepted revisions one transaction of
+// IndexSearch reads.
+const searchIndexBatch = 5000
+
+// snapshotVector is the words of a snapshot column: string values only
+// (keys and numbers are not searched), split as typed by the 'simple'
+// configuration. The event index events_words is on the same expression.
+func snapshotVector(column string) string { return `to_tsvector('simple'::regconfig, ` + column + `)` }
+
+const (
+	searchProgressSQL = `SELECT safe_id, scanned_id, pending_id, pending_xids FROM search_progress FOR UPDATE`
+	// The sequence is read before the running transactions (two
+	// statements): every transaction that drew an id up to it already had
+	// its xid, and is among them until it ends. Transactions of other
+	// databases cannot write here and are left out.
+	searchSequenceSQL = `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('accepted_revisions', 'id')), 0)`
+	searchRunningSQL  = `SELECT coalesce(array_agg(backend_xid::text::bigint), '{}') FROM pg_stat_activity
+    WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`
+	searchBatchEndSQL = `SELECT coalesce(max(id), @after), count(*) FROM (
+    SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) b`
+	searchSaveSQL = `UPDATE search_progress SET safe_id = @safe_id, scanned_id = @scanned_id,
+    pending_id = @pending_id, pending_xids = @pending_xids`
+)
+
+// searchIndexSQL indexes the records that have an accepted revision with
+// an id in (@lo, @hi] and whose last change or application count differ
+// from what record_search holds, so reading a range twice costs reads only.
+var searchIndexSQL = `
+WITH changed AS (
+    SELECT DISTINCT tenant_id, provider_id, object_type, object_id FROM accepted_revisions
+    WHERE id > @lo AND id <= @hi
+)
+INSERT INTO record_search AS s (tenant_id, provider_id, object_type, object_id, updated_at, application_count, vector)
+SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, r.updated_at, r.application_count,
+       ` + snapshotVector("r.snapshot") + `
+FROM changed c
+JOIN records r ON r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
+    AND r.object_type = c.object_type AND r.object_id = c.object_id
+WHERE NOT EXISTS (SELECT FROM record_search o
+                  WHERE o.tenant_id = r.tenant_id AND o.provider_id = r.provider_id AND o.object_type = r.object_type
+                    AND o.object_id = r.object_id AND o.updated_at = r.updated_at
+                    AND o.application_count = r.application_count)
+ORDER BY 1, 2, 3, 4
+ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
+    updated_at = EXCLUDED.updated_at, application_count = EXCLUDED.application_count, vector = EXCLUDED.vector`
+
+// searchProgress is IndexSearch's position in accepted_revisions (table
+// search_progress).
+type searchProgress struct {
+	safe, scanned int64
+	pendingID     *int64
+	pendingXids   []int64
+}
+
+// IndexSearch brings record_search, which RecordDirectory reads, up to
+// date with the records changed since its previous run, and returns how
+// many records it indexed. serve runs it every SearchIndexEvery; a test
+// that ingests and then reads the directory calls it in between. Calls
+// wait for each other.
+//
+// Changes are found through accepted revisions, by id. An id is drawn
+// before its transaction commits, so a range read once may miss a row
+// committed later: each range is read again once every transaction that
+// was running when it was read has ended.
+func (s *Store) IndexSearch(ctx context.Context) (int, error) {
+	total := 0
+	for {
+		n, more, err := s.indexSearchBatch(ctx)
+		total += n
+		if err != nil || !more {
+			return total, translate(err)
+		}
+	}
+}
+
+// indexSearchBatch runs one transaction: the range that became safe, then
+// up to searchIndexBatch new ids. more reports a full batch.
+func (s *Store) indexSearchBatch(ctx context.Context) (indexed int, more bool, err error) {
+	err = s.withTx(ctx, func(tx pgx.Tx) error {
+		var p searchProgress
+		if err := tx.QueryRow(ctx, searchProgressSQL).Scan(&p.safe, &p.scanned, &p.pendingID, &p.pendingXids); err != nil {
+			return err
+		}
+		var (
+			last    int64
+			running []int64
+		)
+		if err := tx.QueryRow(ctx, searchSequenceSQL).Scan(&last); err != nil {
+			return err
+		}
+		if err := tx.QueryRow(ctx, searchRunningSQL).Scan(&running); err != nil {
+			return err
+		}
+		index := func(lo, hi int64) error {
+			if hi <= lo {
+				return nil
+			}
+			tag, err := tx.Exec(ctx, searchIndexSQL, pgx.NamedArgs{"lo": lo, "hi": hi})
+			indexed += int(tag.RowsAffected())
+			return err
+		}
+		if p.pendingID != nil && !slices.ContainsFunc(p.pendingXids, func(x int64) bool { return slices.Contains(running, x) }) {
+			// Every id up to pendingID is committed or gone: read again
+			// what was read before that.
+			settled := min(*p.pendingID, p.scanned)
+			if err := index(p.safe, settled); err != nil {
+				return err
+			}
+			p.safe, p.pendingID, p.pendingXids = max(p.safe, settled), nil, nil
+		}
+		var end, rows int64
+		if err := tx.QueryRow(ctx, searchBatchEndSQL, pgx.NamedArgs{"after": p.scanned, "batch": searchIndexBatch}).Scan(&end, &rows); err != nil {
+			return err
+		}
+		if err := index(p.scanned, end); err != nil {
+			return err
+		}
+		more = rows == searchIndexBatch
+		p.scanned = end
+		if p.pendingID == nil && p.safe < p.scanned {
+			p.pendingID, p.pendingXids = &last, running
+		}
+		_, err := tx.Exec(ctx, searchSaveSQL, pgx.NamedArgs{"safe_id": p.safe, "scanned_id": p.scanned,
+			"pending_id": p.pendingID, "pending_xids": p.pendingXids})
+		return err
+	})
+	return indexed, more, err
+}
