@@ -13,9 +13,9 @@ import (
 
 // directorySQL pages through record_search (kept by IndexSearch) newest
 // change first, then joins the page to the live records for what they
-// show and counts each row's badges. %[1]s holds the keyset and filter
+// show and counts each row's badges. %s holds the keyset and filter
 // conditions in use, each combination its own statement as in the event
-// log; %[2]s the headline expression.
+// log.
 const directorySQL = `
 SELECT p.name, s.object_type, s.object_id, r.revision, r.updated_at, r.application_count,
        (SELECT count(*) FROM conflicts c
@@ -24,11 +24,11 @@ SELECT p.name, s.object_type, s.object_id, r.revision, r.updated_at, r.applicati
        (SELECT count(*) FROM events e
         WHERE e.tenant_id = @tenant_id AND e.provider_id = s.provider_id AND e.object_type = s.object_type
           AND e.object_id = s.object_id AND e.outcome = 'stale' AND e.received_at >= @stale_since),
-       r.deleted_revision IS NOT NULL, %[2]s,
+       r.deleted_revision IS NOT NULL, ` + recordHeadline + `,
        s.updated_at, s.provider_id
 FROM (
     SELECT s.* FROM record_search s
-    WHERE s.tenant_id = @tenant_id%[1]s
+    WHERE s.tenant_id = @tenant_id%s
     ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
     LIMIT @limit
 ) s
@@ -49,20 +49,20 @@ const (
 	directorySearch = `(s.vector @@ websearch_to_tsquery('simple', @q) OR s.object_id LIKE @id_prefix)`
 )
 
-// The headline marks matches between domain.HighlightStart and
-// HighlightStop, in the snapshot's JSON text with those two characters
-// taken out first, so that no payload can mark text itself. A record
-// found by its id alone has none.
+// A headline is the part of a snapshot that matched @q, with the matches
+// between domain.HighlightStart and HighlightStop, in the snapshot's JSON
+// text with those two characters taken out first so that no payload can
+// mark text itself; ” without a search (@q NULL) or when only the
+// record's id matched.
 const (
-	searchHeadlineOptions = "StartSel=\x02, StopSel=\x03, MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=\" … \""
-	headlineOf            = `ts_headline('simple', translate(%[1]s::text, E'\u0002\u0003', ''), websearch_to_tsquery('simple', @q), @headline_options)`
-	noHeadline            = `''::text`
+	headlineOptions = `E'StartSel=\u0002, StopSel=\u0003, MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=" … "'`
+	recordHeadline  = `CASE WHEN @q::text IS NULL THEN ''
+        WHEN ` + recordVector + ` @@ websearch_to_tsquery('simple', @q)
+        THEN ts_headline('simple', translate(r.snapshot::text, E'\u0002\u0003', ''), websearch_to_tsquery('simple', @q), ` + headlineOptions + `)
+        ELSE '' END`
+	eventHeadline = `CASE WHEN @q::text IS NULL THEN ''
+        ELSE ts_headline('simple', translate(e.snapshot::text, E'\u0002\u0003', ''), websearch_to_tsquery('simple', @q), ` + headlineOptions + `) END`
 )
-
-func directoryHeadline() string {
-	return `CASE WHEN ` + snapshotVector("r.snapshot") + ` @@ websearch_to_tsquery('simple', @q)
-        THEN ` + fmt.Sprintf(headlineOf, "r.snapshot") + ` ELSE '' END`
-}
 
 type directoryCursor struct {
 	UpdatedAt  time.Time `json:"t"`
@@ -78,7 +78,8 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 		return nil, "", err
 	}
 	limit := pageLimit(page)
-	args := pgx.NamedArgs{"tenant_id": tenantID, "limit": limit + 1, "stale_since": time.Now().Add(-domain.StaleBadgeWindow)}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "limit": limit + 1, "stale_since": time.Now().Add(-domain.StaleBadgeWindow),
+		"q": nil}
 	var conds []string
 	filter := func(cond, name string, value any) {
 		conds = append(conds, cond)
@@ -113,18 +114,15 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 	if !q.Before.IsZero() {
 		filter(directoryBefore, "before", q.Before)
 	}
-	headline := noHeadline
 	if search := strings.TrimSpace(q.Search); search != "" {
 		filter(directorySearch, "q", search)
 		args["id_prefix"] = likePrefix(search)
-		args["headline_options"] = searchHeadlineOptions
-		headline = directoryHeadline()
 	}
 	where := ""
 	if len(conds) > 0 {
 		where = "\n      AND " + strings.Join(conds, "\n      AND ")
 	}
-	rows, err := s.read.Query(ctx, fmt.Sprintf(directorySQL, where, headline), args)
+	rows, err := s.read.Query(ctx, fmt.Sprintf(directorySQL, where), args)
 	if err != nil {
 		return nil, "", translate(err)
 	}

@@ -76,6 +76,10 @@ func TestRecordDirectory(t *testing.T) {
 		top.ObjectType != "contact" || top.Headline != "" {
 		t.Errorf("crm/c-1001: %+v", top)
 	}
+	tl, err := s.RecordTimeline(ctx, crm.TenantID, top.Ref(), 10)
+	if err != nil || tl.Badges != top.Badges {
+		t.Errorf("timeline of crm/c-1001: badges %+v (%v), want %+v", tl.Badges, err, top.Badges)
+	}
 	if all[1].Badges != (domain.RecordBadges{}) {
 		t.Errorf("crm/x-77 has badges %+v", all[1].Badges)
 	}
@@ -214,5 +218,52 @@ SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_
 	list := directory(t, s, crm.TenantID, domain.RecordQuery{Search: "late"})
 	if got := ids(list); !slices.Contains(got, "crm/slow") || len(got) != 2 {
 		t.Errorf("after the slow one committed: %v, want crm/slow and crm/fast", got)
+	}
+}
+
+// TestEventLogSearch finds events by the words of their snapshots,
+// combined with the other filters, with the matches marked.
+func TestEventLogSearch(t *testing.T) {
+	t.Parallel()
+	s, crm := setup(t)
+	ctx := context.Background()
+	ingest(t, s, crm, event("e1", "c-1", 1, `{"name":"Ada Lovelace"}`))
+	ingest(t, s, crm, event("e2", "c-2", 1, `{"name":"Grace Hopper"}`))
+	wantOutcome(t, ingest(t, s, crm, event("e3", "c-1", 1, `{"name":"Ada Lovelace"}`)), domain.Redundant)
+	other := newProvider(t, s, "globex", "crm")
+	ingest(t, s, other, event("e4", "c-1", 1, `{"name":"Ada Lovelace"}`))
+
+	search := func(q domain.EventLogQuery) (got []string, headlines []string) {
+		t.Helper()
+		list, _, err := s.EventLog(ctx, crm.TenantID, q, domain.Page{})
+		if err != nil {
+			t.Fatalf("EventLog(%+v): %v", q, err)
+		}
+		for _, e := range list {
+			got, headlines = append(got, e.EventID), append(headlines, e.Headline)
+		}
+		return got, headlines
+	}
+	got, headlines := search(domain.EventLogQuery{Search: "lovelace"})
+	if !slices.Equal(got, []string{"e3", "e1"}) {
+		t.Errorf("lovelace: %v, want e3 e1", got)
+	}
+	for _, h := range headlines {
+		if !strings.Contains(h, "\x02Lovelace\x03") {
+			t.Errorf("headline %q does not mark Lovelace", h)
+		}
+	}
+	if got, _ := search(domain.EventLogQuery{Search: "lovelace", Outcome: domain.Applied}); !slices.Equal(got, []string{"e1"}) {
+		t.Errorf("lovelace, applied: %v, want e1", got)
+	}
+	if got, _ := search(domain.EventLogQuery{Search: "ada -lovelace"}); got != nil {
+		t.Errorf("ada -lovelace: %v, want none", got)
+	}
+	if got, _ := search(domain.EventLogQuery{Search: "?!"}); got != nil {
+		t.Errorf("punctuation: %v, want none", got)
+	}
+	got, headlines = search(domain.EventLogQuery{})
+	if len(got) != 3 || slices.ContainsFunc(headlines, func(h string) bool { return h != "" }) {
+		t.Errorf("no search: %v with headlines %q, want 3 events without", got, headlines)
 	}
 }

@@ -24,7 +24,7 @@ import (
 // would suit none of them.
 const eventLogSQL = `
 SELECT e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
-       e.outcome, e.reason, e.received_at, e.conflict_id
+       e.outcome, e.reason, e.received_at, e.conflict_id, ` + eventHeadline + `
 FROM events e JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
 WHERE e.tenant_id = @tenant_id
   AND e.received_at <= @after_at AND (e.received_at, e.delivery_id, e.seq) < (@after_at, @after_delivery::uuid, @after_seq)%s
@@ -39,6 +39,8 @@ const (
 	eventLogFrom       = `e.received_at >= @from`
 	eventLogBefore     = `e.received_at < @before`
 	eventLogContains   = `e.snapshot @> @contains::jsonb`
+	// Words of the snapshot, through the events_words index.
+	eventLogSearch = eventVector + ` @@ websearch_to_tsquery('simple', @q)`
 	// A record id without its provider and object type leads no index.
 	// Naming every provider and object type the tenant has lets the
 	// events_record index answer it with one probe per combination.
@@ -59,7 +61,7 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	}
 	limit := pageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_delivery": after.DeliveryID,
-		"after_seq": after.Seq, "limit": limit + 1}
+		"after_seq": after.Seq, "limit": limit + 1, "q": nil}
 	var conds []string
 	filter := func(cond, name string, value any) {
 		conds = append(conds, cond)
@@ -89,6 +91,9 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	}
 	if len(q.Contains) > 0 {
 		filter(eventLogContains, "contains", string(q.Contains))
+	}
+	if search := strings.TrimSpace(q.Search); search != "" {
+		filter(eventLogSearch, "q", search)
 	}
 	where := ""
 	if len(conds) > 0 {
@@ -130,7 +135,7 @@ func scanLoggedEvent(row pgx.CollectableRow) (domain.LoggedEvent, error) {
 		conflictID       *int64
 	)
 	err := row.Scan(&e.DeliveryID, &e.Seq, &e.EventID, &e.Provider, &e.ObjectType, &e.Action, &objectID,
-		&e.Revision, &e.Outcome, &reason, &e.ReceivedAt, &conflictID)
+		&e.Revision, &e.Outcome, &reason, &e.ReceivedAt, &conflictID, &e.Headline)
 	if objectID != nil {
 		e.ObjectID = *objectID
 	}

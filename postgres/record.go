@@ -57,6 +57,16 @@ FROM (
 ORDER BY at DESC, delivery_id DESC NULLS FIRST, seq DESC NULLS FIRST
 LIMIT @limit`
 
+// timelineBadgesSQL counts the record's open conflicts and recent stale
+// events, as the directory's badges do.
+const timelineBadgesSQL = `
+SELECT (SELECT count(*) FROM conflicts c
+        WHERE c.tenant_id = @tenant_id AND c.provider_id = @provider_id AND c.object_type = @object_type
+          AND c.object_id = @object_id AND c.status = 'open'),
+       (SELECT count(*) FROM events e
+        WHERE e.tenant_id = @tenant_id AND e.provider_id = @provider_id AND e.object_type = @object_type
+          AND e.object_id = @object_id AND e.outcome = 'stale' AND e.received_at >= @stale_since)`
+
 func timelineOutcomes() []string {
 	out := make([]string, len(domain.TimelineOutcomes))
 	for i, o := range domain.TimelineOutcomes {
@@ -96,6 +106,11 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 	}
 
 	args["provider_id"], args["limit"], args["outcomes"] = providerID, limit, timelineOutcomes()
+	args["stale_since"] = time.Now().Add(-domain.StaleBadgeWindow)
+	if err := s.read.QueryRow(ctx, timelineBadgesSQL, args).Scan(&tl.Badges.OpenConflicts, &tl.Badges.StaleEvents); err != nil {
+		return tl, translate(err)
+	}
+	tl.Badges.Deleted = deleted != nil
 	rows, err := s.read.Query(ctx, timelineSQL, args)
 	if err != nil {
 		return tl, translate(err)

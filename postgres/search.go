@@ -16,10 +16,13 @@ const SearchIndexEvery = 2 * time.Second
 // IndexSearch reads.
 const searchIndexBatch = 5000
 
-// snapshotVector is the words of a snapshot column: string values only
-// (keys and numbers are not searched), split as typed by the 'simple'
-// configuration. The event index events_words is on the same expression.
-func snapshotVector(column string) string { return `to_tsvector('simple'::regconfig, ` + column + `)` }
+// The words of a snapshot: string values only (keys and numbers are not
+// searched), split as typed by the 'simple' configuration. The event
+// index events_words is on the same expression.
+const (
+	recordVector = `to_tsvector('simple'::regconfig, r.snapshot)`
+	eventVector  = `to_tsvector('simple'::regconfig, e.snapshot)`
+)
 
 const (
 	searchProgressSQL = `SELECT safe_id, scanned_id, pending_id, pending_xids FROM search_progress FOR UPDATE`
@@ -39,14 +42,14 @@ const (
 // searchIndexSQL indexes the records that have an accepted revision with
 // an id in (@lo, @hi] and whose last change or application count differ
 // from what record_search holds, so reading a range twice costs reads only.
-var searchIndexSQL = `
+const searchIndexSQL = `
 WITH changed AS (
     SELECT DISTINCT tenant_id, provider_id, object_type, object_id FROM accepted_revisions
     WHERE id > @lo AND id <= @hi
 )
 INSERT INTO record_search AS s (tenant_id, provider_id, object_type, object_id, updated_at, application_count, vector)
 SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, r.updated_at, r.application_count,
-       ` + snapshotVector("r.snapshot") + `
+       ` + recordVector + `
 FROM changed c
 JOIN records r ON r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
     AND r.object_type = c.object_type AND r.object_id = c.object_id
