@@ -25,6 +25,7 @@ func (s *Server) apiRoutes(r chi.Router) {
 	r.Get("/events", s.handleEvents)
 	r.Get("/stats", s.handleStats)
 	r.Get("/conflicts", s.handleConflicts)
+	r.Get("/records", s.handleRecordsAPI)
 	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleRecord)
 	r.Get("/people", s.handlePeopleAPI)
 	r.Get("/audit", s.handleAuditAPI)
@@ -228,9 +229,11 @@ type eventJSON struct {
 	ObjectType string         `json:"object_type"`
 	ObjectID   *string        `json:"object_id"`
 	DeliveryID string         `json:"delivery_id"`
+	// With q: the matched words between U+0002 and U+0003.
+	Headline *string `json:"headline,omitempty"`
 }
 
-// handleEvents answers GET events?provider=&contact_id=&object_type=&object_id=&outcome=.
+// handleEvents answers GET events?provider=&contact_id=&object_type=&object_id=&outcome=&q=.
 func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 	f, err := eventFilter(r)
 	if err != nil {
@@ -252,6 +255,9 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 		out[i] = eventJSON{EventID: e.EventID, Provider: e.Provider, ContactID: contactID(e.ObjectType, e.ObjectID),
 			Revision: e.Revision, Outcome: e.Outcome, ReceivedAt: apiTime(e.ReceivedAt), Reason: optionalString(e.Reason),
 			ObjectType: e.ObjectType, ObjectID: optionalString(e.ObjectID), DeliveryID: e.DeliveryID}
+		if f.Search != "" {
+			out[i].Headline = &events[i].Headline
+		}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"events": out, "next_cursor": nextCursor(next)})
 }
@@ -259,7 +265,7 @@ func (s *Server) handleEvents(w http.ResponseWriter, r *http.Request) {
 func eventFilter(r *http.Request) (domain.EventLogQuery, error) {
 	q := r.URL.Query()
 	f := domain.EventLogQuery{Provider: q.Get("provider"), ObjectType: q.Get("object_type"), ObjectID: q.Get("object_id"),
-		Outcome: domain.Outcome(q.Get("outcome"))}
+		Outcome: domain.Outcome(q.Get("outcome")), Search: strings.TrimSpace(q.Get("q"))}
 	if c := q.Get("contact_id"); c != "" {
 		if f.ObjectType != "" && f.ObjectType != domain.ContactType {
 			return f, domain.Errorf(domain.EINVALID, "contact_id names a contact; it cannot be combined with object_type %q", f.ObjectType)
