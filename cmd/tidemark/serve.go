@@ -162,6 +162,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	}
 	go runCleanup(ctx, store, *retention, log)
 	go runReconciliation(ctx, store, log)
+	go runSearchIndex(ctx, store, log)
 	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
 	go handler.Run(ctx)
 	// Bulk replay jobs; on shutdown the worker gives its job back for
@@ -241,6 +242,23 @@ func runCleanup(ctx context.Context, store *postgres.Store, retention time.Durat
 		case <-ctx.Done():
 			return
 		case <-time.After(next):
+		}
+	}
+}
+
+// runSearchIndex keeps the records directory's search index current,
+// every postgres.SearchIndexEvery, off the ingest path. Several nodes may
+// run it: each run waits for the one in progress and then finds little
+// left to do.
+func runSearchIndex(ctx context.Context, store *postgres.Store, log *slog.Logger) {
+	for {
+		if _, err := store.IndexSearch(ctx); err != nil && ctx.Err() == nil {
+			log.Error("search index", "err", err)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(postgres.SearchIndexEvery):
 		}
 	}
 }
