@@ -11,7 +11,7 @@ type recordSummaryJSON struct {
 	Provider         string  `json:"provider"`
 	ObjectType       string  `json:"object_type"`
 	ObjectID         string  `json:"object_id"`
-	Revision         int64   `json:"revision"`
+	Revision         *int64  `json:"revision"` // null while reset (7.12)
 	UpdatedAt        apiTime `json:"updated_at"`
 	ApplicationCount int     `json:"application_count"`
 	OpenConflicts    int     `json:"open_conflicts"`
@@ -43,7 +43,7 @@ func (s *Server) handleRecordsAPI(w http.ResponseWriter, r *http.Request) {
 	out := make([]recordSummaryJSON, len(list))
 	for i, rec := range list {
 		out[i] = recordSummaryJSON{Provider: rec.Provider, ObjectType: rec.ObjectType, ObjectID: rec.ObjectID,
-			Revision: rec.Revision, UpdatedAt: apiTime(rec.UpdatedAt), ApplicationCount: rec.ApplicationCount,
+			Revision: summaryRevision(rec.Revision), UpdatedAt: apiTime(rec.UpdatedAt), ApplicationCount: rec.ApplicationCount,
 			OpenConflicts: rec.Badges.OpenConflicts, StaleEvents: rec.Badges.StaleEvents, Deleted: rec.Badges.Deleted,
 			Headline: optionalString(rec.Headline)}
 	}
@@ -73,4 +73,13 @@ func recordQuery(r *http.Request) (domain.RecordQuery, error) {
 		}
 	}
 	return q, q.Validate()
+}
+
+// summaryRevision is a directory row's revision: none while the record is
+// reset, as the record's own answer says.
+func summaryRevision(r int64) *int64 {
+	if r == domain.ForgottenRevision {
+		return nil
+	}
+	return &r
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // recordsAPI indexes what was delivered (as serve does every couple of
@@ -80,6 +82,16 @@ func TestAPIRecords(t *testing.T) {
 	}
 	if keys, _, next = recordsAPI(t, e, d, "limit=1&cursor="+url.QueryEscape(cursor)); !slices.Equal(keys, []string{"crm/contact/c-1"}) || next != nil {
 		t.Errorf("second page %v, next %v", keys, next)
+	}
+
+	// A reset record has no revision until its next event, as its own
+	// answer says.
+	ref := domain.RecordRef{Provider: "crm", ObjectType: domain.ContactType, ObjectID: "c-1"}
+	if _, err := e.store.ResetRecord(cliContext(), e.tenant("acme").ID, ref); err != nil {
+		t.Fatal(err)
+	}
+	if _, items, _ = recordsAPI(t, e, d, "q=c-1"); len(items) != 1 || items[0]["revision"] != nil {
+		t.Errorf("reset c-1: %v", items)
 	}
 
 	for query, msg := range map[string]string{

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -25,14 +24,11 @@ const (
 	timelineLimit      = 200
 )
 
-// conflictRoutes registers the console pages of the conflict queue, conflicts and contact timelines.
+// conflictRoutes registers the console pages of the conflict queue and conflicts.
 func (s *Server) conflictRoutes(r chi.Router) {
 	r.Get("/conflicts", s.handleConflictQueue)
 	r.Get("/conflicts/{id}", s.handleConflict)
 	r.With(s.requireRole(domain.RoleOperator)).Post("/conflicts/{id}/resolve", s.handleResolveConflict)
-	r.Get("/contacts", s.handleContactSearch)
-	r.Get("/contacts/{provider}/{contact_id}", s.handleTimeline)
-	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleTimeline)
 }
 
 // handleConflictQueue shows open conflicts, oldest first, then resolved
@@ -129,68 +125,6 @@ func (s *Server) handleResolveConflict(w http.ResponseWriter, r *http.Request) {
 		msg = fmt.Sprintf("Conflict %d adopted: the record now holds the conflicting snapshot at revision %d.", c.ID, c.Revision)
 	}
 	s.redirectWithFlash(w, r, "/t/"+t.Slug+"/conflicts", "ok", msg)
-}
-
-// handleTimeline shows one record's timeline; /contacts/{provider}/{id}
-// is the one of a contact.
-func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
-	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
-		ObjectID: pathParam(r, "object_id")}
-	if ref.ObjectType == "" {
-		ref.ObjectType, ref.ObjectID = domain.ContactType, pathParam(r, "contact_id")
-	}
-	s.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
-}
-
-// handleContactSearch opens a contact's timeline by id: in the provider
-// asked for, or in the only provider that has it. Otherwise the form comes
-// back saying what was found.
-func (s *Server) handleContactSearch(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	t := currentTenant(ctx)
-	provider := r.URL.Query().Get("provider")
-	contactID := strings.TrimSpace(r.URL.Query().Get("contact_id"))
-	f, err := s.contactSearch(r, provider, contactID)
-	if err != nil {
-		s.consoleError(w, r, err)
-		return
-	}
-	if contactID != "" {
-		found, err := s.records.ContactProviders(ctx, t.ID, contactID)
-		if err != nil {
-			s.consoleError(w, r, err)
-			return
-		}
-		if provider != "" {
-			if slices.Contains(found, provider) {
-				found = []string{provider}
-			} else {
-				found = nil
-			}
-		}
-		switch len(found) {
-		case 1:
-			ref := domain.RecordRef{Provider: found[0], ObjectType: domain.ContactType, ObjectID: contactID}
-			http.Redirect(w, r, "/t/"+t.Slug+views.TimelinePath(ref), http.StatusSeeOther)
-			return
-		case 0:
-			if provider != "" {
-				f.Message = fmt.Sprintf("No contact %s in provider %s", contactID, provider)
-			} else {
-				f.Message = fmt.Sprintf("No contact %s in any provider", contactID)
-			}
-		default:
-			f.Message = fmt.Sprintf("Contact %s exists in %d providers; choose one.", contactID, len(found))
-			f.Matches = found
-		}
-	}
-	s.render(w, r, http.StatusOK, views.ContactSearchView(s.layout(r, "Find a contact", "events"), f))
-}
-
-// contactSearch is the search form filled in with the tenant's providers.
-func (s *Server) contactSearch(r *http.Request, provider, contactID string) (views.ContactSearch, error) {
-	providers, err := s.providers.ProviderNames(r.Context(), currentTenant(r.Context()).ID)
-	return views.ContactSearch{Providers: providers, Provider: provider, ContactID: contactID}, err
 }
 
 // waitedFor is how long something has waited, coarsely: "< 1 min", "5 min",

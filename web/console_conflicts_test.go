@@ -287,7 +287,8 @@ func TestContactTimeline(t *testing.T) {
 	if !strings.Contains(text(doc, ".record-state .snapshot"), `"name": "Cyrus"`) {
 		t.Errorf("snapshot %q", text(doc, ".record-state .snapshot"))
 	}
-	if doc.Find("nav a.active").Text() != "Events" {
+	// A timeline belongs to the records directory, not to the event history.
+	if doc.Find("nav a.active").Text() != "Records" {
 		t.Errorf("active nav %q", doc.Find("nav a.active").Text())
 	}
 	var kinds, changes []string

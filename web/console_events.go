@@ -40,6 +40,7 @@ func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 		From:       values.Get("from"),
 		To:         values.Get("to"),
 		Contains:   strings.TrimSpace(values.Get("contains")),
+		Search:     strings.TrimSpace(values.Get("q")),
 	}
 	p := views.EventLogPage{Filters: f}
 	var err error
@@ -47,18 +48,12 @@ func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 		s.consoleError(w, r, err)
 		return
 	}
-	page := domain.Page{Limit: eventLogPageSize, Cursor: values.Get("cursor")}
-	if v := values.Get("limit"); v != "" {
-		if page.Limit, err = strconv.Atoi(v); err != nil || page.Limit < 1 {
-			page.Limit = eventLogPageSize
-		}
-	}
+	page := consolePage(values, eventLogPageSize)
 	base := "/t/" + t.Slug + "/events"
 	if page.Cursor != "" {
 		p.FirstURL = base + eventLogQueryString(f, values.Get("limit"), "")
 	}
 
-	status := http.StatusOK
 	q, err := eventLogQuery(f)
 	if err == nil {
 		var next string
@@ -67,23 +62,46 @@ func (s *Server) handleEventLog(w http.ResponseWriter, r *http.Request) {
 			p.NextURL = base + eventLogQueryString(f, values.Get("limit"), next)
 		}
 	}
-	switch {
-	case errors.Is(err, domain.ErrReadTimeout):
-		status, p.Error = http.StatusServiceUnavailable, domain.ErrReadTimeout.Message
-	case domain.ErrorCode(err) == domain.EINVALID:
-		status, p.Error = http.StatusBadRequest, domain.ErrorMessage(err)
-	case err != nil:
+	status, shown := listStatus(err)
+	if !shown {
 		s.consoleError(w, r, err)
 		return
 	}
+	if err != nil {
+		p.Error = domain.ErrorMessage(err)
+	}
 	s.render(w, r, status, views.EventLogView(s.layout(r, "Event history", "events"), p))
+}
+
+// listStatus is the status of a console list page whose read ended with
+// err; shown is false for errors the page cannot explain above its form.
+func listStatus(err error) (status int, shown bool) {
+	switch {
+	case err == nil:
+		return http.StatusOK, true
+	case errors.Is(err, domain.ErrReadTimeout):
+		return http.StatusServiceUnavailable, true
+	case domain.ErrorCode(err) == domain.EINVALID:
+		return http.StatusBadRequest, true
+	}
+	return 0, false
+}
+
+// consolePage is the page a console list asks for: its cursor, and
+// ?limit= when it is a positive number, else size.
+func consolePage(values url.Values, size int) domain.Page {
+	page := domain.Page{Limit: size, Cursor: values.Get("cursor")}
+	if n, err := strconv.Atoi(values.Get("limit")); err == nil && n > 0 {
+		page.Limit = n
+	}
+	return page
 }
 
 // eventLogQuery reads the filters into a query. Times are datetime-local
 // values in UTC; "to" includes the whole minute (or second) it names.
 func eventLogQuery(f views.EventLogFilters) (domain.EventLogQuery, error) {
 	q := domain.EventLogQuery{Provider: f.Provider, ObjectType: f.ObjectType, ObjectID: f.ObjectID,
-		Outcome: domain.Outcome(f.Outcome)}
+		Outcome: domain.Outcome(f.Outcome), Search: f.Search}
 	var err error
 	if f.From != "" {
 		if q.From, _, err = parseLocalTime("from", f.From); err != nil {
@@ -122,7 +140,7 @@ func parseLocalTime(field, v string) (time.Time, time.Duration, error) {
 func eventLogQueryString(f views.EventLogFilters, limit, cursor string) string {
 	v := url.Values{}
 	for _, kv := range [][2]string{{"provider", f.Provider}, {"type", f.ObjectType}, {"record", f.ObjectID},
-		{"outcome", f.Outcome}, {"from", f.From}, {"to", f.To}, {"contains", f.Contains}, {"limit", limit}, {"cursor", cursor}} {
+		{"outcome", f.Outcome}, {"from", f.From}, {"to", f.To}, {"contains", f.Contains}, {"q", f.Search}, {"limit", limit}, {"cursor", cursor}} {
 		if kv[1] != "" {
 			v.Set(kv[0], kv[1])
 		}

@@ -65,15 +65,9 @@ func (s *Server) renderTimeline(w http.ResponseWriter, r *http.Request, ref doma
 		s.consoleError(w, r, err)
 		return
 	}
-	p := views.TimelinePage{Ref: ref, Record: tl.Record, Limit: timelineLimit}
-	for _, e := range tl.Entries {
-		p.Entries = append(p.Entries, views.NewTimelineItem(e))
-	}
-	if p.Search, err = s.contactSearch(r, ref.Provider, ""); err != nil {
-		s.consoleError(w, r, err)
-		return
-	}
-	l := s.layout(r, ref.ObjectType+" "+ref.ObjectID, "events")
+	p := views.TimelinePage{Ref: ref, Record: tl.Record, Entries: views.NewTimelineItems(tl.Entries), Limit: timelineLimit,
+		Badges: tl.Badges, Back: directoryBack(r)}
+	l := s.layout(r, ref.ObjectType+" "+ref.ObjectID, "records")
 	if l.Can(domain.RoleOwner) {
 		p.Repair = &forms
 	}

@@ -30,6 +30,12 @@ func (s *Server) Handler() http.Handler {
 	})
 
 	r.Handle("/static/*", staticFiles())
+	// Browsers ask for /favicon.ico where a page names no icon (a JSON
+	// answer, an error); the console's pages name the SVG.
+	r.Get("/favicon.ico", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Cache-Control", "public, max-age=86400")
+		http.ServeFileFS(w, r, static.FS, "img/favicon.ico")
+	})
 
 	// The console: forms capped, sessions, cross-origin protection on every
 	// state-changing request, then the operator, then the tenant from their
@@ -48,6 +54,7 @@ func (s *Server) Handler() http.Handler {
 				r.Use(s.requireTenant)
 				s.overviewRoutes(r)
 				s.eventRoutes(r)
+				s.recordRoutes(r)
 				s.conflictRoutes(r)
 				s.providerRoutes(r)
 				s.peopleRoutes(r)

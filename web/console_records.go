@@ -1,0 +1,157 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+// recordsPageSize is how many records one page of the directory shows.
+const recordsPageSize = 50
+
+// recordRoutes registers the records directory and the record timelines.
+func (s *Server) recordRoutes(r chi.Router) {
+	r.Get("/records", s.handleRecords)
+	r.Get("/records/{provider}/{object_type}/{object_id}", s.handleTimeline)
+	r.Get("/contacts", s.handleContactSearch)
+	r.Get("/contacts/{provider}/{contact_id}", s.handleTimeline)
+}
+
+// handleRecords shows one page of the records directory, most recently
+// changed first. Filters the operator got wrong are explained above the
+// results, as on the event history.
+func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	values := r.URL.Query()
+	f := views.ReadRecordFilters(values)
+	f.Search = strings.TrimSpace(f.Search)
+	p := views.RecordsPage{Filters: f}
+	var err error
+	if p.Choices, err = s.events.EventLogChoices(ctx, t.ID); err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	page := consolePage(values, recordsPageSize)
+	if page.Cursor != "" {
+		p.FirstURL = "/t/" + t.Slug + views.DirectoryPath(f, values.Get("limit"), "")
+	}
+	q, err := directoryQuery(f)
+	if err == nil {
+		var next string
+		p.Records, next, err = s.records.RecordDirectory(ctx, t.ID, q, page)
+		if next != "" {
+			p.NextURL = "/t/" + t.Slug + views.DirectoryPath(f, values.Get("limit"), next)
+		}
+	}
+	status, shown := listStatus(err)
+	if !shown {
+		s.consoleError(w, r, err)
+		return
+	}
+	if err != nil {
+		p.Error = domain.ErrorMessage(err)
+	}
+	s.render(w, r, status, views.RecordsView(s.layout(r, "Records", "records"), p))
+}
+
+// directoryQuery reads the console directory's filters into a query; times
+// are datetime-local values in UTC, and "to" includes the minute it names.
+func directoryQuery(f views.RecordFilters) (domain.RecordQuery, error) {
+	q := domain.RecordQuery{Provider: f.Provider, ObjectType: f.ObjectType, OpenConflicts: f.OpenConflicts, Search: f.Search}
+	if f.From != "" {
+		from, _, err := parseLocalTime("from", f.From)
+		if err != nil {
+			return q, err
+		}
+		q.From = from
+	}
+	if f.To != "" {
+		to, precision, err := parseLocalTime("to", f.To)
+		if err != nil {
+			return q, err
+		}
+		q.Before = to.Add(precision)
+	}
+	return q, q.Validate()
+}
+
+// directoryBack is the directory link a timeline shows: the filters the
+// operator came from (the back parameter), read and written again so
+// that nothing but filters reaches the link.
+func directoryBack(r *http.Request) string {
+	v, err := url.ParseQuery(r.URL.Query().Get("back"))
+	if err != nil {
+		return views.DirectoryPath(views.RecordFilters{}, "", "")
+	}
+	return views.DirectoryPath(views.ReadRecordFilters(v), "", "")
+}
+
+// handleTimeline shows one record's timeline; /contacts/{provider}/{id}
+// is the one of a contact.
+func (s *Server) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	ref := domain.RecordRef{Provider: pathParam(r, "provider"), ObjectType: pathParam(r, "object_type"),
+		ObjectID: pathParam(r, "object_id")}
+	if ref.ObjectType == "" {
+		ref.ObjectType, ref.ObjectID = domain.ContactType, pathParam(r, "contact_id")
+	}
+	s.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
+}
+
+// handleContactSearch opens a contact's timeline by id: in the provider
+// asked for, or in the only provider that has it. Otherwise the form comes
+// back saying what was found.
+func (s *Server) handleContactSearch(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	provider := r.URL.Query().Get("provider")
+	contactID := strings.TrimSpace(r.URL.Query().Get("contact_id"))
+	f, err := s.contactSearch(r, provider, contactID)
+	if err != nil {
+		s.consoleError(w, r, err)
+		return
+	}
+	if contactID != "" {
+		found, err := s.records.ContactProviders(ctx, t.ID, contactID)
+		if err != nil {
+			s.consoleError(w, r, err)
+			return
+		}
+		if provider != "" {
+			if slices.Contains(found, provider) {
+				found = []string{provider}
+			} else {
+				found = nil
+			}
+		}
+		switch len(found) {
+		case 1:
+			ref := domain.RecordRef{Provider: found[0], ObjectType: domain.ContactType, ObjectID: contactID}
+			http.Redirect(w, r, "/t/"+t.Slug+views.TimelinePath(ref), http.StatusSeeOther)
+			return
+		case 0:
+			if provider != "" {
+				f.Message = fmt.Sprintf("No contact %s in provider %s", contactID, provider)
+			} else {
+				f.Message = fmt.Sprintf("No contact %s in any provider", contactID)
+			}
+		default:
+			f.Message = fmt.Sprintf("Contact %s exists in %d providers; choose one.", contactID, len(found))
+			f.Matches = found
+		}
+	}
+	s.render(w, r, http.StatusOK, views.ContactSearchView(s.layout(r, "Find a contact", "records"), f))
+}
+
+// contactSearch is the search form filled in with the tenant's providers.
+func (s *Server) contactSearch(r *http.Request, provider, contactID string) (views.ContactSearch, error) {
+	providers, err := s.providers.ProviderNames(r.Context(), currentTenant(r.Context()).ID)
+	return views.ContactSearch{Providers: providers, Provider: provider, ContactID: contactID}, err
+}
