@@ -53,20 +53,9 @@ func TestBrowserAuditAndOperators(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	step := stepper(ctx, t)
 	step("sign in as the admin",
-		chromedp.Navigate(e.srv.URL+"/login?next=/admin/users"),
-		onPage(`form[action="/login"] input[name=email]`, exact("/login")),
-		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "root@example.com"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), testPassword),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		signIn(e.srv.URL+"/login?next=/admin/users", "root@example.com"),
 		onPage(`table.operators`, exact("/admin/users")))
 	annID := e.operatorID("ann@example.com")
 	disable := `form[action="/admin/users/` + itoa(annID) + `/disable"] button`

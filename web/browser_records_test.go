@@ -5,7 +5,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
@@ -48,22 +47,11 @@ func TestBrowserRecordSearch(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	step := stepper(ctx, t)
 	timeline := exact("/t/acme/contacts/crm/c-1")
 
 	step("sign in",
-		chromedp.Navigate(e.srv.URL+"/login"),
-		onPage(`form[action="/login"] input[name=email]`, exact("/login")),
-		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "ops@example.com"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), testPassword),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		signIn(e.srv.URL+"/login", "ops@example.com"),
 		onPage(`#overview-live`, exact("/t/acme")))
 	step("open Records from the nav",
 		chromedp.Click(chromedp.CSS(`nav.sections a[href="/t/acme/records"]`)),

@@ -1,9 +1,7 @@
 package web_test
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -25,20 +23,9 @@ func TestBrowserRepair(t *testing.T) {
 	e.deliver1("m3", snapshotBody("c-1", 11, `{"job_title":"Manager","company":"Acme"}`))
 	e.deleteContact("c-9", 400)
 
-	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	step := stepper(ctx, t)
 	step("sign in",
-		chromedp.Navigate(e.srv.URL+"/login"),
-		onPage(`form[action="/login"] input[name=email]`, exact("/login")),
-		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "owner@example.com"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), testPassword),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		signIn(e.srv.URL+"/login", "owner@example.com"),
 		onPage(`#overview-live`, exact("/t/acme")))
 	step("a deleted record's timeline",
 		chromedp.Navigate(e.srv.URL+"/t/acme/contacts/crm/c-9"),

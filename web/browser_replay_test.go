@@ -1,11 +1,9 @@
 package web_test
 
 import (
-	"context"
 	"regexp"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -32,20 +30,9 @@ func TestBrowserInspectorAndReplays(t *testing.T) {
 		map[string]string{"Authorization": "Bearer sk_live_0123456789abcdef", "User-Agent": "Provider-Hookshot/2.1"})
 	e.worker("browser")
 
-	step := func(what string, steps ...chromedp.Action[chromedp.Void]) {
-		t.Helper()
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		if err := chromedp.Do(sctx, steps...); err != nil {
-			t.Fatalf("%s: %v", what, err)
-		}
-	}
+	step := stepper(ctx, t)
 	step("sign in",
-		chromedp.Navigate(e.srv.URL+"/login?next=/t/acme/deliveries/"+id),
-		onPage(`form[action="/login"] input[name=email]`, exact("/login")),
-		chromedp.SendKeys(chromedp.CSS(`input[name=email]`), "ops@example.com"),
-		chromedp.SendKeys(chromedp.CSS(`input[name=password]`), testPassword),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type=submit]`)),
+		signIn(e.srv.URL+"/login?next=/t/acme/deliveries/"+id, "ops@example.com"),
 		onPage(`form.replay-form`, exact("/t/acme/deliveries/"+id)),
 		shot(dir, "11-delivery.png"))
 	headers, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(`table.headers`)))
