@@ -18,7 +18,7 @@ import (
 
 // storeOn opens a store on url whose connections carry application_name
 // app, so that pg_stat_activity tells them apart.
-func storeOn(t *testing.T, url, app string, conns int32) *Store {
+func storeOn(t testing.TB, url, app string, conns int32) *Store {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {

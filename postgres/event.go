@@ -101,7 +101,7 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	}
 	sql := fmt.Sprintf(eventLogSQL, where)
 
-	rows, err := s.read.Query(ctx, sql, args)
+	rows, err := s.read.Query(ctx, sql, customPlan, args)
 	if err != nil {
 		return nil, "", eventLogError(err)
 	}
