@@ -104,12 +104,20 @@ DELETE FROM replay_jobs j
 USING (SELECT tenant_id, id FROM replay_jobs WHERE finished_at < @before LIMIT @limit) e
 WHERE j.tenant_id = e.tenant_id AND j.id = e.id`
 
+// deleteDroppedSearchSQL deletes the words of events on days before
+// @before, whose partitions the pass dropped.
+const deleteDroppedSearchSQL = `
+DELETE FROM event_search s
+USING (SELECT tenant_id, received_at, delivery_id, seq FROM event_search WHERE received_at < @before LIMIT @limit) e
+WHERE s.tenant_id = e.tenant_id AND s.received_at = e.received_at AND s.delivery_id = e.delivery_id AND s.seq = e.seq`
+
 // CleanupReport says what one maintenance pass did.
 type CleanupReport struct {
 	Skipped           bool     // another process was running a pass; this one did nothing
 	ExpiredKeys       int64    // idempotency keys deleted
 	ExpiredAudit      int64    // audit entries past domain.AuditRetention deleted
 	FinishedReplays   int64    // replay jobs that ended before the log's retention, deleted
+	DroppedSearch     int64    // event_search rows of the days dropped, deleted
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
@@ -138,6 +146,9 @@ func (r CleanupReport) String() string {
 	}
 	if r.FinishedReplays > 0 {
 		fmt.Fprintf(&b, "; removed %d finished replay jobs", r.FinishedReplays)
+	}
+	if r.DroppedSearch > 0 {
+		fmt.Fprintf(&b, "; removed the search words of %d events past retention", r.DroppedSearch)
 	}
 	if len(r.Deferred) > 0 {
 		fmt.Fprintf(&b, "; deferred to the next pass: %s", strings.Join(r.Deferred, "; "))
@@ -191,6 +202,11 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete finished replay jobs: %w", err)
+		}
+		r.DroppedSearch, err = execBatches(ctx, m.conn, deleteDroppedSearchSQL,
+			pgx.NamedArgs{"before": utcDay(now.Add(-retention)), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete the search words of dropped days: %w", err)
 		}
 		return partitionsErr
 	})

@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -185,6 +187,26 @@ func TestDirectoryFollowsChanges(t *testing.T) {
 	}
 }
 
+// slowAndFast runs insert for "slow" in a transaction it leaves open,
+// then for "fast" on its own: the slow one drew its id first and commits
+// (or rolls back, at the test's end) after the fast one.
+func slowAndFast(t *testing.T, s *Store, p domain.ProviderEndpoint, insert string) pgx.Tx {
+	t.Helper()
+	ctx := context.Background()
+	slow, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { slow.Rollback(ctx) })
+	if _, err := slow.Exec(ctx, insert, p.TenantID, p.ID, "slow"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(ctx, insert, p.TenantID, p.ID, "fast"); err != nil {
+		t.Fatal(err)
+	}
+	return slow
+}
+
 // TestIndexSearchLateCommit: a transaction that drew its accepted
 // revision's id before another one committed, and commits after
 // IndexSearch read past that id, is still indexed by a later run.
@@ -198,17 +220,7 @@ WITH r AS (
     VALUES ($1, $2, 'contact', $3, 1, '{"name":"late"}', 'e') RETURNING *)
 INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id)
 SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event FROM r`
-	slow, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer slow.Rollback(ctx)
-	if _, err := slow.Exec(ctx, insert, crm.TenantID, crm.ID, "slow"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.pool.Exec(ctx, insert, crm.TenantID, crm.ID, "fast"); err != nil {
-		t.Fatal(err)
-	}
+	slow := slowAndFast(t, s, crm, insert)
 	indexSearch(t, s)
 	wantIDs(t, "while the slow one runs", directory(t, s, crm.TenantID, domain.RecordQuery{}), "crm/fast")
 	if err := slow.Commit(ctx); err != nil {
@@ -244,6 +256,11 @@ func TestEventLogSearch(t *testing.T) {
 		}
 		return got, headlines
 	}
+	// The words are indexed off the ingest path, by IndexSearch.
+	if got, _ := search(domain.EventLogQuery{Search: "lovelace"}); got != nil {
+		t.Errorf("before IndexSearch: %v, want none", got)
+	}
+	indexSearch(t, s)
 	got, headlines := search(domain.EventLogQuery{Search: "lovelace"})
 	if !slices.Equal(got, []string{"e3", "e1"}) {
 		t.Errorf("lovelace: %v, want e3 e1", got)
@@ -265,5 +282,54 @@ func TestEventLogSearch(t *testing.T) {
 	got, headlines = search(domain.EventLogQuery{})
 	if len(got) != 3 || slices.ContainsFunc(headlines, func(h string) bool { return h != "" }) {
 		t.Errorf("no search: %v with headlines %q, want 3 events without", got, headlines)
+	}
+
+	// An erased record's words go with it, and no later pass brings them back.
+	if _, err := s.EraseRecord(ownerCtx(), crm.TenantID, domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}); err != nil {
+		t.Fatal(err)
+	}
+	indexSearch(t, s)
+	if got, _ := search(domain.EventLogQuery{Search: "lovelace"}); got != nil {
+		t.Errorf("after erasing c-1: %v, want none", got)
+	}
+	var words int
+	if err := s.pool.QueryRow(ctx, `SELECT count(*) FROM event_search WHERE tenant_id = $1 AND object_id = 'c-1'`, crm.TenantID).Scan(&words); err != nil || words != 0 {
+		t.Errorf("event_search keeps %d rows of the erased record (%v)", words, err)
+	}
+}
+
+// TestIndexSearchLateEvent: an event whose transaction drew its search id
+// before another one committed, and commits after IndexSearch read past
+// it, is still found by a later run.
+func TestIndexSearchLateEvent(t *testing.T) {
+	t.Parallel()
+	s, crm := setup(t)
+	ctx := context.Background()
+	insert := `
+INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id, object_id, outcome, snapshot, payload)
+VALUES ($1, now(), gen_random_uuid(), 0, $2, 'contact', 'snapshot', $3, $3, 'unversioned', '{"name":"late"}', '\x7b7d')`
+	slow := slowAndFast(t, s, crm, insert)
+	found := func() []string {
+		t.Helper()
+		indexSearch(t, s)
+		list, _, err := s.EventLog(ctx, crm.TenantID, domain.EventLogQuery{Search: "late"}, domain.Page{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range list {
+			got = append(got, e.EventID)
+		}
+		slices.Sort(got)
+		return got
+	}
+	if got := found(); !slices.Equal(got, []string{"fast"}) {
+		t.Errorf("while the slow one runs: %v, want fast", got)
+	}
+	if err := slow.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := found(); !slices.Equal(got, []string{"fast", "slow"}) {
+		t.Errorf("after the slow one committed: %v, want fast and slow", got)
 	}
 }

@@ -23,13 +23,36 @@ import (
 // rather than one statement of "(@x IS NULL OR ...)" whose generic plan
 // would suit none of them.
 const eventLogSQL = `
-SELECT e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
-       e.outcome, e.reason, e.received_at, e.conflict_id, ` + eventHeadline + `
+SELECT ` + loggedEventColumns + `
 FROM events e JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
 WHERE e.tenant_id = @tenant_id
   AND e.received_at <= @after_at AND (e.received_at, e.delivery_id, e.seq) < (@after_at, @after_delivery::uuid, @after_seq)%s
 ORDER BY e.received_at DESC, e.delivery_id DESC, e.seq DESC
 LIMIT @limit`
+
+// eventLogWordsSQL is eventLogSQL for a word search (@q): it takes the page
+// from event_search, which has the log's key and the columns the filters
+// name (as e, so that the same conditions apply), then reads those events.
+// A common word is read along event_search's key until the page is full, a
+// rare one through event_search_words; joined to the partitioned log
+// first, the planner would hash every match instead. The cursor's and the
+// filters' placeholders are eventLogSQL's.
+const eventLogWordsSQL = `
+SELECT ` + loggedEventColumns + `
+FROM (
+    SELECT e.tenant_id, e.received_at, e.delivery_id, e.seq FROM event_search e
+    WHERE e.tenant_id = @tenant_id AND e.vector @@ websearch_to_tsquery('simple', @q)
+      AND e.received_at <= @after_at AND (e.received_at, e.delivery_id, e.seq) < (@after_at, @after_delivery::uuid, @after_seq)%s
+    ORDER BY e.received_at DESC, e.delivery_id DESC, e.seq DESC
+    LIMIT @limit
+) w
+JOIN events e ON e.tenant_id = w.tenant_id AND e.received_at = w.received_at AND e.delivery_id = w.delivery_id AND e.seq = w.seq
+JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
+ORDER BY e.received_at DESC, e.delivery_id DESC, e.seq DESC`
+
+// loggedEventColumns are what both statements read of an event.
+const loggedEventColumns = `e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
+       e.outcome, e.reason, e.received_at, e.conflict_id, ` + eventHeadline
 
 const (
 	eventLogProvider   = `e.provider_id = (SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider)`
@@ -39,8 +62,10 @@ const (
 	eventLogFrom       = `e.received_at >= @from`
 	eventLogBefore     = `e.received_at < @before`
 	eventLogContains   = `e.snapshot @> @contains::jsonb`
-	// Words of the snapshot, through the events_words index.
-	eventLogSearch = eventVector + ` @@ websearch_to_tsquery('simple', @q)`
+	// A word search with a containment filter, which event_search cannot
+	// answer: eventLogSQL with the words as a condition.
+	eventLogWords = `EXISTS (SELECT FROM event_search w WHERE w.tenant_id = e.tenant_id AND w.received_at = e.received_at
+        AND w.delivery_id = e.delivery_id AND w.seq = e.seq AND w.vector @@ websearch_to_tsquery('simple', @q))`
 	// A record id without its provider and object type leads no index.
 	// Naming every provider and object type the tenant has lets the
 	// events_record index answer it with one probe per combination.
@@ -92,14 +117,20 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	if len(q.Contains) > 0 {
 		filter(eventLogContains, "contains", string(q.Contains))
 	}
+	statement := eventLogSQL
 	if search := strings.TrimSpace(q.Search); search != "" {
-		filter(eventLogSearch, "q", search)
+		args["q"] = search
+		if len(q.Contains) > 0 {
+			conds = append(conds, eventLogWords)
+		} else {
+			statement = eventLogWordsSQL
+		}
 	}
 	where := ""
 	if len(conds) > 0 {
 		where = "\n  AND " + strings.Join(conds, "\n  AND ")
 	}
-	sql := fmt.Sprintf(eventLogSQL, where)
+	sql := fmt.Sprintf(statement, where)
 
 	rows, err := s.read.Query(ctx, sql, customPlan, args)
 	if err != nil {

@@ -101,6 +101,10 @@ UPDATE events SET snapshot = NULL, payload = NULL,
     reason = CASE WHEN @forget_id AND strpos(reason, @object_id) > 0 THEN 'erased' ELSE reason END
 WHERE ` + eraseFilter + ` AND (payload IS NOT NULL OR snapshot IS NOT NULL OR @forget_id)`
 
+// eraseEventSearchSQL removes the words of the erased events, under
+// eventSearchLockSQL so that no pass of IndexSearch puts them back.
+const eraseEventSearchSQL = `DELETE FROM event_search WHERE ` + eraseFilter
+
 const eraseRevisionsSQL = `DELETE FROM accepted_revisions WHERE tenant_id = @tenant_id AND provider_id = @provider_id
     AND object_type = @object_type AND object_id = @object_id`
 
@@ -209,6 +213,12 @@ func eraseContent(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, e *domain.
 	e.Bodies = tag.RowsAffected()
 	if _, err := tx.Exec(ctx, eraseKeysSQL, args); err != nil {
 		return fmt.Errorf("erase idempotency identifiers: %w", err)
+	}
+	if _, err := tx.Exec(ctx, eventSearchLockSQL); err != nil {
+		return fmt.Errorf("wait for the search index: %w", err)
+	}
+	if _, err := tx.Exec(ctx, eraseEventSearchSQL, args); err != nil {
+		return fmt.Errorf("erase the events' words: %w", err)
 	}
 	if tag, err = tx.Exec(ctx, eraseEventsSQL, args); err != nil {
 		return fmt.Errorf("erase events: %w", err)

@@ -12,37 +12,60 @@ import (
 // shows a change at most about two periods after its commit.
 const SearchIndexEvery = 2 * time.Second
 
-// searchIndexBatch is how many accepted revisions one transaction of
+// searchIndexBatch is how many ids of a feed one transaction of
 // IndexSearch reads.
 const searchIndexBatch = 5000
 
 // The words of a snapshot: string values only (keys and numbers are not
-// searched), split as typed by the 'simple' configuration. The event
-// index events_words is on the same expression.
+// searched), split as typed by the 'simple' configuration.
 const (
 	recordVector = `to_tsvector('simple'::regconfig, r.snapshot)`
 	eventVector  = `to_tsvector('simple'::regconfig, e.snapshot)`
 )
 
 const (
-	searchProgressSQL = `SELECT safe_id, scanned_id, pending_id, pending_xids FROM search_progress FOR UPDATE`
-	// The sequence is read before the running transactions (two
-	// statements): every transaction that drew an id up to it already had
-	// its xid, and is among them until it ends. Transactions of other
-	// databases cannot write here and are left out.
-	searchSequenceSQL = `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('accepted_revisions', 'id')), 0)`
-	searchRunningSQL  = `SELECT coalesce(array_agg(backend_xid::text::bigint), '{}') FROM pg_stat_activity
+	searchProgressSQL = `SELECT safe_id, scanned_id, pending_id, pending_xids FROM search_progress WHERE feed = @feed FOR UPDATE`
+	// Transactions of other databases cannot write here and are left out.
+	searchRunningSQL = `SELECT coalesce(array_agg(backend_xid::text::bigint), '{}') FROM pg_stat_activity
     WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`
-	searchBatchEndSQL = `SELECT coalesce(max(id), @after), count(*) FROM (
-    SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) b`
 	searchSaveSQL = `UPDATE search_progress SET safe_id = @safe_id, scanned_id = @scanned_id,
-    pending_id = @pending_id, pending_xids = @pending_xids`
+    pending_id = @pending_id, pending_xids = @pending_xids WHERE feed = @feed`
 )
 
-// searchIndexSQL indexes the records that have an accepted revision with
-// an id in (@lo, @hi] and whose last change or application count differ
-// from what record_search holds, so reading a range twice costs reads only.
-const searchIndexSQL = `
+// searchFeed is a table IndexSearch follows by a sequence's ids, and how
+// it indexes a range of them.
+type searchFeed struct {
+	name string // search_progress.feed
+	// sequenceSQL reads the sequence's last value; it runs before the
+	// running transactions are read (two statements): every transaction
+	// that drew an id up to it already had its xid, and is among them
+	// until it ends. (An id is drawn by the insert of the row; ingest and
+	// replay write deliveries and claims before events and revisions, so
+	// their transaction has its xid by then.)
+	sequenceSQL string
+	batchEndSQL string // the end of the next @batch ids after @after, and how many there are
+	indexSQL    string // indexes the ids in (@lo, @hi]
+}
+
+var searchFeeds = []searchFeed{
+	{name: "records", sequenceSQL: recordFeedSequenceSQL, batchEndSQL: recordFeedBatchEndSQL, indexSQL: recordSearchIndexSQL},
+	{name: "events", sequenceSQL: eventFeedSequenceSQL, batchEndSQL: eventFeedBatchEndSQL, indexSQL: eventSearchIndexSQL},
+}
+
+const (
+	recordFeedSequenceSQL = `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('accepted_revisions', 'id')), 0)`
+	recordFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*) FROM (
+    SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) b`
+	eventFeedSequenceSQL = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
+	eventFeedBatchEndSQL = `SELECT coalesce(max(search_id), @after), count(*) FROM (
+    SELECT search_id FROM events WHERE search_id > @after ORDER BY search_id LIMIT @batch) b`
+)
+
+// recordSearchIndexSQL indexes the records that have an accepted revision
+// with an id in (@lo, @hi] and whose last change or application count
+// differ from what record_search holds, so reading a range twice costs
+// reads only.
+const recordSearchIndexSQL = `
 WITH changed AS (
     SELECT DISTINCT tenant_id, provider_id, object_type, object_id FROM accepted_revisions
     WHERE id > @lo AND id <= @hi
@@ -61,6 +84,19 @@ ORDER BY 1, 2, 3, 4
 ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
     updated_at = EXCLUDED.updated_at, application_count = EXCLUDED.application_count, vector = EXCLUDED.vector`
 
+// eventSearchIndexSQL indexes the words of the events whose search_id is in
+// (@lo, @hi]; an event read twice is indexed once.
+const eventSearchIndexSQL = `
+INSERT INTO event_search (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, object_id, outcome, vector)
+SELECT e.tenant_id, e.received_at, e.delivery_id, e.seq, e.provider_id, e.object_type, e.action, e.object_id, e.outcome, ` + eventVector + `
+FROM events e
+WHERE e.search_id > @lo AND e.search_id <= @hi AND e.snapshot IS NOT NULL
+ON CONFLICT (tenant_id, received_at, delivery_id, seq) DO NOTHING`
+
+// eventSearchLockSQL makes an erasure and IndexSearch's pass over events
+// wait for each other, so that no pass indexes words an erasure removes.
+const eventSearchLockSQL = `SELECT FROM search_progress WHERE feed = 'events' FOR UPDATE`
+
 // searchProgress is IndexSearch's position in accepted_revisions (table
 // search_progress).
 type searchProgress struct {
@@ -69,40 +105,47 @@ type searchProgress struct {
 	pendingXids   []int64
 }
 
-// IndexSearch brings record_search, which RecordDirectory reads, up to
-// date with the records changed since its previous run, and returns how
-// many records it indexed. serve runs it every SearchIndexEvery; a test
-// that ingests and then reads the directory calls it in between. Calls
-// wait for each other.
+// IndexSearch brings record_search, which RecordDirectory reads, and
+// event_search, which EventLog's word search reads, up to date with the
+// records changed and the events stored since its previous run, and
+// returns how many rows it indexed. serve runs it every SearchIndexEvery;
+// a test that ingests and then searches calls it in between. Calls wait
+// for each other.
 //
-// Changes are found through accepted revisions, by id. An id is drawn
-// before its transaction commits, so a range read once may miss a row
-// committed later: each range is read again once every transaction that
-// was running when it was read has ended.
+// Changes are found by id: accepted revisions' and events' search_id. An
+// id is drawn before its transaction commits, so a range read once may
+// miss a row committed later: each range is read again once every
+// transaction that was running when it was read has ended.
 func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 	total := 0
-	for {
-		n, more, err := s.indexSearchBatch(ctx)
-		total += n
-		if err != nil || !more {
-			return total, translate(err)
+	for _, feed := range searchFeeds {
+		for {
+			n, more, err := s.indexSearchBatch(ctx, feed)
+			total += n
+			if err != nil {
+				return total, translate(err)
+			}
+			if !more {
+				break
+			}
 		}
 	}
+	return total, nil
 }
 
-// indexSearchBatch runs one transaction: the range that became safe, then
-// up to searchIndexBatch new ids. more reports a full batch.
-func (s *Store) indexSearchBatch(ctx context.Context) (indexed int, more bool, err error) {
+// indexSearchBatch runs one transaction of a feed: the range that became
+// safe, then up to searchIndexBatch new ids. more reports a full batch.
+func (s *Store) indexSearchBatch(ctx context.Context, feed searchFeed) (indexed int, more bool, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
 		var p searchProgress
-		if err := tx.QueryRow(ctx, searchProgressSQL).Scan(&p.safe, &p.scanned, &p.pendingID, &p.pendingXids); err != nil {
+		if err := tx.QueryRow(ctx, searchProgressSQL, pgx.NamedArgs{"feed": feed.name}).Scan(&p.safe, &p.scanned, &p.pendingID, &p.pendingXids); err != nil {
 			return err
 		}
 		var (
 			last    int64
 			running []int64
 		)
-		if err := tx.QueryRow(ctx, searchSequenceSQL).Scan(&last); err != nil {
+		if err := tx.QueryRow(ctx, feed.sequenceSQL).Scan(&last); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, searchRunningSQL).Scan(&running); err != nil {
@@ -112,7 +155,7 @@ func (s *Store) indexSearchBatch(ctx context.Context) (indexed int, more bool, e
 			if hi <= lo {
 				return nil
 			}
-			tag, err := tx.Exec(ctx, searchIndexSQL, pgx.NamedArgs{"lo": lo, "hi": hi})
+			tag, err := tx.Exec(ctx, feed.indexSQL, pgx.NamedArgs{"lo": lo, "hi": hi})
 			indexed += int(tag.RowsAffected())
 			return err
 		}
@@ -126,7 +169,7 @@ func (s *Store) indexSearchBatch(ctx context.Context) (indexed int, more bool, e
 			p.safe, p.pendingID, p.pendingXids = max(p.safe, settled), nil, nil
 		}
 		var end, rows int64
-		if err := tx.QueryRow(ctx, searchBatchEndSQL, pgx.NamedArgs{"after": p.scanned, "batch": searchIndexBatch}).Scan(&end, &rows); err != nil {
+		if err := tx.QueryRow(ctx, feed.batchEndSQL, pgx.NamedArgs{"after": p.scanned, "batch": searchIndexBatch}).Scan(&end, &rows); err != nil {
 			return err
 		}
 		if err := index(p.scanned, end); err != nil {
@@ -137,7 +180,7 @@ func (s *Store) indexSearchBatch(ctx context.Context) (indexed int, more bool, e
 		if p.pendingID == nil && p.safe < p.scanned {
 			p.pendingID, p.pendingXids = &last, running
 		}
-		_, err := tx.Exec(ctx, searchSaveSQL, pgx.NamedArgs{"safe_id": p.safe, "scanned_id": p.scanned,
+		_, err := tx.Exec(ctx, searchSaveSQL, pgx.NamedArgs{"feed": feed.name, "safe_id": p.safe, "scanned_id": p.scanned,
 			"pending_id": p.pendingID, "pending_xids": p.pendingXids})
 		return err
 	})

@@ -111,6 +111,9 @@ func TestAPIRecords(t *testing.T) {
 func TestAPIEventsSearch(t *testing.T) {
 	t.Parallel()
 	e, d := apiSetup(t)
+	if _, err := e.store.IndexSearch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	for query, want := range map[string][]string{
 		"q=A12":                              {"evt-12"},
 		"q=" + url.QueryEscape("a12 or b12"): {"evt-12b", "evt-12"},

@@ -179,6 +179,9 @@ func TestEventHistorySearch(t *testing.T) {
 	t.Parallel()
 	e := setup(t)
 	eventLogSeed(t, e)
+	if _, err := e.store.IndexSearch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	b := e.operator("ops@example.com", false, "acme")
 
 	_, doc := b.get("/t/acme/events?q=Director")
