@@ -284,6 +284,7 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 	// scope's TTL is 7 days); ev-now's has not.
 	const expired = 4
 
+	indexSearch(t, s) // both events' words, which go with their days
 	wantDropped := partitionsBefore(t, s, now.Add(-testRetention))
 	oldDay := old.UTC().Format(partitionDayFormat)
 	if !slices.Contains(wantDropped, "deliveries_p"+oldDay) || !slices.Contains(wantDropped, "events_p"+oldDay) {
@@ -293,8 +294,11 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Skipped || r.ExpiredKeys != expired || !slices.Equal(r.DroppedPartitions, wantDropped) || len(r.Deferred) != 0 {
+	if r.Skipped || r.ExpiredKeys != expired || !slices.Equal(r.DroppedPartitions, wantDropped) || len(r.Deferred) != 0 || r.DroppedSearch != 1 {
 		t.Fatalf("report %+v", r)
+	}
+	if n := cleanupCount(t, s, `SELECT count(*) FROM event_search`); n != 1 {
+		t.Fatalf("%d events' words left, want only the recent one's", n)
 	}
 	wantPartitionsAhead(t, s, now)
 	str := r.String()

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
@@ -272,6 +273,12 @@ func TestEventLogSearch(t *testing.T) {
 	}
 	if got, _ := search(domain.EventLogQuery{Search: "lovelace", Outcome: domain.Applied}); !slices.Equal(got, []string{"e1"}) {
 		t.Errorf("lovelace, applied: %v, want e1", got)
+	}
+	if got, _ := search(domain.EventLogQuery{Search: "ada", Contains: json.RawMessage(`{"name":"Ada Lovelace"}`)}); !slices.Equal(got, []string{"e3", "e1"}) {
+		t.Errorf("ada, containing Ada Lovelace: %v, want e3 e1", got)
+	}
+	if got, _ := search(domain.EventLogQuery{Search: "grace", Contains: json.RawMessage(`{"name":"Ada Lovelace"}`)}); got != nil {
+		t.Errorf("grace, containing Ada Lovelace: %v, want none", got)
 	}
 	if got, _ := search(domain.EventLogQuery{Search: "ada -lovelace"}); got != nil {
 		t.Errorf("ada -lovelace: %v, want none", got)
