@@ -103,22 +103,32 @@ func eventLogQuery(f views.EventLogFilters) (domain.EventLogQuery, error) {
 	q := domain.EventLogQuery{Provider: f.Provider, ObjectType: f.ObjectType, ObjectID: f.ObjectID,
 		Outcome: domain.Outcome(f.Outcome), Search: f.Search}
 	var err error
-	if f.From != "" {
-		if q.From, _, err = parseLocalTime("from", f.From); err != nil {
-			return q, err
-		}
-	}
-	if f.To != "" {
-		to, precision, err := parseLocalTime("to", f.To)
-		if err != nil {
-			return q, err
-		}
-		q.Before = to.Add(precision)
+	if q.From, q.Before, err = parseLocalRange(f.From, f.To); err != nil {
+		return q, err
 	}
 	if f.Contains != "" {
 		q.Contains = json.RawMessage(f.Contains)
 	}
 	return q, q.Validate()
+}
+
+// parseLocalRange reads the from and to fields of a console filter form
+// (datetime-local, UTC; either may be empty) as [from, before): "to"
+// includes the whole minute (or second) it names.
+func parseLocalRange(from, to string) (start, before time.Time, err error) {
+	if from != "" {
+		if start, _, err = parseLocalTime("from", from); err != nil {
+			return start, before, err
+		}
+	}
+	if to != "" {
+		end, precision, err := parseLocalTime("to", to)
+		if err != nil {
+			return start, before, err
+		}
+		before = end.Add(precision)
+	}
+	return start, before, nil
 }
 
 // parseLocalTime reads a datetime-local value as UTC and says how precise

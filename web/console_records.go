@@ -62,23 +62,12 @@ func (s *Server) handleRecords(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, status, views.RecordsView(s.layout(r, "Records", "records"), p))
 }
 
-// directoryQuery reads the console directory's filters into a query; times
-// are datetime-local values in UTC, and "to" includes the minute it names.
+// directoryQuery reads the console directory's filters into a query.
 func directoryQuery(f views.RecordFilters) (domain.RecordQuery, error) {
 	q := domain.RecordQuery{Provider: f.Provider, ObjectType: f.ObjectType, OpenConflicts: f.OpenConflicts, Search: f.Search}
-	if f.From != "" {
-		from, _, err := parseLocalTime("from", f.From)
-		if err != nil {
-			return q, err
-		}
-		q.From = from
-	}
-	if f.To != "" {
-		to, precision, err := parseLocalTime("to", f.To)
-		if err != nil {
-			return q, err
-		}
-		q.Before = to.Add(precision)
+	var err error
+	if q.From, q.Before, err = parseLocalRange(f.From, f.To); err != nil {
+		return q, err
 	}
 	return q, q.Validate()
 }
