@@ -179,6 +179,10 @@ func TestDeliveryLookupIsTenantFiltered(t *testing.T) {
 	other := newProvider(t, s, "other", "crm")
 	d := delivery(p)
 	d.ReceivedAt = time.Now().Add(-3 * time.Hour) // another node's clock: outside the id's hour
+	// Before 03:00 UTC that is yesterday, older than a new database's days.
+	if _, err := s.EnsurePartitions(context.Background(), d.ReceivedAt, PartitionsAhead); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := s.Ingest(context.Background(), d, p, nil); err != nil {
 		t.Fatal(err)
 	}
