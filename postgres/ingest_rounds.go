@@ -26,6 +26,7 @@ type roundEvent struct {
 	key        []byte // nil for a rejected event, which claims nothing
 	identifier string
 	ttl        time.Duration
+	names      []string // see shared
 }
 
 // genericPlansSQL makes the rest of the transaction run the ingest
@@ -46,9 +47,10 @@ func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.Prov
 }
 
 // queueGroup queues the statements of a group of one tenant's deliveries,
-// counting from counter shard shard on; each job's results are filled in as
-// the batch is read.
-func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
+// counting from counter shard shard on, and returns its number of rounds
+// and every name its events share (roundEvent.shared); each job's results
+// are filled in as the batch is read.
+func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) (int, map[string]int) {
 	batch.Queue(genericPlansSQL)
 	var events []roundEvent
 	var deliveries deliveryRows
@@ -57,17 +59,17 @@ func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 		d := job.d
 		d.TenantID, d.ProviderID = job.p.TenantID, job.p.ID
 		deliveries.add(d, len(job.events))
-		for n, e := range job.events {
-			events = append(events, prepared(job, n, e))
-		}
+		events = append(events, job.roundEvents()...)
 	}
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
 	batch.Queue(deliveriesSQL.sql, deliveriesSQL.args(args)...)
 	tenantID := group[0].p.TenantID
-	for r, round := range inRounds(tenantID, events) {
+	rounds, names := inRounds(events)
+	for r, round := range rounds {
 		queueRound(batch, tenantID, round, (shard+r)%s.counterShards)
 	}
+	return len(rounds), names
 }
 
 // prepared is the n-th event of job, rejected if its scope is disabled,
@@ -82,6 +84,7 @@ func prepared(job *ingestJob, n int, e domain.Event) roundEvent {
 		ev.identifier = scope.IdentifierRule.Identifier(e)
 		ev.key = domain.IdempotencyKey(job.p.TenantID, job.p.ID, e.Scope, ev.identifier)
 	}
+	ev.names = ev.shared(job.p.TenantID)
 	return ev
 }
 
@@ -113,17 +116,17 @@ func (ev roundEvent) shared(tenantID int64) []string {
 
 // inRounds splits events, in arrival order, into rounds: each event goes
 // to the first round after those of the earlier events it shares anything
-// with.
-func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
+// with. It also returns every name the events share, with the first round
+// in which it is free.
+func inRounds(events []roundEvent) ([][]roundEvent, map[string]int) {
 	var rounds [][]roundEvent
 	free := map[string]int{} // the first round in which a name is free
 	for _, ev := range events {
-		names := ev.shared(tenantID)
 		r := 0
-		for _, name := range names {
+		for _, name := range ev.names {
 			r = max(r, free[name])
 		}
-		for _, name := range names {
+		for _, name := range ev.names {
 			free[name] = r + 1
 		}
 		if r == len(rounds) {
@@ -131,7 +134,7 @@ func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
 		}
 		rounds[r] = append(rounds[r], ev)
 	}
-	return rounds
+	return rounds, free
 }
 
 // queueRound queues the statements of one round.

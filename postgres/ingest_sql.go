@@ -203,22 +203,25 @@ WITH facts AS (
                        AND r.object_type = e.object_type AND r.object_id = e.object_id LIMIT 1) r ON true
 ), rivalled AS (
     -- A retained snapshot of the record at the same revision that differs
-    -- from the event's: the current one, an accepted one, or a stale event's.
-    -- Looked for only when the event holds its claim and was not applied,
-    -- so the common path skips these scans.
+    -- from the event's: the current one, an accepted one, or a stale event's,
+    -- the earliest of each kind (their order on disk depends on which
+    -- transactions wrote them side by side). Looked for only when the event
+    -- holds its claim and was not applied, so the common path skips these
+    -- scans.
     SELECT f.*, rival.event_id AS rival_event, rival.snapshot AS rival_snapshot
     FROM facts f
     LEFT JOIN LATERAL (
         SELECT event_id, snapshot FROM (
-            SELECT 1 AS pref, f.last_applied_event AS event_id, f.cur_snapshot AS snapshot
+            SELECT 1 AS pref, NULL::timestamptz AS at, NULL::bigint AS n, f.last_applied_event AS event_id,
+                   f.cur_snapshot AS snapshot
             WHERE f.cur_revision = f.revision AND f.property IS NULL
             UNION ALL
-            SELECT 2, a.event_id, ` + projectedAccepted + `
+            SELECT 2, a.applied_at, a.id, a.event_id, ` + projectedAccepted + `
             FROM accepted_revisions a
             WHERE a.tenant_id = @tenant_id AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
-            SELECT 3, s.event_id, s.snapshot FROM events s
+            SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
             WHERE s.tenant_id = @tenant_id AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
@@ -229,7 +232,7 @@ WITH facts AS (
               AND s.received_at <= @latest::timestamptz + interval '1 day'
         ) retained
         WHERE snapshot <> f.snapshot AND f.claimed AND NOT f.applied
-        ORDER BY pref LIMIT 1
+        ORDER BY pref, at, n LIMIT 1
     ) rival ON true
 ), decision AS (
     SELECT f.*, CASE

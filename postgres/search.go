@@ -85,12 +85,15 @@ ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
     updated_at = EXCLUDED.updated_at, application_count = EXCLUDED.application_count, vector = EXCLUDED.vector`
 
 // eventSearchIndexSQL indexes the words of the events whose search_id is in
-// (@lo, @hi]; an event read twice is indexed once.
+// (@lo, @hi]; an event read twice is indexed once, and its words are not
+// computed again.
 const eventSearchIndexSQL = `
 INSERT INTO event_search (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, object_id, outcome, vector)
 SELECT e.tenant_id, e.received_at, e.delivery_id, e.seq, e.provider_id, e.object_type, e.action, e.object_id, e.outcome, ` + eventVector + `
 FROM events e
 WHERE e.search_id > @lo AND e.search_id <= @hi AND e.snapshot IS NOT NULL
+  AND NOT EXISTS (SELECT FROM event_search o WHERE o.tenant_id = e.tenant_id AND o.received_at = e.received_at
+                  AND o.delivery_id = e.delivery_id AND o.seq = e.seq)
 ON CONFLICT (tenant_id, received_at, delivery_id, seq) DO NOTHING`
 
 // eventSearchLockSQL makes an erasure and IndexSearch's pass over events
