@@ -13,11 +13,17 @@ import (
 // than doubling the heap. It is not a cap: a heap that needs more gets it.
 const defaultMemoryLimit = "48MiB"
 
+// gcPercent is serve's GOGC: the heap may grow to three times what is live
+// before a collection, half as many collections as Go's default, as the
+// memory limit, not GOGC, is what bounds the heap under a burst.
+const gcPercent = 200
+
 // minMemoryLimit is the smallest limit serve accepts.
 const minMemoryLimit = 16 << 20
 
-// setMemoryLimit applies serve's --memory-limit. GOMEMLIMIT, when set,
-// wins: the runtime has already read it, and the operator chose it.
+// setMemoryLimit applies serve's --memory-limit, and with it gcPercent.
+// GOMEMLIMIT and GOGC, when set, win: the runtime has already read them,
+// and the operator chose them.
 func setMemoryLimit(flag string, getenv func(string) string) error {
 	if getenv("GOMEMLIMIT") != "" {
 		return nil
@@ -34,5 +40,8 @@ func setMemoryLimit(flag string, getenv func(string) string) error {
 			domain.FormatByteSize(minMemoryLimit), flag)
 	}
 	debug.SetMemoryLimit(n)
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
 	return nil
 }
