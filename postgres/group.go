@@ -2,15 +2,17 @@ package postgres
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
 )
 
-// Group commit. Deliveries that arrive while groups are being written wait
+// Group commit. Deliveries that arrive while a group is being written wait
 // for the next one, and every group is one pipelined batch: one
 // transaction, one round trip and one WAL flush for all of its deliveries.
 // Each delivery is answered only after its group committed.
@@ -19,14 +21,14 @@ import (
 // is in flight is written at once, alone, so light load gets no added
 // latency. Groups form only when deliveries already queue.
 //
-// Each tenant has its own queue and one committer per process, which
-// starts its groups in arrival order (committer.go): up to two at once
-// when they share no idempotency key, record or lead, else one after the
-// other. Deliveries are grouped as they come, so the guard, conflict and
-// lead statements of each see exactly what the deliveries before it did,
-// as if they had been written one at a time. A tenant whose group waits on
+// Each tenant has its own queue and at most one committer per process,
+// writing its groups in arrival order: the events of one record keep the
+// order they arrived in, and the groups of one process never wait on each
+// other's row locks (tenants share no rows). A tenant whose group waits on
 // a lock, or floods, delays only itself: the other tenants' committers go
-// on (tenants share no rows).
+// on. Deliveries are grouped as they come, so the guard, conflict and lead
+// statements of each see exactly what the deliveries before it in the
+// group did, as if they had been written one at a time.
 //
 // A group that fails (one delivery's bad data, a lost deadlock with another
 // node) rolls back whole; each of its deliveries is then written alone, so
@@ -62,41 +64,22 @@ var GroupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
 
 // ingestJob is one delivery waiting for its group.
 type ingestJob struct {
-	ctx      context.Context
-	d        domain.Delivery
-	p        domain.ProviderEndpoint
-	events   []domain.Event
-	prepared []roundEvent // events, as rounds take them; see roundEvents
-	results  []domain.Result
-	done     chan error // buffered: the committer never blocks on it
-}
-
-// roundEvents are the job's events prepared for rounds, computed once.
-func (job *ingestJob) roundEvents() []roundEvent {
-	if job.prepared == nil {
-		job.prepared = make([]roundEvent, len(job.events))
-		for n, e := range job.events {
-			job.prepared[n] = prepared(job, n, e)
-		}
-	}
-	return job.prepared
+	ctx     context.Context
+	d       domain.Delivery
+	p       domain.ProviderEndpoint
+	events  []domain.Event
+	results []domain.Result
+	done    chan error // buffered: the committer never blocks on it
 }
 
 // groupQueues holds, per tenant, the deliveries waiting for its committer.
 // A tenant's queue exists while its committer runs.
 type groupQueues struct {
 	mu      sync.Mutex
-	pending map[int64]*tenantQueue
-	// events and took are the events committed and the time taken, both
-	// decayed by a fifth per group, so events/took is how many events per
-	// second committers have been writing; 0 until a group is measured.
-	events, took float64
-}
-
-// tenantQueue is one tenant's deliveries waiting for its committer.
-type tenantQueue struct {
-	jobs    []*ingestJob
-	arrived chan struct{} // signalled (buffered, 1) when a job is added
+	pending map[int64][]*ingestJob
+	// pace is how many events per second a committer has been writing,
+	// smoothed over recent groups; 0 until the first group is measured.
+	pace float64
 }
 
 // queuedEventsAllowed is how many events may wait ahead of a delivery that
@@ -104,22 +87,24 @@ type tenantQueue struct {
 // pace, in half of the time left (the other half is for the delivery's own
 // group), and never fewer than minQueuedEvents. Called with mu held.
 func (q *groupQueues) queuedEventsAllowed(deadline time.Time, ok bool) int {
-	if !ok || q.took == 0 {
+	if !ok || q.pace == 0 {
 		return minQueuedEvents
 	}
-	return max(minQueuedEvents, int(q.events/q.took*time.Until(deadline).Seconds()/2))
+	return max(minQueuedEvents, int(q.pace*time.Until(deadline).Seconds()/2))
 }
 
-// measured folds a committed group into the pace: events written in took,
-// the time since the group started or since the committer's previous group
-// committed, whichever is later.
+// measured folds a committed group into the pace.
 func (q *groupQueues) measured(events int, took time.Duration) {
 	if took <= 0 {
 		return
 	}
+	pace := float64(events) / took.Seconds()
 	q.mu.Lock()
-	q.events = 0.8*q.events + float64(events)
-	q.took = 0.8*q.took + took.Seconds()
+	if q.pace == 0 {
+		q.pace = pace
+	} else {
+		q.pace = 0.8*q.pace + 0.2*pace
+	}
 	q.mu.Unlock()
 }
 
@@ -129,21 +114,17 @@ func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.P
 	q := &s.groups
 	q.mu.Lock()
 	if q.pending == nil {
-		q.pending = map[int64]*tenantQueue{}
+		q.pending = map[int64][]*ingestJob{}
 	}
-	tq, running := q.pending[p.TenantID]
-	if !running {
-		tq = &tenantQueue{arrived: make(chan struct{}, 1)}
-		q.pending[p.TenantID] = tq
-		go s.commitGroups(p.TenantID, tq)
-	}
-	queue := tq.jobs
+	queue, running := q.pending[p.TenantID]
 	if len(queue) >= s.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
 		q.mu.Unlock()
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
 	}
-	tq.jobs = append(queue, job)
-	signal(tq.arrived)
+	q.pending[p.TenantID] = append(queue, job)
+	if !running {
+		go s.commitGroups(p.TenantID)
+	}
 	q.mu.Unlock()
 	select {
 	case err := <-job.done:
@@ -152,6 +133,83 @@ func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.P
 		// The group may still commit this delivery; unanswered, the
 		// provider retries it and the retry is a duplicate.
 		return nil, ctx.Err()
+	}
+}
+
+// commitGroups writes a tenant's queued deliveries, a group at a time,
+// until none is left.
+func (s *Store) commitGroups(tenantID int64) {
+	q := &s.groups
+	for {
+		q.mu.Lock()
+		queue := q.pending[tenantID]
+		group := takeGroup(&queue)
+		if len(group) == 0 {
+			delete(q.pending, tenantID)
+			q.mu.Unlock()
+			return
+		}
+		q.pending[tenantID] = queue
+		q.mu.Unlock()
+		s.commitGroup(group)
+	}
+}
+
+// takeGroup removes the next group from the front of pending: at least one
+// delivery, then as many as fit the bounds, in arrival order.
+func takeGroup(pending *[]*ingestJob) []*ingestJob {
+	n, events := 0, 0
+	for _, job := range *pending {
+		if n > 0 && (n == maxGroupDeliveries || events+len(job.events) > maxGroupEvents) {
+			break
+		}
+		n++
+		events += len(job.events)
+	}
+	group := (*pending)[:n:n]
+	*pending = (*pending)[n:]
+	return group
+}
+
+// commitGroup writes a group in one transaction, or, if that fails, each
+// of its deliveries alone.
+func (s *Store) commitGroup(group []*ingestJob) {
+	live := group[:0]
+	for _, job := range group {
+		if err := job.ctx.Err(); err != nil {
+			job.done <- err // its sender gave up waiting: nothing written
+			continue
+		}
+		live = append(live, job)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := groupContext(live)
+	defer cancel()
+	batch := &pgx.Batch{}
+	// Each round of the group counts its outcomes in the next counter
+	// shard, so that few counter rows are updated twice in one transaction
+	// (each update would walk the chain of the row's earlier versions).
+	s.queueGroup(batch, live, rand.IntN(s.counterShards))
+	if s.beforeCommitSQL != "" {
+		batch.Queue(s.beforeCommitSQL)
+	}
+	began := time.Now()
+	err := s.pool.SendBatch(ctx, batch).Close()
+	if err == nil || len(live) == 1 {
+		if err == nil {
+			GroupSize.Observe(float64(len(live)))
+			s.groups.measured(groupEvents(live), time.Since(began))
+		}
+		for _, job := range live {
+			job.done <- err
+		}
+		return
+	}
+	for _, job := range live {
+		job.results, err = s.ingestAlone(job.ctx, job.d, job.p, job.events)
+		job.done <- err
 	}
 }
 

@@ -28,7 +28,7 @@ func newJob(t *testing.T, s *Store, p domain.ProviderEndpoint, events ...domain.
 // writeGroup writes jobs as one group, as the committer does with
 // deliveries that arrive together, and returns each one's error.
 func writeGroup(s *Store, jobs ...*ingestJob) []error {
-	s.newCommitter(jobs[0].p.TenantID).start(jobs)
+	s.commitGroup(jobs)
 	errs := make([]error, len(jobs))
 	for i, job := range jobs {
 		errs[i] = <-job.done
@@ -155,10 +155,9 @@ func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 	t.Parallel()
 	alone, pa := setup(t)
 	grouped, pg := setup(t)
-	concurrent, pc := setup(t)
 	rng := rand.New(rand.NewPCG(7, 9))
 	history := randomHistory(t, rng, 300)
-	var want, got, together [][]domain.Result
+	var want, got [][]domain.Result
 	for _, events := range history {
 		var results []domain.Result
 		for _, e := range events {
@@ -184,41 +183,14 @@ func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 		}
 		start += n
 	}
-	// Again in small groups, through a committer that starts each as
-	// commitGroups does: beside a running group it shares nothing with.
-	var groups [][]*ingestJob
-	for start := 0; start < len(history); {
-		n := min(1+rng.IntN(3), len(history)-start)
-		var jobs []*ingestJob
-		for _, events := range history[start : start+n] {
-			jobs = append(jobs, newJob(t, concurrent, pc, append([]domain.Event(nil), events...)...))
-		}
-		groups = append(groups, jobs)
-		start += n
-	}
-	if besides := commitInOrder(concurrent.newCommitter(pc.TenantID), groups); besides == 0 {
-		t.Error("no group ran beside another")
-	} else {
-		t.Logf("%d of %d groups started beside a running one", besides, len(groups))
-	}
-	for _, jobs := range groups {
-		for i, job := range jobs {
-			if err := <-job.done; err != nil {
-				t.Fatalf("delivery %d of a concurrent group: %v", i, err)
-			}
-			together = append(together, job.results)
-		}
-	}
 	outcomes := map[domain.Outcome]int{}
 	for i := range want {
 		for j := range want[i] {
-			w := want[i][j]
+			w, g := want[i][j], got[i][j]
 			outcomes[w.Outcome]++
-			for how, g := range map[string]domain.Result{"grouped": got[i][j], "concurrently": together[i][j]} {
-				if w.Outcome != g.Outcome || w.Reason != g.Reason || !reflect.DeepEqual(w.CurrentRevision, g.CurrentRevision) {
-					t.Errorf("delivery %d event %s: one at a time %s %q (current %v), %s %s %q (current %v)",
-						i, w.EventID, w.Outcome, w.Reason, w.CurrentRevision, how, g.Outcome, g.Reason, g.CurrentRevision)
-				}
+			if w.Outcome != g.Outcome || w.Reason != g.Reason || !reflect.DeepEqual(w.CurrentRevision, g.CurrentRevision) {
+				t.Errorf("delivery %d event %s: one at a time %s %q (current %v), grouped %s %q (current %v)",
+					i, w.EventID, w.Outcome, w.Reason, w.CurrentRevision, g.Outcome, g.Reason, g.CurrentRevision)
 			}
 		}
 	}
@@ -229,39 +201,18 @@ func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 			t.Errorf("the history has no %s event; it should exercise every outcome", outcome)
 		}
 	}
-	for how, other := range map[string]struct {
-		s *Store
-		p domain.ProviderEndpoint
-	}{"grouped": {grouped, pg}, "concurrently": {concurrent, pc}} {
-		for _, contact := range []string{"c-0", "c-3", "c-7", "c-11", "p-0", "p-2", "p-5"} {
-			ra, sa, na := record(t, alone, pa, contact)
-			rg, sg, ng := record(t, other.s, other.p, contact)
-			if ra != rg || sa != sg || na != ng {
-				t.Errorf("%s: one at a time %d %s ×%d, %s %d %s ×%d", contact, ra, sa, na, how, rg, sg, ng)
-			}
-		}
-		pa1, aa, ta, ma := leadCounts(t, alone, pa.TenantID)
-		pg1, ag, tg, mg := leadCounts(t, other.s, other.p.TenantID)
-		if pa1 != pg1 || aa != ag || ta != tg || ma != mg {
-			t.Errorf("leads: one at a time %d people %d accounts %d tasks %d members, %s %d %d %d %d",
-				pa1, aa, ta, ma, how, pg1, ag, tg, mg)
+	for _, contact := range []string{"c-0", "c-3", "c-7", "c-11", "p-0", "p-2", "p-5"} {
+		ra, sa, na := record(t, alone, pa, contact)
+		rg, sg, ng := record(t, grouped, pg, contact)
+		if ra != rg || sa != sg || na != ng {
+			t.Errorf("%s: one at a time %d %s ×%d, grouped %d %s ×%d", contact, ra, sa, na, rg, sg, ng)
 		}
 	}
-}
-
-// commitInOrder starts groups in order as commitGroups does, each once it
-// may, and returns how many started while another was running.
-func commitInOrder(c *committer, groups [][]*ingestJob) (besides int) {
-	for _, group := range groups {
-		for c.prune(); !c.mayStart(group); c.prune() {
-			<-c.finished
-		}
-		if len(c.running) > 0 {
-			besides++
-		}
-		c.start(group)
+	pa1, aa, ta, ma := leadCounts(t, alone, pa.TenantID)
+	pg1, ag, tg, mg := leadCounts(t, grouped, pg.TenantID)
+	if pa1 != pg1 || aa != ag || ta != tg || ma != mg {
+		t.Errorf("leads: one at a time %d people %d accounts %d tasks %d members, grouped %d %d %d %d", pa1, aa, ta, ma, pg1, ag, tg, mg)
 	}
-	return besides
 }
 
 // TestConcurrentDeliveriesShareGroups: deliveries sent together through
@@ -340,7 +291,7 @@ func TestTenantQueueIsBounded(t *testing.T) {
 	queued := func() int {
 		s.groups.mu.Lock()
 		defer s.groups.mu.Unlock()
-		return len(s.groups.pending[p.TenantID].jobs)
+		return len(s.groups.pending[p.TenantID])
 	}
 	go send(1) // taken by the committer, which waits on the lock
 	waitFor("the committer to wait on the lock", func() bool {

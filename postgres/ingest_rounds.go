@@ -26,7 +26,6 @@ type roundEvent struct {
 	key        []byte // nil for a rejected event, which claims nothing
 	identifier string
 	ttl        time.Duration
-	names      []string // see shared
 }
 
 // genericPlansSQL makes the rest of the transaction run the ingest
@@ -47,10 +46,9 @@ func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.Prov
 }
 
 // queueGroup queues the statements of a group of one tenant's deliveries,
-// counting from counter shard shard on, and returns its number of rounds
-// and every name its events share (roundEvent.shared); each job's results
-// are filled in as the batch is read.
-func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) (int, map[string]int) {
+// counting from counter shard shard on; each job's results are filled in as
+// the batch is read.
+func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 	batch.Queue(genericPlansSQL)
 	var events []roundEvent
 	var deliveries deliveryRows
@@ -59,17 +57,17 @@ func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) (int
 		d := job.d
 		d.TenantID, d.ProviderID = job.p.TenantID, job.p.ID
 		deliveries.add(d, len(job.events))
-		events = append(events, job.roundEvents()...)
+		for n, e := range job.events {
+			events = append(events, prepared(job, n, e))
+		}
 	}
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
 	batch.Queue(deliveriesSQL.sql, deliveriesSQL.args(args)...)
 	tenantID := group[0].p.TenantID
-	rounds, names := inRounds(events)
-	for r, round := range rounds {
+	for r, round := range inRounds(tenantID, events) {
 		queueRound(batch, tenantID, round, (shard+r)%s.counterShards)
 	}
-	return len(rounds), names
 }
 
 // prepared is the n-th event of job, rejected if its scope is disabled,
@@ -84,7 +82,6 @@ func prepared(job *ingestJob, n int, e domain.Event) roundEvent {
 		ev.identifier = scope.IdentifierRule.Identifier(e)
 		ev.key = domain.IdempotencyKey(job.p.TenantID, job.p.ID, e.Scope, ev.identifier)
 	}
-	ev.names = ev.shared(job.p.TenantID)
 	return ev
 }
 
@@ -116,17 +113,17 @@ func (ev roundEvent) shared(tenantID int64) []string {
 
 // inRounds splits events, in arrival order, into rounds: each event goes
 // to the first round after those of the earlier events it shares anything
-// with. It also returns every name the events share, with the first round
-// in which it is free.
-func inRounds(events []roundEvent) ([][]roundEvent, map[string]int) {
+// with.
+func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
 	var rounds [][]roundEvent
 	free := map[string]int{} // the first round in which a name is free
 	for _, ev := range events {
+		names := ev.shared(tenantID)
 		r := 0
-		for _, name := range ev.names {
+		for _, name := range names {
 			r = max(r, free[name])
 		}
-		for _, name := range ev.names {
+		for _, name := range names {
 			free[name] = r + 1
 		}
 		if r == len(rounds) {
@@ -134,7 +131,7 @@ func inRounds(events []roundEvent) ([][]roundEvent, map[string]int) {
 		}
 		rounds[r] = append(rounds[r], ev)
 	}
-	return rounds, free
+	return rounds
 }
 
 // queueRound queues the statements of one round.

@@ -3,10 +3,11 @@ package postgres
 import (
 	"context"
 	"errors"
+	"strings"
+	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"testing"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -73,6 +74,36 @@ func TestRedundantAndRevisionConflicts(t *testing.T) {
 	wantOutcome(t, ingest(t, s, p, event("e6", "c-1", 7, `{"title":"S"}`)), "stale")
 	wantOutcome(t, ingest(t, s, p, event("e7", "c-1", 7, `{"title":"S"}`)), "stale")
 	wantOutcome(t, ingest(t, s, p, event("e8", "c-1", 7, `{"title":"T"}`)), "revision_conflict")
+}
+
+// TestRevisionConflictNamesEarliestRival: of two stale events that hold
+// the same other snapshot, a revision conflict names the one received
+// first, whichever the log stores first (two nodes write side by side).
+func TestRevisionConflictNamesEarliestRival(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := context.Background()
+	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 9, `{"title":"A"}`)), "applied")
+	later, earlier := delivery(p), delivery(p)
+	earlier.ReceivedAt = later.ReceivedAt.Add(-time.Minute) // another node's delivery, stored second
+	if _, err := s.EnsurePartitions(ctx, earlier.ReceivedAt, PartitionsAhead); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []struct {
+		d  domain.Delivery
+		id string
+	}{{later, "e-later"}, {earlier, "e-earlier"}} {
+		r, err := s.Ingest(ctx, d.d, p, []domain.Event{event(d.id, "c-1", 7, `{"title":"S"}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantOutcome(t, r[0], "stale")
+	}
+	c := ingest(t, s, p, event("e3", "c-1", 7, `{"title":"T"}`))
+	wantOutcome(t, c, "revision_conflict")
+	if !strings.Contains(c.Reason, "(event e-earlier)") {
+		t.Fatalf("reason %q: want the rival received first, e-earlier", c.Reason)
+	}
 }
 
 func TestNullClearsAField(t *testing.T) {
