@@ -17,6 +17,22 @@ const eventRows = `unnest(@provider_id::bigint[], @delivery_id::uuid[], @seq::in
   WITH ORDINALITY AS e (provider_id, delivery_id, seq, now, object_type, action, event_id, object_id, revision,
     snapshot, payload, reject_reason, key, identifier, ttl, property, revision_at, max_skew, lead, i)`
 
+// claimRows and applyRows are eventRows with only the columns the claim and
+// the guarded upserts read, so that they are sent only those arrays (the
+// largest, payload, only the outcome statement needs).
+const (
+	claimRows = `unnest(@key::bytea[], @provider_id::bigint[], @identifier::text[], @object_id::text[],
+    @revision::bigint[], @snapshot::jsonb[], @delivery_id::uuid[], @seq::int[], @ttl::float8[],
+    @revision_at::timestamptz[], @max_skew::float8[])
+  WITH ORDINALITY AS e (key, provider_id, identifier, object_id, revision, snapshot, delivery_id, seq, ttl,
+    revision_at, max_skew, i)`
+	applyRows = `unnest(@key::bytea[], @delivery_id::uuid[], @seq::int[], @revision::bigint[], @property::text[],
+    @lead::bool[], @provider_id::bigint[], @object_type::text[], @object_id::text[], @snapshot::jsonb[],
+    @event_id::text[], @now::timestamptz[])
+  WITH ORDINALITY AS e (key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
+    snapshot, event_id, now, i)`
+)
+
 // contentHash fingerprints what an event says about its record: the object
 // id, the revision and the snapshot in jsonb's canonical text form (so key
 // order and whitespace do not matter). Both the claim and the duplicate check
@@ -45,7 +61,7 @@ var claimSQL = named(`
 INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)
 SELECT @tenant_id, e.key, e.provider_id, e.identifier, ` + contentHash + `, e.delivery_id, e.seq,
        statement_timestamp(), statement_timestamp() + make_interval(secs => e.ttl)
-FROM ` + eventRows + `
+FROM ` + claimRows + `
 WHERE e.key IS NOT NULL AND NOT ` + tooFarAhead + `
 ORDER BY e.key
 ON CONFLICT (tenant_id, key) DO UPDATE SET
@@ -58,7 +74,7 @@ WHERE k.expires_at <= EXCLUDED.claimed_at`)
 // not know how few events an array holds, and would otherwise read every
 // claim or record of the tenant into a hash table.
 const claimedEvents = `
-    FROM ` + eventRows + `
+    FROM ` + applyRows + `
     JOIN LATERAL (SELECT FROM idempotency_keys k
                   WHERE k.tenant_id = @tenant_id AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
                   LIMIT 1) claimed ON true`
@@ -116,7 +132,7 @@ WITH applied AS (
 )
 INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, delivery_id, applied_at)
 SELECT @tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, a.snapshot, e.property, e.event_id, e.delivery_id, e.now
-FROM applied a JOIN ` + eventRows + ` ON e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq`)
+FROM applied a JOIN ` + applyRows + ` ON e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq`)
 
 // Step 2 for a lead signup, after its advisory locks: find or create the
 // account by domain and the person by email, link them, create one
