@@ -137,30 +137,41 @@ func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
 // queueRound queues the statements of one round.
 func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int) {
 	args := roundArgs(tenantID, round, shard)
-	var claims, wholes, properties bool
+	var claims, leads, wholes, properties bool
 	for _, ev := range round {
 		claims = claims || ev.key != nil
+		leads = leads || ev.lead() != nil
 		if ev.key != nil && ev.lead() == nil && ev.e.Revision != nil {
 			wholes = wholes || ev.e.Property == ""
 			properties = properties || ev.e.Property != ""
 		}
 	}
-	if claims {
-		batch.Queue(claimSQL.sql, claimSQL.args(args)...)
-	}
-	for _, ev := range round {
-		if l := ev.lead(); l != nil {
-			for _, k := range domain.LeadLockKeys(tenantID, *l) {
-				batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": k})...)
-			}
-			batch.Queue(leadSQL.sql, leadSQL.args(leadArgs(tenantID, ev))...)
+	queue := func(st statement) { batch.Queue(st.sql, st.args(args)...) }
+	switch {
+	case !leads && wholes && properties:
+		queue(claimApplyBothSQL)
+	case !leads && wholes:
+		queue(claimApplySQL)
+	case !leads && properties:
+		queue(claimApplyPropertySQL)
+	default:
+		if claims {
+			queue(claimSQL)
 		}
-	}
-	if wholes {
-		batch.Queue(applySQL.sql, applySQL.args(args)...)
-	}
-	if properties {
-		batch.Queue(applyPropertySQL.sql, applyPropertySQL.args(args)...)
+		for _, ev := range round {
+			if l := ev.lead(); l != nil {
+				for _, k := range domain.LeadLockKeys(tenantID, *l) {
+					batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": k})...)
+				}
+				batch.Queue(leadSQL.sql, leadSQL.args(leadArgs(tenantID, ev))...)
+			}
+		}
+		if wholes {
+			queue(applySQL)
+		}
+		if properties {
+			queue(applyPropertySQL)
+		}
 	}
 	batch.Queue(outcomeSQL.sql, outcomeSQL.args(args)...).Query(func(rows pgx.Rows) error {
 		answered := 0
