@@ -13,8 +13,8 @@ import (
 // A group's events are written in rounds. An event joins the first round
 // after every earlier event of the group it shares an idempotency key, a
 // record or a lead lock with; events that share nothing cannot see each
-// other's writes, so each round is written by one statement per step
-// (claim, apply, outcome) instead of one per event, and every event's
+// other's writes, so each round is written by a statement per step
+// (claim and apply, then outcome) instead of one per event, and every event's
 // outcome is what it would be were the events written one at a time, in
 // arrival order.
 
