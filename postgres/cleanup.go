@@ -105,10 +105,12 @@ USING (SELECT tenant_id, id FROM replay_jobs WHERE finished_at < @before LIMIT @
 WHERE j.tenant_id = e.tenant_id AND j.id = e.id`
 
 // deleteDroppedSearchSQL deletes the words of events on days before
-// @before, whose partitions the pass dropped.
+// @before, whose partitions the pass dropped, along each tenant's part of
+// event_search's key.
 const deleteDroppedSearchSQL = `
 DELETE FROM event_search s
-USING (SELECT tenant_id, received_at, delivery_id, seq FROM event_search WHERE received_at < @before LIMIT @limit) e
+USING (SELECT tenant_id, received_at, delivery_id, seq FROM event_search
+       WHERE tenant_id IN (SELECT id FROM tenants) AND received_at < @before LIMIT @limit) e
 WHERE s.tenant_id = e.tenant_id AND s.received_at = e.received_at AND s.delivery_id = e.delivery_id AND s.seq = e.seq`
 
 // CleanupReport says what one maintenance pass did.

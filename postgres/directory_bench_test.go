@@ -274,7 +274,7 @@ func seedDirectories(b testing.TB, ctx context.Context, s *Store, now time.Time,
 			return err
 		}
 		indexed = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `UPDATE search_progress SET safe_id = CASE feed WHEN 'records' THEN $1::bigint ELSE $2::bigint END,
+		_, err = tx.Exec(ctx, `UPDATE search_progress SET gaps = '{}',
 		    scanned_id = CASE feed WHEN 'records' THEN $1::bigint ELSE $2::bigint END, pending_id = NULL, pending_xids = NULL`, last, lastEvent)
 		return err
 	})

@@ -280,6 +280,12 @@ func TestEventLogSearch(t *testing.T) {
 	if got, _ := search(domain.EventLogQuery{Search: "grace", Contains: json.RawMessage(`{"name":"Ada Lovelace"}`)}); got != nil {
 		t.Errorf("grace, containing Ada Lovelace: %v, want none", got)
 	}
+	if got, _ := search(domain.EventLogQuery{Search: "lovelace", ObjectID: "c-1"}); !slices.Equal(got, []string{"e3", "e1"}) {
+		t.Errorf("lovelace in c-1: %v, want e3 e1", got)
+	}
+	if got, _ := search(domain.EventLogQuery{Search: "lovelace", Provider: "crm", ObjectType: "contact", ObjectID: "c-2"}); got != nil {
+		t.Errorf("lovelace in c-2: %v, want none", got)
+	}
 	if got, _ := search(domain.EventLogQuery{Search: "ada -lovelace"}); got != nil {
 		t.Errorf("ada -lovelace: %v, want none", got)
 	}

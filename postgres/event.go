@@ -63,7 +63,8 @@ const (
 	eventLogBefore     = `e.received_at < @before`
 	eventLogContains   = `e.snapshot @> @contains::jsonb`
 	// A word search with a containment filter, which event_search cannot
-	// answer: eventLogSQL with the words as a condition.
+	// answer, or of one record's events: eventLogSQL with the words as a
+	// condition.
 	eventLogWords = `EXISTS (SELECT FROM event_search w WHERE w.tenant_id = e.tenant_id AND w.received_at = e.received_at
         AND w.delivery_id = e.delivery_id AND w.seq = e.seq AND w.vector @@ websearch_to_tsquery('simple', @q))`
 	// A record id without its provider and object type leads no index.
@@ -120,7 +121,9 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	statement := eventLogSQL
 	if search := strings.TrimSpace(q.Search); search != "" {
 		args["q"] = search
-		if len(q.Contains) > 0 {
+		// One record's events are few and found by the log's record
+		// index; event_search has no index by record.
+		if len(q.Contains) > 0 || q.ObjectID != "" {
 			conds = append(conds, eventLogWords)
 		} else {
 			statement = eventLogWordsSQL

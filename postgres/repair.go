@@ -102,8 +102,11 @@ UPDATE events SET snapshot = NULL, payload = NULL,
 WHERE ` + eraseFilter + ` AND (payload IS NOT NULL OR snapshot IS NOT NULL OR @forget_id)`
 
 // eraseEventSearchSQL removes the words of the erased events, under
-// eventSearchLockSQL so that no pass of IndexSearch puts them back.
-const eraseEventSearchSQL = `DELETE FROM event_search WHERE ` + eraseFilter
+// eventSearchLockSQL so that no pass of IndexSearch puts them back. The
+// log's record index finds them, so it runs before eraseEventsSQL changes
+// the events.
+const eraseEventSearchSQL = `DELETE FROM event_search WHERE tenant_id = @tenant_id AND (received_at, delivery_id, seq) IN (
+    SELECT received_at, delivery_id, seq FROM events WHERE ` + eraseFilter + `)`
 
 const eraseRevisionsSQL = `DELETE FROM accepted_revisions WHERE tenant_id = @tenant_id AND provider_id = @provider_id
     AND object_type = @object_type AND object_id = @object_id`

@@ -24,11 +24,11 @@ const (
 )
 
 const (
-	searchProgressSQL = `SELECT safe_id, scanned_id, pending_id, pending_xids FROM search_progress WHERE feed = @feed FOR UPDATE`
+	searchProgressSQL = `SELECT scanned_id, gaps, pending_id, pending_xids FROM search_progress WHERE feed = @feed FOR UPDATE`
 	// Transactions of other databases cannot write here and are left out.
 	searchRunningSQL = `SELECT coalesce(array_agg(backend_xid::text::bigint), '{}') FROM pg_stat_activity
     WHERE datname = current_database() AND backend_xid IS NOT NULL AND pid <> pg_backend_pid()`
-	searchSaveSQL = `UPDATE search_progress SET safe_id = @safe_id, scanned_id = @scanned_id,
+	searchSaveSQL = `UPDATE search_progress SET scanned_id = @scanned_id, gaps = @gaps,
     pending_id = @pending_id, pending_xids = @pending_xids WHERE feed = @feed`
 )
 
@@ -43,7 +43,10 @@ type searchFeed struct {
 	// replay write deliveries and claims before events and revisions, so
 	// their transaction has its xid by then.)
 	sequenceSQL string
-	batchEndSQL string // the end of the next @batch ids after @after, and how many there are
+	// batchEndSQL reads the next @batch ids after @after: the last one, how
+	// many there are, and the runs of ids missing between them, each as
+	// the id before it and its last.
+	batchEndSQL string
 	indexSQL    string // indexes the ids in (@lo, @hi]
 }
 
@@ -54,11 +57,15 @@ var searchFeeds = []searchFeed{
 
 const (
 	recordFeedSequenceSQL = `SELECT coalesce(pg_sequence_last_value(pg_get_serial_sequence('accepted_revisions', 'id')), 0)`
-	recordFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*) FROM (
-    SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) b`
+	recordFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
+    SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
+        SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) ids) b`
 	eventFeedSequenceSQL = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
-	eventFeedBatchEndSQL = `SELECT coalesce(max(search_id), @after), count(*) FROM (
-    SELECT search_id FROM events WHERE search_id > @after ORDER BY search_id LIMIT @batch) b`
+	eventFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
+    SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
+        SELECT search_id AS id FROM events WHERE search_id > @after ORDER BY search_id LIMIT @batch) ids) b`
+	batchGaps = `coalesce(array_agg(prev ORDER BY id) FILTER (WHERE id > prev + 1), '{}'),
+    coalesce(array_agg(id - 1 ORDER BY id) FILTER (WHERE id > prev + 1), '{}')`
 )
 
 // recordSearchIndexSQL indexes the records that have an accepted revision
@@ -100,12 +107,14 @@ ON CONFLICT (tenant_id, received_at, delivery_id, seq) DO NOTHING`
 // wait for each other, so that no pass indexes words an erasure removes.
 const eventSearchLockSQL = `SELECT FROM search_progress WHERE feed = 'events' FOR UPDATE`
 
-// searchProgress is IndexSearch's position in accepted_revisions (table
-// search_progress).
+// searchProgress is IndexSearch's position in a feed (table
+// search_progress): the ids up to scanned were read once, and of those the
+// gaps were missing then.
 type searchProgress struct {
-	safe, scanned int64
-	pendingID     *int64
-	pendingXids   []int64
+	scanned     int64
+	gaps        []idGap
+	pendingID   *int64
+	pendingXids []int64
 }
 
 // IndexSearch brings record_search, which RecordDirectory reads, and
@@ -117,7 +126,7 @@ type searchProgress struct {
 //
 // Changes are found by id: accepted revisions' and events' search_id. An
 // id is drawn before its transaction commits, so a range read once may
-// miss a row committed later: each range is read again once every
+// miss a row committed later: the ids it missed are read again once every
 // transaction that was running when it was read has ended.
 func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 	total := 0
@@ -136,14 +145,18 @@ func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 	return total, nil
 }
 
-// indexSearchBatch runs one transaction of a feed: the range that became
-// safe, then up to searchIndexBatch new ids. more reports a full batch.
+// indexSearchBatch runs one transaction of a feed: the gaps that became
+// settled, then up to searchIndexBatch new ids. more reports a full batch.
 func (s *Store) indexSearchBatch(ctx context.Context, feed searchFeed) (indexed int, more bool, err error) {
 	err = s.withTx(ctx, func(tx pgx.Tx) error {
-		var p searchProgress
-		if err := tx.QueryRow(ctx, searchProgressSQL, pgx.NamedArgs{"feed": feed.name}).Scan(&p.safe, &p.scanned, &p.pendingID, &p.pendingXids); err != nil {
+		var (
+			p    searchProgress
+			gaps idRanges
+		)
+		if err := tx.QueryRow(ctx, searchProgressSQL, pgx.NamedArgs{"feed": feed.name}).Scan(&p.scanned, &gaps, &p.pendingID, &p.pendingXids); err != nil {
 			return err
 		}
+		p.gaps = fromRanges(gaps)
 		var (
 			last    int64
 			running []int64
@@ -154,36 +167,46 @@ func (s *Store) indexSearchBatch(ctx context.Context, feed searchFeed) (indexed 
 		if err := tx.QueryRow(ctx, searchRunningSQL).Scan(&running); err != nil {
 			return err
 		}
-		index := func(lo, hi int64) error {
-			if hi <= lo {
+		index := func(g idGap) error {
+			if g.through <= g.after {
 				return nil
 			}
-			tag, err := tx.Exec(ctx, feed.indexSQL, pgx.NamedArgs{"lo": lo, "hi": hi})
+			tag, err := tx.Exec(ctx, feed.indexSQL, pgx.NamedArgs{"lo": g.after, "hi": g.through})
 			indexed += int(tag.RowsAffected())
 			return err
 		}
 		if p.pendingID != nil && !slices.ContainsFunc(p.pendingXids, func(x int64) bool { return slices.Contains(running, x) }) {
 			// Every id up to pendingID is committed or gone: read again
-			// what was read before that.
-			settled := min(*p.pendingID, p.scanned)
-			if err := index(p.safe, settled); err != nil {
-				return err
+			// the ones that were missing.
+			var settled []idGap
+			settled, p.gaps = splitGaps(p.gaps, *p.pendingID)
+			for _, g := range settled {
+				if err := index(g); err != nil {
+					return err
+				}
 			}
-			p.safe, p.pendingID, p.pendingXids = max(p.safe, settled), nil, nil
+			p.pendingID, p.pendingXids = nil, nil
 		}
-		var end, rows int64
-		if err := tx.QueryRow(ctx, feed.batchEndSQL, pgx.NamedArgs{"after": p.scanned, "batch": searchIndexBatch}).Scan(&end, &rows); err != nil {
+		var (
+			end, rows      int64
+			after, through []int64
+		)
+		if err := tx.QueryRow(ctx, feed.batchEndSQL, pgx.NamedArgs{"after": p.scanned, "batch": searchIndexBatch}).Scan(&end, &rows, &after, &through); err != nil {
 			return err
 		}
-		if err := index(p.scanned, end); err != nil {
+		if err := index(idGap{p.scanned, end}); err != nil {
 			return err
 		}
 		more = rows == searchIndexBatch
 		p.scanned = end
-		if p.pendingID == nil && p.safe < p.scanned {
+		for i := range after {
+			p.gaps = append(p.gaps, idGap{after[i], through[i]})
+		}
+		p.gaps = boundGaps(p.gaps)
+		if p.pendingID == nil && len(p.gaps) > 0 {
 			p.pendingID, p.pendingXids = &last, running
 		}
-		_, err := tx.Exec(ctx, searchSaveSQL, pgx.NamedArgs{"feed": feed.name, "safe_id": p.safe, "scanned_id": p.scanned,
+		_, err := tx.Exec(ctx, searchSaveSQL, pgx.NamedArgs{"feed": feed.name, "scanned_id": p.scanned, "gaps": toRanges(p.gaps),
 			"pending_id": p.pendingID, "pending_xids": p.pendingXids})
 		return err
 	})

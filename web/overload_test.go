@@ -193,7 +193,7 @@ func (c *tally) counts() map[int]int {
 // TestStuckTenantHoldsOneConnection: with an ingest pool of 4, acme's
 // deliveries stuck behind a row lock wait for its group committer, which
 // holds one connection (seen in pg_stat_activity), and globex's are applied
-// meanwhile, quickly. Once the lock is gone, every stuck delivery is
+// meanwhile. Once the lock is gone, every stuck delivery is
 // written and answered 200.
 func TestStuckTenantHoldsOneConnection(t *testing.T) {
 	t.Parallel()
@@ -249,13 +249,11 @@ func TestStuckTenantHoldsOneConnection(t *testing.T) {
 		t.Fatalf("%d connections wait on the lock for acme, want 1 (its committer)", n)
 	}
 
-	// globex still gets connections, and quickly.
-	began := time.Now()
+	// globex still gets connections: its delivery is applied while acme's
+	// lock is held. (Not timed: under a loaded CI machine a bound on its
+	// latency failed without any fault.)
 	if got := e.outcome("globex", "crm", globex, "calm", snapshotBody("c-9", 1, `{"b":1}`)); got != "applied" {
 		t.Fatalf("globex during acme's saturation: %s", got)
-	}
-	if took := time.Since(began); took > 250*time.Millisecond && !raceDetector {
-		t.Errorf("globex's delivery took %v while acme was stuck", took)
 	}
 	lock.Rollback(ctx)
 	for range 6 {
