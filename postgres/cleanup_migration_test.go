@@ -7,11 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
-	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/migrations"
 )
 
 // Migration 00010 replaces the DEFAULT partitions by daily ones and a
@@ -20,25 +15,12 @@ import (
 func TestMigrationReplacesDefaultPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testdb.NewEmptyURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 9); err != nil {
-		t.Fatal(err)
-	}
+	pool, p := migratedTo(t, 9)
 	// As the old maintenance left it: a daily partition for yesterday, and
 	// rows the default partition caught, some of days without partitions.
 	today := utcDay(time.Now())
 	yesterday := today.AddDate(0, 0, -1)
-	_, err = pool.Exec(ctx, `CREATE TABLE `+ident(partitionName("events", yesterday))+` PARTITION OF events FOR VALUES FROM ('`+
+	_, err := pool.Exec(ctx, `CREATE TABLE `+ident(partitionName("events", yesterday))+` PARTITION OF events FOR VALUES FROM ('`+
 		yesterday.Format(partitionBoundFormat)+`') TO ('`+today.Format(partitionBoundFormat)+`')`)
 	if err != nil {
 		t.Fatal(err)

@@ -188,6 +188,15 @@ func TestDirectoryFollowsChanges(t *testing.T) {
 	}
 }
 
+// recordWithRevisionSQL stores record $3 of tenant $1 and provider $2 with
+// its accepted revision, as ingest would.
+const recordWithRevisionSQL = `
+WITH r AS (
+    INSERT INTO records (tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event)
+    VALUES ($1, $2, 'contact', $3, 1, '{"name":"late"}', 'e') RETURNING *)
+INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id)
+SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event FROM r`
+
 // slowAndFast runs insert for "slow" in a transaction it leaves open,
 // then for "fast" on its own: the slow one drew its id first and commits
 // (or rolls back, at the test's end) after the fast one.
@@ -215,13 +224,7 @@ func TestIndexSearchLateCommit(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
 	ctx := context.Background()
-	insert := `
-WITH r AS (
-    INSERT INTO records (tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event)
-    VALUES ($1, $2, 'contact', $3, 1, '{"name":"late"}', 'e') RETURNING *)
-INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id)
-SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event FROM r`
-	slow := slowAndFast(t, s, crm, insert)
+	slow := slowAndFast(t, s, crm, recordWithRevisionSQL)
 	indexSearch(t, s)
 	wantIDs(t, "while the slow one runs", directory(t, s, crm.TenantID, domain.RecordQuery{}), "crm/fast")
 	if err := slow.Commit(ctx); err != nil {

@@ -7,13 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/migrations"
 )
 
 // asTestCLI is ctx with the CLI as the actor the audit log records.
@@ -308,21 +302,8 @@ func TestTokenCreationRacesDemotion(t *testing.T) {
 func TestMigrationMembershipsBecomeOwners(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testdb.NewEmptyURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 17); err != nil {
-		t.Fatal(err)
-	}
-	_, err = pool.Exec(ctx, `
+	pool, p := migratedTo(t, 17)
+	_, err := pool.Exec(ctx, `
 WITH t AS (INSERT INTO tenants (slug, name) VALUES ('acme', 'Acme') RETURNING id),
      u AS (INSERT INTO users (email, password_hash) VALUES ('old@example.com', 'x') RETURNING id),
      m AS (INSERT INTO memberships (tenant_id, user_id) SELECT t.id, u.id FROM t, u)

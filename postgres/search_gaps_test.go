@@ -5,13 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/jackc/pgx/v5/stdlib"
-	"github.com/pressly/goose/v3"
-
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/migrations"
 )
 
 // TestIndexSearchRereadsOnlyTheGaps: IndexSearch remembers, of the ids it
@@ -22,17 +16,11 @@ func TestIndexSearchRereadsOnlyTheGaps(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
 	ctx := context.Background()
-	insert := `
-WITH r AS (
-    INSERT INTO records (tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event)
-    VALUES ($1, $2, 'contact', $3, 1, '{"name":"late"}', 'e') RETURNING *)
-INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id)
-SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event FROM r`
 	var before int64
 	if err := s.pool.QueryRow(ctx, recordFeedSequenceSQL).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
-	slow := slowAndFast(t, s, crm, insert) // slow draws before+1, fast before+2
+	slow := slowAndFast(t, s, crm, recordWithRevisionSQL) // slow draws before+1, fast before+2
 	progress := func() (scanned int64, gaps []idGap, pending bool) {
 		t.Helper()
 		var ranges idRanges
@@ -48,7 +36,7 @@ SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_
 	if want := []idGap{{before, before + 1}}; scanned != before+2 || !slices.Equal(gaps, want) || !pending {
 		t.Fatalf("while the slow one runs: scanned %d, gaps %v, pending %v; want %d, %v, pending", scanned, gaps, pending, before+2, want)
 	}
-	if _, err := s.pool.Exec(ctx, insert, crm.TenantID, crm.ID, "third"); err != nil {
+	if _, err := s.pool.Exec(ctx, recordWithRevisionSQL, crm.TenantID, crm.ID, "third"); err != nil {
 		t.Fatal(err)
 	}
 	indexSearch(t, s)
@@ -97,20 +85,7 @@ func TestSplitGaps(t *testing.T) {
 func TestMigrationSearchGaps(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, testdb.NewEmptyURL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	db := stdlib.OpenDBFromPool(pool)
-	t.Cleanup(func() { db.Close() })
-	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := p.UpTo(ctx, 26); err != nil {
-		t.Fatal(err)
-	}
+	pool, p := migratedTo(t, 26)
 	if _, err := pool.Exec(ctx, `UPDATE search_progress SET safe_id = CASE feed WHEN 'records' THEN 40 ELSE 70 END,
 	    scanned_id = CASE feed WHEN 'records' THEN 55 ELSE 70 END`); err != nil {
 		t.Fatal(err)
