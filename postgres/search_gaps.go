@@ -2,8 +2,9 @@ package postgres
 
 import "github.com/jackc/pgx/v5/pgtype"
 
-// idGap is a run of a feed's ids, (after, through], that no committed row
-// held when IndexSearch read past them.
+// idGap is a run of a feed's ids, (after, through]: a range IndexSearch
+// reads, or, in searchProgress.gaps, ids no committed row held when it read
+// past them.
 type idGap struct{ after, through int64 }
 
 // maxSearchGaps bounds the runs search_progress keeps while a long
