@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	_ "embed"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -33,8 +35,11 @@ type floorResult struct {
 	clients int
 	tps     float64 // transactions per second: one event each
 	latency float64 // average, in ms
-	command []string
-	missing bool // pgbench was not found
+	// p50 and p99 of the transactions' latencies, from pgbench's log, so
+	// that a row's latencies are compared with the floor's of the same run.
+	p50, p99 time.Duration
+	command  []string
+	missing  bool // pgbench was not found
 }
 
 // floorBench runs the floor script on one scratch database, at whatever
@@ -82,11 +87,20 @@ func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*fl
 		return &floorResult{clients: clients, missing: true}, nil
 	}
 	seconds := max(1, int((cfg.duration+time.Second-1)/time.Second))
+	logDir, err := os.MkdirTemp("", "tidemark-bench-floor-log-*")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(logDir)
+	// The logs go to pgbench's working directory, so that the printed
+	// command works wherever it is pasted.
 	args := []string{"-n", "-f", f.script, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)),
-		"-T", strconv.Itoa(seconds), f.dbURL}
+		"-T", strconv.Itoa(seconds), "-l", "--log-prefix", "floor", f.dbURL}
 	checkpoint(ctx, f.dbs.admin)
 	fmt.Fprintf(f.log, "pgbench floor: %d clients for %ds\n", clients, seconds)
-	out, err := exec.CommandContext(ctx, f.bin, args...).CombinedOutput()
+	cmd := exec.CommandContext(ctx, f.bin, args...)
+	cmd.Dir = logDir
+	out, err := cmd.CombinedOutput()
 	res := &floorResult{clients: clients, command: append([]string{f.bin}, args...)}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w\n%s", shellJoin(res.command), err, out)
@@ -95,7 +109,62 @@ func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*fl
 	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, out)
 	}
+	latencies, err := readPgbenchLogs(logDir)
+	if err != nil {
+		return nil, err
+	}
+	res.p50, res.p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
 	return res, nil
+}
+
+// readPgbenchLogs reads the latencies of every transaction from the
+// per-transaction logs pgbench -l wrote into dir (one file per thread),
+// sorted.
+func readPgbenchLogs(dir string) ([]time.Duration, error) {
+	files, err := filepath.Glob(filepath.Join(dir, "floor.*"))
+	if err != nil {
+		return nil, err
+	}
+	var latencies []time.Duration
+	for _, name := range files {
+		f, err := os.Open(name)
+		if err != nil {
+			return nil, err
+		}
+		latencies, err = parsePgbenchLog(f, latencies)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("pgbench log %s: %w", name, err)
+		}
+	}
+	if len(latencies) == 0 {
+		return nil, fmt.Errorf("pgbench logged no transaction in %s", dir)
+	}
+	slices.Sort(latencies)
+	return latencies, nil
+}
+
+// parsePgbenchLog appends the latencies of a pgbench -l log to latencies.
+// Each line is "client_id transaction_no time script_no time_epoch time_us",
+// time in microseconds; pgbench writes "skipped" or "failed" there for a
+// transaction that did not run, which has no latency.
+func parsePgbenchLog(r io.Reader, latencies []time.Duration) ([]time.Duration, error) {
+	sc := bufio.NewScanner(r)
+	for n := 1; sc.Scan(); n++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 {
+			return nil, fmt.Errorf("line %d: %q is not a transaction of pgbench -l", n, sc.Text())
+		}
+		if fields[2] == "skipped" || fields[2] == "failed" {
+			continue
+		}
+		us, err := strconv.ParseInt(fields[2], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: latency %q: %w", n, fields[2], err)
+		}
+		latencies = append(latencies, time.Duration(us)*time.Microsecond)
+	}
+	return latencies, sc.Err()
 }
 
 func loadFloorSchema(ctx context.Context, dbURL string) error {

@@ -31,6 +31,22 @@ tps = 8310.482913 (without initial connection time)
 	}
 }
 
+func TestBenchParsePgbenchLog(t *testing.T) {
+	t.Parallel()
+	// pgbench -l: client_id transaction_no time(us) script_no time_epoch time_us.
+	log := "0 0 812 0 1796197851 120001\n1 0 2500 0 1796197851 121003\n0 1 skipped 0 1796197851 122000\n"
+	got, err := parsePgbenchLog(strings.NewReader(log), []time.Duration{time.Millisecond})
+	want := []time.Duration{time.Millisecond, 812 * time.Microsecond, 2500 * time.Microsecond}
+	if err != nil || !slices.Equal(got, want) {
+		t.Fatalf("parsePgbenchLog = %v, %v; want %v", got, err, want)
+	}
+	for _, bad := range []string{"0 0 81x 0 1796197851 120001\n", "tps = 8310\n"} {
+		if _, err := parsePgbenchLog(strings.NewReader(bad), nil); err == nil {
+			t.Errorf("parsePgbenchLog(%q) accepted", bad)
+		}
+	}
+}
+
 func TestBenchParseProcStatus(t *testing.T) {
 	t.Parallel()
 	m, err := parseProcStatus(strings.NewReader("Name:\ttidemark\nVmPeak:\t 1000 kB\nVmHWM:\t   49152 kB\nVmRSS:\t   40960 kB\n"))
@@ -111,8 +127,9 @@ func TestBenchFlags(t *testing.T) {
 func TestBenchPrintSweep(t *testing.T) {
 	t.Parallel()
 	ms := time.Millisecond
-	floor1 := &floorResult{clients: 1, tps: 400, latency: 2.5, command: []string{"pgbench", "-c", "1"}}
-	floor32 := &floorResult{clients: 32, tps: 7000, latency: 4.6, command: []string{"pgbench", "-c", "32"}}
+	floor1 := &floorResult{clients: 1, tps: 400, latency: 2.5, p50: 2 * ms, p99: 6 * ms, command: []string{"pgbench", "-c", "1"}}
+	floor32 := &floorResult{clients: 32, tps: 7000, latency: 4.6, p50: 4 * ms, p99: 12500 * time.Microsecond,
+		command: []string{"pgbench", "-c", "32"}}
 	load := func(ok int, statuses map[int]int, transport int) loadResult {
 		return loadResult{elapsed: time.Second, ok: ok, statuses: statuses, transport: transport,
 			latencies: []time.Duration{2 * ms, 3 * ms, 40 * ms}}
@@ -135,16 +152,17 @@ func TestBenchPrintSweep(t *testing.T) {
 		t.Errorf("header = %q", lines[0])
 	}
 	for i, want := range []*regexp.Regexp{
-		regexp.MustCompile(`^standard +1 +1 +350 +350 +3\.0 ms +40\.0 ms +none +n/a +20 MiB +400 \(1\) +0\.88$`),
-		regexp.MustCompile(`^standard +1 +128 +7 700 +7 700 +3\.0 ms +40\.0 ms +503=12 \(10 busy\) 400=1 no-answer=2 +6\.2 +30 MiB +7 000 \(32\) +1\.10$`),
-		regexp.MustCompile(`^hubspot +100 +32 +210 +21 000 +.* +none +n/a +31 MiB +7 000 \(32\) +3\.00$`),
+		regexp.MustCompile(`^standard +1 +1 +350 +350 +3\.0 ms +40\.0 ms +none +n/a +20 MiB +400 \(1\) +6\.0 ms +0\.88$`),
+		regexp.MustCompile(`^standard +1 +128 +7 700 +7 700 +3\.0 ms +40\.0 ms +503=12 \(10 busy\) 400=1 no-answer=2 +6\.2 +30 MiB +7 000 \(32\) +12\.5 ms +1\.10$`),
+		regexp.MustCompile(`^hubspot +100 +32 +210 +21 000 +.* +none +n/a +31 MiB +7 000 \(32\) +12\.5 ms +3\.00$`),
 	} {
 		if !want.MatchString(lines[i+1]) {
 			t.Errorf("row %d = %q, want %s", i+1, lines[i+1], want)
 		}
 	}
 	for _, want := range []string{
-		"at min(senders, 32) clients (--floor-max-clients): 1 client: 400 tx/s (avg 2.5 ms); 32 clients: 7 000 tx/s (avg 4.6 ms)",
+		"at min(senders, 32) clients (--floor-max-clients): 1 client: 400 tx/s (avg 2.5 ms, p50 2.0 ms, p99 6.0 ms); " +
+			"32 clients: 7 000 tx/s (avg 4.6 ms, p50 4.0 ms, p99 12.5 ms)",
 		"ratio = events/s ÷ floor transactions/s",
 		"server RSS after all the load: 31 MiB (peak 40 MiB)",
 		"pgbench (at 32 clients): pgbench -c 32",
@@ -158,7 +176,7 @@ func TestBenchPrintSweep(t *testing.T) {
 	res.rows[0].floor = nil
 	b.Reset()
 	printSweep(&b, benchConfig{duration: time.Second, floorClients: 32}, res)
-	if !regexp.MustCompile(`(?m)  not run  +-$`).MatchString(b.String()) || strings.Contains(b.String(), "ratio =") {
+	if !regexp.MustCompile(`(?m)  not run  +-  +-$`).MatchString(b.String()) || strings.Contains(b.String(), "ratio =") {
 		t.Errorf("output without the floor:\n%s", b.String())
 	}
 }

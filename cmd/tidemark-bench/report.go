@@ -15,18 +15,18 @@ import (
 // printSweep writes the table of a run and how it was obtained.
 func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 	rows := [][]string{{"kind", "batch", "senders", "deliveries/s", "events/s", "p50", "p99", "failures",
-		"group size", "RSS after", "floor tx/s (clients)", "ratio"}}
+		"group size", "RSS after", "floor tx/s (clients)", "floor p99", "ratio"}}
 	for _, m := range res.rows {
 		l := m.load
 		group := "n/a"
 		if m.groupKnown {
 			group = fmt.Sprintf("%.1f", m.groupSize)
 		}
-		floor, ratio := floorCells(m)
+		floor, floorP99, ratio := floorCells(m)
 		rows = append(rows, []string{m.kind, strconv.Itoa(m.batch), strconv.Itoa(m.senders),
 			thousands(int64(l.perSecond() + 0.5)), thousands(int64(m.eventsPerSecond() + 0.5)),
 			millis(percentile(l.latencies, 0.50)), millis(percentile(l.latencies, 0.99)), failures(l, m.busy),
-			group, mib(m.rss), floor, ratio})
+			group, mib(m.rss), floor, floorP99, ratio})
 	}
 	printTable(w, rows)
 	fmt.Fprintln(w)
@@ -34,11 +34,12 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 	if len(res.floors) > 0 && !res.floors[0].missing {
 		runs := make([]string, len(res.floors))
 		for i, f := range res.floors {
-			runs[i] = fmt.Sprintf("%s: %s tx/s (avg %.1f ms)", clients(f.clients), thousands(int64(f.tps+0.5)), f.latency)
+			runs[i] = fmt.Sprintf("%s: %s tx/s (avg %.1f ms, p50 %s, p99 %s)", clients(f.clients), thousands(int64(f.tps+0.5)),
+				f.latency, millis(f.p50), millis(f.p99))
 		}
 		fmt.Fprintf(w, "floor: pgbench running the seed's two statements (claim + guarded upsert: one event per transaction)\n"+
 			"  in this run, at min(senders, %d) clients (--floor-max-clients): %s\n", cfg.floorClients, strings.Join(runs, "; "))
-		fmt.Fprintln(w, "ratio = events/s ÷ floor transactions/s at the clients of its row")
+		fmt.Fprintln(w, "ratio = events/s ÷ floor transactions/s at the clients of its row; floor p99: of its transactions, from pgbench -l")
 	}
 	fmt.Fprintf(w, "each row: %s of load after a %s warm-up over %s contacts; p50 and p99 per delivery;\n"+
 		"  failures by HTTP status, \"busy\": 503s the server counted as the tenant holding its share of the pool (%s)\n",
@@ -57,17 +58,18 @@ func clients(n int) string {
 	return strconv.Itoa(n) + " clients"
 }
 
-// floorCells are a row's floor and ratio columns.
-func floorCells(m measurement) (floor, ratio string) {
+// floorCells are a row's floor, floor p99 and ratio columns.
+func floorCells(m measurement) (floor, p99, ratio string) {
 	switch f := m.floor; {
 	case f == nil:
-		return "not run", "-"
+		return "not run", "-", "-"
 	case f.missing:
-		return "no pgbench", "-"
+		return "no pgbench", "-", "-"
 	case f.tps <= 0:
-		return "0", "-"
+		return "0", "-", "-"
 	default:
-		return fmt.Sprintf("%s (%d)", thousands(int64(f.tps+0.5)), f.clients), fmt.Sprintf("%.2f", m.eventsPerSecond()/f.tps)
+		return fmt.Sprintf("%s (%d)", thousands(int64(f.tps+0.5)), f.clients), millis(f.p99),
+			fmt.Sprintf("%.2f", m.eventsPerSecond()/f.tps)
 	}
 }
 
