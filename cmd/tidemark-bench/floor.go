@@ -91,7 +91,11 @@ func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*fl
 	if err != nil {
 		return nil, err
 	}
-	defer os.RemoveAll(logDir)
+	if cfg.keep {
+		fmt.Fprintf(f.log, "pgbench floor logs kept in %s\n", logDir)
+	} else {
+		defer os.RemoveAll(logDir)
+	}
 	// The logs go to pgbench's working directory, so that the printed
 	// command works wherever it is pasted.
 	args := []string{"-n", "-f", f.script, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)),
