@@ -20,12 +20,21 @@ import (
 // app, so that pg_stat_activity tells them apart.
 func storeOn(t testing.TB, url, app string, conns int32) *Store {
 	t.Helper()
+	return storeConfigured(t, url, func(cfg *pgxpool.Config) {
+		cfg.MaxConns = conns
+		cfg.ConnConfig.RuntimeParams["application_name"] = app
+	})
+}
+
+// storeConfigured is a store on the database at url, its pool configured
+// by configure.
+func storeConfigured(t testing.TB, url string, configure func(*pgxpool.Config)) *Store {
+	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.MaxConns = conns
-	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	configure(cfg)
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)

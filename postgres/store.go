@@ -108,6 +108,9 @@ const DefaultReadTimeout = 5 * time.Second
 func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) *pgxpool.Config {
 	rc := cfg.Copy()
 	rc.MaxConns = maxConns
+	// The reads run no ingest statement: their connections are made on
+	// demand and not prepared for ingest (PrepareIngest).
+	rc.MinConns, rc.AfterConnect = 0, nil
 	if rc.ConnConfig.RuntimeParams == nil {
 		rc.ConnConfig.RuntimeParams = map[string]string{}
 	}

@@ -16,7 +16,7 @@ import (
 
 // withStore runs fn on a store opened from the environment.
 func (e cliEnv) withStore(ctx context.Context, fn func(*postgres.Store) error) error {
-	db, err := e.openDatabase(ctx, false)
+	db, err := e.openDatabase(ctx, openOptions{})
 	if err != nil {
 		return err
 	}

@@ -41,16 +41,32 @@ type database struct {
 	close    func()
 }
 
-// openDatabase connects to DATABASE_URL. Without it, startEmbedded decides:
-// serve starts the embedded cluster; other commands use it only while a
-// serve keeps it running, and say so.
-func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database, error) {
+// openOptions says what a command opens the database for.
+type openOptions struct {
+	// startEmbedded: without DATABASE_URL, serve starts the embedded
+	// cluster; other commands use it only while a serve keeps it running,
+	// and say so.
+	startEmbedded bool
+	// ingest: the command writes deliveries (serve, worker), so each
+	// connection of its pool has the ingest statements planned when it is
+	// made, and ingestWarmConns of them are kept open.
+	ingest bool
+}
+
+// ingestWarmConns is how many ingest connections serve and worker keep open
+// and ready, made in the background when the pool starts and whenever one
+// is retired: the connections that light load uses never make a delivery
+// wait for their plans.
+const ingestWarmConns = 4
+
+// openDatabase connects to DATABASE_URL, or to the embedded cluster.
+func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, error) {
 	db := &database{close: func() {}}
 	url := e.getenv("DATABASE_URL")
 	embedded := url == ""
 	if embedded {
 		switch {
-		case startEmbedded:
+		case o.startEmbedded:
 			cluster, err := embedpg.Start(ctx, dataDir, e.stderr)
 			if err != nil {
 				return nil, err
@@ -75,6 +91,12 @@ func (e cliEnv) openDatabase(ctx context.Context, startEmbedded bool) (*database
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = ingestPoolConns
+	}
+	if o.ingest {
+		cfg.AfterConnect = postgres.PrepareIngest
+		if !strings.Contains(url, "pool_min_conns") {
+			cfg.MinConns = min(ingestWarmConns, cfg.MaxConns)
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {

@@ -84,7 +84,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 
-	db, err := e.openDatabase(ctx, true)
+	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true})
 	if err != nil {
 		return err
 	}

@@ -82,7 +82,7 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 		return fmt.Errorf("worker: --queue (or TIDEMARK_QUEUE) is required, such as nats://127.0.0.1:4222")
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
-	db, err := e.openDatabase(ctx, false)
+	db, err := e.openDatabase(ctx, openOptions{ingest: true})
 	if err != nil {
 		return err
 	}
