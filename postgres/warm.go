@@ -24,7 +24,7 @@ func PrepareIngest(ctx context.Context, conn *pgx.Conn) error {
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	// No event and no delivery: every statement runs on empty arrays, so
-	// it plans and writes nothing.
+	// it is planned and writes nothing.
 	args := roundArgs(0, nil, 0)
 	var none deliveryRows
 	none.set(args)
