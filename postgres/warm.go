@@ -35,6 +35,8 @@ func PrepareIngest(ctx context.Context, conn *pgx.Conn) error {
 		batch.Queue(st.sql, st.args(args)...)
 	}
 	// A lead signup of tenant 0, which has no claim: it writes nothing.
+	// Its lock is released with the rollback.
+	batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": int64(0)})...)
 	lead := pgx.NamedArgs{"tenant_id": int64(0), "key": []byte{}, "delivery_id": nil, "seq": 0, "now": nil,
 		"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
 	batch.Queue(leadSQL.sql, leadSQL.args(lead)...)

@@ -3,9 +3,11 @@ package postgres
 import (
 	"context"
 	"io"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
@@ -14,8 +16,9 @@ import (
 
 // TestPrepareIngestPlansBeforeTheFirstDelivery: a connection made by a pool
 // with PrepareIngest holds the outcome statement's generic plan before any
-// delivery, with nothing written, and the first delivery runs on that
-// statement rather than preparing and planning its own.
+// delivery, with nothing written, and the first deliveries of every kind
+// (a whole snapshot, a property change, both, a lead signup) run on the
+// statements it prepared rather than preparing and planning their own.
 func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 	t.Parallel()
 	s := storeConfigured(t, testdb.NewURL(t), func(cfg *pgxpool.Config) {
@@ -47,11 +50,44 @@ func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 		t.Fatalf("preparing the connection wrote %d rows", written)
 	}
 
-	if r := ingest(t, s, p, event("e1", "c1", 1, `{"v":1}`)); r.Outcome != domain.Applied {
-		t.Fatalf("first delivery on a prepared connection: %s (%s)", r.Outcome, r.Reason)
+	// What the connection has prepared, but for the insert of a scope not
+	// seen before, which is no ingest statement.
+	statements := func() []string {
+		t.Helper()
+		rows, _ := pool.Query(ctx, `SELECT statement FROM pg_prepared_statements WHERE statement <> $1 ORDER BY 1`,
+			ensureScopeSQL.sql)
+		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return names
 	}
-	if prepared, generic := outcome(); prepared != 1 || generic != 2 {
-		t.Fatalf("after one delivery the outcome statement is prepared %d times with %d generic plans used; want 1 and 2", prepared, generic)
+	before := statements()
+	for _, events := range [][]domain.Event{
+		{event("e1", "c1", 1, `{"v":1}`)},
+		{change("e2", "email", "ada@example.com", 2)},
+		{event("e3", "c3", 1, `{"v":1}`), change("e4", "jobtitle", "CTO", 3)},
+		{signup(t, "e5", "ada@example.com", "webinar")},
+	} {
+		for i := range events {
+			events[i].Seq = i
+		}
+		results, err := s.Ingest(ctx, delivery(p), p, events)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			if r.Outcome != domain.Applied {
+				t.Fatalf("event %s on a prepared connection: %s (%s)", r.EventID, r.Outcome, r.Reason)
+			}
+		}
+	}
+	if after := statements(); !slices.Equal(after, before) {
+		t.Fatalf("the deliveries prepared %d statements more than PrepareIngest had: %q",
+			len(after)-len(before), slices.DeleteFunc(after, func(st string) bool { return slices.Contains(before, st) }))
+	}
+	if prepared, generic := outcome(); prepared != 1 || generic != 5 {
+		t.Fatalf("after four deliveries the outcome statement is prepared %d times with %d generic plans used; want 1 and 5", prepared, generic)
 	}
 }
 
