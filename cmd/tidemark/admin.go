@@ -37,7 +37,7 @@ func (e cliEnv) withTenant(ctx context.Context, slug string, fn func(*postgres.S
 }
 
 func (e cliEnv) migrate(ctx context.Context, args []string) error {
-	fs := e.flags("migrate", "migrate\n\nApply pending database migrations and exit.")
+	fs := e.flags("migrate")
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -129,9 +129,14 @@ func leadingArg(args []string) (string, []string) {
 	return "", args
 }
 
+// tenantCreateFlags declares tenant create's flags: its display name.
+func tenantCreateFlags(fs *flag.FlagSet) (name *string) {
+	return fs.String("name", "", "display name (default: the slug)")
+}
+
 func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
-	fs := e.flags("tenant create", "tenant create SLUG [--name NAME]\n\nCreate a tenant (a customer workspace).")
-	name := fs.String("name", "", "display name (default: the slug)")
+	fs := e.flags("tenant create")
+	name := tenantCreateFlags(fs)
 	slug, rest := leadingArg(args)
 	want := 0
 	if slug == "" {
@@ -154,17 +159,28 @@ func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
 	})
 }
 
+// providerCreateOptions are provider create's flags.
+type providerCreateOptions struct {
+	tenant, name, kind, secret, publicURL, maxBody *string
+	settings                                       func() map[string]string // the kind flags given
+}
+
+func (e cliEnv) providerCreateFlags(fs *flag.FlagSet) providerCreateOptions {
+	return providerCreateOptions{
+		tenant:    fs.String("tenant", "", "tenant slug (required)"),
+		name:      fs.String("name", "", "provider name, unique within the tenant (required)"),
+		kind:      fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)"),
+		secret:    fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`),
+		publicURL: e.publicURLFlag(fs),
+		maxBody:   fs.String("max-body", "", maxBodyUsage),
+		settings:  kindFlags(fs),
+	}
+}
+
 func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
-	fs := e.flags("provider create", "provider create --tenant SLUG --name NAME --kind KIND [--secret SECRET] [--public-url URL] [kind flags]\n\n"+
-		"Connect a webhook provider to a tenant. Prints its signing secret or token as the last line\n"+
-		"(salesforce: the webhook URL to paste into Salesforce, ending in ?token=<token>).")
-	tenant := fs.String("tenant", "", "tenant slug (required)")
-	name := fs.String("name", "", "provider name, unique within the tenant (required)")
-	kind := fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)")
-	secret := fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`)
-	publicURL := e.publicURLFlag(fs)
-	maxBody := fs.String("max-body", "", maxBodyUsage)
-	settings := kindFlags(fs)
+	fs := e.flags("provider create")
+	o := e.providerCreateFlags(fs)
+	tenant, name, kind, secret, publicURL, maxBody, settings := o.tenant, o.name, o.kind, o.secret, o.publicURL, o.maxBody, o.settings
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -244,15 +260,16 @@ func kindFlags(fs *flag.FlagSet) func() map[string]string {
 	}
 }
 
+func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, publicURL *string) {
+	return fs.String("tenant", "", "tenant slug (required)"),
+		fs.String("name", "", "provider name (required)"),
+		fs.String("secret", "", "new signing secret (default: generated; salesforce tokens are always generated)"),
+		e.publicURLFlag(fs)
+}
+
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
-	fs := e.flags("provider rotate", "provider rotate --tenant SLUG --name NAME [--secret SECRET] [--public-url URL]\n\n"+
-		"Add a new signing secret (a salesforce provider: a new URL token). The previous one keeps working\n"+
-		"until the next rotation or `provider retire`, so senders can switch without dropping deliveries.\n"+
-		"Prints the new secret as the last line (salesforce: the webhook URL with the new token).")
-	tenant := fs.String("tenant", "", "tenant slug (required)")
-	name := fs.String("name", "", "provider name (required)")
-	secret := fs.String("secret", "", "new signing secret (default: generated; salesforce tokens are always generated)")
-	publicURL := e.publicURLFlag(fs)
+	fs := e.flags("provider rotate")
+	tenant, name, secret, publicURL := e.providerRotateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -287,12 +304,13 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	})
 }
 
+func providerRetireFlags(fs *flag.FlagSet) (tenant, name *string) {
+	return fs.String("tenant", "", "tenant slug (required)"), fs.String("name", "", "provider name (required)")
+}
+
 func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
-	fs := e.flags("provider retire", "provider retire --tenant SLUG --name NAME\n\n"+
-		"End a rotation: retire every secret of the provider but the newest, so only it is accepted.\n"+
-		"Prints how many were retired.")
-	tenant := fs.String("tenant", "", "tenant slug (required)")
-	name := fs.String("name", "", "provider name (required)")
+	fs := e.flags("provider retire")
+	tenant, name := providerRetireFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -353,13 +371,16 @@ func limitFlags(maxBody, maxFutureSkew string) (domain.ProviderLimits, error) {
 	return l, nil
 }
 
+func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew *string) {
+	return fs.String("tenant", "", "tenant slug (required)"),
+		fs.String("provider", "", "provider name (required)"),
+		fs.String("max-body", "", maxBodyUsage),
+		fs.String("max-future-skew", "", maxFutureSkewUsage)
+}
+
 func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
-	fs := e.flags("provider update", "provider update --tenant SLUG --provider NAME [--max-body SIZE] [--max-future-skew DURATION]\n\n"+
-		"Change a provider's limits, then print them.")
-	tenant := fs.String("tenant", "", "tenant slug (required)")
-	name := fs.String("provider", "", "provider name (required)")
-	maxBody := fs.String("max-body", "", maxBodyUsage)
-	maxFutureSkew := fs.String("max-future-skew", "", maxFutureSkewUsage)
+	fs := e.flags("provider update")
+	tenant, name, maxBody, maxFutureSkew := providerUpdateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -395,13 +416,16 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 	})
 }
 
+func tokenCreateFlags(fs *flag.FlagSet) (tenant, name, access, expires *string) {
+	return fs.String("tenant", "", "tenant slug (required)"),
+		fs.String("name", "", "a name to recognise the token by"),
+		fs.String("access", string(domain.TokenWrite), "read: reads only; write: also resolves conflicts"),
+		fs.String("expires", "never", "when it stops working: whole days or hours from now, such as 90d or 12h, or never")
+}
+
 func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
-	fs := e.flags("token create", "token create --tenant SLUG [--name NAME] [--access read|write] [--expires 90d]\n\n"+
-		"Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.")
-	tenant := fs.String("tenant", "", "tenant slug (required)")
-	name := fs.String("name", "", "a name to recognise the token by")
-	access := fs.String("access", string(domain.TokenWrite), "read: reads only; write: also resolves conflicts")
-	expires := fs.String("expires", "never", "when it stops working: whole days or hours from now, such as 90d or 12h, or never")
+	fs := e.flags("token create")
+	tenant, name, access, expires := tokenCreateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -434,15 +458,18 @@ func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 	})
 }
 
+func userCreateFlags(fs *flag.FlagSet) (email *string, fromStdin, admin *bool, tenant, role *string) {
+	return fs.String("email", "", "login email (required)"),
+		fs.Bool("password-stdin", false, "read the password from standard input (required)"),
+		fs.Bool("admin", false, "the operator sees every tenant, as an owner"),
+		fs.String("tenant", "", "make the operator a member of this tenant"),
+		fs.String("role", string(domain.RoleOperator), "their role in --tenant: viewer (reads), operator (also resolves conflicts) "+
+			"or owner (also providers, secrets, scopes, API tokens and members)")
+}
+
 func (e cliEnv) userCreate(ctx context.Context, args []string) error {
-	fs := e.flags("user create", "user create --email EMAIL --password-stdin [--admin] [--tenant SLUG [--role viewer|operator|owner]]\n\n"+
-		"Create a console operator. The password is read from the first line of standard input.")
-	email := fs.String("email", "", "login email (required)")
-	fromStdin := fs.Bool("password-stdin", false, "read the password from standard input (required)")
-	admin := fs.Bool("admin", false, "the operator sees every tenant, as an owner")
-	tenant := fs.String("tenant", "", "make the operator a member of this tenant")
-	role := fs.String("role", string(domain.RoleOperator), "their role in --tenant: viewer (reads), operator (also resolves conflicts) "+
-		"or owner (also providers, secrets, scopes, API tokens and members)")
+	fs := e.flags("user create")
+	email, fromStdin, admin, tenant, role := userCreateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -483,12 +510,14 @@ func (e cliEnv) passwordFromStdin(cmd string) (string, error) {
 	return password, nil
 }
 
+func userPasswordFlags(fs *flag.FlagSet) (email *string, fromStdin *bool) {
+	return fs.String("email", "", "the operator's login email (required)"),
+		fs.Bool("password-stdin", false, "read the new password from standard input (required)")
+}
+
 func (e cliEnv) userPassword(ctx context.Context, args []string) error {
-	fs := e.flags("user password", "user password --email EMAIL --password-stdin\n\n"+
-		"Set a console operator's password, read from the first line of standard input, and end\n"+
-		"their sessions. The change is recorded in the audit log.")
-	email := fs.String("email", "", "the operator's login email (required)")
-	fromStdin := fs.Bool("password-stdin", false, "read the new password from standard input (required)")
+	fs := e.flags("user password")
+	email, fromStdin := userPasswordFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -516,15 +545,13 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+func cleanupFlags(fs *flag.FlagSet) (retention, historyRetention *time.Duration) {
+	return fs.Duration("retention", defaultRetention, retentionUsage), historyRetentionFlag(fs)
+}
+
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {
-	fs := e.flags("cleanup", "cleanup [--retention 720h] [--history-retention DURATION]\n\n"+
-		"Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n"+
-		"partitions past retention, accepted revisions and resolved conflicts past the\n"+
-		"history retention and audit entries older than 400 days, and prepare the partitions\n"+
-		"of the next 30 days. A pass is skipped while another process runs one; steps that\n"+
-		"wait on a long transaction are deferred to the next pass.")
-	retention := fs.Duration("retention", defaultRetention, retentionUsage)
-	historyRetention := historyRetentionFlag(fs)
+	fs := e.flags("cleanup")
+	retention, historyRetention := cleanupFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"log/slog"
 	"time"
@@ -9,14 +10,13 @@ import (
 	"github.com/tidemark/tidemark/postgres"
 )
 
+func auditFlags(fs *flag.FlagSet) (tenant *string) {
+	return fs.String("tenant", "", "check only this tenant (the report is printed, not stored)")
+}
+
 func (e cliEnv) audit(ctx context.Context, args []string) error {
-	fs := e.flags("audit", "audit [--tenant SLUG]\n\n"+
-		"Check the invariants Tidemark's guarantees rest on (reconciliation, see\n"+
-		"docs/contract.md), print each violation with its ids, then a one-line total. Exits 0\n"+
-		"when there are none, 1 otherwise. Without --tenant every tenant is checked and the report\n"+
-		"becomes the last one, which the admin console and /metrics show; serve runs this\n"+
-		"check every night.")
-	tenant := fs.String("tenant", "", "check only this tenant (the report is printed, not stored)")
+	fs := e.flags("audit")
+	tenant := auditFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}

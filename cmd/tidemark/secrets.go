@@ -2,17 +2,19 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 
 	"github.com/tidemark/tidemark/postgres"
 )
 
+func secretsRekeyFlags(fs *flag.FlagSet) (batch *int) {
+	return fs.Int("batch", 500, "secrets re-encrypted per transaction")
+}
+
 func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
-	fs := e.flags("secrets rekey", "secrets rekey [--batch 500]\n\n"+
-		"Re-encrypt every provider secret under the first key of TIDEMARK_ENCRYPTION_KEY, bound to\n"+
-		"its tenant and provider, and print how many changed. Secrets already there are left alone,\n"+
-		"so a second run changes 0. Afterwards the other keys can be dropped from the list.")
-	batch := fs.Int("batch", 500, "secrets re-encrypted per transaction")
+	fs := e.flags("secrets rekey")
+	batch := secretsRekeyFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}

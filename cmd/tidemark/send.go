@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,17 +16,28 @@ import (
 	"github.com/tidemark/tidemark/web/provider"
 )
 
+// sendOptions are send's flags.
+type sendOptions struct {
+	url, secret, id, typ, contact, revision, snapshot, bodyFile *string
+}
+
+func sendFlags(fs *flag.FlagSet) sendOptions {
+	return sendOptions{
+		url:      fs.String("url", "", "webhook URL, e.g. http://127.0.0.1:8080/webhooks/demo/crm (required)"),
+		secret:   fs.String("secret", "", `the provider's signing secret, "whsec_..." (required)`),
+		id:       fs.String("id", "", "webhook-id, the event id (default: a new one; repeat one to see a duplicate)"),
+		typ:      fs.String("type", "contact.snapshot", "event type, object type and action"),
+		contact:  fs.String("contact", "c-1001", "contact id (object_id for other object types)"),
+		revision: fs.String("revision", "1", `source revision; "" sends none`),
+		snapshot: fs.String("snapshot", `{"job_title":"Director"}`, "snapshot JSON object"),
+		bodyFile: fs.String("body", "", "send this file as the body instead (- for standard input)"),
+	}
+}
+
 func (e cliEnv) send(ctx context.Context, args []string) error {
-	fs := e.flags("send", "send --url URL --secret SECRET [--contact ID --revision N --snapshot JSON | --body FILE]\n\n"+
-		"Send one delivery signed with Standard Webhooks, as a provider would, and print the answer.")
-	url := fs.String("url", "", "webhook URL, e.g. http://127.0.0.1:8080/webhooks/demo/crm (required)")
-	secret := fs.String("secret", "", `the provider's signing secret, "whsec_..." (required)`)
-	id := fs.String("id", "", "webhook-id, the event id (default: a new one; repeat one to see a duplicate)")
-	typ := fs.String("type", "contact.snapshot", "event type, object type and action")
-	contact := fs.String("contact", "c-1001", "contact id (object_id for other object types)")
-	revision := fs.String("revision", "1", `source revision; "" sends none`)
-	snapshot := fs.String("snapshot", `{"job_title":"Director"}`, "snapshot JSON object")
-	bodyFile := fs.String("body", "", "send this file as the body instead (- for standard input)")
+	fs := e.flags("send")
+	o := sendFlags(fs)
+	url, secret, id, typ, contact, revision, snapshot, bodyFile := o.url, o.secret, o.id, o.typ, o.contact, o.revision, o.snapshot, o.bodyFile
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"log/slog"
 	"net"
@@ -44,27 +45,37 @@ const (
 	httpIdleTimeout       = 2 * time.Minute
 )
 
+// serveOptions are serve's flags.
+type serveOptions struct {
+	addr, metricsAddr, publicURL, proxies, memoryLimit *string
+	allowRemote                                        *bool
+	retention, historyRetention, readTimeout           *time.Duration
+	queue                                              queueFlags
+}
+
+func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
+	return serveOptions{
+		addr:             fs.String("addr", "127.0.0.1:8080", "address to listen on"),
+		allowRemote:      fs.Bool("allow-remote", false, "with the embedded database, allow an --addr that is not a loopback address"),
+		metricsAddr:      fs.String("metrics-addr", "", "serve /metrics on this address instead of --addr (default: on --addr)"),
+		publicURL:        fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)"),
+		retention:        fs.Duration("retention", defaultRetention, retentionUsage),
+		historyRetention: historyRetentionFlag(fs),
+		proxies: fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
+			"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)"),
+		readTimeout: fs.Duration("read-timeout", postgres.DefaultReadTimeout,
+			"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter"),
+		memoryLimit: fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
+			"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)"),
+		queue: e.addQueueFlags(fs, true),
+	}
+}
+
 func (e cliEnv) serve(ctx context.Context, args []string) error {
-	fs := e.flags("serve", "serve [--addr 127.0.0.1:8080] [--public-url URL] [--retention 720h] [--history-retention DURATION] [--read-timeout 5s]\n"+
-		"      [--trusted-proxies CIDR,...] [--memory-limit 48MiB] [--metrics-addr ADDR] [--allow-remote]\n"+
-		"      [--queue nats://HOST:4222 [--stream TIDEMARK] [--stream-replicas 1] [--stream-duplicates 2m]]\n\n"+
-		"Run the webhook receiver, the JSON API and the console. Applies migrations at start\n"+
-		"and runs the cleanup job every hour, the reconciliation every night and bulk replay\n"+
-		"jobs. Without DATABASE_URL it starts an embedded PostgreSQL under ./.tidemark with a\n"+
-		"demo tenant, and listens on loopback only unless --allow-remote is given.")
-	addr := fs.String("addr", "127.0.0.1:8080", "address to listen on")
-	allowRemote := fs.Bool("allow-remote", false, "with the embedded database, allow an --addr that is not a loopback address")
-	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address instead of --addr (default: on --addr)")
-	publicURL := fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)")
-	retention := fs.Duration("retention", defaultRetention, retentionUsage)
-	historyRetention := historyRetentionFlag(fs)
-	proxies := fs.String("trusted-proxies", e.getenv("TIDEMARK_TRUSTED_PROXIES"),
-		"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)")
-	readTimeout := fs.Duration("read-timeout", postgres.DefaultReadTimeout,
-		"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter")
-	memoryLimit := fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
-		"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)")
-	qf := e.addQueueFlags(fs, true)
+	fs := e.flags("serve")
+	o := e.serveFlags(fs)
+	addr, allowRemote, metricsAddr, publicURL, proxies, memoryLimit := o.addr, o.allowRemote, o.metricsAddr, o.publicURL, o.proxies, o.memoryLimit
+	retention, historyRetention, readTimeout, qf := o.retention, o.historyRetention, o.readTimeout, o.queue
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}

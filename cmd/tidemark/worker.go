@@ -69,11 +69,7 @@ func (f queueFlags) startQueue(ctx context.Context, log *slog.Logger) (queueMode
 }
 
 func (e cliEnv) worker(ctx context.Context, args []string) error {
-	fs := e.flags("worker", "worker --queue nats://HOST:4222 [--stream TIDEMARK]\n\n"+
-		"Apply the deliveries that serve --queue stored in the delivery queue, with the same\n"+
-		"ingest as synchronous mode, acknowledging each after its commit. Any number of\n"+
-		"workers may run; each tenant's deliveries are applied in the order received.\n"+
-		"Needs the database (DATABASE_URL) and TIDEMARK_ENCRYPTION_KEY, like serve.")
+	fs := e.flags("worker")
 	qf := e.addQueueFlags(fs, false)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err

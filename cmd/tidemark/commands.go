@@ -1,0 +1,268 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tidemark/tidemark/web/provider"
+)
+
+// command is one tidemark command. Its flags are declared by one function,
+// which both its runner and the help call: flags declares them on a FlagSet
+// for the help, and run's runner declares them through the same function
+// to read them.
+type command struct {
+	name     string   // as typed: "serve", "provider create"
+	args     string   // positional arguments, such as "SLUG"
+	required []string // flags it does not run without, named first and without brackets
+	summary  string   // one line of tidemark --help
+	about    string   // what tidemark COMMAND --help says below its synopsis
+	flags    func(cliEnv, *flag.FlagSet)
+	run      func(cliEnv, context.Context, []string) error
+}
+
+// commands is every command, in the order the help lists them.
+func commands() []command {
+	return []command{
+		{name: "serve", summary: "Run the webhook receiver, the JSON API and the console.",
+			about: "Run the webhook receiver, the JSON API and the console. Applies migrations at start\n" +
+				"and runs the cleanup job every hour, the reconciliation every night and bulk replay\n" +
+				"jobs. Without DATABASE_URL it starts an embedded PostgreSQL under ./.tidemark with a\n" +
+				"demo tenant, and listens on loopback only unless --allow-remote is given.",
+			flags: func(e cliEnv, fs *flag.FlagSet) { e.serveFlags(fs) }, run: cliEnv.serve},
+		{name: "worker", required: []string{"queue"}, summary: "Apply the deliveries that serve --queue stored in the delivery queue.",
+			about: "Apply the deliveries that serve --queue stored in the delivery queue, with the same\n" +
+				"ingest as synchronous mode, acknowledging each after its commit. Any number of\n" +
+				"workers may run; each tenant's deliveries are applied in the order received.\n" +
+				"Needs the database (DATABASE_URL) and TIDEMARK_ENCRYPTION_KEY, like serve.",
+			flags: func(e cliEnv, fs *flag.FlagSet) { e.addQueueFlags(fs, false) }, run: cliEnv.worker},
+		{name: "migrate", summary: "Apply pending database migrations and exit.",
+			about: "Apply pending database migrations and exit.",
+			flags: func(cliEnv, *flag.FlagSet) {}, run: cliEnv.migrate},
+		{name: "tenant create", args: "SLUG", summary: "Create a tenant (a customer workspace).",
+			about: "Create a tenant (a customer workspace).",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { tenantCreateFlags(fs) }, run: cliEnv.tenantCreate},
+		{name: "provider create", required: []string{"tenant", "name", "kind"},
+			summary: "Connect a webhook provider to a tenant; prints its secret (salesforce: its webhook URL).",
+			about: "Connect a webhook provider to a tenant. Prints its signing secret or token as the last line\n" +
+				"(salesforce: the webhook URL to paste into Salesforce, ending in ?token=<token>).",
+			flags: func(e cliEnv, fs *flag.FlagSet) { e.providerCreateFlags(fs) }, run: cliEnv.providerCreate},
+		{name: "provider rotate", required: []string{"tenant", "name"},
+			summary: "Add a new signing secret; the previous one works until the next rotation or retire.",
+			about: "Add a new signing secret (a salesforce provider: a new URL token). The previous one keeps working\n" +
+				"until the next rotation or `provider retire`, so senders can switch without dropping deliveries.\n" +
+				"Prints the new secret as the last line (salesforce: the webhook URL with the new token).",
+			flags: func(e cliEnv, fs *flag.FlagSet) { e.providerRotateFlags(fs) }, run: cliEnv.providerRotate},
+		{name: "provider retire", required: []string{"tenant", "name"},
+			summary: "Retire every secret of the provider but the newest.",
+			about: "End a rotation: retire every secret of the provider but the newest, so only it is accepted.\n" +
+				"Prints how many were retired.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { providerRetireFlags(fs) }, run: cliEnv.providerRetire},
+		{name: "provider update", required: []string{"tenant", "provider"},
+			summary: "Change a provider's limits, then print them.",
+			about:   "Change a provider's limits, then print them.",
+			flags:   func(_ cliEnv, fs *flag.FlagSet) { providerUpdateFlags(fs) }, run: cliEnv.providerUpdate},
+		{name: "token create", required: []string{"tenant"}, summary: "Create an API token for one tenant; prints it once.",
+			about: "Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenCreateFlags(fs) }, run: cliEnv.tokenCreate},
+		{name: "user create", required: []string{"email", "password-stdin"},
+			summary: "Create a console operator; the password is read from standard input.",
+			about:   "Create a console operator. The password is read from the first line of standard input.",
+			flags:   func(_ cliEnv, fs *flag.FlagSet) { userCreateFlags(fs) }, run: cliEnv.userCreate},
+		{name: "user password", required: []string{"email", "password-stdin"},
+			summary: "Set an operator's password from standard input and end their sessions.",
+			about: "Set a console operator's password, read from the first line of standard input, and end\n" +
+				"their sessions. The change is recorded in the audit log.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { userPasswordFlags(fs) }, run: cliEnv.userPassword},
+		{name: "cleanup", summary: "Run one maintenance pass, then exit.",
+			about: "Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n" +
+				"partitions past retention, accepted revisions and resolved conflicts past the\n" +
+				"history retention and audit entries older than 400 days, and prepare the partitions\n" +
+				"of the next 30 days. A pass is skipped while another process runs one; steps that\n" +
+				"wait on a long transaction are deferred to the next pass.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { cleanupFlags(fs) }, run: cliEnv.cleanup},
+		{name: "audit", summary: "Check the invariants over what is stored; exits 1 when one is violated.",
+			about: "Check the invariants Tidemark's guarantees rest on (reconciliation, see\n" +
+				"docs/contract/operations.md), print each violation with its ids, then a one-line total.\n" +
+				"Exits 0 when there are none, 1 otherwise. Without --tenant every tenant is checked and\n" +
+				"the report becomes the last one, which the admin console and /metrics show; serve runs\n" +
+				"this check every night.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { auditFlags(fs) }, run: cliEnv.audit},
+		{name: "secrets rekey", summary: "Re-encrypt provider secrets under the first key of TIDEMARK_ENCRYPTION_KEY.",
+			about: "Re-encrypt every provider secret under the first key of TIDEMARK_ENCRYPTION_KEY, bound to\n" +
+				"its tenant and provider, and print how many changed. Secrets already there are left alone,\n" +
+				"so a second run changes 0. Afterwards the other keys can be dropped from the list.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { secretsRekeyFlags(fs) }, run: cliEnv.secretsRekey},
+		{name: "send", required: []string{"url", "secret"},
+			summary: "Send one delivery signed with Standard Webhooks and print the answer.",
+			about:   "Send one delivery signed with Standard Webhooks, as a provider would, and print the answer.",
+			flags:   func(_ cliEnv, fs *flag.FlagSet) { sendFlags(fs) }, run: cliEnv.send},
+	}
+}
+
+// lookupCommand finds a command by the name typed.
+func lookupCommand(name string) (command, bool) {
+	for _, c := range commands() {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+// isGroup reports whether name is the first word of commands with a
+// subcommand ("provider" of "provider create").
+func isGroup(name string) bool {
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, name+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// isHelp reports whether arg asks for help in place of a command or subcommand.
+func isHelp(arg string) bool { return arg == "-h" || arg == "--help" || arg == "help" }
+
+// synopsisWidth is where the help wraps a synopsis.
+const synopsisWidth = 100
+
+// synopsis is c's usage line after "tidemark ", built by visiting the flags
+// its flags function declares: the positional arguments, the required
+// flags in c.required's order, then the others in [brackets] by name. It
+// is wrapped at synopsisWidth, continuation lines indented by indent plus
+// the command's name.
+func (c command) synopsis(indent string) string {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags(cliEnv{getenv: func(string) string { return "" }}, fs) // defaults as built, not the environment's
+	words := []string{c.name}
+	if c.args != "" {
+		words = append(words, c.args)
+	}
+	for _, name := range c.required {
+		if f := fs.Lookup(name); f != nil {
+			words = append(words, flagWord(f))
+		}
+	}
+	fs.VisitAll(func(f *flag.Flag) {
+		for _, name := range c.required {
+			if f.Name == name {
+				return
+			}
+		}
+		words = append(words, "["+flagWord(f)+"]")
+	})
+	lines, line := []string{}, words[0]
+	for _, w := range words[1:] {
+		if len(indent)+len(line)+1+len(w) > synopsisWidth && strings.TrimSpace(line) != c.name {
+			lines = append(lines, line)
+			line = strings.Repeat(" ", len(c.name)+1) + w
+			continue
+		}
+		line += " " + w
+	}
+	lines = append(lines, line)
+	return strings.Join(lines, "\n"+indent)
+}
+
+// flagWord is "--name VALUE", or "--name" for a boolean flag.
+func flagWord(f *flag.Flag) string {
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return "--" + f.Name
+	}
+	return "--" + f.Name + " " + metavar(f)
+}
+
+// metavars name the value of flags whose default does not show what to
+// give.
+var metavars = map[string]string{
+	"access": "read|write", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
+	"contact": "ID", "email": "EMAIL", "expires": "90d", "history-retention": "DURATION", "id": "ID",
+	"max-body": "SIZE", "max-future-skew": "DURATION", "metrics-addr": "ADDR", "name": "NAME", "org-id": "ID",
+	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "revision": "N",
+	"revision-field": "FIELD", "role": "viewer|operator|owner", "secret": "SECRET", "snapshot": "JSON",
+	"tenant": "SLUG", "trusted-proxies": "CIDR,...", "url": "URL",
+}
+
+// metavar is what a synopsis shows as f's value: its metavar, the kinds
+// for --kind, else its default, else its name in capitals.
+func metavar(f *flag.Flag) string {
+	if f.Name == "kind" {
+		return strings.Join(provider.Names(), "|")
+	}
+	if m, ok := metavars[f.Name]; ok {
+		return m
+	}
+	if g, ok := f.Value.(flag.Getter); ok {
+		if d, ok := g.Get().(time.Duration); ok && d != 0 {
+			return shortDuration(d)
+		}
+	}
+	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" {
+		return f.DefValue
+	}
+	return strings.ToUpper(f.Name)
+}
+
+// shortDuration writes 720h rather than 720h0m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// usage is tidemark --help: every command's synopsis and summary.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("tidemark: webhook idempotency and ordering for CRM data, on PostgreSQL.\n\nUsage:\n")
+	writeSynopses(&b, commands())
+	b.WriteString(environmentHelp)
+	b.WriteString("\nRun \"tidemark COMMAND --help\" for a command's flags.\n")
+	return b.String()
+}
+
+// groupUsage is tidemark GROUP --help: the synopses of its subcommands.
+func groupUsage(group string) string {
+	var in []command
+	for _, c := range commands() {
+		if strings.HasPrefix(c.name, group+" ") {
+			in = append(in, c)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("Usage:\n")
+	writeSynopses(&b, in)
+	fmt.Fprintf(&b, "\nRun \"tidemark %s COMMAND --help\" for a command's flags.\n", group)
+	return b.String()
+}
+
+func writeSynopses(b *strings.Builder, cs []command) {
+	const indent = "  tidemark "
+	for _, c := range cs {
+		fmt.Fprintf(b, "%s%s\n      %s\n", indent, c.synopsis(strings.Repeat(" ", len(indent))), c.summary)
+	}
+}
+
+// environmentHelp is the help's Environment section.
+const environmentHelp = `
+Environment:
+  DATABASE_URL             PostgreSQL connection string. Without it, serve starts an
+                           embedded PostgreSQL under ./.tidemark with a demo tenant.
+  TIDEMARK_ENCRYPTION_KEY  base64 of 32 bytes encrypting provider secrets at rest;
+                           several comma-separated: the first encrypts, all decrypt.
+                           Create it once (openssl rand -base64 32) and keep it. With
+                           DATABASE_URL, commands that touch secrets refuse to run
+                           without it; the embedded database uses (and creates)
+                           ./.tidemark/encryption.key.
+  TIDEMARK_PUBLIC_URL      base URL providers call (same as serve --public-url).
+  TIDEMARK_TRUSTED_PROXIES same as serve --trusted-proxies.
+  TIDEMARK_QUEUE           same as serve --queue and worker --queue.
+`

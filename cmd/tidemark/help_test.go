@@ -1,0 +1,154 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// declared lists the flags a command's flags function declares.
+func declared(c command) []string {
+	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
+	c.flags(cliEnv{getenv: func(string) string { return "" }}, fs)
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	return names
+}
+
+// namesFlag reports whether a synopsis shows flag name.
+func namesFlag(synopsis, name string) bool {
+	return regexp.MustCompile(`(^|[\s\[])--` + regexp.QuoteMeta(name) + `([\s\]]|$)`).MatchString(synopsis)
+}
+
+// entry is the synopsis tidemark --help shows for c: from its name to its
+// summary.
+func entry(t *testing.T, help string, c command) string {
+	t.Helper()
+	start := strings.Index(help, "\n  tidemark "+c.name+" ")
+	if start < 0 {
+		start = strings.Index(help, "\n  tidemark "+c.name+"\n")
+	}
+	if start < 0 {
+		t.Fatalf("tidemark --help lacks %q:\n%s", c.name, help)
+	}
+	end := strings.Index(help[start:], "\n      "+c.summary+"\n")
+	if end < 0 {
+		t.Fatalf("tidemark --help lacks the summary of %q:\n%s", c.name, help)
+	}
+	return help[start : start+end]
+}
+
+func TestUsageNamesEveryFlagOfEveryCommand(t *testing.T) {
+	t.Parallel()
+	help, _, err := tidemark(t, nil, "", "--help")
+	if err != nil {
+		t.Fatalf("tidemark --help: %v", err)
+	}
+	_, noCommand, err := tidemark(t, nil, "")
+	if err == nil || noCommand != help {
+		t.Errorf("tidemark with no command: %v; want an error and the help on stderr, got\n%s", err, noCommand)
+	}
+	if !strings.Contains(help, "\nEnvironment:\n  DATABASE_URL ") || !strings.Contains(help, "TIDEMARK_ENCRYPTION_KEY") {
+		t.Errorf("tidemark --help lacks the Environment section:\n%s", help)
+	}
+	for _, c := range commands() {
+		synopsis := entry(t, help, c)
+		_, own, err := tidemark(t, nil, "", append(strings.Fields(c.name), "--help")...)
+		if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(own, "Usage: tidemark "+c.name) {
+			t.Errorf("tidemark %s --help: %v\n%s", c.name, err, own)
+		}
+		ownSynopsis, _, _ := strings.Cut(own, "\n\n")
+		for _, name := range declared(c) {
+			if !namesFlag(synopsis, name) {
+				t.Errorf("tidemark --help does not name --%s of %s:\n%s", name, c.name, synopsis)
+			}
+			if !namesFlag(ownSynopsis, name) {
+				t.Errorf("tidemark %s --help does not name --%s in its synopsis:\n%s", c.name, name, ownSynopsis)
+			}
+			if !strings.Contains(own, "\n  -"+name+" ") && !strings.Contains(own, "\n  -"+name+"\n") {
+				t.Errorf("tidemark %s --help does not describe -%s:\n%s", c.name, name, own)
+			}
+		}
+		for _, name := range c.required {
+			if strings.Contains(synopsis, "[--"+name) {
+				t.Errorf("tidemark --help shows the required --%s of %s as optional:\n%s", name, c.name, synopsis)
+			}
+		}
+	}
+	for _, want := range []string{"--access read|write", "--expires 90d", "--role viewer|operator|owner", "--retention 720h", "--stream-duplicates 2m"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("tidemark --help lacks %q", want)
+		}
+	}
+}
+
+func TestGroupHelpListsItsCommands(t *testing.T) {
+	t.Parallel()
+	for _, group := range []string{"tenant", "provider", "token", "user", "secrets"} {
+		for _, ask := range []string{"--help", "-h", "help"} {
+			out, _, err := tidemark(t, nil, "", group, ask)
+			if err != nil {
+				t.Errorf("tidemark %s %s: %v", group, ask, err)
+				continue
+			}
+			for _, c := range commands() {
+				in := strings.HasPrefix(c.name, group+" ")
+				if got := strings.Contains(out, "  tidemark "+c.name+" ") || strings.Contains(out, "  tidemark "+c.name+"\n"); got != in {
+					t.Errorf("tidemark %s %s lists %s: %v, want %v\n%s", group, ask, c.name, got, in, out)
+				}
+			}
+		}
+	}
+	out, _, _ := tidemark(t, nil, "", "user", "--help")
+	for _, want := range []string{"tidemark user create --email EMAIL --password-stdin", "tidemark user password --email EMAIL --password-stdin"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("tidemark user --help lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+func TestUnknownCommandsFailAfterHelp(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		args      []string
+		err       string
+		wantUsage bool
+	}{
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`, true},
+		{[]string{"user"}, `unknown command "user "; run tidemark --help`, false},
+		{[]string{"user", "frobnicate"}, `unknown command "user frobnicate"; run tidemark --help`, false},
+		{[]string{"provider", "create2"}, `unknown command "provider create2"; run tidemark --help`, false},
+		{[]string{"tenant", "create", "--bogus"}, "flag provided but not defined: -bogus", false},
+	} {
+		out, stderr, err := tidemark(t, nil, "", tc.args...)
+		if err == nil || err.Error() != tc.err || out != "" {
+			t.Errorf("%v: %v, stdout %q; want the error %q", tc.args, err, out, tc.err)
+		}
+		if got := strings.Contains(stderr, "Run \"tidemark COMMAND --help\""); got != tc.wantUsage {
+			t.Errorf("%v: usage on stderr %v, want %v", tc.args, got, tc.wantUsage)
+		}
+	}
+}
+
+// The help shows flags as required (no brackets) that the commands refuse
+// to run without.
+func TestRequiredFlagsUsageMatchesTheCommands(t *testing.T) {
+	t.Parallel()
+	for _, c := range commands() {
+		if len(c.required) == 0 {
+			continue
+		}
+		_, _, err := tidemark(t, nil, "", strings.Fields(c.name)...)
+		if err == nil || !strings.Contains(err.Error(), "required") {
+			t.Errorf("%s without flags: %v, want a refusal naming what is required", c.name, err)
+			continue
+		}
+		for _, name := range c.required {
+			if !strings.Contains(err.Error(), "--"+name) {
+				t.Errorf("%s without flags: %v, want it to name --%s", c.name, err, name)
+			}
+		}
+	}
+}
