@@ -9,7 +9,7 @@ import (
 // Outcome is what Tidemark did with one event. Exactly one per event.
 type Outcome string
 
-// The outcomes of docs/contract.md section 1.
+// The outcomes of docs/contract/webhooks.md#outcomes.
 const (
 	Applied          Outcome = "applied"
 	Duplicate        Outcome = "duplicate"

@@ -6,7 +6,7 @@ import (
 	"unicode/utf8"
 )
 
-// The most an event may carry, in bytes of UTF-8 (docs/contract.md, "Limits").
+// The most an event may carry, in bytes of UTF-8 (docs/contract/webhooks.md#limits).
 // PostgreSQL refuses an index entry larger than about 2.7 kB, and every
 // identifier below ends up in one (records, events, scopes, people, accounts,
 // campaign memberships), several of them in the same entry. An event over a
