@@ -3,6 +3,8 @@ package main
 import (
 	"errors"
 	"flag"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -149,6 +151,23 @@ func TestRequiredFlagsUsageMatchesTheCommands(t *testing.T) {
 			if !strings.Contains(err.Error(), "--"+name) {
 				t.Errorf("%s without flags: %v, want it to name --%s", c.name, err, name)
 			}
+		}
+	}
+}
+
+// The contract's command line (docs/contract/cli.md) shows each command's
+// synopsis as tidemark --help prints it, so that the two cannot drift.
+func TestContractShowsEveryUsage(t *testing.T) {
+	t.Parallel()
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "contract", "cli.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	words := strings.Join(strings.Fields(string(doc)), " ")
+	for _, c := range commands() {
+		want := strings.Join(strings.Fields("tidemark "+c.synopsis("")), " ")
+		if !strings.Contains(words, "## `tidemark "+c.name+"` ``` "+want+" ```") {
+			t.Errorf("docs/contract/cli.md lacks a section \"## `tidemark %s`\" showing its synopsis:\n%s", c.name, want)
 		}
 	}
 }
