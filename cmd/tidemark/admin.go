@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -165,6 +164,7 @@ type providerCreateOptions struct {
 	settings                                       func() map[string]string // the kind flags given
 }
 
+// providerCreateFlags declares provider create's flags, the kinds' settings included.
 func (e cliEnv) providerCreateFlags(fs *flag.FlagSet) providerCreateOptions {
 	return providerCreateOptions{
 		tenant:    fs.String("tenant", "", "tenant slug (required)"),
@@ -260,6 +260,7 @@ func kindFlags(fs *flag.FlagSet) func() map[string]string {
 	}
 }
 
+// providerRotateFlags declares provider rotate's flags.
 func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, publicURL *string) {
 	return fs.String("tenant", "", "tenant slug (required)"),
 		fs.String("name", "", "provider name (required)"),
@@ -304,6 +305,7 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	})
 }
 
+// providerRetireFlags declares provider retire's flags.
 func providerRetireFlags(fs *flag.FlagSet) (tenant, name *string) {
 	return fs.String("tenant", "", "tenant slug (required)"), fs.String("name", "", "provider name (required)")
 }
@@ -371,6 +373,7 @@ func limitFlags(maxBody, maxFutureSkew string) (domain.ProviderLimits, error) {
 	return l, nil
 }
 
+// providerUpdateFlags declares provider update's flags.
 func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew *string) {
 	return fs.String("tenant", "", "tenant slug (required)"),
 		fs.String("provider", "", "provider name (required)"),
@@ -416,6 +419,7 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 	})
 }
 
+// tokenCreateFlags declares token create's flags.
 func tokenCreateFlags(fs *flag.FlagSet) (tenant, name, access, expires *string) {
 	return fs.String("tenant", "", "tenant slug (required)"),
 		fs.String("name", "", "a name to recognise the token by"),
@@ -458,86 +462,6 @@ func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 	})
 }
 
-func userCreateFlags(fs *flag.FlagSet) (email *string, fromStdin, admin *bool, tenant, role *string) {
-	return fs.String("email", "", "login email (required)"),
-		fs.Bool("password-stdin", false, "read the password from standard input (required)"),
-		fs.Bool("admin", false, "the operator sees every tenant, as an owner"),
-		fs.String("tenant", "", "make the operator a member of this tenant"),
-		fs.String("role", string(domain.RoleOperator), "their role in --tenant: viewer (reads), operator (also resolves conflicts) "+
-			"or owner (also providers, secrets, scopes, API tokens and members)")
-}
-
-func (e cliEnv) userCreate(ctx context.Context, args []string) error {
-	fs := e.flags("user create")
-	email, fromStdin, admin, tenant, role := userCreateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if *email == "" || !*fromStdin {
-		fs.Usage()
-		return fmt.Errorf("user create: --email and --password-stdin are required")
-	}
-	memberRole, err := domain.ParseRole(*role)
-	if err != nil {
-		return fmt.Errorf("--role: %s", domain.ErrorMessage(err))
-	}
-	if *tenant == "" && flagSet(fs, "role") {
-		return fmt.Errorf("user create: --role is the role in --tenant; give --tenant too")
-	}
-	password, err := e.passwordFromStdin("user create")
-	if err != nil {
-		return err
-	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
-		if err := s.CreateUser(ctx, *email, password, *admin, *tenant, memberRole); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "created operator %s\n", strings.ToLower(*email))
-		return nil
-	})
-}
-
-// passwordFromStdin reads a password from the first line of standard input.
-func (e cliEnv) passwordFromStdin(cmd string) (string, error) {
-	line, err := bufio.NewReader(e.stdin).ReadString('\n')
-	password := strings.TrimRight(line, "\r\n")
-	if password == "" && err != nil {
-		return "", fmt.Errorf("%s: no password on standard input: %w", cmd, err)
-	}
-	if password == "" {
-		return "", fmt.Errorf("%s: the first line of standard input is empty; it must hold the password", cmd)
-	}
-	return password, nil
-}
-
-func userPasswordFlags(fs *flag.FlagSet) (email *string, fromStdin *bool) {
-	return fs.String("email", "", "the operator's login email (required)"),
-		fs.Bool("password-stdin", false, "read the new password from standard input (required)")
-}
-
-func (e cliEnv) userPassword(ctx context.Context, args []string) error {
-	fs := e.flags("user password")
-	email, fromStdin := userPasswordFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if *email == "" || !*fromStdin {
-		fs.Usage()
-		return fmt.Errorf("user password: --email and --password-stdin are required")
-	}
-	password, err := e.passwordFromStdin("user password")
-	if err != nil {
-		return err
-	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
-		if err := s.ResetPassword(ctx, *email, password); err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "set a new password for operator %s; their sessions have ended\n", strings.ToLower(strings.TrimSpace(*email)))
-		return nil
-	})
-}
-
 // flagSet reports whether the command line gave flag name.
 func flagSet(fs *flag.FlagSet, name string) bool {
 	set := false
@@ -545,6 +469,7 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
+// cleanupFlags declares cleanup's flags.
 func cleanupFlags(fs *flag.FlagSet) (retention, historyRetention *time.Duration) {
 	return fs.Duration("retention", defaultRetention, retentionUsage), historyRetentionFlag(fs)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/postgres"
 )
 
+// auditFlags declares audit's flags.
 func auditFlags(fs *flag.FlagSet) (tenant *string) {
 	return fs.String("tenant", "", "check only this tenant (the report is printed, not stored)")
 }

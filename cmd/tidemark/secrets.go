@@ -8,6 +8,7 @@ import (
 	"github.com/tidemark/tidemark/postgres"
 )
 
+// secretsRekeyFlags declares secrets rekey's flags.
 func secretsRekeyFlags(fs *flag.FlagSet) (batch *int) {
 	return fs.Int("batch", 500, "secrets re-encrypted per transaction")
 }

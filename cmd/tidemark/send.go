@@ -21,6 +21,7 @@ type sendOptions struct {
 	url, secret, id, typ, contact, revision, snapshot, bodyFile *string
 }
 
+// sendFlags declares send's flags.
 func sendFlags(fs *flag.FlagSet) sendOptions {
 	return sendOptions{
 		url:      fs.String("url", "", "webhook URL, e.g. http://127.0.0.1:8080/webhooks/demo/crm (required)"),

@@ -53,6 +53,7 @@ type serveOptions struct {
 	queue                                              queueFlags
 }
 
+// serveFlags declares serve's flags; serve and its help (commands.go) call it.
 func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 	return serveOptions{
 		addr:             fs.String("addr", "127.0.0.1:8080", "address to listen on"),
