@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -33,28 +32,8 @@ func TestCrashSafety(t *testing.T) {
 	dbURL := testdb.NewURL(t)
 	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": key}
-	if _, _, err := tidemark(t, env, "", "tenant", "create", crashTenant); err != nil {
-		t.Fatalf("tenant create: %v", err)
-	}
-	secrets := map[string]string{}
-	for name, kind := range map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"} {
-		out, _, err := tidemark(t, env, "", "provider", "create", "--tenant", crashTenant, "--name", name, "--kind", kind)
-		if err != nil {
-			t.Fatalf("provider create %s: %v", kind, err)
-		}
-		secrets[name] = lastLine(out)
-	}
-	cfg, err := pgxpool.ParseConfig(dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2
-	cfg.ConnConfig.RuntimeParams["application_name"] = crashChecker
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"})
+	pool := checkerPool(t, dbURL)
 	tenantID := int64(queryInt(t, pool, `SELECT id FROM tenants WHERE slug = $1`, crashTenant))
 
 	load := newCrashLoad(t, rng)
@@ -266,52 +245,4 @@ func checkEventLog(t *testing.T, pool *pgxpool.Pool, tenantID int64, l crashLoad
 	}
 	t.Logf("event log checked: %d deliveries, %d events of %d event ids, %d records",
 		len(deliveries), len(events), len(decided), len(seen))
-}
-
-// scanAll runs sql for the tenant, scans each row into dest and calls fn
-// after each.
-func scanAll(t *testing.T, pool *pgxpool.Pool, sql string, tenantID int64, dest []any, fn func()) {
-	t.Helper()
-	rows, err := pool.Query(context.Background(), sql, tenantID)
-	if err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := rows.Scan(dest...); err != nil {
-			t.Fatalf("%s: %v", sql, err)
-		}
-		fn()
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-}
-
-func queryInt(t *testing.T, pool *pgxpool.Pool, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", sql, err)
-	}
-	return n
-}
-
-// crashChecker is the application name of the test's own connections.
-const crashChecker = "tidemark-crash-test"
-
-// awaitBackends waits until the killed server's database sessions are
-// gone. A transaction whose last message reached PostgreSQL before the kill
-// still commits, possibly after the process died; counting before then
-// would miss it.
-func awaitBackends(t *testing.T, pool *pgxpool.Pool) {
-	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for queryInt(t, pool, `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND backend_type = 'client backend' AND application_name <> $1`, crashChecker) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the killed server's database sessions did not end within 2 minutes")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }

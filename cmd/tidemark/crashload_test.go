@@ -9,13 +9,8 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
-	"regexp"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -149,65 +144,6 @@ func (l *crashLoad) add(d crashDelivery, rev int64) {
 	}
 }
 
-// crashServer is a tidemark serve child process.
-type crashServer struct {
-	cmd    *exec.Cmd
-	base   string // http://127.0.0.1:port
-	stderr *syncBuffer
-	exited chan struct{}
-}
-
-var listening = regexp.MustCompile(`Tidemark is listening on (http://\S+)`)
-
-// buildTidemark builds this command once per test into a temporary folder.
-func buildTidemark(t *testing.T) string {
-	t.Helper()
-	exe := filepath.Join(t.TempDir(), "tidemark")
-	out, err := exec.Command("go", "build", "-o", exe, ".").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return exe
-}
-
-// startServer runs `tidemark serve` on a free port with env and waits for
-// it to say where it listens, with extra flags. The process is killed when
-// t ends.
-func startServer(t *testing.T, exe string, env []string, extra ...string) *crashServer {
-	t.Helper()
-	args := append([]string{"serve", "--addr", "127.0.0.1:0"}, extra...)
-	s := &crashServer{cmd: exec.Command(exe, args...), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	var stdout syncBuffer
-	s.cmd.Env, s.cmd.Dir = env, t.TempDir()
-	s.cmd.Stdout, s.cmd.Stderr = &stdout, s.stderr
-	if err := s.cmd.Start(); err != nil {
-		t.Fatalf("start serve: %v", err)
-	}
-	go func() { s.cmd.Wait(); close(s.exited) }()
-	t.Cleanup(s.kill)
-	deadline := time.After(2 * time.Minute)
-	for {
-		if m := listening.FindStringSubmatch(stdout.String()); m != nil {
-			s.base = m[1]
-			return s
-		}
-		select {
-		case <-s.exited:
-			t.Fatalf("serve exited before listening: %v\n%s%s", s.cmd.ProcessState, stdout.String(), s.stderr.String())
-		case <-deadline:
-			t.Fatalf("serve did not listen within 2 minutes:\n%s%s", stdout.String(), s.stderr.String())
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-}
-
-// kill sends SIGKILL (no shutdown, no deferred work) and waits for the
-// process to be gone.
-func (s *crashServer) kill() {
-	s.cmd.Process.Kill()
-	<-s.exited
-}
-
 // crashAnswer is a 200 answer: the delivery id and each event's id and
 // outcome, in order.
 type crashAnswer struct {
@@ -225,20 +161,30 @@ type crashPass struct {
 	killed   bool
 	inFlight []int
 	retries  int64 // 429 and 503 answers, retried
+	// afterStop counts the answers (answerText) that came once the server
+	// was told to stop.
+	afterStop map[string]int
 }
 
 // sendPass sends the load's deliveries in the given order (indexes into
 // l.deliveries) with eight senders, each retrying 429 and 503. With
-// killAfter > 0 it kills the server with SIGKILL a few random milliseconds after that
-// many deliveries were acknowledged; senders then stop, and requests still
-// open count as in flight.
-func sendPass(t *testing.T, srv *crashServer, l crashLoad, secrets map[string]string, order []int, killAfter int) crashPass {
+// killAfter > 0 it kills the server with SIGKILL a few random milliseconds
+// after that many deliveries were acknowledged; senders then stop, and
+// requests still open count as in flight.
+func sendPass(t *testing.T, srv *child, l crashLoad, secrets map[string]string, order []int, killAfter int) crashPass {
+	t.Helper()
+	return sendPassStopping(t, srv, l, secrets, order, killAfter, srv.kill)
+}
+
+// sendPassStopping is sendPass stopping the server with stop, and counting
+// in the pass's afterStop what each request answered once stop was called.
+func sendPassStopping(t *testing.T, srv *child, l crashLoad, secrets map[string]string, order []int, killAfter int, stop func()) crashPass {
 	t.Helper()
 	client := &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer client.CloseIdleConnections()
 	var (
 		mu      sync.Mutex
-		pass    = crashPass{acked: map[int]crashAnswer{}}
+		pass    = crashPass{acked: map[int]crashAnswer{}, afterStop: map[string]int{}}
 		next    atomic.Int64
 		acks    atomic.Int64
 		killed  atomic.Bool
@@ -253,7 +199,11 @@ func sendPass(t *testing.T, srv *crashServer, l crashLoad, secrets map[string]st
 					return
 				}
 				i := order[n]
-				answer, ok := sendUntilAnswered(t, client, srv.base, l.deliveries[i], secrets, &killed, &retries)
+				answer, ok := sendUntilAnswered(t, client, srv.base, l.deliveries[i], secrets, &killed, &retries, func(what string) {
+					mu.Lock()
+					defer mu.Unlock()
+					pass.afterStop[what]++
+				})
 				mu.Lock()
 				if ok {
 					pass.acked[i] = answer
@@ -264,7 +214,7 @@ func sendPass(t *testing.T, srv *crashServer, l crashLoad, secrets map[string]st
 				if ok && acks.Add(1) == int64(killAfter) {
 					time.Sleep(time.Duration(rand.IntN(25_000)) * time.Microsecond)
 					killed.Store(true)
-					srv.kill()
+					stop()
 				}
 			}
 		})
@@ -279,10 +229,13 @@ func sendPass(t *testing.T, srv *crashServer, l crashLoad, secrets map[string]st
 // answered 200 (ok). It gives up when the server was killed, and fails the
 // test on any other answer or when the server stays unreachable.
 func sendUntilAnswered(t *testing.T, client *http.Client, base string, d crashDelivery, secrets map[string]string,
-	killed *atomic.Bool, retries *atomic.Int64) (crashAnswer, bool) {
+	killed *atomic.Bool, retries *atomic.Int64, afterStop func(what string)) (crashAnswer, bool) {
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		status, body, err := postSigned(client, base, d, secrets[d.provider])
+		if killed.Load() {
+			afterStop(answerText(status, body, err))
+		}
 		switch {
 		case killed.Load() && (err != nil || status != http.StatusOK):
 			return crashAnswer{}, false
@@ -303,6 +256,18 @@ func sendUntilAnswered(t *testing.T, client *http.Client, base string, d crashDe
 		retries.Add(1)
 		time.Sleep(time.Duration(50+rand.IntN(200)) * time.Millisecond)
 	}
+}
+
+// answerText is an answer as afterStop counts it: the status and the body
+// of a refusal, or that no answer came.
+func answerText(status int, body []byte, err error) string {
+	switch {
+	case err != nil:
+		return "no answer"
+	case status == http.StatusOK:
+		return "200"
+	}
+	return fmt.Sprintf("%d %s", status, bytes.TrimSpace(body))
 }
 
 // postSigned sends one attempt of d, signed as its provider's kind signs:
@@ -344,13 +309,4 @@ func (d crashDelivery) label() string {
 		return d.id
 	}
 	return fmt.Sprintf("%s batch of %d at %v", d.provider, len(d.records), d.records[0])
-}
-
-// serverEnv is the environment of the child: ours without Tidemark's own
-// settings, plus the database and the encryption key.
-func serverEnv(dbURL, key string) []string {
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, "TIDEMARK_") || strings.HasPrefix(kv, "DATABASE_URL=")
-	})
-	return append(env, "DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+key)
 }

@@ -12,13 +12,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/internal/embedpg"
@@ -63,16 +60,10 @@ func TestPostgresRestart(t *testing.T) {
 	db := startRestartCluster(t)
 	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	env := map[string]string{"DATABASE_URL": db.url, "TIDEMARK_ENCRYPTION_KEY": key}
-	for _, args := range [][]string{{"migrate"}, {"tenant", "create", crashTenant}} {
-		if out, _, err := tidemark(t, env, "", args...); err != nil {
-			t.Fatalf("%v: %v\n%s", args, err, out)
-		}
+	if out, _, err := tidemark(t, env, "", "migrate"); err != nil {
+		t.Fatalf("migrate: %v\n%s", err, out)
 	}
-	out, _, err := tidemark(t, env, "", "provider", "create", "--tenant", crashTenant, "--name", crashStandard, "--kind", provider.Standard.Name())
-	if err != nil {
-		t.Fatalf("provider create: %v", err)
-	}
-	secrets := map[string]string{crashStandard: lastLine(out)}
+	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name()})
 
 	load := newRestartLoad(t, rng)
 	t.Logf("load: %d deliveries, %d records, %d senders", len(load.deliveries), len(load.maxRev), pgRestartSenders)
@@ -218,7 +209,7 @@ func (db *restartCluster) restartDuringLoad(t *testing.T, run *restartRun, resta
 type restartRun struct {
 	load     crashLoad
 	secrets  map[string]string
-	srv      *crashServer
+	srv      *child
 	client   *http.Client
 	next     atomic.Int64
 	open     atomic.Int64
@@ -370,41 +361,6 @@ func (run *restartRun) report(t *testing.T, restarts []pgRestart) {
 		statuses[strconv.Itoa(a.status)]++
 	}
 	t.Logf("answers over the run: %s (0: no HTTP answer)", tally(statuses))
-}
-
-// tailLines returns the last n lines of s.
-func tailLines(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// checkerPool is the test's own small pool, named so that awaitBackends
-// does not wait for it.
-func checkerPool(t *testing.T, url string) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 2
-	cfg.ConnConfig.RuntimeParams["application_name"] = crashChecker
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return pool
-}
-
-// grepLines returns the lines of s that contain sub.
-func grepLines(s, sub string) string {
-	var out []string
-	for line := range strings.Lines(s) {
-		if strings.Contains(line, sub) {
-			out = append(out, line)
-		}
-	}
-	return strings.Join(out, "")
 }
 
 // postgresLog returns the end of the cluster's server log.

@@ -59,7 +59,7 @@ func TestQueuedMode(t *testing.T) {
 type natsServer struct {
 	exe, dir string
 	port     int
-	proc     *crashServer
+	proc     *child
 }
 
 // startNATS runs nats-server with JetStream on port (0: a free one) and
@@ -81,7 +81,7 @@ func startNATS(t *testing.T, port int, dir string) *natsServer {
 	if dir == "" {
 		dir = t.TempDir()
 	}
-	s := &natsServer{exe: exe, dir: dir, port: port, proc: &crashServer{stderr: &syncBuffer{}, exited: make(chan struct{})}}
+	s := &natsServer{exe: exe, dir: dir, port: port, proc: &child{stderr: &syncBuffer{}, exited: make(chan struct{})}}
 	s.proc.cmd = exec.Command(exe, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir)
 	s.proc.cmd.Stdout, s.proc.cmd.Stderr = s.proc.stderr, s.proc.stderr
 	if err := s.proc.cmd.Start(); err != nil {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os/exec"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -136,32 +134,6 @@ func sendQueued(t *testing.T, base string, l queuedLoad, secrets map[string]stri
 	return queued
 }
 
-// startWorker runs `tidemark worker` and waits until it consumes.
-func startWorker(t *testing.T, exe string, env []string, args ...string) *crashServer {
-	t.Helper()
-	w := &crashServer{cmd: exec.Command(exe, append([]string{"worker"}, args...)...), stderr: &syncBuffer{}, exited: make(chan struct{})}
-	var stdout syncBuffer
-	w.cmd.Env, w.cmd.Dir = env, t.TempDir()
-	w.cmd.Stdout, w.cmd.Stderr = &stdout, w.stderr
-	if err := w.cmd.Start(); err != nil {
-		t.Fatalf("start worker: %v", err)
-	}
-	go func() { w.cmd.Wait(); close(w.exited) }()
-	t.Cleanup(w.kill)
-	consuming := regexp.MustCompile(`Tidemark worker is consuming`)
-	deadline := time.After(time.Minute)
-	for !consuming.MatchString(stdout.String()) {
-		select {
-		case <-w.exited:
-			t.Fatalf("worker exited: %v\n%s%s", w.cmd.ProcessState, stdout.String(), w.stderr.String())
-		case <-deadline:
-			t.Fatalf("worker did not start within a minute:\n%s%s", stdout.String(), w.stderr.String())
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
-	return w
-}
-
 // queuedSetup creates the crash tenant with its standard and HubSpot
 // providers on a fresh database and returns its URL, the secrets and a
 // checker pool.
@@ -169,23 +141,13 @@ func queuedSetup(t *testing.T) (string, map[string]string, *pgxpool.Pool, int64)
 	t.Helper()
 	dbURL := testdb.NewURL(t)
 	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": queueKey}
-	if _, _, err := tidemark(t, env, "", "tenant", "create", crashTenant); err != nil {
-		t.Fatalf("tenant create: %v", err)
-	}
-	secrets := map[string]string{}
-	for name, kind := range map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"} {
-		out, _, err := tidemark(t, env, "", "provider", "create", "--tenant", crashTenant, "--name", name, "--kind", kind)
-		if err != nil {
-			t.Fatalf("provider create %s: %v", kind, err)
-		}
-		secrets[name] = lastLine(out)
-	}
+	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"})
 	pool := checkerPool(t, dbURL)
 	return dbURL, secrets, pool, int64(queryInt(t, pool, `SELECT id FROM tenants WHERE slug = $1`, crashTenant))
 }
 
 // awaitApplied waits until the tenant has n deliveries logged.
-func awaitApplied(t *testing.T, pool *pgxpool.Pool, tenantID int64, n int, workers ...*crashServer) {
+func awaitApplied(t *testing.T, pool *pgxpool.Pool, tenantID int64, n int, workers ...*child) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Minute)
 	for got := 0; ; {

@@ -28,15 +28,7 @@ func TestTwoNodesOneDatabase(t *testing.T) {
 	dbURL := testdb.NewURL(t)
 	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": key}
-	if _, _, err := tidemark(t, env, "", "tenant", "create", crashTenant); err != nil {
-		t.Fatalf("tenant create: %v", err)
-	}
-	out, _, err := tidemark(t, env, "", "provider", "create", "--tenant", crashTenant, "--name", crashStandard,
-		"--kind", provider.Standard.Name())
-	if err != nil {
-		t.Fatalf("provider create: %v", err)
-	}
-	secret := lastLine(out)
+	secret := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name()})[crashStandard]
 	pool, err := pgxpool.New(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
@@ -47,7 +39,7 @@ func TestTwoNodesOneDatabase(t *testing.T) {
 	// first cleanup pass run under their advisory locks.
 	exe := buildTidemark(t)
 	childEnv := serverEnv(dbURL, key)
-	nodes := make([]*crashServer, 2)
+	nodes := make([]*child, 2)
 	var started sync.WaitGroup
 	for i := range nodes {
 		started.Go(func() { nodes[i] = startServer(t, exe, childEnv) })
