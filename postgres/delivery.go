@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -42,20 +44,20 @@ const deliveryRowsSQL = `unnest(@d_tenants::bigint[], @d_ids::uuid[], @d_times::
 // add appends d, which carried events events.
 func (r *deliveryRows) add(d domain.Delivery, events int) {
 	r.tenants, r.ids, r.times, r.providers = append(r.tenants, d.TenantID), append(r.ids, d.ID), append(r.times, d.ReceivedAt), append(r.providers, d.ProviderID)
-	r.statuses, r.signatures, r.reasons = append(r.statuses, int16(d.Status)), append(r.signatures, d.Signature), append(r.reasons, nullString(d.Reason))
-	r.eventCounts, r.bodies, r.replayOf = append(r.eventCounts, int32(events)), append(r.bodies, d.Body), append(r.replayOf, nullString(d.ReplayOf))
+	r.statuses, r.signatures, r.reasons = append(r.statuses, int16(d.Status)), append(r.signatures, d.Signature), append(r.reasons, pg.NullString(d.Reason))
+	r.eventCounts, r.bodies, r.replayOf = append(r.eventCounts, int32(events)), append(r.bodies, d.Body), append(r.replayOf, pg.NullString(d.ReplayOf))
 	q := d.Request
 	var headers *string
 	if q.Headers != nil {
 		b, _ := json.Marshal(q.Headers)
-		headers = nullJSON(b)
+		headers = pg.NullJSON(b)
 	}
 	var truncated *bool
 	if q.Truncated {
 		truncated = &q.Truncated
 	}
-	r.methods, r.paths, r.queries = append(r.methods, nullString(q.Method)), append(r.paths, nullString(q.Path)), append(r.queries, nullString(q.Query))
-	r.headers, r.truncated, r.hosts = append(r.headers, headers), append(r.truncated, truncated), append(r.hosts, nullString(q.ClientAddress))
+	r.methods, r.paths, r.queries = append(r.methods, pg.NullString(q.Method)), append(r.paths, pg.NullString(q.Path)), append(r.queries, pg.NullString(q.Query))
+	r.headers, r.truncated, r.hosts = append(r.headers, headers), append(r.truncated, truncated), append(r.hosts, pg.NullString(q.ClientAddress))
 }
 
 // set puts the arrays into args.
@@ -111,7 +113,7 @@ func (s *Store) Delivery(ctx context.Context, tenantID int64, id string) (domain
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, deliveryNotFound(id)
 	}
-	return d, translate(err)
+	return d, pg.Translate(err)
 }
 
 func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
@@ -146,7 +148,7 @@ func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.Delive
 	return d, s.read.SendBatch(ctx, batch).Close()
 }
 
-func deliveryNotFound(id string) error { return notFound("delivery %q not found", id) }
+func deliveryNotFound(id string) error { return pg.NotFound("delivery %q not found", id) }
 
 func negInfinity() pgtype.Timestamptz {
 	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
@@ -219,35 +221,35 @@ func (s *Store) Deliveries(ctx context.Context, tenantID int64, f domain.Deliver
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": posInfinity(), "after_id": uuid.Max.String(), "limit": limit + 1}
 	if page.Cursor != "" {
 		var c deliveryCursor
-		if err := decodeCursor(page.Cursor, &c); err != nil {
+		if err := pg.DecodeCursor(page.Cursor, &c); err != nil {
 			return nil, "", err
 		}
 		if _, err := uuid.Parse(c.ID); err != nil || c.ReceivedAt.IsZero() {
-			return nil, "", invalidCursor()
+			return nil, "", pg.InvalidCursor()
 		}
 		args["after_at"], args["after_id"] = c.ReceivedAt, c.ID
 	}
 	rows, err := s.read.Query(ctx, fmt.Sprintf(deliveryLogSQL, deliveryConds(f, args)), args)
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 		var d domain.DeliveryBrief
 		return d, row.Scan(&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf)
 	})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
-	list, more := trim(list, limit)
+	list, more := pg.Trim(list, limit)
 	if !more {
 		return list, "", nil
 	}
 	last := list[len(list)-1]
-	return list, encodeCursor(deliveryCursor{ReceivedAt: last.ReceivedAt, ID: last.ID}), nil
+	return list, pg.EncodeCursor(deliveryCursor{ReceivedAt: last.ReceivedAt, ID: last.ID}), nil
 }
 
 var _ domain.DeliveryService = (*Store)(nil)

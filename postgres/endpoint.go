@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -51,7 +53,7 @@ func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (
 }
 
 func endpointNotFound(tenantSlug, providerName string) error {
-	return notFound("unknown tenant %q or provider %q", tenantSlug, providerName)
+	return pg.NotFound("unknown tenant %q or provider %q", tenantSlug, providerName)
 }
 
 // loadEndpoint reads an endpoint in one query.
@@ -71,13 +73,13 @@ func (s *Store) loadEndpoint(ctx context.Context, tenantSlug, providerName strin
 		return p, endpointNotFound(tenantSlug, providerName)
 	}
 	if err != nil {
-		return p, translate(err)
+		return p, pg.Translate(err)
 	}
 	p.TenantSlug, p.Name = tenantSlug, providerName
 	p.MaxFutureSkew = time.Duration(skew) * time.Second
-	secrets := make([]sealedSecret, len(ids))
+	secrets := make([]pg.SealedSecret, len(ids))
 	for i := range ids {
-		secrets[i] = sealedSecret{TenantID: p.TenantID, ProviderID: p.ID, ID: ids[i], KeyID: keyIDs[i],
+		secrets[i] = pg.SealedSecret{TenantID: p.TenantID, ProviderID: p.ID, ID: ids[i], KeyID: keyIDs[i],
 			AADVersion: aads[i], Ciphertext: sealed[i]}
 	}
 	if p.Secrets, err = s.openSecrets(secrets); err != nil {

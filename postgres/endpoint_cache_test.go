@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -356,7 +358,7 @@ func TestEndpointCacheBounds(t *testing.T) {
 		return domain.ProviderEndpoint{Provider: domain.Provider{TenantID: tenantID}}
 	}
 	key := func(i int) endpointKey { return endpointKey{fmt.Sprint("t", i), "p"} }
-	miss := notFound("no such endpoint")
+	miss := pg.NotFound("no such endpoint")
 	t.Run("off until live", func(t *testing.T) {
 		var c endpointCache
 		_, gen := c.get(key(1), now)

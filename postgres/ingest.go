@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -19,14 +21,14 @@ import (
 // lock held until commit (BenchmarkCounterShards measures the difference).
 const defaultCounterShards = 16
 
-var deliveriesSQL = named(`
+var deliveriesSQL = pg.Named(`
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
                         method, path, query, headers, truncated, client_address, replay_of)
 SELECT d.tenant_id, d.id, d.received_at, d.provider_id, d.status, d.signature, d.reason, d.event_count, d.body,
        d.method, d.path, d.query, d.headers, d.truncated, d.client_address, d.replay_of
 FROM ` + deliveryRowsSQL + ``)
 
-var ensureScopeSQL = named(`
+var ensureScopeSQL = pg.Named(`
 INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)
 ON CONFLICT DO NOTHING`)
 
@@ -73,7 +75,7 @@ func (s *Store) ingestWith(ctx context.Context, d domain.Delivery, p domain.Prov
 		}
 		results, err = s.ingestRetrying(ctx, write, d, p, events)
 	}
-	return results, translate(err)
+	return results, pg.Translate(err)
 }
 
 // ingestRetrying runs the delivery's transaction, again after a lost
@@ -81,7 +83,7 @@ func (s *Store) ingestWith(ctx context.Context, d domain.Delivery, p domain.Prov
 func (s *Store) ingestRetrying(ctx context.Context, write writeFunc, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	for attempt := 1; ; attempt++ {
 		results, err := write(ctx, d, p, events)
-		if err != nil && retryable(err) && attempt < 3 {
+		if err != nil && pg.Retryable(err) && attempt < 3 {
 			continue
 		}
 		return results, err
@@ -145,7 +147,7 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 			continue
 		}
 		ensured[e.Scope] = true
-		_, err := s.pool.Exec(ctx, ensureScopeSQL.sql, ensureScopeSQL.args(pgx.NamedArgs{"tenant_id": p.TenantID,
+		_, err := s.pool.Exec(ctx, ensureScopeSQL.SQL, ensureScopeSQL.Args(pgx.NamedArgs{"tenant_id": p.TenantID,
 			"provider_id": p.ID, "object_type": e.Scope.ObjectType, "action": e.Scope.Action})...)
 		if why, refusedScope := programLimit(err); refusedScope {
 			for i := range events {
@@ -155,7 +157,7 @@ func (s *Store) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, eve
 				}
 			}
 		} else if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 	}
 	return nil
@@ -169,19 +171,4 @@ func (s *Store) ingestAlone(ctx context.Context, d domain.Delivery, p domain.Pro
 		batch.Queue(s.beforeCommitSQL)
 	}
 	return results, s.pool.SendBatch(ctx, batch).Close()
-}
-
-func nullString(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func nullJSON(b []byte) *string {
-	if len(b) == 0 {
-		return nil
-	}
-	s := string(b)
-	return &s
 }

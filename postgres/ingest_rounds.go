@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"fmt"
 	"strconv"
 	"time"
@@ -63,7 +65,7 @@ func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 	}
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
-	batch.Queue(deliveriesSQL.sql, deliveriesSQL.args(args)...)
+	batch.Queue(deliveriesSQL.SQL, deliveriesSQL.Args(args)...)
 	tenantID := group[0].p.TenantID
 	for r, round := range inRounds(tenantID, events) {
 		queueRound(batch, tenantID, round, (shard+r)%s.counterShards)
@@ -146,7 +148,7 @@ func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int)
 			properties = properties || ev.e.Property != ""
 		}
 	}
-	queue := func(st statement) { batch.Queue(st.sql, st.args(args)...) }
+	queue := func(st pg.Statement) { batch.Queue(st.SQL, st.Args(args)...) }
 	switch {
 	case !leads && wholes && properties:
 		queue(claimApplyBothSQL)
@@ -161,9 +163,9 @@ func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int)
 		for _, ev := range round {
 			if l := ev.lead(); l != nil {
 				for _, k := range domain.LeadLockKeys(tenantID, *l) {
-					batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": k})...)
+					batch.Queue(leadLockSQL.SQL, leadLockSQL.Args(pgx.NamedArgs{"key": k})...)
 				}
-				batch.Queue(leadSQL.sql, leadSQL.args(leadArgs(tenantID, ev))...)
+				batch.Queue(leadSQL.SQL, leadSQL.Args(leadArgs(tenantID, ev))...)
 			}
 		}
 		if wholes {
@@ -173,7 +175,7 @@ func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int)
 			queue(applyPropertySQL)
 		}
 	}
-	batch.Queue(outcomeSQL.sql, outcomeSQL.args(args)...).Query(func(rows pgx.Rows) error {
+	batch.Queue(outcomeSQL.SQL, outcomeSQL.Args(args)...).Query(func(rows pgx.Rows) error {
 		answered := 0
 		for rows.Next() {
 			var i int
@@ -199,10 +201,6 @@ func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int)
 		return nil
 	})
 }
-
-// latestRevisionTime stands for any revision time past it, which PostgreSQL
-// could not store (a HubSpot occurredAt can name the year 292 million).
-var latestRevisionTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
 
 // roundArgs are the parameters of a round's statements: one array per
 // column of eventRows, in round order.
@@ -237,13 +235,13 @@ func roundArgs(tenantID int64, round []roundEvent, shard int) pgx.NamedArgs {
 		}
 		providerID[i], deliveryID[i], seq[i], now[i] = p.ID, d.ID, int32(e.Seq), d.ReceivedAt
 		objectType[i], action[i], eventID[i] = e.Scope.ObjectType, e.Scope.Action, e.EventID
-		objectID[i], revision[i], snapshot[i], payload[i] = nullString(e.ObjectID), e.Revision, nullJSON(e.Snapshot), e.Payload
-		reject[i], key[i], identifier[i], ttl[i] = nullString(e.RejectReason), ev.key, ev.identifier, ev.ttl.Seconds()
-		property[i], maxSkew[i], leadSignups[i] = nullString(e.Property), p.MaxFutureSkew.Seconds(), ev.lead() != nil
+		objectID[i], revision[i], snapshot[i], payload[i] = pg.NullString(e.ObjectID), e.Revision, pg.NullJSON(e.Snapshot), e.Payload
+		reject[i], key[i], identifier[i], ttl[i] = pg.NullString(e.RejectReason), ev.key, ev.identifier, ev.ttl.Seconds()
+		property[i], maxSkew[i], leadSignups[i] = pg.NullString(e.Property), p.MaxFutureSkew.Seconds(), ev.lead() != nil
 		if e.Revision != nil && !e.RevisionTime.IsZero() && e.RejectReason == "" {
 			at := e.RevisionTime
-			if at.After(latestRevisionTime) {
-				at = latestRevisionTime // later than PostgreSQL holds, and as surely too far ahead
+			if at.After(pg.LatestRevisionTime) {
+				at = pg.LatestRevisionTime // later than PostgreSQL holds, and as surely too far ahead
 			}
 			revisionAt[i] = &at
 		}
@@ -262,7 +260,7 @@ func leadArgs(tenantID int64, ev roundEvent) pgx.NamedArgs {
 	l := ev.e.Lead
 	return pgx.NamedArgs{
 		"tenant_id": tenantID, "key": ev.key, "delivery_id": ev.job.d.ID, "seq": ev.e.Seq, "now": ev.job.d.ReceivedAt,
-		"email": l.Email, "name": nullString(l.Name), "company": nullString(l.Company), "domain": nullString(l.Domain),
-		"campaign": l.Campaign, "source": nullString(l.Source),
+		"email": l.Email, "name": pg.NullString(l.Name), "company": pg.NullString(l.Company), "domain": pg.NullString(l.Domain),
+		"campaign": l.Campaign, "source": pg.NullString(l.Source),
 	}
 }

@@ -1,5 +1,7 @@
 package postgres
 
+import "github.com/tidemark/tidemark/postgres/internal/pg"
+
 import "github.com/tidemark/tidemark/domain"
 
 // The ingest statements are set-based: each takes the events of one round
@@ -69,7 +71,7 @@ ON CONFLICT (tenant_id, key) DO UPDATE SET
     seq = EXCLUDED.seq, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
 WHERE k.expires_at <= EXCLUDED.claimed_at`
 
-var claimSQL = named(claimKeysSQL)
+var claimSQL = pg.Named(claimKeysSQL)
 
 // claimedEvents are the round's events that hold their claim. Every
 // lookup of the round's rows is a LATERAL ... LIMIT 1: a generic plan does
@@ -157,18 +159,18 @@ FROM applied_property a JOIN ` + applyRows + ` ON e.delivery_id = a.last_applied
 // The guards after a separate claim (a round with lead signups, whose
 // locks come between the two), and with the claim in the same statement.
 var (
-	applySQL = named(`WITH applied AS (INSERT INTO ` + wholeUpsert + claimedEvents + wholeGuard + `)
+	applySQL = pg.Named(`WITH applied AS (INSERT INTO ` + wholeUpsert + claimedEvents + wholeGuard + `)
 INSERT INTO ` + wholeRevisions)
-	applyPropertySQL = named(`WITH applied_property AS (INSERT INTO ` + propertyUpsert + claimedEvents + propertyGuard + `)
+	applyPropertySQL = pg.Named(`WITH applied_property AS (INSERT INTO ` + propertyUpsert + claimedEvents + propertyGuard + `)
 INSERT INTO ` + propertyRevisions)
 
-	claimApplySQL = named(`WITH ` + claimedCTE + `,
+	claimApplySQL = pg.Named(`WITH ` + claimedCTE + `,
 applied AS (INSERT INTO ` + wholeUpsert + justClaimed + wholeGuard + `)
 INSERT INTO ` + wholeRevisions)
-	claimApplyPropertySQL = named(`WITH ` + claimedCTE + `,
+	claimApplyPropertySQL = pg.Named(`WITH ` + claimedCTE + `,
 applied_property AS (INSERT INTO ` + propertyUpsert + justClaimed + propertyGuard + `)
 INSERT INTO ` + propertyRevisions)
-	claimApplyBothSQL = named(`WITH ` + claimedCTE + `,
+	claimApplyBothSQL = pg.Named(`WITH ` + claimedCTE + `,
 applied AS (INSERT INTO ` + wholeUpsert + justClaimed + wholeGuard + `),
 applied_property AS (INSERT INTO ` + propertyUpsert + justClaimed + propertyGuard + `),
 whole_revisions AS (INSERT INTO ` + wholeRevisions + `)
@@ -180,7 +182,7 @@ INSERT INTO ` + propertyRevisions)
 // follow-up task for a new person and add the person to the campaign
 // once. The locks make this read-then-write race-free; the unique
 // constraints back them. The claim records what the event did.
-var leadSQL = named(`
+var leadSQL = pg.Named(`
 WITH mine AS (
     SELECT EXISTS (SELECT FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
                    AND delivery_id = @delivery_id AND seq = @seq) AS yes
@@ -222,7 +224,7 @@ UPDATE idempotency_keys SET effect = CASE
       OR EXISTS (SELECT FROM joined) OR EXISTS (SELECT FROM task) THEN 'applied' ELSE 'redundant' END
 WHERE tenant_id = @tenant_id AND key = @key AND delivery_id = @delivery_id AND seq = @seq`)
 
-var leadLockSQL = named(`SELECT pg_advisory_xact_lock(@key)`)
+var leadLockSQL = pg.Named(`SELECT pg_advisory_xact_lock(@key)`)
 
 // What of a stored snapshot an event changing a property is compared with:
 // all of it, or for a property change just {property: value} ({} for
@@ -240,7 +242,7 @@ const (
 // Step 3: decide the outcomes in a new statement, which sees whatever the
 // waits of steps 1 and 2 let other transactions commit, then log the
 // events, open conflicts where needed and count the outcomes.
-var outcomeSQL = named(`
+var outcomeSQL = pg.Named(`
 WITH facts AS (
     SELECT e.*, c.key IS NOT NULL AS has_claim, c.content_hash AS claim_hash, c.effect,
            coalesce(c.delivery_id = e.delivery_id AND c.seq = e.seq, false) AS claimed,

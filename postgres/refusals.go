@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"math/rand/v2"
 	"time"
@@ -47,5 +49,5 @@ func (s *Store) LogRefusals(ctx context.Context, counts []domain.RefusalCount, s
 	}
 	rows.set(args)
 	_, err := s.pool.Exec(ctx, logRefusalsSQL, args)
-	return translate(err)
+	return pg.Translate(err)
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -30,16 +32,16 @@ func PrepareIngest(ctx context.Context, conn *pgx.Conn) error {
 	none.set(args)
 	batch := &pgx.Batch{}
 	batch.Queue(genericPlansSQL)
-	for _, st := range []statement{deliveriesSQL, claimSQL, claimApplySQL, claimApplyPropertySQL, claimApplyBothSQL,
+	for _, st := range []pg.Statement{deliveriesSQL, claimSQL, claimApplySQL, claimApplyPropertySQL, claimApplyBothSQL,
 		applySQL, applyPropertySQL, outcomeSQL} {
-		batch.Queue(st.sql, st.args(args)...)
+		batch.Queue(st.SQL, st.Args(args)...)
 	}
 	// A lead signup of tenant 0, which has no claim: it writes nothing.
 	// Its lock is released with the rollback.
-	batch.Queue(leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{"key": int64(0)})...)
+	batch.Queue(leadLockSQL.SQL, leadLockSQL.Args(pgx.NamedArgs{"key": int64(0)})...)
 	lead := pgx.NamedArgs{"tenant_id": int64(0), "key": []byte{}, "delivery_id": nil, "seq": 0, "now": nil,
 		"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
-	batch.Queue(leadSQL.sql, leadSQL.args(lead)...)
+	batch.Queue(leadSQL.SQL, leadSQL.Args(lead)...)
 	err = tx.SendBatch(ctx, batch).Close()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42") {

@@ -32,7 +32,7 @@ func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 	outcome := func() (prepared, generic int) {
 		t.Helper()
 		err := pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(generic_plans), 0) FROM pg_prepared_statements
-			WHERE statement = $1`, outcomeSQL.sql).Scan(&prepared, &generic)
+			WHERE statement = $1`, outcomeSQL.SQL).Scan(&prepared, &generic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +55,7 @@ func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 	statements := func() []string {
 		t.Helper()
 		rows, _ := pool.Query(ctx, `SELECT statement FROM pg_prepared_statements WHERE statement <> $1 ORDER BY 1`,
-			ensureScopeSQL.sql)
+			ensureScopeSQL.SQL)
 		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			t.Fatal(err)

@@ -1,4 +1,4 @@
-package postgres
+package pg
 
 import (
 	"bytes"
@@ -8,7 +8,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-func pageLimit(p domain.Page) int {
+func PageLimit(p domain.Page) int {
 	switch {
 	case p.Limit <= 0:
 		return domain.DefaultPageLimit
@@ -18,9 +18,9 @@ func pageLimit(p domain.Page) int {
 	return p.Limit
 }
 
-// trim cuts a list fetched with one extra row down to the page and reports
+// Trim cuts a list fetched with one extra row down to the page and reports
 // whether the extra row was there.
-func trim[T any](rows []T, limit int) ([]T, bool) {
+func Trim[T any](rows []T, limit int) ([]T, bool) {
 	if len(rows) > limit {
 		return rows[:limit], true
 	}
@@ -28,26 +28,26 @@ func trim[T any](rows []T, limit int) ([]T, bool) {
 }
 
 // Cursors are opaque to callers: the base64url JSON of the last row's sort key.
-func encodeCursor(key any) string {
+func EncodeCursor(key any) string {
 	b, _ := json.Marshal(key)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeCursor leaves key untouched when cursor is empty.
-func decodeCursor(cursor string, key any) error {
+// DecodeCursor leaves key untouched when cursor is empty.
+func DecodeCursor(cursor string, key any) error {
 	if cursor == "" {
 		return nil
 	}
 	b, err := base64.RawURLEncoding.DecodeString(cursor)
 	if err != nil {
-		return invalidCursor()
+		return InvalidCursor()
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(key); err != nil {
-		return invalidCursor()
+		return InvalidCursor()
 	}
 	return nil
 }
 
-func invalidCursor() error { return domain.Errorf(domain.EINVALID, "invalid cursor") }
+func InvalidCursor() error { return domain.Errorf(domain.EINVALID, "invalid cursor") }

@@ -1,4 +1,4 @@
-package postgres
+package pg
 
 import (
 	"crypto/aes"
@@ -18,11 +18,11 @@ import (
 // and a missing key is reported as such, and aad_version, which says what
 // associated data the secret was sealed with.
 const (
-	// aadNone: sealed without associated data, before migration 00014.
-	aadNone int16 = 0
-	// aadProvider: sealed with secretAAD(tenant, provider), so the
+	// AADNone: sealed without associated data, before migration 00014.
+	AADNone int16 = 0
+	// AADProvider: sealed with secretAAD(tenant, provider), so the
 	// ciphertext does not open in another provider's row.
-	aadProvider int16 = 1
+	AADProvider int16 = 1
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
@@ -53,16 +53,16 @@ func newSecretCipher(key []byte) (*secretCipher, error) {
 	return &secretCipher{aead: aead, keyID: hex.EncodeToString(sum[:8])}, nil
 }
 
-// keyring holds a store's keys: the first seals new secrets, every one
+// Keyring holds a store's keys: the first seals new secrets, every one
 // opens the secrets stored under its key id.
-type keyring struct {
+type Keyring struct {
 	sealer *secretCipher // nil when the store has no keys
 	byID   map[string]*secretCipher
 	ids    []string // in the order given
 }
 
-func newKeyring(keys [][]byte) (*keyring, error) {
-	k := &keyring{byID: map[string]*secretCipher{}}
+func NewKeyring(keys [][]byte) (*Keyring, error) {
+	k := &Keyring{byID: map[string]*secretCipher{}}
 	for i, key := range keys {
 		c, err := newSecretCipher(key)
 		if err != nil {
@@ -79,44 +79,44 @@ func newKeyring(keys [][]byte) (*keyring, error) {
 	return k, nil
 }
 
-// sealedSecret is a provider secret as stored. Its ids name it in logs and
+// SealedSecret is a provider secret as stored. Its ids name it in logs and
 // errors; its plaintext never appears there.
-type sealedSecret struct {
+type SealedSecret struct {
 	TenantID, ProviderID, ID int64
 	KeyID                    string
 	AADVersion               int16
 	Ciphertext               []byte
 }
 
-// seal encrypts a new secret of a provider under the first key, bound to
+// Seal encrypts a new secret of a provider under the first key, bound to
 // the tenant and provider.
-func (k *keyring) seal(tenantID, providerID int64, plaintext string) (sealedSecret, error) {
+func (k *Keyring) Seal(tenantID, providerID int64, plaintext string) (SealedSecret, error) {
 	if k.sealer == nil {
-		return sealedSecret{}, ErrNoKey
+		return SealedSecret{}, ErrNoKey
 	}
 	nonce := make([]byte, k.sealer.aead.NonceSize())
 	rand.Read(nonce)
-	return sealedSecret{TenantID: tenantID, ProviderID: providerID, KeyID: k.sealer.keyID, AADVersion: aadProvider,
+	return SealedSecret{TenantID: tenantID, ProviderID: providerID, KeyID: k.sealer.keyID, AADVersion: AADProvider,
 		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), secretAAD(tenantID, providerID))}, nil
 }
 
-// errMissingKey wraps the error of a secret whose key the store lacks.
-var errMissingKey = errors.New("no configured encryption key has this key id")
+// ErrMissingKey wraps the error of a secret whose key the store lacks.
+var ErrMissingKey = errors.New("no configured encryption key has this key id")
 
-// open decrypts a stored secret with the key it names and the associated
+// Open decrypts a stored secret with the key it names and the associated
 // data its row implies.
-func (k *keyring) open(s sealedSecret) (string, error) {
+func (k *Keyring) Open(s SealedSecret) (string, error) {
 	if k.sealer == nil {
 		return "", ErrNoKey
 	}
 	c := k.byID[s.KeyID]
 	if c == nil {
-		return "", fmt.Errorf("key id %s: %w (configured: %s)", s.KeyID, errMissingKey, strings.Join(k.ids, ", "))
+		return "", fmt.Errorf("key id %s: %w (configured: %s)", s.KeyID, ErrMissingKey, strings.Join(k.ids, ", "))
 	}
 	var aad []byte
 	switch s.AADVersion {
-	case aadNone:
-	case aadProvider:
+	case AADNone:
+	case AADProvider:
 		aad = secretAAD(s.TenantID, s.ProviderID)
 	default:
 		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
@@ -141,3 +141,13 @@ func secretAAD(tenantID, providerID int64) []byte {
 	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
 	return binary.BigEndian.AppendUint64(b, uint64(providerID))
 }
+
+// CanSeal reports whether the keyring has a key, without which no secret
+// can be sealed or opened.
+func (k *Keyring) CanSeal() bool { return k.sealer != nil }
+
+// SealerID is the key id of the key that seals new secrets.
+func (k *Keyring) SealerID() string { return k.sealer.keyID }
+
+// IDs are the key ids the keyring holds, in the order given.
+func (k *Keyring) IDs() []string { return k.ids }
