@@ -60,7 +60,7 @@ const (
 const (
 	headlineOptions = `E'StartSel=\u0002, StopSel=\u0003, MaxWords=16, MinWords=6, MaxFragments=2, FragmentDelimiter=" … "'`
 	// headlineOf + alias + headlineEnd is the headline of that row's snapshot.
-	headlineOf  = `pg.Translate(ts_headline('simple', pg.Translate(`
+	headlineOf  = `translate(ts_headline('simple', translate(`
 	headlineEnd = `.snapshot::text, '<>', E'\u0004\u0005'),
         websearch_to_tsquery('simple', @q), ` + headlineOptions + `), E'\u0004\u0005', '<>')`
 	recordHeadline = `CASE WHEN @q::text IS NULL THEN ''
