@@ -82,7 +82,7 @@ func (s *Store) loadEndpoint(ctx context.Context, tenantSlug, providerName strin
 		secrets[i] = pg.SealedSecret{TenantID: p.TenantID, ProviderID: p.ID, ID: ids[i], KeyID: keyIDs[i],
 			AADVersion: aads[i], Ciphertext: sealed[i]}
 	}
-	if p.Secrets, err = s.openSecrets(secrets); err != nil {
+	if p.Secrets, err = s.secrets.OpenAll(secrets); err != nil {
 		return p, err
 	}
 	p.Scopes = make(map[domain.ScopeName]domain.Scope, len(scopes))

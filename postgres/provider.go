@@ -220,7 +220,7 @@ func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID i
 	if len(sealed) == 0 {
 		return "", pg.NotFound("the provider has no active secret")
 	}
-	secrets, err := s.openSecrets(sealed)
+	secrets, err := s.secrets.OpenAll(sealed)
 	if err != nil {
 		return "", err
 	}

@@ -8,44 +8,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
-
-// secretLogEvery is how often one undecryptable secret is logged again.
-const secretLogEvery = 5 * time.Minute
-
-// openSecrets decrypts secrets in order and returns the plaintexts of those
-// that open. One that does not is logged and skipped, so a provider keeps
-// working with its other secrets. Without keys it returns ErrNoKey.
-func (s *Store) openSecrets(secrets []pg.SealedSecret) ([]string, error) {
-	var out []string
-	for _, sec := range secrets {
-		plain, err := s.keys.Open(sec)
-		if errors.Is(err, ErrNoKey) {
-			return nil, err
-		}
-		if err != nil {
-			s.logUndecryptable(sec, err)
-			continue
-		}
-		out = append(out, plain)
-	}
-	return out, nil
-}
-
-// logUndecryptable logs a secret that cannot be decrypted by its ids, at
-// most once per secretLogEvery.
-func (s *Store) logUndecryptable(sec pg.SealedSecret, err error) {
-	now := time.Now()
-	if last, ok := s.undecryptable.Load(sec.ID); ok && now.Sub(last.(time.Time)) < secretLogEvery {
-		return
-	}
-	s.undecryptable.Store(sec.ID, now)
-	s.log.Error("provider secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
-		"provider_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
-}
 
 // activeSecretsAllSQL reads every tenant's active secrets, for the start-up
 // check.
@@ -85,7 +50,7 @@ func (s *Store) CheckSecrets(ctx context.Context) error {
 			u.secrets++
 			u.providers[sec.ProviderID] = true
 		case err != nil:
-			s.logUndecryptable(sec, err)
+			s.secrets.LogUndecryptable(sec, err)
 		}
 	}
 	if len(missing) == 0 {
@@ -169,7 +134,7 @@ func (s *Store) RekeySecrets(ctx context.Context, batchSize int) (int64, error) 
 					continue
 				}
 				if err != nil {
-					s.logUndecryptable(sec, err)
+					s.secrets.LogUndecryptable(sec, err)
 					failed++
 					continue
 				}

@@ -14,7 +14,6 @@ import (
 
 	"log/slog"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -33,10 +32,8 @@ type Store struct {
 	keys *pg.Keyring
 	log  *slog.Logger
 
-	// undecryptable remembers when each secret that failed to decrypt was
-	// last logged (secret id to time.Time), so that steady traffic to its
-	// provider does not repeat the error on every delivery.
-	undecryptable sync.Map
+	// secrets opens provider secrets with keys and logs those it cannot.
+	secrets *pg.Secrets
 
 	// endpoints caches Endpoint while ListenForChanges runs.
 	endpoints endpointCache
@@ -81,7 +78,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, read: pool, keys: keys, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
+	return &Store{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log), counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).
