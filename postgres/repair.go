@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 
 	"context"
@@ -188,7 +189,7 @@ func (s *Store) EraseLead(ctx context.Context, tenantID int64, email string) (do
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The signup's locks (domain.LeadLockKeys): a signup of this email
 		// in flight finishes first, or starts after the erase.
-		if _, err := tx.Exec(ctx, leadLockSQL.SQL, leadLockSQL.Args(pgx.NamedArgs{
+		if _, err := tx.Exec(ctx, ingestion.LeadLockSQL.SQL, ingestion.LeadLockSQL.Args(pgx.NamedArgs{
 			"key": domain.LeadLockKeys(tenantID, domain.Lead{Email: email})[0]})...); err != nil {
 			return err
 		}

@@ -10,6 +10,7 @@
 package postgres
 
 import (
+	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 
 	"log/slog"
@@ -35,19 +36,11 @@ type Store struct {
 	// secrets opens provider secrets with keys and logs those it cannot.
 	secrets *pg.Secrets
 
-	// endpoints caches Endpoint while ListenForChanges runs.
-	endpoints endpointCache
-
 	historyRetention time.Duration // see SetHistoryRetention
 
-	counterShards int
-	groups        groupQueues // deliveries waiting for their tenant's group committer
-	maxQueued     int         // deliveries one tenant may have waiting
-
-	// beforeCommitSQL, when set by a test, is a statement appended to every
-	// ingest transaction after all of its work and before it commits: an
-	// error injected there, or a lock wait that holds the transaction open.
-	beforeCommitSQL string
+	// Writer is the ingest write path: Ingest, Endpoint, ListenForChanges,
+	// EndpointCacheLive and LogRefusals are its.
+	*ingestion.Writer
 }
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
@@ -78,7 +71,8 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log), counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
+	secrets := pg.NewSecrets(keys, log)
+	return &Store{pool: pool, read: pool, keys: keys, log: log, secrets: secrets, Writer: ingestion.New(pool, secrets, log)}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).

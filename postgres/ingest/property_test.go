@@ -1,81 +1,58 @@
-package postgres
+package ingest_test
 
 import (
-	"encoding/json"
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
 )
 
-// change builds a HubSpot-style property event for contact c-1: property
-// set to value at revision (occurredAt). A property of "$created" or
-// "$deleted" marks creation or deletion.
-func change(id, property, value string, revision int64) domain.Event {
-	snapshot := "{}"
-	if !strings.HasPrefix(property, "$") {
-		v, _ := json.Marshal(value)
-		snapshot = fmt.Sprintf(`{%q:%s}`, property, v)
-	}
-	action := "propertyChange"
-	switch property {
-	case domain.PropertyCreated:
-		action = "creation"
-	case domain.PropertyDeleted:
-		action = "deletion"
-	}
-	return domain.Event{EventID: id, Scope: domain.ScopeName{ObjectType: "contact", Action: action},
-		ObjectID: "c-1", Revision: &revision, Snapshot: json.RawMessage(snapshot), Property: property,
-		Payload: []byte(snapshot)}
-}
-
 func TestPropertyRevisionsAreGuardedPerProperty(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	wantOutcome(t, ingest(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "applied")
-	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
 	// A late, older change of jobtitle never overwrites the newer one...
-	late := ingest(t, s, p, change("e2", "jobtitle", "Analyst", 200))
+	late := ingestOne(t, s, p, change("e2", "jobtitle", "Analyst", 200))
 	wantOutcome(t, late, "stale")
 	if !strings.Contains(late.Reason, "jobtitle") {
 		t.Fatalf("stale reason %q does not name the property", late.Reason)
 	}
 	// ...while a change of another property at that older time still applies.
-	wantOutcome(t, ingest(t, s, p, change("e3", "lifecyclestage", "lead", 200)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("e3", "lifecyclestage", "lead", 200)), "applied")
 	if _, snap, count := record(t, s, p, "c-1"); snap != `{"jobtitle": "Director", "lifecyclestage": "lead"}` || count != 3 {
 		t.Fatalf("record %s with %d applications, want Director, lead and 3", snap, count)
 	}
 	// The same occurredAt for one property: same value is redundant, another
 	// value is a revision conflict of that property.
-	wantOutcome(t, ingest(t, s, p, change("e4", "jobtitle", "Director", 300)), "redundant")
-	c := ingest(t, s, p, change("e5", "jobtitle", "VP Sales", 300))
+	wantOutcome(t, ingestOne(t, s, p, change("e4", "jobtitle", "Director", 300)), "redundant")
+	c := ingestOne(t, s, p, change("e5", "jobtitle", "VP Sales", 300))
 	wantOutcome(t, c, "revision_conflict")
 	if c.ConflictID == 0 {
 		t.Fatal("no conflict opened")
 	}
 	// The same occurredAt on another property is no conflict at all.
-	wantOutcome(t, ingest(t, s, p, change("e6", "phone", "555", 300)), "applied")
-	wantOutcome(t, ingest(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "duplicate")
-	wantOutcome(t, ingest(t, s, p, change("e7", domain.PropertyCreated, "", 100)), "redundant")
+	wantOutcome(t, ingestOne(t, s, p, change("e6", "phone", "555", 300)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("e0", domain.PropertyCreated, "", 100)), "duplicate")
+	wantOutcome(t, ingestOne(t, s, p, change("e7", domain.PropertyCreated, "", 100)), "redundant")
 }
 
 func TestDeletionMakesOlderChangesStale(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
-	wantOutcome(t, ingest(t, s, p, change("d1", domain.PropertyDeleted, "", 500)), "applied")
-	late := ingest(t, s, p, change("e2", "lifecyclestage", "customer", 400))
+	wantOutcome(t, ingestOne(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("d1", domain.PropertyDeleted, "", 500)), "applied")
+	late := ingestOne(t, s, p, change("e2", "lifecyclestage", "customer", 400))
 	wantOutcome(t, late, "stale")
 	if !strings.Contains(late.Reason, "deletion") {
 		t.Fatalf("stale reason %q does not mention the deletion", late.Reason)
 	}
 	var deleted *int64
-	s.pool.QueryRow(t.Context(), `SELECT deleted_revision FROM records WHERE tenant_id = $1 AND object_id = 'c-1'`, p.TenantID).Scan(&deleted)
+	s.Pool().QueryRow(t.Context(), `SELECT deleted_revision FROM records WHERE tenant_id = $1 AND object_id = 'c-1'`, p.TenantID).Scan(&deleted)
 	if deleted == nil || *deleted != 500 {
 		t.Fatalf("deleted_revision %v, want 500", deleted)
 	}
-	wantOutcome(t, ingest(t, s, p, change("e3", "lifecyclestage", "customer", 600)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("e3", "lifecyclestage", "customer", 600)), "applied")
 }
 
 func TestPropertyChangesInOneBatchApplyInOrder(t *testing.T) {
@@ -111,9 +88,9 @@ func TestAdoptPropertyConflictKeepsOtherProperties(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := asTestCLI(t.Context())
-	wantOutcome(t, ingest(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
-	wantOutcome(t, ingest(t, s, p, change("e2", "phone", "555", 400)), "applied")
-	c := ingest(t, s, p, change("e3", "jobtitle", "VP Sales", 300))
+	wantOutcome(t, ingestOne(t, s, p, change("e1", "jobtitle", "Director", 300)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, change("e2", "phone", "555", 400)), "applied")
+	c := ingestOne(t, s, p, change("e3", "jobtitle", "VP Sales", 300))
 	wantOutcome(t, c, "revision_conflict")
 	if _, err := s.ResolveConflict(ctx, p.TenantID, c.ConflictID, domain.ResolveAdopt, "", "test"); err != nil {
 		t.Fatal(err)

@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestLogRefusals(t *testing.T) {
 
 	counted := func(prov int64, bucket time.Time) (n int64) {
 		t.Helper()
-		err := s.pool.QueryRow(ctx, `SELECT coalesce(sum(n), 0) FROM outcome_counters
+		err := s.Pool().QueryRow(ctx, `SELECT coalesce(sum(n), 0) FROM outcome_counters
 			WHERE tenant_id = $1 AND provider_id = $2 AND bucket = $3 AND outcome = $4`,
 			p.TenantID, prov, bucket, domain.DeliveryRejected).Scan(&n)
 		if err != nil {
@@ -69,7 +69,7 @@ func TestLogRefusals(t *testing.T) {
 		}
 	}
 
-	rows, err := s.pool.Query(ctx, `SELECT provider_id, status, signature, coalesce(reason, ''), body FROM deliveries
+	rows, err := s.Pool().Query(ctx, `SELECT provider_id, status, signature, coalesce(reason, ''), body FROM deliveries
 		WHERE tenant_id = $1 ORDER BY provider_id`, p.TenantID)
 	if err != nil {
 		t.Fatal(err)

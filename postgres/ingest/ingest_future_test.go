@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -10,34 +10,6 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// dbNow is the database's clock, which decides what is in the future.
-func dbNow(t *testing.T, s *Store) time.Time {
-	t.Helper()
-	var now time.Time
-	if err := s.pool.QueryRow(context.Background(), `SELECT now()`).Scan(&now); err != nil {
-		t.Fatal(err)
-	}
-	return now
-}
-
-// dated is a snapshot event whose revision is the timestamp at, as the
-// Salesforce, HubSpot and Shippo receivers build them.
-func dated(id, contact string, at time.Time, snapshot string) domain.Event {
-	e := event(id, contact, at.UnixMicro(), snapshot)
-	e.RevisionTime = at
-	return e
-}
-
-// tableCount counts the tenant's rows of a table.
-func tableCount(t *testing.T, s *Store, p domain.ProviderEndpoint, table string) int {
-	t.Helper()
-	var n int
-	if err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE tenant_id = $1", p.TenantID).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 func TestFutureRevisionsAreRejected(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
@@ -48,28 +20,28 @@ func TestFutureRevisionsAreRejected(t *testing.T) {
 
 	// A forged SystemModstamp of 9999-12-31 would freeze the record forever.
 	frozen := time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
-	r := ingest(t, s, p, dated("forged", "c-1", frozen, `{"title":"forged"}`))
+	r := ingestOne(t, s, p, dated("forged", "c-1", frozen, `{"title":"forged"}`))
 	wantOutcome(t, r, "rejected")
 	if !strings.Contains(r.Reason, "ahead of the database clock; this provider accepts at most 5m0s") {
 		t.Fatalf("reason %q does not name the skew and the window", r.Reason)
 	}
-	r = ingest(t, s, p, dated("ahead", "c-1", now.Add(2*time.Hour+3*time.Minute), `{"title":"ahead"}`))
+	r = ingestOne(t, s, p, dated("ahead", "c-1", now.Add(2*time.Hour+3*time.Minute), `{"title":"ahead"}`))
 	wantOutcome(t, r, "rejected")
 	if !strings.HasPrefix(r.Reason, "revision is dated 2h2m") && !strings.HasPrefix(r.Reason, "revision is dated 2h3m") {
 		t.Fatalf("reason %q, want it to say the revision is 2h3m ahead", r.Reason)
 	}
 	// Nothing of them was applied or claimed: a redelivery is rejected
 	// again, not a duplicate, and a genuine update applies.
-	wantOutcome(t, ingest(t, s, p, dated("forged", "c-1", frozen, `{"title":"forged"}`)), "rejected")
+	wantOutcome(t, ingestOne(t, s, p, dated("forged", "c-1", frozen, `{"title":"forged"}`)), "rejected")
 	for _, table := range []string{"records", "idempotency_keys", "accepted_revisions"} {
 		if n := tableCount(t, s, p, table); n != 0 {
 			t.Fatalf("%d rows in %s after future revisions", n, table)
 		}
 	}
-	wantOutcome(t, ingest(t, s, p, dated("genuine", "c-1", now.Add(-time.Second), `{"title":"genuine"}`)), "applied")
-	wantOutcome(t, ingest(t, s, p, dated("soon", "c-1", now.Add(time.Minute), `{"title":"soon"}`)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, dated("genuine", "c-1", now.Add(-time.Second), `{"title":"genuine"}`)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, dated("soon", "c-1", now.Add(time.Minute), `{"title":"soon"}`)), "applied")
 	// The same event id dated in the future is rejected, not an event_conflict.
-	wantOutcome(t, ingest(t, s, p, dated("genuine", "c-1", now.Add(time.Hour), `{"title":"genuine"}`)), "rejected")
+	wantOutcome(t, ingestOne(t, s, p, dated("genuine", "c-1", now.Add(time.Hour), `{"title":"genuine"}`)), "rejected")
 	if _, snap, count := record(t, s, p, "c-1"); snap != `{"title": "soon"}` || count != 2 {
 		t.Fatalf("record %s applied %d times, want soon and 2", snap, count)
 	}
@@ -77,9 +49,9 @@ func TestFutureRevisionsAreRejected(t *testing.T) {
 	// A wider window accepts what the default refuses.
 	wide := p
 	wide.MaxFutureSkew = time.Hour
-	wantOutcome(t, ingest(t, s, wide, dated("wide", "c-2", now.Add(10*time.Minute), `{"title":"wide"}`)), "applied")
+	wantOutcome(t, ingestOne(t, s, wide, dated("wide", "c-2", now.Add(10*time.Minute), `{"title":"wide"}`)), "applied")
 	// A revision that is not a timestamp is never judged by the clock.
-	wantOutcome(t, ingest(t, s, p, event("integer", "c-3", frozen.UnixMicro(), `{"title":"integer"}`)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, event("integer", "c-3", frozen.UnixMicro(), `{"title":"integer"}`)), "applied")
 }
 
 func TestFuturePropertyChangesAreRejected(t *testing.T) {
@@ -91,11 +63,11 @@ func TestFuturePropertyChangesAreRejected(t *testing.T) {
 		e.Revision, e.RevisionTime = &rev, t
 		return e
 	}
-	wantOutcome(t, ingest(t, s, p, at(change("e1", "jobtitle", "Director", 0), now.Add(10*time.Minute))), "rejected")
-	wantOutcome(t, ingest(t, s, p, at(change("e2", "jobtitle", "Manager", 0), now.Add(time.Minute))), "applied")
-	wantOutcome(t, ingest(t, s, p, at(change("e3", domain.PropertyDeleted, "", 0), now.Add(10*time.Minute))), "rejected")
+	wantOutcome(t, ingestOne(t, s, p, at(change("e1", "jobtitle", "Director", 0), now.Add(10*time.Minute))), "rejected")
+	wantOutcome(t, ingestOne(t, s, p, at(change("e2", "jobtitle", "Manager", 0), now.Add(time.Minute))), "applied")
+	wantOutcome(t, ingestOne(t, s, p, at(change("e3", domain.PropertyDeleted, "", 0), now.Add(10*time.Minute))), "rejected")
 	// An occurredAt of the year 292 million, past what PostgreSQL can hold.
-	wantOutcome(t, ingest(t, s, p, at(change("e4", "city", "Paris", 0), time.UnixMilli(math.MaxInt64))), "rejected")
+	wantOutcome(t, ingestOne(t, s, p, at(change("e4", "city", "Paris", 0), time.UnixMilli(math.MaxInt64))), "rejected")
 	if _, snap, _ := record(t, s, p, "c-1"); snap != `{"jobtitle": "Manager"}` {
 		t.Fatalf("snapshot %s", snap)
 	}
@@ -123,7 +95,7 @@ func TestKeyExpiryFollowsTheDatabaseClock(t *testing.T) {
 	}
 	wantOutcome(t, at(time.Now().Add(-month), event("e1", "c-1", 1, `{"v":1}`)), "applied")
 	var left time.Duration
-	if err := s.pool.QueryRow(ctx, `SELECT extract(epoch FROM expires_at - now())::float8 * 1e9 FROM idempotency_keys
+	if err := s.Pool().QueryRow(ctx, `SELECT extract(epoch FROM expires_at - now())::float8 * 1e9 FROM idempotency_keys
 		WHERE tenant_id = $1 AND identifier = 'e1'`, p.TenantID).Scan(&left); err != nil {
 		t.Fatal(err)
 	}
@@ -137,7 +109,7 @@ func TestKeyExpiryFollowsTheDatabaseClock(t *testing.T) {
 		t.Fatalf("cleanup a month ahead removed %d keys (%v), want 0", r.ExpiredKeys, err)
 	}
 	// Once the database's clock has passed expires_at, the key goes.
-	if _, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE tenant_id = $1`, p.TenantID); err != nil {
+	if _, err := s.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE tenant_id = $1`, p.TenantID); err != nil {
 		t.Fatal(err)
 	}
 	if r, err := s.Cleanup(ctx, time.Now().Add(-month), 365*24*time.Hour); err != nil || r.ExpiredKeys != 1 {

@@ -1,4 +1,4 @@
-package postgres
+package ingest
 
 import (
 	"context"
@@ -28,7 +28,7 @@ const (
 // so the cache turns off; entries expire after endpointTTL regardless.
 var listenKeepAlive = net.KeepAliveConfig{Enable: true, Idle: 5 * time.Second, Interval: 5 * time.Second, Count: 3}
 
-// ErrAlreadyListening is returned by a second ListenForChanges on a store.
+// ErrAlreadyListening is returned by a second ListenForChanges on a writer.
 var ErrAlreadyListening = errors.New("this store's endpoint cache already has a listener")
 
 // ListenForChanges turns on the cache of Endpoint and keeps it current until
@@ -37,10 +37,10 @@ var ErrAlreadyListening = errors.New("this store's endpoint cache already has a 
 // LISTENs for the changes of any node: each drops the changed tenant's
 // entries. While that connection is down the cache is empty and bypassed,
 // since notifications may be missed, and the connection is retried with
-// backoff. A store runs one listener: a second call returns
+// backoff. A writer runs one listener: a second call returns
 // ErrAlreadyListening.
-func (s *Store) ListenForChanges(ctx context.Context) error {
-	c := &s.endpoints
+func (w *Writer) ListenForChanges(ctx context.Context) error {
+	c := &w.endpoints
 	if !c.listening.CompareAndSwap(false, true) {
 		return ErrAlreadyListening
 	}
@@ -48,10 +48,10 @@ func (s *Store) ListenForChanges(ctx context.Context) error {
 	defer c.reset(false, 0)
 	wait, down := c.firstRetry(), false
 	for {
-		err := s.listen(ctx, func() {
+		err := w.listen(ctx, func() {
 			wait = c.firstRetry()
 			if down {
-				s.log.Info("endpoint cache is back: its listener reconnected")
+				w.log.Info("endpoint cache is back: its listener reconnected")
 			}
 			down = false
 		})
@@ -60,7 +60,7 @@ func (s *Store) ListenForChanges(ctx context.Context) error {
 			return nil
 		}
 		if !down {
-			s.log.Warn("endpoint cache off until its listener reconnects", "err", err)
+			w.log.Warn("endpoint cache off until its listener reconnects", "err", err)
 			down = true
 		}
 		select {
@@ -74,15 +74,15 @@ func (s *Store) ListenForChanges(ctx context.Context) error {
 
 // EndpointCacheLive reports whether Endpoint is serving from its cache:
 // ListenForChanges runs and its connection is up.
-func (s *Store) EndpointCacheLive() bool {
-	live, _, _ := s.endpoints.state()
+func (w *Writer) EndpointCacheLive() bool {
+	live, _, _ := w.endpoints.state()
 	return live
 }
 
 // listen connects, LISTENs, turns the cache on (calling up) and handles
 // notifications until the connection fails or ctx ends.
-func (s *Store) listen(ctx context.Context, up func()) error {
-	cfg := s.pool.Config().ConnConfig.Copy()
+func (w *Writer) listen(ctx context.Context, up func()) error {
+	cfg := w.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = endpointsListenerApp
 	cfg.DialFunc = (&net.Dialer{KeepAliveConfig: listenKeepAlive}).DialContext
 	conn, err := pgx.ConnectConfig(ctx, cfg)
@@ -99,14 +99,14 @@ func (s *Store) listen(ctx context.Context, up func()) error {
 	}
 	// From here on every committed change is notified, so lookups that
 	// start now may be kept.
-	s.endpoints.reset(true, conn.PgConn().PID())
+	w.endpoints.reset(true, conn.PgConn().PID())
 	up()
 	for {
 		n, err := conn.WaitForNotification(ctx)
 		if err != nil {
 			return err
 		}
-		s.endpoints.invalidate(n.Payload)
+		w.endpoints.invalidate(n.Payload)
 	}
 }
 

@@ -1,4 +1,4 @@
-package postgres
+package ingest
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -30,32 +30,22 @@ type roundEvent struct {
 	ttl        time.Duration
 }
 
-// genericPlansSQL makes the rest of the transaction run the ingest
-// statements on their generic plans. Their custom plans look cheaper, as
-// the planner sees how few events an array holds, so PostgreSQL would plan
-// them anew on every call, which costs more than running them; and a custom
-// plan prunes no more partitions of the event log than the generic one does
-// when it starts.
-const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
-
-// queueDelivery queues the statements of one delivery on batch, counting
-// its outcomes in counter shard shard; the results are filled in as the
-// batch is read.
-func (s *Store) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
-	job := &ingestJob{d: d, p: p, events: events}
-	s.queueGroup(batch, []*ingestJob{job}, shard)
-	return job.results
+// step is one statement of a group's transaction with its arguments. A
+// round's outcome step also carries the round, whose results it returns.
+type step struct {
+	stmt  stmtID
+	args  pgx.NamedArgs
+	round []roundEvent
 }
 
-// queueGroup queues the statements of a group of one tenant's deliveries,
-// counting from counter shard shard on; each job's results are filled in as
-// the batch is read.
-func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
-	batch.Queue(genericPlansSQL)
+// plan is the transaction of a group of one tenant's deliveries, in
+// arrival order: generic plans, the delivery rows, then the steps of each
+// round, counting from counter shard shard on (of shards). It only
+// computes; exec.go queues the steps.
+func plan(group []*ingestJob, shard, shards int) []step {
 	var events []roundEvent
 	var deliveries deliveryRows
 	for _, job := range group {
-		job.results = make([]domain.Result, len(job.events))
 		d := job.d
 		d.TenantID, d.ProviderID = job.p.TenantID, job.p.ID
 		deliveries.add(d, len(job.events))
@@ -65,11 +55,12 @@ func (s *Store) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 	}
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
-	batch.Queue(deliveriesSQL.SQL, deliveriesSQL.Args(args)...)
+	steps := []step{{stmt: stGenericPlans}, {stmt: stDeliveries, args: args}}
 	tenantID := group[0].p.TenantID
 	for r, round := range inRounds(tenantID, events) {
-		queueRound(batch, tenantID, round, (shard+r)%s.counterShards)
+		steps = append(steps, roundSteps(tenantID, round, (shard+r)%shards)...)
 	}
+	return steps
 }
 
 // prepared is the n-th event of job, rejected if its scope is disabled,
@@ -136,8 +127,11 @@ func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
 	return rounds
 }
 
-// queueRound queues the statements of one round.
-func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int) {
+// roundSteps are the statements of one round: the claim and the guarded
+// upserts in one statement when the round has no lead signup, else the
+// claim, each signup's locks and find-or-create, and the guards; then the
+// outcome statement.
+func roundSteps(tenantID int64, round []roundEvent, shard int) []step {
 	args := roundArgs(tenantID, round, shard)
 	var claims, leads, wholes, properties bool
 	for _, ev := range round {
@@ -148,58 +142,35 @@ func queueRound(batch *pgx.Batch, tenantID int64, round []roundEvent, shard int)
 			properties = properties || ev.e.Property != ""
 		}
 	}
-	queue := func(st pg.Statement) { batch.Queue(st.SQL, st.Args(args)...) }
+	var steps []step
+	add := func(st stmtID) { steps = append(steps, step{stmt: st, args: args}) }
 	switch {
 	case !leads && wholes && properties:
-		queue(claimApplyBothSQL)
+		add(stClaimApplyBoth)
 	case !leads && wholes:
-		queue(claimApplySQL)
+		add(stClaimApply)
 	case !leads && properties:
-		queue(claimApplyPropertySQL)
+		add(stClaimApplyProperty)
 	default:
 		if claims {
-			queue(claimSQL)
+			add(stClaim)
 		}
 		for _, ev := range round {
 			if l := ev.lead(); l != nil {
 				for _, k := range domain.LeadLockKeys(tenantID, *l) {
-					batch.Queue(leadLockSQL.SQL, leadLockSQL.Args(pgx.NamedArgs{"key": k})...)
+					steps = append(steps, step{stmt: stLeadLock, args: pgx.NamedArgs{"key": k}})
 				}
-				batch.Queue(leadSQL.SQL, leadSQL.Args(leadArgs(tenantID, ev))...)
+				steps = append(steps, step{stmt: stLead, args: leadArgs(tenantID, ev)})
 			}
 		}
 		if wholes {
-			queue(applySQL)
+			add(stApply)
 		}
 		if properties {
-			queue(applyPropertySQL)
+			add(stApplyProperty)
 		}
 	}
-	batch.Queue(outcomeSQL.SQL, outcomeSQL.Args(args)...).Query(func(rows pgx.Rows) error {
-		answered := 0
-		for rows.Next() {
-			var i int
-			var reason *string
-			var r domain.Result
-			if err := rows.Scan(&i, &r.Outcome, &reason, &r.CurrentRevision, &r.ConflictID); err != nil {
-				return fmt.Errorf("event outcome: %w", err)
-			}
-			ev := round[i-1]
-			r.EventID, r.ObjectType, r.ObjectID, r.Revision = ev.e.EventID, ev.e.Scope.ObjectType, ev.e.ObjectID, ev.e.Revision
-			if reason != nil {
-				r.Reason = *reason
-			}
-			ev.job.results[ev.n] = r
-			answered++
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if answered != len(round) {
-			return fmt.Errorf("%d outcomes for %d events", answered, len(round))
-		}
-		return nil
-	})
+	return append(steps, step{stmt: stOutcome, args: args, round: round})
 }
 
 // roundArgs are the parameters of a round's statements: one array per

@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -9,70 +9,24 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
 )
-
-// raceTimeout bounds every wait of the race tests, so a lost wake-up or an
-// undetected deadlock fails the test instead of hanging it.
-const raceTimeout = 30 * time.Second
-
-// racePool opens another pool on the store's database. appName tags its
-// backends in pg_stat_activity; the pool is warmed up to maxConns open
-// connections so that released goroutines do not queue behind dialing.
-func racePool(t *testing.T, s *Store, appName string, maxConns int32) *pgxpool.Pool {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(s.pool.Config().ConnString())
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = maxConns
-	cfg.ConnConfig.RuntimeParams["application_name"] = appName
-	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
-	defer cancel()
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	conns := make([]*pgxpool.Conn, 0, maxConns)
-	for range maxConns {
-		c, err := pool.Acquire(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		conns = append(conns, c)
-	}
-	for _, c := range conns {
-		c.Release()
-	}
-	return pool
-}
-
-func raceStore(t *testing.T, pool *pgxpool.Pool) *Store {
-	t.Helper()
-	st, err := New(pool, testKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return st
-}
 
 // knownScope makes sure the contact.snapshot scope exists and reloads the
 // endpoint, so that ingest does not queue ensureScopeSQL. Without it the
 // first transaction's scope insert makes every concurrent one wait for its
 // commit, which serializes the very race under test.
-func knownScope(t *testing.T, s *Store, p domain.ProviderEndpoint) domain.ProviderEndpoint {
+func knownScope(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint) domain.ProviderEndpoint {
 	t.Helper()
 	return knownScopeNamed(t, s, p, domain.ScopeName{ObjectType: "contact", Action: "snapshot"})
 }
 
 // knownScopeNamed makes sure the scope exists and reloads the endpoint.
-func knownScopeNamed(t *testing.T, s *Store, p domain.ProviderEndpoint, name domain.ScopeName) domain.ProviderEndpoint {
+func knownScopeNamed(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, name domain.ScopeName) domain.ProviderEndpoint {
 	t.Helper()
 	ctx := context.Background()
-	if _, err := s.pool.Exec(ctx, `INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES ($1, $2, $3, $4)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES ($1, $2, $3, $4)
 		ON CONFLICT DO NOTHING`, p.TenantID, p.ID, name.ObjectType, name.Action); err != nil {
 		t.Fatal(err)
 	}
@@ -86,48 +40,10 @@ func knownScopeNamed(t *testing.T, s *Store, p domain.ProviderEndpoint, name dom
 	return p
 }
 
-// await waits for ch to close or receive, failing the test after raceTimeout.
-func await[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(raceTimeout):
-		t.Fatalf("timed out after %s waiting for %s", raceTimeout, what)
-		panic("unreachable")
-	}
-}
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-type ingestReply struct {
-	result domain.Result
-	err    error
-}
-
-// ingestAsync ingests e in its own delivery on a new goroutine.
-func ingestAsync(ctx context.Context, s *Store, p domain.ProviderEndpoint, e domain.Event) <-chan ingestReply {
-	ch := make(chan ingestReply, 1)
-	go func() {
-		rs, err := s.Ingest(ctx, delivery(p), p, []domain.Event{e})
-		var r domain.Result
-		if err == nil {
-			r = rs[0]
-		}
-		ch <- ingestReply{r, err}
-	}()
-	return ch
-}
-
 func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	wantOutcome(t, ingest(t, s, p, event("e10", "c-1", 10, `{"title":"Analyst"}`)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, event("e10", "c-1", 10, `{"title":"Analyst"}`)), "applied")
 	p = knownScope(t, s, p)
 
 	// A and B each get their own pool, tagged so their backends can be told
@@ -136,10 +52,10 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 	a := raceStore(t, racePool(t, s, "tidemark-race-A", 1))
 	b := raceStore(t, racePool(t, s, "tidemark-race-B", 1))
 	const holdKey = 4242
-	a.beforeCommitSQL = fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", holdKey)
+	a.SetBeforeCommit(fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", holdKey))
 	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 	defer cancel()
-	holder, err := s.pool.Acquire(ctx)
+	holder, err := s.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +82,7 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 			t.Fatal("A never reached its commit")
 		default:
 		}
-		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 			WHERE a.application_name = 'tidemark-race-A' AND l.locktype = 'advisory' AND NOT l.granted)`).Scan(&reached)
 		if err != nil {
 			t.Fatal(err)
@@ -196,7 +112,7 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 		// pids come from pg_stat_activity by application_name (each pool has
 		// one connection); A waits for the test's advisory lock before COMMIT.
 		var found bool
-		err := s.pool.QueryRow(ctx, `
+		err := s.Pool().QueryRow(ctx, `
 			WITH a AS (SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'tidemark-race-A'),
 			     b AS (SELECT pid, wait_event_type, wait_event FROM pg_stat_activity
 			           WHERE datname = current_database() AND application_name = 'tidemark-race-B')
@@ -219,7 +135,7 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 		t.Fatalf("pg_blocking_pids(B=%d) = %v, want it to contain A=%d", bPID, blockers, aPID)
 	}
 	var aState string
-	if err := s.pool.QueryRow(ctx, `SELECT state FROM pg_stat_activity WHERE pid = $1`, aPID).Scan(&aState); err != nil {
+	if err := s.Pool().QueryRow(ctx, `SELECT state FROM pg_stat_activity WHERE pid = $1`, aPID).Scan(&aState); err != nil {
 		t.Fatal(err)
 	}
 	if aState != "active" {
@@ -257,7 +173,7 @@ const raceN = 16
 // raceIngest ingests events[i] concurrently, each in its own delivery and
 // transaction on a pool with one connection per goroutine. All goroutines
 // are parked on one barrier before it opens.
-func raceIngest(t *testing.T, s *Store, p domain.ProviderEndpoint, events []domain.Event) []domain.Result {
+func raceIngest(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, events []domain.Event) []domain.Result {
 	t.Helper()
 	st := raceStore(t, racePool(t, s, "tidemark-race", int32(len(events))))
 	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
@@ -304,40 +220,6 @@ func tally(results []domain.Result) map[domain.Outcome]int {
 	return m
 }
 
-func countRows(t *testing.T, s *Store, p domain.ProviderEndpoint, table string) int {
-	t.Helper()
-	var n int
-	if err := s.pool.QueryRow(context.Background(), "SELECT count(*) FROM "+table+" WHERE tenant_id = $1", p.TenantID).Scan(&n); err != nil {
-		t.Fatalf("count %s: %v", table, err)
-	}
-	return n
-}
-
-// counters sums outcome_counters over shards and hours, per outcome.
-func counters(t *testing.T, s *Store, p domain.ProviderEndpoint) map[domain.Outcome]int {
-	t.Helper()
-	rows, err := s.pool.Query(context.Background(),
-		`SELECT outcome, sum(n)::bigint FROM outcome_counters WHERE tenant_id = $1 AND provider_id = $2 GROUP BY outcome`,
-		p.TenantID, p.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	m := map[domain.Outcome]int{}
-	for rows.Next() {
-		var o string
-		var n int64
-		if err := rows.Scan(&o, &n); err != nil {
-			t.Fatal(err)
-		}
-		m[domain.Outcome(o)] = int(n)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // Both tests run twice: with the scope already known, so the transactions
 // race on the idempotency key and the record; and with it unknown, so every
 // transaction also inserts the scope and the first one to do so holds the
@@ -368,13 +250,13 @@ func TestConcurrentCopiesOfOneEventApplyOnce(t *testing.T) {
 			if rev, snap, count := record(t, s, p, "c-1"); rev != 7 || snap != `{"phone": "555", "title": "Director"}` || count != 1 {
 				t.Fatalf("record at %d %s count %d, want 7 Director count 1", rev, snap, count)
 			}
-			if n := countRows(t, s, p, "idempotency_keys"); n != 1 {
+			if n := tableCount(t, s, p, "idempotency_keys"); n != 1 {
 				t.Fatalf("idempotency_keys holds %d rows, want 1", n)
 			}
-			if n := countRows(t, s, p, "events"); n != raceN {
+			if n := tableCount(t, s, p, "events"); n != raceN {
 				t.Fatalf("events holds %d rows, want %d", n, raceN)
 			}
-			if n := countRows(t, s, p, "accepted_revisions"); n != 1 {
+			if n := tableCount(t, s, p, "accepted_revisions"); n != 1 {
 				t.Fatalf("accepted_revisions holds %d rows, want 1", n)
 			}
 			if c := counters(t, s, p); fmt.Sprint(c) != fmt.Sprint(got) {
@@ -428,17 +310,17 @@ func TestConcurrentRevisionsEndAtHighest(t *testing.T) {
 			if count != applied {
 				t.Fatalf("application_count %d, but %d events were applied", count, applied)
 			}
-			if n := countRows(t, s, p, "accepted_revisions"); n != applied {
+			if n := tableCount(t, s, p, "accepted_revisions"); n != applied {
 				t.Fatalf("accepted_revisions holds %d rows, want %d", n, applied)
 			}
-			if n := countRows(t, s, p, "events"); n != raceN {
+			if n := tableCount(t, s, p, "events"); n != raceN {
 				t.Fatalf("events holds %d rows, want %d", n, raceN)
 			}
 			if c := counters(t, s, p); fmt.Sprint(c) != fmt.Sprint(got) {
 				t.Fatalf("outcome_counters %v, want %v", c, got)
 			}
 			var appliedRevs []int64
-			if err := s.pool.QueryRow(context.Background(), `SELECT array_agg(revision ORDER BY id) FROM accepted_revisions
+			if err := s.Pool().QueryRow(context.Background(), `SELECT array_agg(revision ORDER BY id) FROM accepted_revisions
 				WHERE tenant_id = $1 AND object_id = 'c-1'`, p.TenantID).Scan(&appliedRevs); err != nil {
 				t.Fatal(err)
 			}

@@ -1,8 +1,6 @@
-package postgres
+package ingest
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
@@ -25,23 +23,16 @@ func PrepareIngest(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("prepare ingest statements: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	// No event and no delivery: every statement runs on empty arrays, so
-	// it is planned and writes nothing.
-	args := roundArgs(0, nil, 0)
-	var none deliveryRows
-	none.set(args)
+	// Every statement of the registry, on arguments on which it writes
+	// nothing (statements.go).
 	batch := &pgx.Batch{}
-	batch.Queue(genericPlansSQL)
-	for _, st := range []pg.Statement{deliveriesSQL, claimSQL, claimApplySQL, claimApplyPropertySQL, claimApplyBothSQL,
-		applySQL, applyPropertySQL, outcomeSQL} {
+	for _, st := range ingestStatements {
+		var args pgx.NamedArgs
+		if st.idle != nil {
+			args = st.idle()
+		}
 		batch.Queue(st.SQL, st.Args(args)...)
 	}
-	// A lead signup of tenant 0, which has no claim: it writes nothing.
-	// Its lock is released with the rollback.
-	batch.Queue(leadLockSQL.SQL, leadLockSQL.Args(pgx.NamedArgs{"key": int64(0)})...)
-	lead := pgx.NamedArgs{"tenant_id": int64(0), "key": []byte{}, "delivery_id": nil, "seq": 0, "now": nil,
-		"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
-	batch.Queue(leadSQL.SQL, leadSQL.Args(lead)...)
 	err = tx.SendBatch(ctx, batch).Close()
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && strings.HasPrefix(pgErr.Code, "42") {

@@ -1,22 +1,18 @@
-package postgres
+package ingest_test
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/ingest"
 )
 
 // notifyWithin is how soon a change on one node must reach another.
@@ -25,7 +21,7 @@ const notifyWithin = time.Second
 // twoNodes returns two stores on one fresh database, standing for two
 // servers, each with its listener live, and the endpoint of acme/crm
 // (created through a).
-func twoNodes(t *testing.T) (a, b *Store, p domain.ProviderEndpoint) {
+func twoNodes(t *testing.T) (a, b *postgres.Store, p domain.ProviderEndpoint) {
 	t.Helper()
 	url := testdb.NewURL(t)
 	a, b = nodeStore(t, url), nodeStore(t, url)
@@ -34,31 +30,11 @@ func twoNodes(t *testing.T) (a, b *Store, p domain.ProviderEndpoint) {
 	return a, b, newProvider(t, a, "acme", "crm")
 }
 
-// nodeStore opens a store with a small pool of its own on url.
-func nodeStore(t *testing.T, url string) *Store {
-	t.Helper()
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.MaxConns = 3
-	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	s, err := Open(pool, Options{Keys: [][]byte{testKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // startListener runs s's listener until the test ends (retrying after
 // retryMin when not 0) and waits until its cache is live.
-func startListener(t *testing.T, s *Store, retryMin time.Duration) {
+func startListener(t *testing.T, s *postgres.Store, retryMin time.Duration) {
 	t.Helper()
-	s.endpoints.retryMin = retryMin
+	s.SetListenRetry(retryMin)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- s.ListenForChanges(ctx) }()
@@ -74,36 +50,22 @@ func startListener(t *testing.T, s *Store, retryMin time.Duration) {
 	pollFor(t, 5*time.Second, "the listener to go live", s.EndpointCacheLive)
 }
 
-// pollFor polls cond until it holds, failing the test after limit, and
-// returns how long it took.
-func pollFor(t *testing.T, limit time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	for !cond() {
-		if time.Since(start) > limit {
-			t.Fatalf("waited %s for %s", limit, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 // awaitNotification waits until s has handled a notification past the
 // count it had at before: that of what.
-func awaitNotification(t *testing.T, s *Store, before uint64, what string) {
+func awaitNotification(t *testing.T, s *postgres.Store, before uint64, what string) {
 	t.Helper()
 	pollFor(t, notifyWithin, "the notification of "+what, func() bool {
-		_, _, n := s.endpoints.state()
+		_, _, n := s.CacheState()
 		return n > before
 	})
 }
 
-func notificationsSeen(s *Store) uint64 {
-	_, _, n := s.endpoints.state()
+func notificationsSeen(s *postgres.Store) uint64 {
+	_, _, n := s.CacheState()
 	return n
 }
 
-func endpointOf(t *testing.T, s *Store, tenant, provider string) domain.ProviderEndpoint {
+func endpointOf(t *testing.T, s *postgres.Store, tenant, provider string) domain.ProviderEndpoint {
 	t.Helper()
 	p, err := s.Endpoint(context.Background(), tenant, provider)
 	if err != nil {
@@ -114,10 +76,10 @@ func endpointOf(t *testing.T, s *Store, tenant, provider string) domain.Provider
 
 // execUnannounced runs sql with triggers off, so that no node hears of the
 // change: what a notification lost while a listener was down looks like.
-func execUnannounced(t *testing.T, s *Store, sql string, args ...any) {
+func execUnannounced(t *testing.T, s *postgres.Store, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,13 +97,13 @@ func execUnannounced(t *testing.T, s *Store, sql string, args ...any) {
 
 // setSkewSilently changes acme/crm's max_future_skew, which Endpoint
 // returns, without a notification.
-func setSkewSilently(t *testing.T, s *Store, p domain.ProviderEndpoint, skew time.Duration) {
+func setSkewSilently(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, skew time.Duration) {
 	t.Helper()
 	execUnannounced(t, s, `UPDATE providers SET max_future_skew_seconds = $1 WHERE tenant_id = $2 AND id = $3`,
 		int64(skew/time.Second), p.TenantID, p.ID)
 }
 
-func skewOf(t *testing.T, s *Store) time.Duration {
+func skewOf(t *testing.T, s *postgres.Store) time.Duration {
 	t.Helper()
 	return endpointOf(t, s, "acme", "crm").MaxFutureSkew
 }
@@ -157,8 +119,8 @@ func TestEndpointCacheServesWhileListening(t *testing.T) {
 	b := nodeStore(t, url)
 	p := newProvider(t, b, "acme", "crm")
 	startListener(t, b, 0)
-	if err := b.ListenForChanges(context.Background()); !errors.Is(err, ErrAlreadyListening) {
-		t.Fatalf("second listener: %v, want ErrAlreadyListening", err)
+	if err := b.ListenForChanges(context.Background()); !errors.Is(err, ingest.ErrAlreadyListening) {
+		t.Fatalf("second listener: %v, want ingest.ErrAlreadyListening", err)
 	}
 	before := skewOf(t, b)
 	setSkewSilently(t, b, p, 7*time.Minute)
@@ -244,7 +206,7 @@ func TestEndpointCacheProvidersAndTenants(t *testing.T) {
 	}
 	exec := func(sql string, args ...any) func() {
 		return func() {
-			if _, err := a.pool.Exec(ctx, sql, args...); err != nil {
+			if _, err := a.Pool().Exec(ctx, sql, args...); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -290,9 +252,9 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 		t.Fatal("the cache is not serving")
 	}
 
-	_, pid, _ := b.endpoints.state()
+	_, pid, _ := b.CacheState()
 	var killed bool
-	if err := a.pool.QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(pid)).Scan(&killed); err != nil || !killed {
+	if err := a.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(pid)).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate the listener's backend %d: %v %v", pid, killed, err)
 	}
 	pollFor(t, notifyWithin, "the cache to turn off", func() bool { return !b.EndpointCacheLive() })
@@ -305,7 +267,7 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 	}
 
 	pollFor(t, 5*time.Second, "the listener to reconnect", b.EndpointCacheLive)
-	if _, newPID, _ := b.endpoints.state(); newPID == pid || newPID == 0 {
+	if _, newPID, _ := b.CacheState(); newPID == pid || newPID == 0 {
 		t.Fatalf("listener backend %d after reconnecting, was %d", newPID, pid)
 	}
 	skewOf(t, b)
@@ -321,11 +283,11 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 func TestEndpointCacheLogsUndecryptableOnce(t *testing.T) {
 	t.Parallel()
 	ctx := asTest(context.Background())
-	s, log := keyStore(t, testdb.New(t), testKey)
+	s, log := logStore(t, testdb.New(t))
 	p := newProvider(t, s, "acme", "crm")
 	startListener(t, s, 0)
 	n := notificationsSeen(s)
-	if _, err := s.pool.Exec(ctx, `UPDATE provider_secrets SET ciphertext = set_byte(ciphertext, 20, get_byte(ciphertext, 20) # 1)
+	if _, err := s.Pool().Exec(ctx, `UPDATE provider_secrets SET ciphertext = set_byte(ciphertext, 20, get_byte(ciphertext, 20) # 1)
 		WHERE tenant_id = $1 AND provider_id = $2`, p.TenantID, p.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -347,101 +309,12 @@ func TestEndpointCacheLogsUndecryptableOnce(t *testing.T) {
 	}
 }
 
-// TestEndpointCacheBounds checks the cache without a database: entries
-// expire, the least recently used go beyond the cap, a notification drops
-// its tenant and every miss, and a lookup that raced a notification is not
-// stored.
-func TestEndpointCacheBounds(t *testing.T) {
-	t.Parallel()
-	now := time.Now()
-	found := func(tenantID int64) domain.ProviderEndpoint {
-		return domain.ProviderEndpoint{Provider: domain.Provider{TenantID: tenantID}}
-	}
-	key := func(i int) endpointKey { return endpointKey{fmt.Sprint("t", i), "p"} }
-	miss := pg.NotFound("no such endpoint")
-	t.Run("off until live", func(t *testing.T) {
-		var c endpointCache
-		_, gen := c.get(key(1), now)
-		c.put(key(1), gen, found(1), nil, now)
-		c.reset(true, 1)
-		if e, _ := c.get(key(1), now); e != nil {
-			t.Fatal("stored while off")
-		}
-	})
-	t.Run("expiry", func(t *testing.T) {
-		var c endpointCache
-		c.reset(true, 1)
-		_, gen := c.get(key(1), now)
-		c.put(key(1), gen, found(1), nil, now)
-		c.put(key(2), gen, domain.ProviderEndpoint{}, miss, now)
-		if e, _ := c.get(key(1), now.Add(endpointTTL-time.Millisecond)); e == nil {
-			t.Fatal("entry gone before its TTL")
-		}
-		if e, _ := c.get(key(1), now.Add(endpointTTL)); e != nil {
-			t.Fatal("entry served past its TTL")
-		}
-		if e, _ := c.get(key(2), now.Add(endpointMissTTL-time.Millisecond)); e == nil || e.err != miss {
-			t.Fatalf("miss %+v before its TTL", e)
-		}
-		if e, _ := c.get(key(2), now.Add(endpointMissTTL)); e != nil {
-			t.Fatal("miss served past its TTL")
-		}
-	})
-	t.Run("caps", func(t *testing.T) {
-		var c endpointCache
-		c.reset(true, 1)
-		for i := range endpointCacheSize + 10 {
-			_, gen := c.get(key(i), now)
-			c.put(key(i), gen, found(int64(i)), nil, now)
-			if i == endpointCacheSize-1 {
-				c.get(key(0), now) // used again: kept
-			}
-		}
-		for i := range endpointMissesSize + 10 {
-			k := endpointKey{"missing", fmt.Sprint(i)}
-			_, gen := c.get(k, now)
-			c.put(k, gen, domain.ProviderEndpoint{}, miss, now)
-		}
-		if c.found.order.Len() != endpointCacheSize || len(c.found.byKey) != endpointCacheSize ||
-			c.missing.order.Len() != endpointMissesSize {
-			t.Fatalf("%d found, %d misses; want the caps %d and %d", c.found.order.Len(), c.missing.order.Len(),
-				endpointCacheSize, endpointMissesSize)
-		}
-		if e, _ := c.get(key(0), now); e == nil {
-			t.Error("the recently used entry was evicted")
-		}
-		if e, _ := c.get(key(1), now); e != nil {
-			t.Error("the least recently used entry was kept")
-		}
-	})
-	t.Run("invalidate", func(t *testing.T) {
-		var c endpointCache
-		c.reset(true, 1)
-		_, gen := c.get(key(1), now)
-		c.put(key(1), gen, found(1), nil, now)
-		c.put(key(2), gen, found(2), nil, now)
-		c.put(key(3), gen, domain.ProviderEndpoint{}, miss, now)
-		_, raced := c.get(key(4), now)
-		c.invalidate("1")
-		c.put(key(4), raced, found(4), nil, now)
-		for i, want := range map[int]bool{1: false, 2: true, 3: false, 4: false} {
-			if e, _ := c.get(key(i), now); (e != nil) != want {
-				t.Errorf("entry %d cached: %v, want %v", i, e != nil, want)
-			}
-		}
-		c.invalidate("not an id")
-		if e, _ := c.get(key(2), now); e != nil {
-			t.Error("a payload that is no tenant id kept entries")
-		}
-	})
-}
-
 // BenchmarkEndpoint compares the lookup of a delivery's endpoint read from
 // the database with one from the cache.
 func BenchmarkEndpoint(b *testing.B) {
 	for _, cached := range []bool{false, true} {
 		b.Run(fmt.Sprintf("cached=%v", cached), func(b *testing.B) {
-			s, err := New(testdb.New(b), testKey)
+			s, err := postgres.New(testdb.New(b), testKey)
 			if err != nil {
 				b.Fatal(err)
 			}

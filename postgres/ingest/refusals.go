@@ -1,4 +1,4 @@
-package postgres
+package ingest
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -33,11 +33,11 @@ ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c
 
 // LogRefusals implements domain.IngestService. The counts must name each
 // (tenant, provider, hour) once.
-func (s *Store) LogRefusals(ctx context.Context, counts []domain.RefusalCount, samples []domain.Delivery) error {
+func (w *Writer) LogRefusals(ctx context.Context, counts []domain.RefusalCount, samples []domain.Delivery) error {
 	if len(counts) == 0 && len(samples) == 0 {
 		return nil
 	}
-	args := pgx.NamedArgs{"shard": rand.IntN(s.counterShards)}
+	args := pgx.NamedArgs{"shard": rand.IntN(w.counterShards)}
 	tenants, providers, hours, ns := make([]int64, len(counts)), make([]int64, len(counts)), make([]time.Time, len(counts)), make([]int64, len(counts))
 	for i, c := range counts {
 		tenants[i], providers[i], hours[i], ns[i] = c.TenantID, c.ProviderID, c.Hour, c.N
@@ -48,6 +48,6 @@ func (s *Store) LogRefusals(ctx context.Context, counts []domain.RefusalCount, s
 		rows.add(d, 0)
 	}
 	rows.set(args)
-	_, err := s.pool.Exec(ctx, logRefusalsSQL, args)
+	_, err := w.pool.Exec(ctx, logRefusalsSQL, args)
 	return pg.Translate(err)
 }

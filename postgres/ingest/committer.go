@@ -1,4 +1,4 @@
-package postgres
+package ingest
 
 import (
 	"context"
@@ -108,22 +108,23 @@ func (q *groupQueues) measured(events int, took time.Duration) {
 	q.mu.Unlock()
 }
 
-// ingestGrouped writes a delivery in the next group and waits for it.
-func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+// commitGrouped writes a delivery in its tenant's next group and waits for
+// it.
+func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1)}
-	q := &s.groups
+	q := &w.groups
 	q.mu.Lock()
 	if q.pending == nil {
 		q.pending = map[int64][]*ingestJob{}
 	}
 	queue, running := q.pending[p.TenantID]
-	if len(queue) >= s.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
+	if len(queue) >= w.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
 		q.mu.Unlock()
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
 	}
 	q.pending[p.TenantID] = append(queue, job)
 	if !running {
-		go s.commitGroups(p.TenantID)
+		go w.commitGroups(p.TenantID)
 	}
 	q.mu.Unlock()
 	select {
@@ -138,8 +139,8 @@ func (s *Store) ingestGrouped(ctx context.Context, d domain.Delivery, p domain.P
 
 // commitGroups writes a tenant's queued deliveries, a group at a time,
 // until none is left.
-func (s *Store) commitGroups(tenantID int64) {
-	q := &s.groups
+func (w *Writer) commitGroups(tenantID int64) {
+	q := &w.groups
 	for {
 		q.mu.Lock()
 		queue := q.pending[tenantID]
@@ -151,7 +152,7 @@ func (s *Store) commitGroups(tenantID int64) {
 		}
 		q.pending[tenantID] = queue
 		q.mu.Unlock()
-		s.commitGroup(group)
+		w.commitGroup(group)
 	}
 }
 
@@ -173,7 +174,7 @@ func takeGroup(pending *[]*ingestJob) []*ingestJob {
 
 // commitGroup writes a group in one transaction, or, if that fails, each
 // of its deliveries alone.
-func (s *Store) commitGroup(group []*ingestJob) {
+func (w *Writer) commitGroup(group []*ingestJob) {
 	live := group[:0]
 	for _, job := range group {
 		if err := job.ctx.Err(); err != nil {
@@ -191,16 +192,16 @@ func (s *Store) commitGroup(group []*ingestJob) {
 	// Each round of the group counts its outcomes in the next counter
 	// shard, so that few counter rows are updated twice in one transaction
 	// (each update would walk the chain of the row's earlier versions).
-	s.queueGroup(batch, live, rand.IntN(s.counterShards))
-	if s.beforeCommitSQL != "" {
-		batch.Queue(s.beforeCommitSQL)
+	w.queueGroup(batch, live, rand.IntN(w.counterShards))
+	if w.beforeCommitSQL != "" {
+		batch.Queue(w.beforeCommitSQL)
 	}
 	began := time.Now()
-	err := s.pool.SendBatch(ctx, batch).Close()
+	err := w.pool.SendBatch(ctx, batch).Close()
 	if err == nil || len(live) == 1 {
 		if err == nil {
 			GroupSize.Observe(float64(len(live)))
-			s.groups.measured(groupEvents(live), time.Since(began))
+			w.groups.measured(groupEvents(live), time.Since(began))
 		}
 		for _, job := range live {
 			job.done <- err
@@ -208,7 +209,7 @@ func (s *Store) commitGroup(group []*ingestJob) {
 		return
 	}
 	for _, job := range live {
-		job.results, err = s.ingestAlone(job.ctx, job.d, job.p, job.events)
+		job.results, err = w.commitAlone(job.ctx, job.d, job.p, job.events)
 		job.done <- err
 	}
 }

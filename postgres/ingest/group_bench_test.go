@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/ingest"
 )
 
 // BenchmarkGroupCommit sends single-event deliveries from 1, 8 and 32
@@ -22,7 +23,7 @@ import (
 // that shows whether grouping adds latency at light load. It reports
 // events/s and each delivery's p50 and p99.
 //
-//	go test ./postgres -run '^$' -bench GroupCommit -benchtime 4000x
+//	go test ./postgres/ingest -run '^$' -bench GroupCommit -benchtime 4000x
 func BenchmarkGroupCommit(b *testing.B) {
 	for _, senders := range []int{1, 8, 32} {
 		for _, grouped := range []bool{true, false} {
@@ -37,7 +38,7 @@ func BenchmarkGroupCommit(b *testing.B) {
 
 func benchmarkWrite(b *testing.B, senders int, grouped bool) {
 	s := storeConfigured(b, testdb.NewURL(b), func(cfg *pgxpool.Config) {
-		cfg.MaxConns, cfg.AfterConnect = 16, PrepareIngest // as serve's ingest pool
+		cfg.MaxConns, cfg.AfterConnect = 16, ingest.PrepareIngest // as serve's ingest pool
 	})
 	ctx := asTest(context.Background())
 	t, _ := s.CreateTenant(ctx, "acme", "")
@@ -51,9 +52,9 @@ func benchmarkWrite(b *testing.B, senders int, grouped bool) {
 		b.Fatal(err)
 	}
 	p, _ = s.Endpoint(ctx, "acme", "crm")
-	write := s.ingestGrouped
+	write := s.Ingest
 	if !grouped {
-		write = s.ingestAlone
+		write = s.IngestAlone
 	}
 	// Every connection of the pool made and prepared before the clock
 	// starts, so that neither way of writing pays for that.
@@ -79,7 +80,7 @@ func benchmarkWrite(b *testing.B, senders int, grouped bool) {
 			for i := sent.Add(1); i <= int64(b.N); i = sent.Add(1) {
 				e := event(fmt.Sprintf("e%d", i), fmt.Sprintf("c%d", i%20000), i, `{"v":1}`)
 				began := time.Now()
-				if _, err := s.ingestWith(ctx, delivery(p), p, []domain.Event{e}, write); err != nil {
+				if _, err := write(ctx, delivery(p), p, []domain.Event{e}); err != nil {
 					b.Error(err)
 					return
 				}

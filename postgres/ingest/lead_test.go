@@ -1,52 +1,26 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
 )
-
-// signup builds a lead.signup event as the standard receiver does.
-func signup(t *testing.T, id, email, campaign string) domain.Event {
-	t.Helper()
-	l, err := domain.NormalizeLead(domain.Lead{Email: email, Name: "Ada", Company: "Example", Campaign: campaign, Source: "webinar"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	snapshot, _ := json.Marshal(l)
-	return domain.Event{EventID: id, Scope: domain.ScopeName{ObjectType: "lead", Action: "signup"},
-		ObjectID: l.Email, Snapshot: snapshot, Payload: snapshot, Lead: &l}
-}
-
-// leadCounts returns how many people, accounts, tasks and memberships the
-// tenant holds.
-func leadCounts(t *testing.T, s *Store, tenantID int64) (people, accounts, tasks, members int) {
-	t.Helper()
-	err := s.pool.QueryRow(context.Background(), `SELECT
-		(SELECT count(*) FROM people WHERE tenant_id = $1), (SELECT count(*) FROM accounts WHERE tenant_id = $1),
-		(SELECT count(*) FROM tasks WHERE tenant_id = $1), (SELECT count(*) FROM campaign_members WHERE tenant_id = $1)`,
-		tenantID).Scan(&people, &accounts, &tasks, &members)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return
-}
 
 func TestLeadSignupOutcomes(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	wantOutcome(t, ingest(t, s, p, signup(t, "s1", " Ada@Example.com ", "launch")), "applied")
-	wantOutcome(t, ingest(t, s, p, signup(t, "s1", "ada@example.com", "launch")), "duplicate")
-	wantOutcome(t, ingest(t, s, p, signup(t, "s2", "ada@example.com", "launch")), "redundant")
-	wantOutcome(t, ingest(t, s, p, signup(t, "s3", "ada@example.com", "webinar-2")), "applied")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s1", " Ada@Example.com ", "launch")), "applied")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s1", "ada@example.com", "launch")), "duplicate")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s2", "ada@example.com", "launch")), "redundant")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s3", "ada@example.com", "webinar-2")), "applied")
 	// A colleague joins the same account; a free-mail address gets none.
-	wantOutcome(t, ingest(t, s, p, signup(t, "s4", "bob@example.com", "launch")), "applied")
-	wantOutcome(t, ingest(t, s, p, signup(t, "s5", "carol@gmail.com", "launch")), "applied")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s4", "bob@example.com", "launch")), "applied")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s5", "carol@gmail.com", "launch")), "applied")
 	if people, accounts, tasks, members := leadCounts(t, s, p.TenantID); people != 3 || accounts != 1 || tasks != 3 || members != 4 {
 		t.Fatalf("%d people, %d accounts, %d tasks, %d memberships; want 3, 1, 3, 4", people, accounts, tasks, members)
 	}
@@ -54,7 +28,7 @@ func TestLeadSignupOutcomes(t *testing.T) {
 
 // raceSignups delivers the events concurrently, released by one barrier,
 // each in its own delivery on its own connection.
-func raceSignups(t *testing.T, s *Store, p domain.ProviderEndpoint, events []domain.Event) []domain.Outcome {
+func raceSignups(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, events []domain.Event) []domain.Outcome {
 	t.Helper()
 	st := raceStore(t, racePool(t, s, "tidemark-lead-race", int32(len(events))))
 	outcomes := make([]domain.Outcome, len(events))
@@ -118,7 +92,7 @@ func TestConcurrentSignupsOfOneDomainShareOneAccount(t *testing.T) {
 		t.Fatalf("%d people, %d accounts, %d tasks, %d memberships; want 4, 1, 4, 4", people, accounts, tasks, members)
 	}
 	var unlinked int
-	s.pool.QueryRow(context.Background(), `SELECT count(*) FROM people WHERE tenant_id = $1 AND account_id IS NULL`, p.TenantID).Scan(&unlinked)
+	s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM people WHERE tenant_id = $1 AND account_id IS NULL`, p.TenantID).Scan(&unlinked)
 	if unlinked != 0 {
 		t.Fatalf("%d people not linked to the account", unlinked)
 	}
@@ -127,15 +101,15 @@ func TestConcurrentSignupsOfOneDomainShareOneAccount(t *testing.T) {
 func TestSignupFailureRollsBackEverything(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	s.beforeCommitSQL = "DO $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$"
+	s.SetBeforeCommit("DO $$ BEGIN RAISE EXCEPTION 'injected failure'; END $$")
 	if _, err := s.Ingest(context.Background(), delivery(p), p, []domain.Event{signup(t, "s1", "ada@example.com", "launch")}); err == nil {
 		t.Fatal("ingest succeeded despite the injected failure")
 	}
 	if people, accounts, tasks, members := leadCounts(t, s, p.TenantID); people+accounts+tasks+members != 0 {
 		t.Fatalf("after a failed signup: %d people, %d accounts, %d tasks, %d memberships", people, accounts, tasks, members)
 	}
-	s.beforeCommitSQL = ""
-	wantOutcome(t, ingest(t, s, p, signup(t, "s1", "ada@example.com", "launch")), "applied")
+	s.SetBeforeCommit("")
+	wantOutcome(t, ingestOne(t, s, p, signup(t, "s1", "ada@example.com", "launch")), "applied")
 }
 
 // TestSignupWaitsOnTheIdentityLock holds a person's advisory lock and sees
@@ -146,7 +120,7 @@ func TestSignupWaitsOnTheIdentityLock(t *testing.T) {
 	e := signup(t, "s1", "ada@example.com", "launch")
 	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 	defer cancel()
-	holder, err := s.pool.Acquire(ctx)
+	holder, err := s.Pool().Acquire(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +138,7 @@ func TestSignupWaitsOnTheIdentityLock(t *testing.T) {
 			t.Fatal("the signup was never seen waiting on its advisory lock")
 		default:
 		}
-		err := s.pool.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
+		err := s.Pool().QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_locks l JOIN pg_stat_activity a USING (pid)
 			WHERE a.application_name = 'tidemark-lead-wait' AND l.locktype = 'advisory' AND NOT l.granted)`).Scan(&waiting)
 		if err != nil {
 			t.Fatal(err)

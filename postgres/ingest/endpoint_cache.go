@@ -1,4 +1,4 @@
-package postgres
+package ingest
 
 import (
 	"container/list"
@@ -41,7 +41,7 @@ type endpointEntry struct {
 	expires time.Time
 }
 
-// endpointCache is the Store's cache of endpoints; its zero value caches
+// endpointCache is the Writer's cache of endpoints; its zero value caches
 // nothing until its listener goes live. Cached endpoints are shared by
 // every caller, which only reads them.
 type endpointCache struct {

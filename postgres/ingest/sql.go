@@ -1,11 +1,9 @@
-package postgres
-
-import "github.com/tidemark/tidemark/postgres/internal/pg"
+package ingest
 
 import "github.com/tidemark/tidemark/domain"
 
 // The ingest statements are set-based: each takes the events of one round
-// (ingest_rounds.go) as parallel arrays and handles them all at once, so a
+// (plan.go) as parallel arrays and handles them all at once, so a
 // group costs a few statements per round rather than three per event. The
 // events of one round touch no common idempotency key, record or lead, so
 // the order in which one statement handles them cannot change an outcome.
@@ -71,7 +69,7 @@ ON CONFLICT (tenant_id, key) DO UPDATE SET
     seq = EXCLUDED.seq, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
 WHERE k.expires_at <= EXCLUDED.claimed_at`
 
-var claimSQL = pg.Named(claimKeysSQL)
+const claimSQL = claimKeysSQL
 
 // claimedEvents are the round's events that hold their claim. Every
 // lookup of the round's rows is a LATERAL ... LIMIT 1: a generic plan does
@@ -158,23 +156,23 @@ FROM applied_property a JOIN ` + applyRows + ` ON e.delivery_id = a.last_applied
 
 // The guards after a separate claim (a round with lead signups, whose
 // locks come between the two), and with the claim in the same statement.
-var (
-	applySQL = pg.Named(`WITH applied AS (INSERT INTO ` + wholeUpsert + claimedEvents + wholeGuard + `)
-INSERT INTO ` + wholeRevisions)
-	applyPropertySQL = pg.Named(`WITH applied_property AS (INSERT INTO ` + propertyUpsert + claimedEvents + propertyGuard + `)
-INSERT INTO ` + propertyRevisions)
+const (
+	applySQL = `WITH applied AS (INSERT INTO ` + wholeUpsert + claimedEvents + wholeGuard + `)
+INSERT INTO ` + wholeRevisions
+	applyPropertySQL = `WITH applied_property AS (INSERT INTO ` + propertyUpsert + claimedEvents + propertyGuard + `)
+INSERT INTO ` + propertyRevisions
 
-	claimApplySQL = pg.Named(`WITH ` + claimedCTE + `,
+	claimApplySQL = `WITH ` + claimedCTE + `,
 applied AS (INSERT INTO ` + wholeUpsert + justClaimed + wholeGuard + `)
-INSERT INTO ` + wholeRevisions)
-	claimApplyPropertySQL = pg.Named(`WITH ` + claimedCTE + `,
+INSERT INTO ` + wholeRevisions
+	claimApplyPropertySQL = `WITH ` + claimedCTE + `,
 applied_property AS (INSERT INTO ` + propertyUpsert + justClaimed + propertyGuard + `)
-INSERT INTO ` + propertyRevisions)
-	claimApplyBothSQL = pg.Named(`WITH ` + claimedCTE + `,
+INSERT INTO ` + propertyRevisions
+	claimApplyBothSQL = `WITH ` + claimedCTE + `,
 applied AS (INSERT INTO ` + wholeUpsert + justClaimed + wholeGuard + `),
 applied_property AS (INSERT INTO ` + propertyUpsert + justClaimed + propertyGuard + `),
 whole_revisions AS (INSERT INTO ` + wholeRevisions + `)
-INSERT INTO ` + propertyRevisions)
+INSERT INTO ` + propertyRevisions
 )
 
 // Step 2 for a lead signup, after its advisory locks: find or create the
@@ -182,7 +180,7 @@ INSERT INTO ` + propertyRevisions)
 // follow-up task for a new person and add the person to the campaign
 // once. The locks make this read-then-write race-free; the unique
 // constraints back them. The claim records what the event did.
-var leadSQL = pg.Named(`
+const leadSQL = `
 WITH mine AS (
     SELECT EXISTS (SELECT FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key
                    AND delivery_id = @delivery_id AND seq = @seq) AS yes
@@ -222,9 +220,11 @@ WITH mine AS (
 UPDATE idempotency_keys SET effect = CASE
     WHEN EXISTS (SELECT FROM new_account) OR EXISTS (SELECT FROM new_person) OR EXISTS (SELECT FROM linked)
       OR EXISTS (SELECT FROM joined) OR EXISTS (SELECT FROM task) THEN 'applied' ELSE 'redundant' END
-WHERE tenant_id = @tenant_id AND key = @key AND delivery_id = @delivery_id AND seq = @seq`)
+WHERE tenant_id = @tenant_id AND key = @key AND delivery_id = @delivery_id AND seq = @seq`
 
-var leadLockSQL = pg.Named(`SELECT pg_advisory_xact_lock(@key)`)
+// leadLockSQL takes one of a lead signup's advisory locks
+// (domain.LeadLockKeys), held until the transaction ends.
+const leadLockSQL = `SELECT pg_advisory_xact_lock(@key)`
 
 // What of a stored snapshot an event changing a property is compared with:
 // all of it, or for a property change just {property: value} ({} for
@@ -242,7 +242,7 @@ const (
 // Step 3: decide the outcomes in a new statement, which sees whatever the
 // waits of steps 1 and 2 let other transactions commit, then log the
 // events, open conflicts where needed and count the outcomes.
-var outcomeSQL = pg.Named(`
+const outcomeSQL = `
 WITH facts AS (
     SELECT e.*, c.key IS NOT NULL AS has_claim, c.content_hash AS claim_hash, c.effect,
            coalesce(c.delivery_id = e.delivery_id AND c.seq = e.seq, false) AS claimed,
@@ -347,4 +347,4 @@ WITH facts AS (
     FROM answered GROUP BY 2, 3, 4
     ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n
 )
-SELECT i, outcome, reason, record_revision, coalesce(conflict_id, 0) FROM answered ORDER BY i`)
+SELECT i, outcome, reason, record_revision, coalesce(conflict_id, 0) FROM answered ORDER BY i`

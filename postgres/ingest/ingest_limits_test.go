@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
 )
 
 // noise is n bytes of random letters and digits, which PostgreSQL cannot
@@ -25,7 +26,7 @@ func nested(depth int) string {
 }
 
 // ingestAll delivers events in one delivery and returns their outcomes.
-func ingestAll(t *testing.T, s *Store, p domain.ProviderEndpoint, events ...domain.Event) []domain.Result {
+func ingestAll(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, events ...domain.Event) []domain.Result {
 	t.Helper()
 	for i := range events {
 		events[i].Seq = i
@@ -98,10 +99,10 @@ func TestEventsAtTheLimitsAreStored(t *testing.T) {
 	if d := domain.JSONDepth(e.Payload); d != domain.MaxJSONDepth {
 		t.Fatalf("payload nests %d levels, want the limit", d)
 	}
-	wantOutcome(t, ingest(t, s, p, e), "applied")
+	wantOutcome(t, ingestOne(t, s, p, e), "applied")
 	prop := change(noise(domain.MaxEventIDBytes), noise(domain.MaxPropertyBytes), noise(1000), 5)
 	prop.ObjectID = noise(domain.MaxObjectIDBytes)
-	wantOutcome(t, ingest(t, s, p, prop), "applied")
+	wantOutcome(t, ingestOne(t, s, p, prop), "applied")
 
 	l := domain.Lead{Email: noise(domain.MaxEmailBytes-len("@x.example")) + "@x.example", Name: noise(domain.MaxNameBytes),
 		Company: noise(domain.MaxCompanyBytes), Domain: noise(domain.MaxDomainBytes), Campaign: noise(domain.MaxCampaignBytes),
@@ -109,7 +110,7 @@ func TestEventsAtTheLimitsAreStored(t *testing.T) {
 	lead := signup(t, "lead-at-limits", "ada@example.com", "launch")
 	lead.Lead, lead.ObjectID = &l, l.Email
 	lead.Snapshot, _ = json.Marshal(l)
-	wantOutcome(t, ingest(t, s, p, lead), "applied")
+	wantOutcome(t, ingestOne(t, s, p, lead), "applied")
 	if people, accounts, tasks, members := leadCounts(t, s, p.TenantID); people != 1 || accounts != 1 || tasks != 1 || members != 1 {
 		t.Fatalf("%d people, %d accounts, %d tasks, %d memberships; want one of each", people, accounts, tasks, members)
 	}
@@ -119,9 +120,9 @@ func TestEventsAtTheLimitsAreStored(t *testing.T) {
 // (class 54), as an index row or a statement too large would: a trigger
 // raises it for the object id given, or, with other set, for that object
 // id only when the same delivery also wrote other.
-func poison(t *testing.T, s *Store, objectID, other string) {
+func poison(t *testing.T, s *postgres.Store, objectID, other string) {
 	t.Helper()
-	_, err := s.pool.Exec(context.Background(), `
+	_, err := s.Pool().Exec(context.Background(), `
 CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.object_id = '`+objectID+`' AND ('`+other+`' = '' OR EXISTS (SELECT FROM records
@@ -148,7 +149,7 @@ func TestProgramLimitErrorsRejectTheOffender(t *testing.T) {
 		t.Fatalf("reason %q does not say what PostgreSQL refused", rs[1].Reason)
 	}
 	var logged string
-	err := s.pool.QueryRow(context.Background(), `SELECT outcome FROM events WHERE tenant_id = $1 AND event_id = 'e2'`, p.TenantID).Scan(&logged)
+	err := s.Pool().QueryRow(context.Background(), `SELECT outcome FROM events WHERE tenant_id = $1 AND event_id = 'e2'`, p.TenantID).Scan(&logged)
 	if err != nil || logged != "rejected" {
 		t.Fatalf("e2 logged as %q (%v), want rejected", logged, err)
 	}
@@ -156,10 +157,10 @@ func TestProgramLimitErrorsRejectTheOffender(t *testing.T) {
 		t.Fatalf("%d records, want the two good ones", n)
 	}
 	// The offender's key was never claimed: once fixed, it applies.
-	if _, err := s.pool.Exec(context.Background(), `DROP TRIGGER poison ON records`); err != nil {
+	if _, err := s.Pool().Exec(context.Background(), `DROP TRIGGER poison ON records`); err != nil {
 		t.Fatal(err)
 	}
-	wantOutcome(t, ingest(t, s, p, event("e2", "c-poison", 1, `{"v":1}`)), "applied")
+	wantOutcome(t, ingestOne(t, s, p, event("e2", "c-poison", 1, `{"v":1}`)), "applied")
 }
 
 func TestProgramLimitErrorsOfACombinationRejectTheDelivery(t *testing.T) {
@@ -182,7 +183,7 @@ func TestProgramLimitErrorsOfACombinationRejectTheDelivery(t *testing.T) {
 func TestProgramLimitErrorsOfAScopeRejectItsEvents(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	_, err := s.pool.Exec(context.Background(), `
+	_, err := s.Pool().Exec(context.Background(), `
 CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.object_type = 'poison' THEN

@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/ingest"
 )
 
 // TestPrepareIngestPlansBeforeTheFirstDelivery: a connection made by a pool
@@ -23,7 +25,7 @@ func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 	t.Parallel()
 	s := storeConfigured(t, testdb.NewURL(t), func(cfg *pgxpool.Config) {
 		cfg.MaxConns = 1 // every statement below runs on the one prepared connection
-		cfg.AfterConnect = PrepareIngest
+		cfg.AfterConnect = ingest.PrepareIngest
 	})
 	pool := s.Pool()
 	p := newProvider(t, s, "acme", "crm")
@@ -32,7 +34,7 @@ func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 	outcome := func() (prepared, generic int) {
 		t.Helper()
 		err := pool.QueryRow(ctx, `SELECT count(*), coalesce(sum(generic_plans), 0) FROM pg_prepared_statements
-			WHERE statement = $1`, outcomeSQL.SQL).Scan(&prepared, &generic)
+			WHERE statement = $1`, ingest.OutcomeSQL).Scan(&prepared, &generic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -55,7 +57,7 @@ func TestPrepareIngestPlansBeforeTheFirstDelivery(t *testing.T) {
 	statements := func() []string {
 		t.Helper()
 		rows, _ := pool.Query(ctx, `SELECT statement FROM pg_prepared_statements WHERE statement <> $1 ORDER BY 1`,
-			ensureScopeSQL.SQL)
+			ingest.EnsureScopeSQL)
 		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
 			t.Fatal(err)
@@ -100,8 +102,8 @@ func TestReadPoolIsNotPreparedForIngest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.AfterConnect, cfg.MinConns = PrepareIngest, 4
-	rc := ReadPoolConfig(cfg, 2, time.Second)
+	cfg.AfterConnect, cfg.MinConns = ingest.PrepareIngest, 4
+	rc := postgres.ReadPoolConfig(cfg, 2, time.Second)
 	if rc.AfterConnect != nil || rc.MinConns != 0 {
 		t.Fatalf("read pool: AfterConnect set %v, %d connections kept open; want neither", rc.AfterConnect != nil, rc.MinConns)
 	}
@@ -115,17 +117,17 @@ func TestPrepareIngestOnANewDatabase(t *testing.T) {
 	t.Parallel()
 	s := storeConfigured(t, testdb.NewEmptyURL(t), func(cfg *pgxpool.Config) {
 		cfg.MaxConns = 1
-		cfg.AfterConnect = PrepareIngest
+		cfg.AfterConnect = ingest.PrepareIngest
 	})
 	ctx := context.Background()
 	if err := s.Pool().Ping(ctx); err != nil {
 		t.Fatalf("connect to a database not yet migrated: %v", err)
 	}
-	if err := Migrate(ctx, s.Pool(), io.Discard); err != nil {
+	if err := postgres.Migrate(ctx, s.Pool(), io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	p := newProvider(t, s, "acme", "crm")
-	if r := ingest(t, s, p, event("e1", "c1", 1, `{"v":1}`)); r.Outcome != domain.Applied {
+	if r := ingestOne(t, s, p, event("e1", "c1", 1, `{"v":1}`)); r.Outcome != domain.Applied {
 		t.Fatalf("delivery after the migration: %s (%s)", r.Outcome, r.Reason)
 	}
 }

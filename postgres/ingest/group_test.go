@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -11,29 +11,21 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/ingest"
 )
 
 // newJob is a delivery of events as the committer receives it.
-func newJob(t *testing.T, s *Store, p domain.ProviderEndpoint, events ...domain.Event) *ingestJob {
+func newJob(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, events ...domain.Event) *ingest.Job {
 	t.Helper()
 	for i := range events {
 		events[i].Seq = i
 	}
-	if err := s.ensureScopes(context.Background(), p, events); err != nil {
+	job, err := s.NewJob(context.Background(), delivery(p), p, events)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return &ingestJob{ctx: context.Background(), d: delivery(p), p: p, events: events, done: make(chan error, 1)}
-}
-
-// writeGroup writes jobs as one group, as the committer does with
-// deliveries that arrive together, and returns each one's error.
-func writeGroup(s *Store, jobs ...*ingestJob) []error {
-	s.commitGroup(jobs)
-	errs := make([]error, len(jobs))
-	for i, job := range jobs {
-		errs[i] = <-job.done
-	}
-	return errs
+	return job
 }
 
 // TestGroupKeepsArrivalOrder: deliveries of one record in one group are
@@ -41,7 +33,7 @@ func writeGroup(s *Store, jobs ...*ingestJob) []error {
 func TestGroupKeepsArrivalOrder(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	jobs := []*ingestJob{
+	jobs := []*ingest.Job{
 		newJob(t, s, p, event("e1", "c-1", 2, `{"v":"two"}`)),
 		newJob(t, s, p, event("e2", "c-1", 1, `{"v":"one"}`)),
 		newJob(t, s, p, event("e3", "c-2", 1, `{"v":"one"}`)),
@@ -50,7 +42,7 @@ func TestGroupKeepsArrivalOrder(t *testing.T) {
 		newJob(t, s, p, event("e5", "c-2", 2, `{"v":"deux"}`)), // same revision, other content
 		newJob(t, s, p, event("e6", "c-3", -1, `{"v":"x"}`)),
 	}
-	for i, err := range writeGroup(s, jobs...) {
+	for i, err := range s.CommitGroup(jobs...) {
 		if err != nil {
 			t.Fatalf("delivery %d: %v", i, err)
 		}
@@ -58,7 +50,7 @@ func TestGroupKeepsArrivalOrder(t *testing.T) {
 	want := []domain.Outcome{domain.Applied, domain.Stale, domain.Applied, domain.Applied, domain.Duplicate,
 		domain.RevisionConflict, domain.Unversioned}
 	for i, job := range jobs {
-		wantOutcome(t, job.results[0], want[i])
+		wantOutcome(t, job.Results()[0], want[i])
 	}
 	if rev, snap, n := record(t, s, p, "c-2"); rev != 2 || snap != `{"v": "two"}` || n != 2 {
 		t.Fatalf("c-2 at revision %d %s, applied %d times; want 2 {\"v\": \"two\"} twice", rev, snap, n)
@@ -74,7 +66,7 @@ func TestGroupWithAPoisonedDelivery(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.Pool().Exec(ctx, `
 CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.object_id = 'poison' THEN
@@ -86,19 +78,19 @@ CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poi
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []*ingestJob{
+	jobs := []*ingest.Job{
 		newJob(t, s, p, event("e1", "c-1", 1, `{}`)),
 		newJob(t, s, p, event("e2", "poison", 1, `{}`), event("e3", "c-3", 1, `{}`)),
 		newJob(t, s, p, event("e4", "c-4", 1, `{}`)),
 	}
-	errs := writeGroup(s, jobs...)
+	errs := s.CommitGroup(jobs...)
 	if errs[0] != nil || errs[2] != nil || errs[1] == nil {
 		t.Fatalf("errors %v: want only the poisoned delivery's", errs)
 	}
-	wantOutcome(t, jobs[0].results[0], domain.Applied)
-	wantOutcome(t, jobs[2].results[0], domain.Applied)
+	wantOutcome(t, jobs[0].Results()[0], domain.Applied)
+	wantOutcome(t, jobs[2].Results()[0], domain.Applied)
 	var deliveries, events int
-	if err := s.pool.QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).Scan(&deliveries, &events); err != nil {
+	if err := s.Pool().QueryRow(ctx, `SELECT (SELECT count(*) FROM deliveries), (SELECT count(*) FROM events)`).Scan(&deliveries, &events); err != nil {
 		t.Fatal(err)
 	}
 	if deliveries != 2 || events != 2 {
@@ -162,24 +154,24 @@ func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 		var results []domain.Result
 		for _, e := range events {
 			job := newJob(t, alone, pa, e)
-			if err := writeGroup(alone, job)[0]; err != nil {
+			if err := alone.CommitGroup(job)[0]; err != nil {
 				t.Fatal(err)
 			}
-			results = append(results, job.results...)
+			results = append(results, job.Results()...)
 		}
 		want = append(want, results)
 	}
 	for start := 0; start < len(history); {
 		n := min(1+rng.IntN(40), len(history)-start)
-		var jobs []*ingestJob
+		var jobs []*ingest.Job
 		for _, events := range history[start : start+n] {
 			jobs = append(jobs, newJob(t, grouped, pg, append([]domain.Event(nil), events...)...))
 		}
-		for i, err := range writeGroup(grouped, jobs...) {
+		for i, err := range grouped.CommitGroup(jobs...) {
 			if err != nil {
 				t.Fatalf("group at %d, delivery %d: %v", start, i, err)
 			}
-			got = append(got, jobs[i].results)
+			got = append(got, jobs[i].Results())
 		}
 		start += n
 	}
@@ -220,14 +212,14 @@ func TestGroupedOutcomesMatchOneAtATime(t *testing.T) {
 // is answered with its own outcome.
 func TestConcurrentDeliveriesShareGroups(t *testing.T) {
 	t.Parallel()
-	s, err := New(testdb.New(t), testKey)
+	s, err := postgres.New(testdb.New(t), testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := newProvider(t, s, "acme", "crm")
 	ctx := context.Background()
 	var before int64
-	if err := s.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&before); err != nil {
+	if err := s.Pool().QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&before); err != nil {
 		t.Fatal(err)
 	}
 	const n = 64
@@ -249,7 +241,7 @@ func TestConcurrentDeliveriesShareGroups(t *testing.T) {
 		}
 	}
 	var after int64
-	if err := s.pool.QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&after); err != nil {
+	if err := s.Pool().QueryRow(ctx, `SELECT xact_commit FROM pg_stat_database WHERE datname = current_database()`).Scan(&after); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%d deliveries in about %d transactions", n, after-before)
@@ -264,10 +256,10 @@ func TestConcurrentDeliveriesShareGroups(t *testing.T) {
 func TestTenantQueueIsBounded(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	s.maxQueued = 2
+	s.SetMaxQueued(2)
 	ctx := context.Background()
-	wantOutcome(t, ingest(t, s, p, event("e0", "c-1", 1, `{}`)), domain.Applied)
-	lock, err := s.pool.Begin(ctx)
+	wantOutcome(t, ingestOne(t, s, p, event("e0", "c-1", 1, `{}`)), domain.Applied)
+	lock, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,15 +280,11 @@ func TestTenantQueueIsBounded(t *testing.T) {
 			}
 		}
 	}
-	queued := func() int {
-		s.groups.mu.Lock()
-		defer s.groups.mu.Unlock()
-		return len(s.groups.pending[p.TenantID])
-	}
+	queued := func() int { return s.Queued(p.TenantID) }
 	go send(1) // taken by the committer, which waits on the lock
 	waitFor("the committer to wait on the lock", func() bool {
 		var n int
-		s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+		s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
 		return n == 1
 	})
 	go send(2)
@@ -315,32 +303,5 @@ func TestTenantQueueIsBounded(t *testing.T) {
 	// Revisions 3 and 4 were sent at once: either order is an arrival order.
 	if rev, _, n := record(t, s, p, "c-1"); rev != 4 || n < 3 {
 		t.Fatalf("c-1 at revision %d applied %d times, want revision 4 applied 3 or 4 times", rev, n)
-	}
-}
-
-// TestQueuedEventsFollowPace: how many events may wait ahead of a delivery
-// follows what the committer has been writing per second, so a tenant
-// sending large batches to a fast committer is not refused, and a slow
-// committer refuses early rather than letting deliveries outlive their
-// budget in the queue.
-func TestQueuedEventsFollowPace(t *testing.T) {
-	t.Parallel()
-	var q groupQueues
-	in3s := time.Now().Add(3 * time.Second)
-	if got := q.queuedEventsAllowed(in3s, true); got != minQueuedEvents {
-		t.Errorf("before any group: %d, want %d", got, minQueuedEvents)
-	}
-	q.measured(2000, 200*time.Millisecond) // 10 000 events/s
-	if got := q.queuedEventsAllowed(in3s, true); got < 14000 || got > 15000 {
-		t.Errorf("at 10 000 events/s with 3 s left: %d, want about 15 000", got)
-	}
-	if got := q.queuedEventsAllowed(time.Time{}, false); got != minQueuedEvents {
-		t.Errorf("no deadline: %d, want %d", got, minQueuedEvents)
-	}
-	for range 20 {
-		q.measured(100, time.Second) // the committer slows to 100 events/s
-	}
-	if got := q.queuedEventsAllowed(in3s, true); got != minQueuedEvents {
-		t.Errorf("at 100 events/s: %d, want the floor %d", got, minQueuedEvents)
 	}
 }

@@ -1,4 +1,4 @@
-package postgres
+package ingest_test
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/ingest"
 )
 
 // BenchmarkCounterShards ingests a burst of events for one tenant and
@@ -17,9 +19,9 @@ import (
 // outcome counter. With one shard every transaction queues on that row's
 // lock until the previous one commits; with the default shards they don't.
 //
-//	go test ./postgres -run '^$' -bench CounterShards -benchtime 3000x
+//	go test ./postgres/ingest -run '^$' -bench CounterShards -benchtime 3000x
 func BenchmarkCounterShards(b *testing.B) {
-	for _, shards := range []int{1, defaultCounterShards} {
+	for _, shards := range []int{1, ingest.DefaultCounterShards} {
 		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
 			cfg, err := pgxpool.ParseConfig(testdb.NewURL(b))
 			if err != nil {
@@ -31,8 +33,8 @@ func BenchmarkCounterShards(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			s, _ := New(pool, testKey)
-			s.counterShards = shards
+			s, _ := postgres.New(pool, testKey)
+			s.SetCounterShards(shards)
 			ctx := asTest(context.Background())
 			t, _ := s.CreateTenant(ctx, "acme", "")
 			if _, err := s.ConnectProvider(ctx, t.ID, "crm", "standard", "whsec_dGVzdA==", nil); err != nil {
@@ -61,7 +63,7 @@ func BenchmarkCounterShards(b *testing.B) {
 // per delivery (one transaction) and one per delivery, from 8 concurrent
 // senders, and reports events/s for each.
 //
-//	go test ./postgres -run '^$' -bench BatchVersusSingle -benchtime 20000x
+//	go test ./postgres/ingest -run '^$' -bench BatchVersusSingle -benchtime 20000x
 func BenchmarkBatchVersusSingle(b *testing.B) {
 	for _, perDelivery := range []int{1, 100} {
 		b.Run(fmt.Sprintf("events-per-delivery=%d", perDelivery), func(b *testing.B) {
@@ -75,7 +77,7 @@ func BenchmarkBatchVersusSingle(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer pool.Close()
-			s, _ := New(pool, testKey)
+			s, _ := postgres.New(pool, testKey)
 			ctx := asTest(context.Background())
 			t, _ := s.CreateTenant(ctx, "acme", "")
 			if _, err := s.ConnectProvider(ctx, t.ID, "hs", "hubspot", "client-secret", nil); err != nil {

@@ -1,4 +1,4 @@
-package postgres
+package ingest
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -35,19 +35,19 @@ WHERE t.slug = @tenant AND p.name = @provider`
 // left out; without keys the store returns ErrNoKey for a provider that has
 // secrets. The endpoint returned may be shared with other callers: it is
 // read, never modified.
-func (s *Store) Endpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
+func (w *Writer) Endpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
 	if domain.ValidateSlug("tenant", tenantSlug) != nil || domain.ValidateSlug("provider", providerName) != nil {
 		// No row can have such a name; the database need not be asked.
 		return domain.ProviderEndpoint{}, endpointNotFound(tenantSlug, providerName)
 	}
 	key, began := endpointKey{tenantSlug, providerName}, time.Now()
-	hit, gen := s.endpoints.get(key, began)
+	hit, gen := w.endpoints.get(key, began)
 	if hit != nil {
 		return hit.p, hit.err
 	}
-	p, err := s.loadEndpoint(ctx, tenantSlug, providerName)
+	p, err := w.loadEndpoint(ctx, tenantSlug, providerName)
 	if err == nil || domain.ErrorCode(err) == domain.ENOTFOUND {
-		s.endpoints.put(key, gen, p, err, began)
+		w.endpoints.put(key, gen, p, err, began)
 	}
 	return p, err
 }
@@ -57,7 +57,7 @@ func endpointNotFound(tenantSlug, providerName string) error {
 }
 
 // loadEndpoint reads an endpoint in one query.
-func (s *Store) loadEndpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
+func (w *Writer) loadEndpoint(ctx context.Context, tenantSlug, providerName string) (domain.ProviderEndpoint, error) {
 	var (
 		p      domain.ProviderEndpoint
 		ids    []int64
@@ -67,7 +67,7 @@ func (s *Store) loadEndpoint(ctx context.Context, tenantSlug, providerName strin
 		scopes []scopeRow
 		skew   int64
 	)
-	err := s.pool.QueryRow(ctx, endpointSQL, pgx.NamedArgs{"tenant": tenantSlug, "provider": providerName}).
+	err := w.pool.QueryRow(ctx, endpointSQL, pgx.NamedArgs{"tenant": tenantSlug, "provider": providerName}).
 		Scan(&p.TenantID, &p.ID, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew, &ids, &keyIDs, &aads, &sealed, &scopes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return p, endpointNotFound(tenantSlug, providerName)
@@ -82,7 +82,7 @@ func (s *Store) loadEndpoint(ctx context.Context, tenantSlug, providerName strin
 		secrets[i] = pg.SealedSecret{TenantID: p.TenantID, ProviderID: p.ID, ID: ids[i], KeyID: keyIDs[i],
 			AADVersion: aads[i], Ciphertext: sealed[i]}
 	}
-	if p.Secrets, err = s.secrets.OpenAll(secrets); err != nil {
+	if p.Secrets, err = w.secrets.OpenAll(secrets); err != nil {
 		return p, err
 	}
 	p.Scopes = make(map[domain.ScopeName]domain.Scope, len(scopes))
