@@ -144,31 +144,6 @@ func raceStore(t *testing.T, pool *pgxpool.Pool) *Store {
 	return st
 }
 
-// counters sums outcome_counters over shards and hours, per outcome.
-func counters(t *testing.T, s *Store, p domain.ProviderEndpoint) map[domain.Outcome]int {
-	t.Helper()
-	rows, err := s.pool.Query(context.Background(),
-		`SELECT outcome, sum(n)::bigint FROM outcome_counters WHERE tenant_id = $1 AND provider_id = $2 GROUP BY outcome`,
-		p.TenantID, p.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	m := map[domain.Outcome]int{}
-	for rows.Next() {
-		var o string
-		var n int64
-		if err := rows.Scan(&o, &n); err != nil {
-			t.Fatal(err)
-		}
-		m[domain.Outcome(o)] = int(n)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return m
-}
-
 // signup builds a lead.signup event as the standard receiver does.
 func signup(t *testing.T, id, email, campaign string) domain.Event {
 	t.Helper()
@@ -214,12 +189,4 @@ func change(id, property, value string, revision int64) domain.Event {
 	return domain.Event{EventID: id, Scope: domain.ScopeName{ObjectType: "contact", Action: action},
 		ObjectID: "c-1", Revision: &revision, Snapshot: json.RawMessage(snapshot), Property: property,
 		Payload: []byte(snapshot)}
-}
-
-// dated is a snapshot event whose revision is the timestamp at, as the
-// Salesforce, HubSpot and Shippo receivers build them.
-func dated(id, contact string, at time.Time, snapshot string) domain.Event {
-	e := event(id, contact, at.UnixMicro(), snapshot)
-	e.RevisionTime = at
-	return e
 }
