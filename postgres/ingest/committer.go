@@ -209,7 +209,7 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 		return
 	}
 	for _, job := range live {
-		job.results, err = w.commitAlone(job.ctx, job.d, job.p, job.events)
+		job.results, err = w.commit(job.ctx, alone, job.d, job.p, job.events, nil)
 		job.done <- err
 	}
 }

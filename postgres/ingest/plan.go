@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"fmt"
 	"strconv"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // A group's events are written in rounds. An event joins the first round

@@ -1,8 +1,6 @@
 package ingest
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"math/rand/v2"
 	"time"
@@ -10,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // logRefusalsSQL writes a batch of refused deliveries in one statement:

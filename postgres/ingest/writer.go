@@ -6,7 +6,8 @@
 // transaction is in the registry of statements.go.
 //
 // The package follows postgres' rule for statements: each is a
-// package-level constant ending in SQL with @name parameters.
+// package-level constant ending in SQL, or a pg.Named variable of one, with
+// @name parameters.
 package ingest
 
 import (
@@ -79,13 +80,14 @@ type mode int
 
 const (
 	grouped mode = iota // in its tenant's next group (committer.go)
-	alone               // in a transaction of its own
+	alone               // in a transaction of its own: each delivery of a group that failed
 	replay              // alone in an explicit transaction that runs then before it commits
 )
 
 // beforeCommit runs in a replay's transaction, once its outcomes are known.
 type beforeCommit func(ctx context.Context, tx pgx.Tx, results []domain.Result) error
 
+// ensureScopeSQL creates a scope first used, with its defaults.
 var ensureScopeSQL = pg.Named(`
 INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (@tenant_id, @provider_id, @object_type, @action)
 ON CONFLICT DO NOTHING`)
