@@ -1,8 +1,11 @@
 package ingest
 
 import (
+	"slices"
 	"testing"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // TestQueuedEventsFollowPace: how many events may wait ahead of a delivery
@@ -30,4 +33,50 @@ func TestQueuedEventsFollowPace(t *testing.T) {
 	if got := q.queuedEventsAllowed(in3s, true); got != minQueuedEvents {
 		t.Errorf("at 100 events/s: %d, want the floor %d", got, minQueuedEvents)
 	}
+}
+
+// TestTakeGroup: a group is at least one delivery, then as many as fit
+// its bounds, in arrival order.
+func TestTakeGroup(t *testing.T) {
+	t.Parallel()
+	jobs := func(events ...int) []*ingestJob {
+		var js []*ingestJob
+		for _, n := range events {
+			js = append(js, &ingestJob{events: make([]domain.Event, n)})
+		}
+		return js
+	}
+	for _, tc := range []struct {
+		name    string
+		pending []*ingestJob
+		want    []int // the sizes of the groups taken, in order
+	}{
+		{"one group", jobs(1, 2, 3), []int{3}},
+		{"a delivery over the events' bound goes alone", jobs(1, maxGroupEvents+1, 1), []int{1, 1, 1}},
+		{"up to the events' bound", jobs(maxGroupEvents-1, 1, 1), []int{2, 1}},
+		{"up to the deliveries' bound", jobs(slices.Repeat([]int{1}, maxGroupDeliveries+1)...), []int{maxGroupDeliveries, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pending := tc.pending
+			var got []int
+			for len(pending) > 0 {
+				group := takeGroup(&pending)
+				if len(group) == 0 || group[0] != tc.pending[sum(got)] {
+					t.Fatalf("group %d does not start with the next delivery in arrival order", len(got))
+				}
+				got = append(got, len(group))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("groups of %v deliveries, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func sum(ns []int) int {
+	s := 0
+	for _, n := range ns {
+		s += n
+	}
+	return s
 }

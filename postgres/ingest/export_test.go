@@ -10,9 +10,8 @@ import (
 // What the external tests (package ingest_test) reach inside a Writer.
 
 var (
-	OutcomeSQL      = ingestStatements[stOutcome].SQL
-	EnsureScopeSQL  = ensureScopeSQL.SQL
-	MinQueuedEvents = minQueuedEvents
+	OutcomeSQL     = ingestStatements[stOutcome].SQL
+	EnsureScopeSQL = ensureScopeSQL.SQL
 )
 
 // SetBeforeCommit appends sql to every ingest transaction, after all of its
