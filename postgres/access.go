@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"time"
@@ -71,15 +73,15 @@ func (s *Store) Authenticate(ctx context.Context, email, password, address strin
 	defer cancel()
 	tx, err := s.read.Begin(ctx)
 	if err != nil {
-		return domain.User{}, translate(err)
+		return domain.User{}, pg.Translate(err)
 	}
 	defer tx.Rollback(ctx)
 	u, refusal, err := signIn(ctx, tx, email, password, domain.LoginAddressKey(address))
 	if err != nil {
-		return domain.User{}, translate(err)
+		return domain.User{}, pg.Translate(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return domain.User{}, translate(err)
+		return domain.User{}, pg.Translate(err)
 	}
 	return u, refusal
 }
@@ -99,7 +101,7 @@ func signIn(ctx context.Context, tx pgx.Tx, email, password, addressKey string) 
 		return ok, err
 	}
 	refuse := func(summary string, refusal error) (domain.User, error, error) {
-		return domain.User{}, refusal, audit(ctx, tx, 0, "sign_in", email, summary)
+		return domain.User{}, refusal, pg.Audit(ctx, tx, 0, "sign_in", email, summary)
 	}
 
 	// The address's slot first: every sign-in takes the two rows in the
@@ -143,7 +145,7 @@ func signIn(ctx context.Context, tx pgx.Tx, email, password, addressKey string) 
 	if _, err := tx.Exec(ctx, forgetLoginChecksSQL, args); err != nil {
 		return domain.User{}, nil, err
 	}
-	return u, nil, audit(ctx, tx, 0, "sign_in", email, domain.SignInSucceeded)
+	return u, nil, pg.Audit(ctx, tx, 0, "sign_in", email, domain.SignInSucceeded)
 }
 
 const visibleTenantsSQL = `
@@ -158,7 +160,7 @@ func (s *Store) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Ten
 		var t domain.Tenant
 		return t, row.Scan(&t.ID, &t.Slug, &t.Name, &t.CreatedAt)
 	})
-	return tenants, translate(err)
+	return tenants, pg.Translate(err)
 }
 
 // tenantForSQL answers the tenant and the operator's role in it; an admin
@@ -175,7 +177,7 @@ func (s *Store) TenantFor(ctx context.Context, u domain.User, slug string) (doma
 	err := s.read.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
 		Scan(&m.Tenant.ID, &m.Tenant.Name, &m.Tenant.CreatedAt, &m.Role)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return domain.Membership{}, notFound("not found")
+		return domain.Membership{}, pg.NotFound("not found")
 	}
-	return m, translate(err)
+	return m, pg.Translate(err)
 }

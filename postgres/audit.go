@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"fmt"
 	"math"
@@ -14,25 +16,6 @@ import (
 )
 
 var _ domain.AuditService = (*Store)(nil)
-
-const insertAuditSQL = `INSERT INTO audit_log (tenant_id, actor_kind, actor, action, target, summary, client_address)
-VALUES (@tenant_id, @actor_kind, @actor, @action, @target, @summary, @client_address)`
-
-// audit records a change in tx, the transaction that makes it, so that the
-// entry exists exactly when the change does. The actor comes from ctx; a
-// change without one is refused rather than left unrecorded. tenantID is 0
-// for changes outside any tenant. summary must never hold a secret.
-func audit(ctx context.Context, tx pgx.Tx, tenantID int64, action, target, summary string) error {
-	a, ok := domain.ActorFrom(ctx)
-	if !ok {
-		return domain.Errorf(domain.EINTERNAL, "change %s on %q has no actor to record", action, target)
-	}
-	_, err := tx.Exec(ctx, insertAuditSQL, pgx.NamedArgs{
-		"tenant_id": tenantID, "actor_kind": a.Kind, "actor": a.Name, "action": action,
-		"target": target, "summary": summary, "client_address": a.Address,
-	})
-	return err
-}
 
 // auditLogSQL pages through the log newest first. %s holds the filters in
 // use, each combination its own statement planned for exactly those
@@ -64,12 +47,12 @@ func (s *Store) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.P
 	args := pgx.NamedArgs{"after_at": pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true},
 		"after_id": int64(math.MaxInt64)}
 	if page.Cursor != "" {
-		if err := decodeCursor(page.Cursor, &after); err != nil || after.At.IsZero() {
-			return nil, "", invalidCursor()
+		if err := pg.DecodeCursor(page.Cursor, &after); err != nil || after.At.IsZero() {
+			return nil, "", pg.InvalidCursor()
 		}
 		args["after_at"], args["after_id"] = after.At, after.ID
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	args["limit"] = limit + 1
 	var conds []string
 	filter := func(cond, name string, value any) {
@@ -97,7 +80,7 @@ func (s *Store) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.P
 	}
 	rows, err := s.read.Query(ctx, fmt.Sprintf(auditLogSQL, where), args)
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditEntry, error) {
 		var e domain.AuditEntry
@@ -105,14 +88,14 @@ func (s *Store) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.P
 			&e.Summary, &e.ClientAddress)
 	})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
-	entries, more := trim(entries, limit)
+	entries, more := pg.Trim(entries, limit)
 	if !more {
 		return entries, "", nil
 	}
 	last := entries[len(entries)-1]
-	return entries, encodeCursor(auditCursor{At: last.At, ID: last.ID}), nil
+	return entries, pg.EncodeCursor(auditCursor{At: last.At, ID: last.ID}), nil
 }
 
 // The actions recorded, by a skip scan of the action indexes: one index
@@ -144,8 +127,8 @@ func (s *Store) AuditActions(ctx context.Context, q domain.AuditQuery) ([]string
 	}
 	rows, err := s.read.Query(ctx, sql, args...)
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	actions, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return actions, translate(err)
+	return actions, pg.Translate(err)
 }

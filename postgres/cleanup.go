@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"cmp"
 	"context"
 	"errors"
@@ -206,7 +208,7 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 			return fmt.Errorf("delete finished replay jobs: %w", err)
 		}
 		r.DroppedSearch, err = execBatches(ctx, m.conn, deleteDroppedSearchSQL,
-			pgx.NamedArgs{"before": utcDay(now.Add(-retention)), "limit": batch})
+			pgx.NamedArgs{"before": pg.UTCDay(now.Add(-retention)), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete the search words of dropped days: %w", err)
 		}
@@ -255,7 +257,7 @@ func checkRetention(ctx context.Context, q querier, retention time.Duration) err
 	)
 	err := q.QueryRow(ctx, largestTTLSQL).Scan(&ttl, &tenant, &provider, &objectType, &action)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return fmt.Errorf("find the largest scope TTL: %w", translate(err))
+		return fmt.Errorf("find the largest scope TTL: %w", pg.Translate(err))
 	}
 	owner := fmt.Sprintf("scope %s.%s of provider %s of tenant %s", objectType, action, provider, tenant)
 	return domain.ValidateRetention(retention, time.Duration(ttl)*time.Second, owner)
@@ -270,7 +272,7 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 	cfg.RuntimeParams["application_name"] = maintenanceApp
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	key := pgx.NamedArgs{"key": maintenanceLockKey}
@@ -282,7 +284,7 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 		r.Skipped = err == nil && !locked
 	}
 	if err != nil || r.Skipped {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	// Unlock before the connection closes: a closed session's locks go only
 	// when its backend exits, which the next pass could beat and be skipped.
@@ -291,7 +293,7 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 	_, err = conn.Exec(ctx, maintenanceTimeoutsSQL, pgx.NamedArgs{
 		"lock_timeout": maintenanceLockTimeout, "statement_timeout": maintenanceStatementTimeout})
 	if err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	return fn(&maintainer{conn: conn, report: r})
 }
@@ -303,7 +305,7 @@ func execBatches(ctx context.Context, q querier, sql string, args pgx.NamedArgs)
 	for {
 		tag, err := q.Exec(ctx, sql, args)
 		if err != nil {
-			return total, translate(err)
+			return total, pg.Translate(err)
 		}
 		total += tag.RowsAffected()
 		if tag.RowsAffected() == 0 {

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"fmt"
 	"slices"
@@ -260,7 +262,7 @@ func TestCleanupNeverBlocksIngest(t *testing.T) {
 				!strings.Contains(strings.Join(dropPass.Deferred, " "), partitionName(table, old)) {
 				t.Errorf("first pass: %s", dropPass)
 			}
-			newDay := utcDay(later).AddDate(0, 0, PartitionsAhead)
+			newDay := pg.UTCDay(later).AddDate(0, 0, PartitionsAhead)
 			if !slices.Contains(createPass.CreatedPartitions, partitionName(other, newDay)) || len(createPass.Deferred) == 0 {
 				t.Errorf("second pass: %s", createPass)
 			}
@@ -372,7 +374,7 @@ func TestCleanupFinishesInterruptedDetach(t *testing.T) {
 		}
 	}
 	cleanupIngestAt(t, s, p, event("ev-old", "c-old", 1, `{"a":1}`), old)
-	ahead := utcDay(now).AddDate(0, 0, PartitionsAhead+1) // the catch-all's first day
+	ahead := pg.UTCDay(now).AddDate(0, 0, PartitionsAhead+1) // the catch-all's first day
 	cleanupIngestAt(t, s, p, event("ev-ahead", "c-ahead", 1, `{"a":1}`), ahead.Add(time.Hour))
 
 	detachPending(t, s, url, "events", partitionName("events", old))

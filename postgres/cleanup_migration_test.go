@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"slices"
 	"testing"
@@ -18,7 +20,7 @@ func TestMigrationReplacesDefaultPartitions(t *testing.T) {
 	pool, p := migratedTo(t, 9)
 	// As the old maintenance left it: a daily partition for yesterday, and
 	// rows the default partition caught, some of days without partitions.
-	today := utcDay(time.Now())
+	today := pg.UTCDay(time.Now())
 	yesterday := today.AddDate(0, 0, -1)
 	_, err := pool.Exec(ctx, `CREATE TABLE `+ident(partitionName("events", yesterday))+` PARTITION OF events FOR VALUES FROM ('`+
 		yesterday.Format(partitionBoundFormat)+`') TO ('`+today.Format(partitionBoundFormat)+`')`)

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -113,11 +115,6 @@ type logPartitions struct {
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
 
-func utcDay(t time.Time) time.Time {
-	y, m, d := t.UTC().Date()
-	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
-}
-
 // partitionName is the name of table's daily partition for the UTC day of day.
 func partitionName(table string, day time.Time) string {
 	return table + dailyInfix + day.UTC().Format(partitionDayFormat)
@@ -165,7 +162,7 @@ func (m *maintainer) load(ctx context.Context) error {
 	}
 	rows, err := m.conn.Query(ctx, listPartitionsSQL)
 	if err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	var (
 		name              string
@@ -190,7 +187,7 @@ func (m *maintainer) load(ctx context.Context) error {
 		}
 		return nil
 	})
-	return translate(err)
+	return pg.Translate(err)
 }
 
 // ddl runs one DDL statement of the step named.
@@ -204,7 +201,7 @@ func (m *maintainer) ddl(ctx context.Context, step, sql string) error {
 // lockTimeout sets how long the pass's next statements wait for a lock.
 func (m *maintainer) lockTimeout(ctx context.Context, timeout string) error {
 	_, err := m.conn.Exec(ctx, setLockTimeoutSQL, pgx.NamedArgs{"lock_timeout": timeout})
-	return translate(err)
+	return pg.Translate(err)
 }
 
 // failed names the step in its error. A lock or statement timeout is
@@ -214,7 +211,7 @@ func (m *maintainer) failed(ctx context.Context, step string, err error) error {
 		m.report.Deferred = append(m.report.Deferred, step+": "+why)
 		return errGaveUp
 	}
-	return fmt.Errorf("%s: %w", step, translate(err))
+	return fmt.Errorf("%s: %w", step, pg.Translate(err))
 }
 
 // finishDetach completes a detach an earlier pass left pending.
@@ -242,7 +239,7 @@ func (m *maintainer) finishDetach(ctx context.Context, lp *logPartitions) error 
 // ensure makes sure every log has its daily partitions for the UTC days
 // from `from` through `from+ahead`, and a catch-all after them.
 func (m *maintainer) ensure(ctx context.Context, from time.Time, ahead int) error {
-	first := utcDay(from)
+	first := pg.UTCDay(from)
 	last := first.AddDate(0, 0, ahead)
 	return m.eachLog(func(lp *logPartitions) error {
 		// Days before the catch-all are attached beside it at once;
@@ -335,13 +332,13 @@ func (m *maintainer) rowDays(ctx context.Context, table string, before time.Time
 	rows, err := m.conn.Query(ctx, fmt.Sprintf(detachedRowDaysSQL, ident(table)),
 		pgx.NamedArgs{"before": before})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	days, err := pgx.CollectRows(rows, pgx.RowTo[time.Time])
 	for i := range days {
 		days[i] = days[i].UTC()
 	}
-	return days, translate(err)
+	return days, pg.Translate(err)
 }
 
 // attachDay creates and attaches lp's daily partition for day.
@@ -368,7 +365,7 @@ func (m *maintainer) attach(ctx context.Context, lp *logPartitions, name, attach
 	}
 	tx, err := m.conn.Begin(ctx)
 	if err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	for _, sql := range stmts {
@@ -377,7 +374,7 @@ func (m *maintainer) attach(ctx context.Context, lp *logPartitions, name, attach
 		}
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	lp.loose = slices.DeleteFunc(lp.loose, func(n string) bool { return n == name })
 	m.report.CreatedPartitions = append(m.report.CreatedPartitions, name)

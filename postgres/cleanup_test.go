@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"fmt"
 	"slices"
@@ -78,7 +80,7 @@ func wantPartitionsAhead(t *testing.T, s *Store, from time.Time) {
 	t.Helper()
 	for _, table := range partitionedTables {
 		have := attachedPartitions(t, s, table)
-		day := utcDay(from)
+		day := pg.UTCDay(from)
 		for range PartitionsAhead + 1 {
 			if !slices.Contains(have, partitionName(table, day)) {
 				t.Errorf("%s has no partition for %s: %v", table, day.Format(time.DateOnly), have)
@@ -146,7 +148,7 @@ func TestEnsurePartitions(t *testing.T) {
 
 	// 23:30 at UTC-5 on the day before `base` is `base` in UTC. The days
 	// lie past the catch-all, which moves on after them.
-	base := utcDay(time.Now()).AddDate(0, 0, 60)
+	base := pg.UTCDay(time.Now()).AddDate(0, 0, 60)
 	from := time.Date(base.Year(), base.Month(), base.Day()-1, 23, 30, 0, 0, time.FixedZone("x", -5*3600))
 	got, err := s.EnsurePartitions(ctx, from, 1)
 	if err != nil {
@@ -213,7 +215,7 @@ func TestEnsurePartitionsRotatesCatchAll(t *testing.T) {
 	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
-	day := utcDay(time.Now()).AddDate(0, 0, PartitionsAhead+5) // in the catch-all
+	day := pg.UTCDay(time.Now()).AddDate(0, 0, PartitionsAhead+5) // in the catch-all
 
 	at := map[string]time.Time{
 		"ev-1": day,                                      // first instant of the day
@@ -414,7 +416,7 @@ func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
 	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
-	ahead := utcDay(time.Now()).AddDate(0, 0, PartitionsAhead+3)
+	ahead := pg.UTCDay(time.Now()).AddDate(0, 0, PartitionsAhead+3)
 
 	const writers, each = 4, 10
 	var wg sync.WaitGroup

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,22 +54,22 @@ func (s *Store) ConflictQueue(ctx context.Context, tenantID int64, openLimit, re
 	var q domain.ConflictQueue
 	rows, err := s.read.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
 	if err != nil {
-		return q, translate(err)
+		return q, pg.Translate(err)
 	}
 	q.Open, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
 		return scanQueueConflict(row, &q.OpenTotal)
 	})
 	if err != nil {
-		return q, translate(err)
+		return q, pg.Translate(err)
 	}
 	rows, err = s.read.Query(ctx, resolvedQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": resolvedLimit})
 	if err != nil {
-		return q, translate(err)
+		return q, pg.Translate(err)
 	}
 	q.Resolved, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
 		return scanQueueConflict(row)
 	})
-	return q, translate(err)
+	return q, pg.Translate(err)
 }
 
 const conflictDetailSQL = `
@@ -92,10 +94,10 @@ func (s *Store) ConflictDetail(ctx context.Context, tenantID, conflictID int64) 
 	row := s.read.QueryRow(ctx, conflictDetailSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID})
 	c, err := scanConflict(scanSuffix{row: row, rest: []any{&revision, &snapshot, &count, &lastEvent, &created, &updated}})
 	if errors.Is(err, pgx.ErrNoRows) {
-		return d, notFound("conflict %d not found", conflictID)
+		return d, pg.NotFound("conflict %d not found", conflictID)
 	}
 	if err != nil {
-		return d, translate(err)
+		return d, pg.Translate(err)
 	}
 	d.Conflict = c
 	if revision != nil {
@@ -155,27 +157,27 @@ type conflictCursor struct {
 // ("" for all), newest first, and the cursor of the next page ("" on the
 // last). A malformed cursor is an EINVALID error.
 func (s *Store) Conflicts(ctx context.Context, tenantID int64, status string, page domain.Page) ([]domain.Conflict, string, error) {
-	after := conflictCursor{At: latestRevisionTime, ID: math.MaxInt64}
-	if err := decodeCursor(page.Cursor, &after); err != nil {
+	after := conflictCursor{At: pg.LatestRevisionTime, ID: math.MaxInt64}
+	if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	rows, err := s.read.Query(ctx, conflictsSQL, pgx.NamedArgs{"tenant_id": tenantID, "after_at": after.At, "after_id": after.ID,
-		"status": nullString(status), "limit": limit + 1})
+		"status": pg.NullString(status), "limit": limit + 1})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	conflicts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
 		return scanConflict(row)
 	})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
-	conflicts, more := trim(conflicts, limit)
+	conflicts, more := pg.Trim(conflicts, limit)
 	if !more {
 		return conflicts, "", nil
 	}
-	return conflicts, encodeCursor(conflictCursor{At: conflicts[len(conflicts)-1].DetectedAt, ID: conflicts[len(conflicts)-1].ID}), nil
+	return conflicts, pg.EncodeCursor(conflictCursor{At: conflicts[len(conflicts)-1].DetectedAt, ID: conflicts[len(conflicts)-1].ID}), nil
 }
 
 const lockConflictSQL = `
@@ -240,16 +242,16 @@ func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64,
 			domain.ResolveKeep, domain.ResolveAdopt, resolution)
 	}
 	var resolved domain.Conflict
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		args := pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID}
 		var providerID int64
 		row := tx.QueryRow(ctx, lockConflictSQL, args)
 		c, err := scanConflict(scanPrefix{row: row, first: &providerID})
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("conflict %d not found", conflictID)
+			return pg.NotFound("conflict %d not found", conflictID)
 		}
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		if c.Status != domain.ConflictOpen {
 			return domain.Errorf(domain.ECONFLICT, "conflict %d is already %s", conflictID, c.Status)
@@ -257,14 +259,14 @@ func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64,
 		if resolution == domain.ResolveAdopt {
 			tag, err := tx.Exec(ctx, adoptSQL, args)
 			if err != nil {
-				return translate(err)
+				return pg.Translate(err)
 			}
 			if tag.RowsAffected() == 0 {
 				var current int64
 				err := tx.QueryRow(ctx, currentRevisionSQL, pgx.NamedArgs{"tenant_id": tenantID,
 					"provider_id": providerID, "object_type": c.ObjectType, "object_id": c.ObjectID}).Scan(&current)
 				if err != nil {
-					return translate(err)
+					return pg.Translate(err)
 				}
 				return domain.Errorf(domain.ECONFLICT,
 					"the record has moved on to revision %d; adopting the snapshot of revision %d would roll it back",
@@ -274,10 +276,10 @@ func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64,
 		args["status"], args["note"], args["by"] = status, note, by
 		resolved, err = scanConflict(tx.QueryRow(ctx, resolveSQL, args))
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType, c.ObjectID, c.Revision)
-		return audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
+		return pg.Audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
 	})
 	return resolved, err
 }

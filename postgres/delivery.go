@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,57 +16,6 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 )
-
-// deliveryRows are deliveries as deliveryRowsSQL takes them: one array per
-// column, NULL for what a delivery lacks (its request's parts, migration
-// 00021).
-type deliveryRows struct {
-	tenants, providers                      []int64
-	ids                                     []string
-	times                                   []time.Time
-	statuses                                []int16
-	signatures                              []string
-	reasons, replayOf                       []*string
-	eventCounts                             []int32
-	bodies                                  [][]byte
-	methods, paths, queries, headers, hosts []*string
-	truncated                               []*bool
-}
-
-// deliveryRowsSQL unnests deliveryRows into rows d.
-const deliveryRowsSQL = `unnest(@d_tenants::bigint[], @d_ids::uuid[], @d_times::timestamptz[], @d_providers::bigint[],
-        @d_statuses::smallint[], @d_signatures::text[], @d_reasons::text[], @d_event_counts::int[], @d_bodies::bytea[],
-        @d_methods::text[], @d_paths::text[], @d_queries::text[], @d_headers::jsonb[], @d_truncated::boolean[],
-        @d_clients::text[], @d_replay_of::uuid[])
-    AS d (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
-          method, path, query, headers, truncated, client_address, replay_of)`
-
-// add appends d, which carried events events.
-func (r *deliveryRows) add(d domain.Delivery, events int) {
-	r.tenants, r.ids, r.times, r.providers = append(r.tenants, d.TenantID), append(r.ids, d.ID), append(r.times, d.ReceivedAt), append(r.providers, d.ProviderID)
-	r.statuses, r.signatures, r.reasons = append(r.statuses, int16(d.Status)), append(r.signatures, d.Signature), append(r.reasons, nullString(d.Reason))
-	r.eventCounts, r.bodies, r.replayOf = append(r.eventCounts, int32(events)), append(r.bodies, d.Body), append(r.replayOf, nullString(d.ReplayOf))
-	q := d.Request
-	var headers *string
-	if q.Headers != nil {
-		b, _ := json.Marshal(q.Headers)
-		headers = nullJSON(b)
-	}
-	var truncated *bool
-	if q.Truncated {
-		truncated = &q.Truncated
-	}
-	r.methods, r.paths, r.queries = append(r.methods, nullString(q.Method)), append(r.paths, nullString(q.Path)), append(r.queries, nullString(q.Query))
-	r.headers, r.truncated, r.hosts = append(r.headers, headers), append(r.truncated, truncated), append(r.hosts, nullString(q.ClientAddress))
-}
-
-// set puts the arrays into args.
-func (r *deliveryRows) set(args pgx.NamedArgs) {
-	args["d_tenants"], args["d_ids"], args["d_times"], args["d_providers"] = r.tenants, r.ids, r.times, r.providers
-	args["d_statuses"], args["d_signatures"], args["d_reasons"], args["d_event_counts"] = r.statuses, r.signatures, r.reasons, r.eventCounts
-	args["d_bodies"], args["d_methods"], args["d_paths"], args["d_queries"] = r.bodies, r.methods, r.paths, r.queries
-	args["d_headers"], args["d_truncated"], args["d_clients"], args["d_replay_of"] = r.headers, r.truncated, r.hosts, r.replayOf
-}
 
 // deliveryDetailSQL finds one delivery by id. The (tenant_id, id) index of
 // each partition answers it; the caller also bounds received_at by the
@@ -111,7 +62,7 @@ func (s *Store) Delivery(ctx context.Context, tenantID int64, id string) (domain
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, deliveryNotFound(id)
 	}
-	return d, translate(err)
+	return d, pg.Translate(err)
 }
 
 func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
@@ -146,7 +97,7 @@ func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.Delive
 	return d, s.read.SendBatch(ctx, batch).Close()
 }
 
-func deliveryNotFound(id string) error { return notFound("delivery %q not found", id) }
+func deliveryNotFound(id string) error { return pg.NotFound("delivery %q not found", id) }
 
 func negInfinity() pgtype.Timestamptz {
 	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
@@ -219,35 +170,35 @@ func (s *Store) Deliveries(ctx context.Context, tenantID int64, f domain.Deliver
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": posInfinity(), "after_id": uuid.Max.String(), "limit": limit + 1}
 	if page.Cursor != "" {
 		var c deliveryCursor
-		if err := decodeCursor(page.Cursor, &c); err != nil {
+		if err := pg.DecodeCursor(page.Cursor, &c); err != nil {
 			return nil, "", err
 		}
 		if _, err := uuid.Parse(c.ID); err != nil || c.ReceivedAt.IsZero() {
-			return nil, "", invalidCursor()
+			return nil, "", pg.InvalidCursor()
 		}
 		args["after_at"], args["after_id"] = c.ReceivedAt, c.ID
 	}
 	rows, err := s.read.Query(ctx, fmt.Sprintf(deliveryLogSQL, deliveryConds(f, args)), args)
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 		var d domain.DeliveryBrief
 		return d, row.Scan(&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf)
 	})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
-	list, more := trim(list, limit)
+	list, more := pg.Trim(list, limit)
 	if !more {
 		return list, "", nil
 	}
 	last := list[len(list)-1]
-	return list, encodeCursor(deliveryCursor{ReceivedAt: last.ReceivedAt, ID: last.ID}), nil
+	return list, pg.EncodeCursor(deliveryCursor{ReceivedAt: last.ReceivedAt, ID: last.ID}), nil
 }
 
 var _ domain.DeliveryService = (*Store)(nil)

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"fmt"
 	"strings"
@@ -93,7 +95,7 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 	if err := q.Validate(); err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "limit": limit + 1, "stale_since": time.Now().Add(-domain.StaleBadgeWindow),
 		"q": nil}
 	var conds []string
@@ -105,11 +107,11 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 	}
 	if page.Cursor != "" {
 		var after directoryCursor
-		if err := decodeCursor(page.Cursor, &after); err != nil {
+		if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 			return nil, "", err
 		}
 		if after.UpdatedAt.IsZero() {
-			return nil, "", invalidCursor()
+			return nil, "", pg.InvalidCursor()
 		}
 		filter(directoryAfter, "", nil)
 		args["after_at"], args["after_id"], args["after_provider"], args["after_type"] =
@@ -140,7 +142,7 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 	}
 	rows, err := s.read.Query(ctx, fmt.Sprintf(directorySQL, where), customPlan, args)
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	var keys []directoryCursor
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.RecordSummary, error) {
@@ -155,13 +157,13 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 		return r, err
 	})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
-	list, more := trim(list, limit)
+	list, more := pg.Trim(list, limit)
 	if !more {
 		return list, "", nil
 	}
-	return list, encodeCursor(keys[limit-1]), nil
+	return list, pg.EncodeCursor(keys[limit-1]), nil
 }
 
 // likePrefix is a LIKE pattern matching text that starts with prefix.

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +87,7 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	if err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_delivery": after.DeliveryID,
 		"after_seq": after.Seq, "limit": limit + 1, "q": nil}
 	var conds []string
@@ -143,12 +145,12 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	if err != nil {
 		return nil, "", eventLogError(err)
 	}
-	events, more := trim(events, limit)
+	events, more := pg.Trim(events, limit)
 	if !more {
 		return events, "", nil
 	}
 	last := events[len(events)-1]
-	return events, encodeCursor(eventCursor{ReceivedAt: last.ReceivedAt, DeliveryID: last.DeliveryID, Seq: last.Seq}), nil
+	return events, pg.EncodeCursor(eventCursor{ReceivedAt: last.ReceivedAt, DeliveryID: last.DeliveryID, Seq: last.Seq}), nil
 }
 
 // eventLogError names a snapshot filter PostgreSQL cannot compare (such as
@@ -159,7 +161,7 @@ func eventLogError(err error) error {
 	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
 		return domain.Errorf(domain.EINVALID, "the snapshot filter cannot be used: %s", pgErr.Message)
 	}
-	return translate(err)
+	return pg.Translate(err)
 }
 
 func scanLoggedEvent(row pgx.CollectableRow) (domain.LoggedEvent, error) {
@@ -199,7 +201,7 @@ func (s *Store) EventLogChoices(ctx context.Context, tenantID int64) (domain.Eve
 		c.ObjectTypes, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
-	return c, translate(s.read.SendBatch(ctx, batch).Close())
+	return c, pg.Translate(s.read.SendBatch(ctx, batch).Close())
 }
 
 // eventDetailSQL finds one event by its delivery and position. The primary
@@ -244,7 +246,7 @@ func (s *Store) EventDetail(ctx context.Context, tenantID int64, deliveryID stri
 	if errors.Is(err, pgx.ErrNoRows) {
 		return d, eventNotFound(deliveryID, seq)
 	}
-	return d, translate(err)
+	return d, pg.Translate(err)
 }
 
 func (s *Store) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.EventDetail, error) {
@@ -289,7 +291,7 @@ func uuidV7Time(id uuid.UUID) time.Time {
 }
 
 func eventNotFound(deliveryID string, seq int) error {
-	return notFound("event %d of delivery %q not found", seq, deliveryID)
+	return pg.NotFound("event %d of delivery %q not found", seq, deliveryID)
 }
 
 // eventOutcomeSQL finds the latest outcome of an event id since a time.
@@ -304,10 +306,10 @@ func (s *Store) EventOutcome(ctx context.Context, tenantID, providerID int64, ev
 	err := s.read.QueryRow(ctx, eventOutcomeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"event_id": eventID, "since": since}).Scan(&o)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", notFound("no event %q since %s", eventID, since.Format(time.RFC3339))
+		return "", pg.NotFound("no event %q since %s", eventID, since.Format(time.RFC3339))
 	}
 	if err != nil {
-		return "", translate(err)
+		return "", pg.Translate(err)
 	}
 	return domain.Outcome(o), nil
 }
@@ -325,11 +327,11 @@ func eventPageStart(page domain.Page) (afterAt any, after eventCursor, err error
 	if page.Cursor == "" {
 		return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}, after, nil
 	}
-	if err := decodeCursor(page.Cursor, &after); err != nil {
+	if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 		return nil, after, err
 	}
 	if _, err := uuid.Parse(after.DeliveryID); err != nil || after.ReceivedAt.IsZero() {
-		return nil, after, invalidCursor()
+		return nil, after, pg.InvalidCursor()
 	}
 	return after.ReceivedAt, after, nil
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -107,7 +109,7 @@ func (m *maintainer) pruneHistory(ctx context.Context, before time.Time, batch i
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("prune accepted revisions: %w", translate(err))
+			return fmt.Errorf("prune accepted revisions: %w", pg.Translate(err))
 		}
 		m.report.PrunedRevisions += n
 		args["after_at"], args["after_tenant"], args["after_id"] = at, tenantID, id

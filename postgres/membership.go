@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -21,13 +23,13 @@ ORDER BY u.email`
 func (s *Store) Members(ctx context.Context, tenantID int64) ([]domain.Member, error) {
 	rows, err := s.read.Query(ctx, membersSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	members, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Member, error) {
 		var m domain.Member
 		return m, row.Scan(&m.UserID, &m.Email, &m.IsAdmin, &m.Role, &m.Since)
 	})
-	return members, translate(err)
+	return members, pg.Translate(err)
 }
 
 // addMembershipSQL answers the operator's email and the tenant's id when
@@ -46,7 +48,7 @@ SELECT (SELECT email FROM u), (SELECT id FROM t), EXISTS (SELECT FROM added)`
 
 // AddMembership implements domain.OperatorService.
 func (s *Store) AddMembership(ctx context.Context, m domain.NewMembership) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error { return addMembership(ctx, tx, m) })
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return addMembership(ctx, tx, m) })
 }
 
 // addMembership adds m in tx and records it.
@@ -67,17 +69,17 @@ func addMembership(ctx context.Context, tx pgx.Tx, m domain.NewMembership) error
 		"tenant": m.TenantSlug, "role": string(m.Role)}).Scan(&found, &tenantID, &added)
 	switch {
 	case err != nil:
-		return translate(err)
+		return pg.Translate(err)
 	case found == nil && email != "":
-		return notFound("There is no operator %s. An admin can add them first.", email)
+		return pg.NotFound("There is no operator %s. An admin can add them first.", email)
 	case found == nil:
-		return notFound("operator not found")
+		return pg.NotFound("operator not found")
 	case tenantID == nil:
-		return notFound("tenant %q not found", m.TenantSlug)
+		return pg.NotFound("tenant %q not found", m.TenantSlug)
 	case !added:
 		return domain.Errorf(domain.ECONFLICT, "%s is already a member of %s: change their role instead.", *found, m.TenantSlug)
 	}
-	return translate(audit(ctx, tx, *tenantID, "member_add", *found, "role "+string(m.Role)))
+	return pg.Translate(pg.Audit(ctx, tx, *tenantID, "member_add", *found, "role "+string(m.Role)))
 }
 
 // memberForUpdateSQL locks a membership for a change of role, so that an
@@ -97,7 +99,7 @@ func (s *Store) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 		return 0, err
 	}
 	revoked := 0
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			tenantID int64
 			old      domain.Role
@@ -106,14 +108,14 @@ func (s *Store) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 		err := tx.QueryRow(ctx, memberForUpdateSQL, pgx.NamedArgs{"tenant": tenantSlug, "user_id": userID}).
 			Scan(&tenantID, &old, &email)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("the operator is not a member of %q", tenantSlug)
+			return pg.NotFound("the operator is not a member of %q", tenantSlug)
 		}
 		if err != nil || old == role {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		args := pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID, "role": string(role)}
 		if _, err := tx.Exec(ctx, setMemberRoleSQL, args); err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		summary := fmt.Sprintf("role %s → %s", old, role)
 		if old == domain.RoleOwner {
@@ -122,7 +124,7 @@ func (s *Store) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 			}
 			summary += revokedSummary(revoked)
 		}
-		return translate(audit(ctx, tx, tenantID, "member_role", email, summary))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, "member_role", email, summary))
 	})
 	return revoked, err
 }
@@ -135,7 +137,7 @@ RETURNING m.tenant_id, m.role, u.email`
 // RemoveMembership implements domain.OperatorService.
 func (s *Store) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) (int, error) {
 	revoked := 0
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			tenantID int64
 			role     domain.Role
@@ -144,15 +146,15 @@ func (s *Store) RemoveMembership(ctx context.Context, userID int64, tenantSlug s
 		err := tx.QueryRow(ctx, removeMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug}).
 			Scan(&tenantID, &role, &email)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("the operator is not a member of %q", tenantSlug)
+			return pg.NotFound("the operator is not a member of %q", tenantSlug)
 		}
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator left the workspace"); err != nil {
 			return err
 		}
-		return translate(audit(ctx, tx, tenantID, "member_remove", email, "was "+string(role)+revokedSummary(revoked)))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, "member_remove", email, "was "+string(role)+revokedSummary(revoked)))
 	})
 	return revoked, err
 }
@@ -171,11 +173,11 @@ func revokeCreatorTokens(ctx context.Context, tx pgx.Tx, tenantID, userID int64,
 	rows, _ := tx.Query(ctx, revokeCreatorTokensSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID})
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
-		return 0, translate(err)
+		return 0, pg.Translate(err)
 	}
 	for _, name := range names {
-		if err := audit(ctx, tx, tenantID, "token_revoke", name, why); err != nil {
-			return 0, translate(err)
+		if err := pg.Audit(ctx, tx, tenantID, "token_revoke", name, why); err != nil {
+			return 0, pg.Translate(err)
 		}
 	}
 	return len(names), nil

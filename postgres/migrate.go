@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"fmt"
 	"io"
@@ -31,7 +33,7 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, log io.Writer) error {
 	}
 	results, err := p.Up(ctx)
 	if err != nil {
-		return fmt.Errorf("apply migrations: %w", translate(err))
+		return fmt.Errorf("apply migrations: %w", pg.Translate(err))
 	}
 	for _, r := range results {
 		fmt.Fprintf(log, "applied migration %s (%s)\n", r.Source.Path, r.Duration.Round(1e6))

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -19,9 +21,9 @@ func (s *Store) User(ctx context.Context, id int64) (domain.User, error) {
 	u := domain.User{ID: id}
 	err := s.read.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin, &u.Disabled, &u.SessionEpoch)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return u, notFound("user not found")
+		return u, pg.NotFound("user not found")
 	}
-	return u, translate(err)
+	return u, pg.Translate(err)
 }
 
 const (
@@ -48,18 +50,18 @@ func (s *Store) CreateUser(ctx context.Context, email, password string, admin bo
 	if err != nil {
 		return err
 	}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var userID int64
 		err := tx.QueryRow(ctx, createUserSQL, pgx.NamedArgs{"email": email, "password_hash": string(hash),
 			"is_admin": admin}).Scan(&userID)
-		if uniqueViolation(err) {
+		if pg.UniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "user %q already exists", email)
 		}
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
-		if err := audit(ctx, tx, 0, "operator_create", email, fmt.Sprintf("admin %t", admin)); err != nil {
-			return translate(err)
+		if err := pg.Audit(ctx, tx, 0, "operator_create", email, fmt.Sprintf("admin %t", admin)); err != nil {
+			return pg.Translate(err)
 		}
 		if tenantSlug == "" {
 			return nil
@@ -85,7 +87,7 @@ ORDER BY u.email`
 func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
 	rows, err := s.read.Query(ctx, operatorsSQL)
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	ops, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Operator, error) {
 		var (
@@ -105,7 +107,7 @@ func (s *Store) Operators(ctx context.Context) ([]domain.Operator, error) {
 		}
 		return o, nil
 	})
-	return ops, translate(err)
+	return ops, pg.Translate(err)
 }
 
 // SetAdmin implements domain.OperatorService. The flag's change is
@@ -115,13 +117,13 @@ func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, a
 	if err := domain.CheckAdminChange(actor, userID, admin); err != nil {
 		return err
 	}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, userID)
 		if err != nil {
 			return err
 		}
 		summary := fmt.Sprintf("admin %t → %t", u.IsAdmin, admin)
-		if err := audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
+		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
 			return err
 		}
 		if _, err = tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin}); err != nil {
@@ -135,7 +137,7 @@ func (s *Store) SetAdmin(ctx context.Context, actor domain.User, userID int64, a
 		rows, _ := tx.Query(ctx, formerAdminTenantsSQL, pgx.NamedArgs{"user_id": userID})
 		tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		for _, tenantID := range tenants {
 			if _, err := revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator is no longer an admin"); err != nil {

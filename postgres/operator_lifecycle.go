@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 
@@ -31,9 +33,9 @@ func scanLockedUser(row pgx.Row) (domain.User, error) {
 	var u domain.User
 	err := row.Scan(&u.ID, &u.Email, &u.IsAdmin, &u.Disabled)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return u, notFound("operator not found")
+		return u, pg.NotFound("operator not found")
 	}
-	return u, translate(err)
+	return u, pg.Translate(err)
 }
 
 // lastAdmin translates the refusal of trigger users_keep_an_admin.
@@ -42,7 +44,7 @@ func lastAdmin(err error) error {
 	if errors.As(err, &pgErr) && pgErr.ConstraintName == "users_keep_an_admin" {
 		return domain.ErrLastAdmin
 	}
-	return translate(err)
+	return pg.Translate(err)
 }
 
 // setDisabledSQL disables (keeping the first instant) or enables an
@@ -60,7 +62,7 @@ func (s *Store) SetDisabled(ctx context.Context, actor domain.User, userID int64
 	if err := domain.CheckDisable(actor, userID, disabled); err != nil {
 		return err
 	}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, userID)
 		if err != nil {
 			return err
@@ -77,7 +79,7 @@ func (s *Store) SetDisabled(ctx context.Context, actor domain.User, userID int64
 		if disabled {
 			action = domain.AuditOperatorDisable
 		}
-		if err := audit(ctx, tx, 0, action, u.Email, summary); err != nil {
+		if err := pg.Audit(ctx, tx, 0, action, u.Email, summary); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled})
@@ -96,19 +98,19 @@ func (s *Store) ResetPassword(ctx context.Context, email, password string) error
 	if err != nil {
 		return err
 	}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		u, err := scanLockedUser(tx.QueryRow(ctx, lockUserByEmailSQL, pgx.NamedArgs{"email": domain.NormalizeEmail(email)}))
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
-			return notFound("there is no operator %q", domain.NormalizeEmail(email))
+			return pg.NotFound("there is no operator %q", domain.NormalizeEmail(email))
 		}
 		if err != nil {
 			return err
 		}
-		if err := audit(ctx, tx, 0, domain.AuditOperatorPassword, u.Email, "password reset; sessions ended"); err != nil {
+		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorPassword, u.Email, "password reset; sessions ended"); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, setPasswordSQL, pgx.NamedArgs{"id": u.ID, "password_hash": string(hash)})
-		return translate(err)
+		return pg.Translate(err)
 	})
 }
 
@@ -116,15 +118,15 @@ const endSessionsSQL = `UPDATE users SET session_epoch = session_epoch + 1 WHERE
 
 // SignOutEverywhere implements domain.OperatorService.
 func (s *Store) SignOutEverywhere(ctx context.Context, userID int64) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, userID)
 		if err != nil {
 			return err
 		}
-		if err := audit(ctx, tx, 0, domain.AuditOperatorSignOut, u.Email, "every session ended"); err != nil {
+		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorSignOut, u.Email, "every session ended"); err != nil {
 			return err
 		}
 		_, err = tx.Exec(ctx, endSessionsSQL, pgx.NamedArgs{"id": userID})
-		return translate(err)
+		return pg.Translate(err)
 	})
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"math"
 	"time"
@@ -64,26 +66,26 @@ func (s *Store) People(ctx context.Context, tenantID int64, email string, page d
 	var afterAt any = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
 	after := personCursor{ID: math.MaxInt64}
 	if page.Cursor != "" {
-		if err := decodeCursor(page.Cursor, &after); err != nil {
+		if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 			return nil, "", err
 		}
 		if after.CreatedAt.IsZero() {
-			return nil, "", invalidCursor()
+			return nil, "", pg.InvalidCursor()
 		}
 		afterAt = after.CreatedAt
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	people, err := s.queryPeople(ctx, tenantID, peopleSQL,
 		pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_id": after.ID, "limit": limit + 1})
 	if err != nil {
 		return nil, "", err
 	}
-	people, more := trim(people, limit)
+	people, more := pg.Trim(people, limit)
 	if !more {
 		return people, "", nil
 	}
 	last := people[len(people)-1]
-	return people, encodeCursor(personCursor{CreatedAt: last.CreatedAt, ID: last.ID}), nil
+	return people, pg.EncodeCursor(personCursor{CreatedAt: last.CreatedAt, ID: last.ID}), nil
 }
 
 // PersonDetail implements domain.PeopleService.
@@ -94,7 +96,7 @@ func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (dom
 		return d, err
 	}
 	if len(people) == 0 {
-		return d, notFound("person %d not found", personID)
+		return d, pg.NotFound("person %d not found", personID)
 	}
 	d.Person = people[0]
 	if d.Account == nil {
@@ -103,13 +105,13 @@ func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (dom
 	rows, err := s.read.Query(ctx, accountPeopleSQL,
 		pgx.NamedArgs{"tenant_id": tenantID, "account_id": d.Account.ID, "id": personID})
 	if err != nil {
-		return d, translate(err)
+		return d, pg.Translate(err)
 	}
 	d.Colleagues, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.PersonBrief, error) {
 		var b domain.PersonBrief
 		return b, row.Scan(&b.ID, &b.Email, &b.Name)
 	})
-	return d, translate(err)
+	return d, pg.Translate(err)
 }
 
 // queryPeople runs a people statement, then loads the tasks and campaign
@@ -117,11 +119,11 @@ func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (dom
 func (s *Store) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
 	rows, err := s.read.Query(ctx, sql, args)
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	people, err := pgx.CollectRows(rows, scanPerson)
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	if len(people) == 0 {
 		return people, nil
@@ -164,7 +166,7 @@ func (s *Store) queryPeople(ctx context.Context, tenantID int64, sql string, arg
 		return rows.Err()
 	})
 	if err := s.read.SendBatch(ctx, batch).Close(); err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	return people, nil
 }

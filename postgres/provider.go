@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -20,13 +22,13 @@ VALUES (@tenant_id, @provider_id, @key_id, @aad_version, @ciphertext)`
 // addSecret seals a new secret under the first key, bound to its provider;
 // without keys it returns ErrNoKey.
 func (s *Store) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID int64, secret string) error {
-	sealed, err := s.keys.seal(tenantID, providerID, secret)
+	sealed, err := s.keys.Seal(tenantID, providerID, secret)
 	if err != nil {
 		return err
 	}
 	_, err = tx.Exec(ctx, addSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"key_id": sealed.KeyID, "aad_version": sealed.AADVersion, "ciphertext": sealed.Ciphertext})
-	return translate(err)
+	return pg.Translate(err)
 }
 
 const providerNamesSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
@@ -35,10 +37,10 @@ const providerNamesSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_i
 func (s *Store) ProviderNames(ctx context.Context, tenantID int64) ([]string, error) {
 	rows, err := s.read.Query(ctx, providerNamesSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return names, translate(err)
+	return names, pg.Translate(err)
 }
 
 // providerSummarySQL lists providers with their delivery activity. The last
@@ -72,7 +74,7 @@ func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string
 		return domain.ProviderSummary{}, err
 	}
 	if len(ps) == 0 {
-		return domain.ProviderSummary{}, notFound("provider %q not found", name)
+		return domain.ProviderSummary{}, pg.NotFound("provider %q not found", name)
 	}
 	return ps[0], nil
 }
@@ -80,7 +82,7 @@ func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string
 func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *string) ([]domain.ProviderSummary, error) {
 	rows, err := s.read.Query(ctx, providerSummarySQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	var out []domain.ProviderSummary
 	for rows.Next() {
@@ -91,7 +93,7 @@ func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *str
 		)
 		if err := rows.Scan(&p.ID, &p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody, &skew,
 			&p.ActiveSecrets, &p.Deliveries24h, &last); err != nil {
-			return nil, translate(err)
+			return nil, pg.Translate(err)
 		}
 		p.MaxFutureSkew = time.Duration(skew) * time.Second
 		if last != nil {
@@ -99,7 +101,7 @@ func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *str
 		}
 		out = append(out, p)
 	}
-	return out, translate(rows.Err())
+	return out, pg.Translate(rows.Err())
 }
 
 // ConnectProvider implements domain.ProviderService: the provider, its
@@ -114,24 +116,24 @@ func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind,
 	}
 	p := domain.Provider{TenantID: tenantID, Name: name, Kind: kind, Config: config}
 	var skew int64
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		err := tx.QueryRow(ctx, connectProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name, "kind": kind,
 			"config": config}).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug, &skew)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return notFound("tenant not found")
+			return pg.NotFound("tenant not found")
 		}
-		if uniqueViolation(err) {
+		if pg.UniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "a provider named %q already exists in this workspace", name)
 		}
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		if secret != "" {
 			if err := s.addSecret(ctx, tx, tenantID, p.ID, secret); err != nil {
 				return err
 			}
 		}
-		return audit(ctx, tx, tenantID, domain.AuditProviderCreate, name, connectSummary(kind, config, secret != ""))
+		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderCreate, name, connectSummary(kind, config, secret != ""))
 	})
 	if err != nil {
 		return domain.Provider{}, err
@@ -186,22 +188,22 @@ func lockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (s
 	var name string
 	err := tx.QueryRow(ctx, lockProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).Scan(&name)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return "", notFound("provider not found")
+		return "", pg.NotFound("provider not found")
 	}
-	return name, translate(err)
+	return name, pg.Translate(err)
 }
 
 // ProviderSecrets implements domain.ProviderService.
 func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
 	rows, err := s.read.Query(ctx, providerSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.ProviderSecretInfo, error) {
 		var si domain.ProviderSecretInfo
 		return si, row.Scan(&si.ID, &si.CreatedAt)
 	})
-	return out, translate(err)
+	return out, pg.Translate(err)
 }
 
 // NewestProviderSecret implements domain.ProviderService: the newest active
@@ -209,21 +211,21 @@ func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64)
 func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error) {
 	rows, err := s.read.Query(ctx, activeSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
-		return "", translate(err)
+		return "", pg.Translate(err)
 	}
 	sealed, err := pgx.CollectRows(rows, scanSealedSecret)
 	if err != nil {
-		return "", translate(err)
+		return "", pg.Translate(err)
 	}
 	if len(sealed) == 0 {
-		return "", notFound("the provider has no active secret")
+		return "", pg.NotFound("the provider has no active secret")
 	}
-	secrets, err := s.openSecrets(sealed)
+	secrets, err := s.secrets.OpenAll(sealed)
 	if err != nil {
 		return "", err
 	}
 	if len(secrets) == 0 {
-		return "", notFound("none of the provider's active secrets can be decrypted with the configured keys")
+		return "", pg.NotFound("none of the provider's active secrets can be decrypted with the configured keys")
 	}
 	return secrets[0], nil
 }
@@ -231,19 +233,19 @@ func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID i
 // RotateProviderSecret implements domain.ProviderService. The provider row
 // is locked so that concurrent rotations cannot leave three active secrets.
 func (s *Store) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		name, err := lockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		if err := s.addSecret(ctx, tx, tenantID, providerID, secret); err != nil {
 			return err
 		}
-		return audit(ctx, tx, tenantID, domain.AuditProviderRotate, name,
+		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderRotate, name,
 			fmt.Sprintf("new secret added; %s retired", plural(tag.RowsAffected(), "older secret")))
 	})
 }
@@ -260,17 +262,17 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NU
 // rotation, so only the newest secret stays active.
 func (s *Store) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
 	var retired int64
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		name, err := lockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		retired = tag.RowsAffected()
-		return audit(ctx, tx, tenantID, domain.AuditProviderRetire, name,
+		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderRetire, name,
 			fmt.Sprintf("%s retired; the newest stays", plural(retired, "older secret")))
 	})
 	return retired, err
@@ -296,13 +298,13 @@ func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int
 	rows, err := s.read.Query(ctx, providerDeliveriesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"limit": limit})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.ProviderDelivery, error) {
 		var d domain.ProviderDelivery
 		return d, row.Scan(&d.ID, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount)
 	})
-	return out, translate(err)
+	return out, pg.Translate(err)
 }
 
 // setProviderLimitsSQL changes the limits whose set_ flag is true; a
@@ -336,18 +338,18 @@ func (s *Store) SetProviderLimits(ctx context.Context, tenantID, providerID int6
 	}
 	p := domain.Provider{TenantID: tenantID, ID: providerID}
 	var skew int64
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if _, err := lockProvider(ctx, tx, tenantID, providerID); err != nil {
 			return err
 		}
 		var oldBody, oldSkew int64
 		if err := tx.QueryRow(ctx, providerLimitsSQL, args).Scan(&oldBody, &oldSkew); err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		err := tx.QueryRow(ctx, setProviderLimitsSQL, args).Scan(&p.Name, &p.Kind, &p.CreatedAt, &p.Config, &p.MaxBody,
 			&skew, &p.TenantSlug)
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		var changes []string
 		if l.MaxBody != nil {
@@ -357,7 +359,7 @@ func (s *Store) SetProviderLimits(ctx context.Context, tenantID, providerID int6
 			changes = append(changes, fmt.Sprintf("max future skew %s → %s",
 				time.Duration(oldSkew)*time.Second, time.Duration(skew)*time.Second))
 		}
-		return audit(ctx, tx, tenantID, domain.AuditProviderUpdate, p.Name, strings.Join(changes, "; "))
+		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderUpdate, p.Name, strings.Join(changes, "; "))
 	})
 	if err != nil {
 		return domain.Provider{}, err

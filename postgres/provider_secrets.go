@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -39,14 +41,14 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NU
 func (s *Store) IssueMissingSecrets(ctx context.Context, kinds []string, issue func(domain.Provider) (string, error)) ([]domain.Provider, error) {
 	rows, err := s.pool.Query(ctx, providersWithoutSecretSQL, pgx.NamedArgs{"kinds": kinds})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	candidates, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Provider, error) {
 		var p domain.Provider
 		return p, row.Scan(&p.TenantID, &p.TenantSlug, &p.ID, &p.Name, &p.Kind, &p.Config)
 	})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	var issued []domain.Provider
 	for _, p := range candidates {
@@ -55,7 +57,7 @@ func (s *Store) IssueMissingSecrets(ctx context.Context, kinds []string, issue f
 			return issued, err
 		}
 		added := false
-		err = s.withTx(ctx, func(tx pgx.Tx) error {
+		err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			args := pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID}
 			_, err := lockProvider(ctx, tx, p.TenantID, p.ID)
 			if domain.ErrorCode(err) == domain.ENOTFOUND {
@@ -66,14 +68,14 @@ func (s *Store) IssueMissingSecrets(ctx context.Context, kinds []string, issue f
 			}
 			var active int
 			if err := tx.QueryRow(ctx, activeSecretCountSQL, args).Scan(&active); err != nil || active > 0 {
-				return translate(err) // another process issued one first
+				return pg.Translate(err) // another process issued one first
 			}
 			if err := s.addSecret(ctx, tx, p.TenantID, p.ID, secret); err != nil {
 				return err
 			}
 			_, err = tx.Exec(ctx, markActiveSecretsUnshownSQL, args)
 			added = err == nil
-			return translate(err)
+			return pg.Translate(err)
 		})
 		if err != nil {
 			return issued, err
@@ -97,17 +99,17 @@ WHERE NOT shown`
 // UnshownProviderSecret implements domain.ProviderService.
 func (s *Store) UnshownProviderSecret(ctx context.Context, tenantID, providerID int64) (domain.ProviderSecretInfo, string, error) {
 	var si domain.ProviderSecretInfo
-	sealed := sealedSecret{TenantID: tenantID, ProviderID: providerID}
+	sealed := pg.SealedSecret{TenantID: tenantID, ProviderID: providerID}
 	err := s.read.QueryRow(ctx, unshownProviderSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
 		Scan(&si.ID, &si.CreatedAt, &sealed.KeyID, &sealed.AADVersion, &sealed.Ciphertext)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return si, "", notFound("the provider has no secret waiting to be shown")
+		return si, "", pg.NotFound("the provider has no secret waiting to be shown")
 	}
 	if err != nil {
-		return si, "", translate(err)
+		return si, "", pg.Translate(err)
 	}
 	sealed.ID = si.ID
-	secret, err := s.keys.open(sealed)
+	secret, err := s.keys.Open(sealed)
 	return si, secret, err
 }
 
@@ -117,19 +119,19 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND id = @id`
 
 // MarkProviderSecretShown implements domain.ProviderService.
 func (s *Store) MarkProviderSecretShown(ctx context.Context, tenantID, providerID, secretID int64) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		name, err := lockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
 		tag, err := tx.Exec(ctx, markProviderSecretShownSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID, "id": secretID})
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		if tag.RowsAffected() == 0 {
-			return notFound("secret not found")
+			return pg.NotFound("secret not found")
 		}
-		return audit(ctx, tx, tenantID, domain.AuditProviderSecretShown, name,
+		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderSecretShown, name,
 			fmt.Sprintf("issued secret %d confirmed as set up at the provider; no longer shown", secretID))
 	})
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"slices"
 	"testing"
@@ -86,7 +88,7 @@ func TestQueryInvalidCursors(t *testing.T) {
 	ctx := context.Background()
 	ingest(t, s, p, event("e1", "c-1", 1, `{}`))
 	ref := domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}
-	for _, cursor := range []string{"!!", "bm90LWpzb24", encodeCursor(map[string]any{"x": 1})} {
+	for _, cursor := range []string{"!!", "bm90LWpzb24", pg.EncodeCursor(map[string]any{"x": 1})} {
 		_, _, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{}, domain.Page{Cursor: cursor})
 		wantCode(t, err, domain.EINVALID)
 		_, _, err = s.Revisions(ctx, p.TenantID, ref, domain.Page{Cursor: cursor})
@@ -95,7 +97,7 @@ func TestQueryInvalidCursors(t *testing.T) {
 		wantCode(t, err, domain.EINVALID)
 	}
 	_, _, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{},
-		domain.Page{Cursor: encodeCursor(map[string]any{"t": "2026-01-01T00:00:00Z", "d": "not-a-uuid", "s": 0})})
+		domain.Page{Cursor: pg.EncodeCursor(map[string]any{"t": "2026-01-01T00:00:00Z", "d": "not-a-uuid", "s": 0})})
 	wantCode(t, err, domain.EINVALID)
 }
 

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"time"
 
@@ -21,5 +23,5 @@ func (s *Store) DeliveryRecorded(ctx context.Context, tenantID int64, id string,
 	var found bool
 	err := s.pool.QueryRow(ctx, deliveryRecordedSQL,
 		pgx.NamedArgs{"tenant_id": tenantID, "received_at": receivedAt, "id": id}).Scan(&found)
-	return found, translate(err)
+	return found, pg.Translate(err)
 }

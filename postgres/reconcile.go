@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -342,18 +344,18 @@ func (s *Store) ownConn(ctx context.Context, app string) (*pgx.Conn, error) {
 	cfg := s.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = app
 	conn, err := pgx.ConnectConfig(ctx, cfg)
-	return conn, translate(err)
+	return conn, pg.Translate(err)
 }
 
 func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int, now time.Time) (domain.ReconciliationReport, error) {
 	r := domain.ReconciliationReport{StartedAt: now, Counts: map[domain.Invariant]int64{}}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
-		return r, translate(err)
+		return r, pg.Translate(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	if _, err := tx.Exec(ctx, reconcileNoTimeoutSQL); err != nil {
-		return r, translate(err)
+		return r, pg.Translate(err)
 	}
 	args := pgx.NamedArgs{"tenant_id": nil, "limit": nil, "margin_seconds": reconcileMargin.Seconds(),
 		"closed_before": now.Add(-reconcileClosedAfter).Truncate(time.Hour)}
@@ -361,10 +363,10 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 		args["tenant_id"] = tenantID
 		err := tx.QueryRow(ctx, reconcileTenantSQL, args).Scan(&r.Tenant)
 		if errors.Is(err, pgx.ErrNoRows) {
-			return r, notFound("tenant %d not found", tenantID)
+			return r, pg.NotFound("tenant %d not found", tenantID)
 		}
 		if err != nil {
-			return r, translate(err)
+			return r, pg.Translate(err)
 		}
 	}
 	if limit > 0 {
@@ -373,7 +375,7 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 	for _, check := range reconcileChecks {
 		rows, err := tx.Query(ctx, check.sql, args)
 		if err != nil {
-			return r, fmt.Errorf("check %s: %w", check.invariant, translate(err))
+			return r, fmt.Errorf("check %s: %w", check.invariant, pg.Translate(err))
 		}
 		var (
 			v     = domain.Violation{Invariant: check.invariant}
@@ -384,7 +386,7 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 			return nil
 		})
 		if err != nil {
-			return r, fmt.Errorf("check %s: %w", check.invariant, translate(err))
+			return r, fmt.Errorf("check %s: %w", check.invariant, pg.Translate(err))
 		}
 		r.Counts[check.invariant] = total
 	}

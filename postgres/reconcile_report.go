@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -78,7 +80,7 @@ func saveReport(ctx context.Context, q querier, r domain.ReconciliationReport) e
 	}
 	_, err = q.Exec(ctx, saveReportSQL, pgx.NamedArgs{"tenant_id": reportTenant, "started_at": r.StartedAt,
 		"finished_at": r.FinishedAt, "counts": string(counts), "violations": string(violations), "kept": keptReports})
-	return translate(err)
+	return pg.Translate(err)
 }
 
 // LastReconciliation implements domain.ReconciliationService.
@@ -88,10 +90,10 @@ func (s *Store) LastReconciliation(ctx context.Context) (domain.ReconciliationRe
 	err := s.read.QueryRow(ctx, lastReportSQL, pgx.NamedArgs{"tenant_id": reportTenant}).
 		Scan(&r.StartedAt, &r.FinishedAt, &counts, &r.Violations)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return r, notFound("no reconciliation has run yet")
+		return r, pg.NotFound("no reconciliation has run yet")
 	}
 	if err != nil {
-		return r, translate(err)
+		return r, pg.Translate(err)
 	}
 	for _, i := range domain.Invariants {
 		r.Counts[i] = counts[i] // an invariant newer than the report counts 0
@@ -112,11 +114,11 @@ func (s *Store) ReconcileNightly(ctx context.Context, now time.Time) (r domain.R
 	defer conn.Close(context.WithoutCancel(ctx))
 	var locked bool
 	if err := conn.QueryRow(ctx, reconcileTryLockSQL, pgx.NamedArgs{"key": reconcileLockKey}).Scan(&locked); err != nil || !locked {
-		return r, false, translate(err)
+		return r, false, pg.Translate(err)
 	}
 	var last *time.Time
 	if err := conn.QueryRow(ctx, lastReportAtSQL, pgx.NamedArgs{"tenant_id": reportTenant}).Scan(&last); err != nil {
-		return r, false, translate(err)
+		return r, false, pg.Translate(err)
 	}
 	if last != nil && !domain.ReconciliationDue(*last, now) {
 		return r, false, nil

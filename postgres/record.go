@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -97,7 +99,7 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 		return tl, recordNotFound(ref)
 	}
 	if err != nil {
-		return tl, translate(err)
+		return tl, pg.Translate(err)
 	}
 	if revision != nil {
 		tl.Record = &domain.Record{Provider: ref.Provider, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID,
@@ -108,12 +110,12 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 	args["provider_id"], args["limit"], args["outcomes"] = providerID, limit, timelineOutcomes()
 	args["stale_since"] = time.Now().Add(-domain.StaleBadgeWindow)
 	if err := s.read.QueryRow(ctx, timelineBadgesSQL, args).Scan(&tl.Badges.OpenConflicts, &tl.Badges.StaleEvents); err != nil {
-		return tl, translate(err)
+		return tl, pg.Translate(err)
 	}
 	tl.Badges.Deleted = deleted != nil
 	rows, err := s.read.Query(ctx, timelineSQL, args)
 	if err != nil {
-		return tl, translate(err)
+		return tl, pg.Translate(err)
 	}
 	tl.Entries, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.TimelineEntry, error) {
 		var (
@@ -136,7 +138,7 @@ func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.R
 		return e, err
 	})
 	if err != nil {
-		return tl, translate(err)
+		return tl, pg.Translate(err)
 	}
 	if tl.Entries, err = s.withRepairs(ctx, tenantID, ref, tl.Entries, limit); err != nil {
 		return tl, err
@@ -160,14 +162,14 @@ LIMIT @limit`
 func (s *Store) withRepairs(ctx context.Context, tenantID int64, ref domain.RecordRef, entries []domain.TimelineEntry, limit int) ([]domain.TimelineEntry, error) {
 	rows, err := s.read.Query(ctx, timelineRepairsSQL, pgx.NamedArgs{"tenant_id": tenantID, "target": ref.AuditTarget(), "limit": limit})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	repairs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.TimelineEntry, error) {
 		var e domain.TimelineEntry
 		return e, row.Scan(&e.At, &e.Repair, &e.By)
 	})
 	if err != nil || len(repairs) == 0 {
-		return entries, translate(err)
+		return entries, pg.Translate(err)
 	}
 	merged := make([]domain.TimelineEntry, 0, len(entries)+len(repairs))
 	for len(entries) > 0 || len(repairs) > 0 {
@@ -198,10 +200,10 @@ func (s *Store) ContactProviders(ctx context.Context, tenantID int64, contactID 
 	rows, err := s.read.Query(ctx, contactProvidersSQL, pgx.NamedArgs{"tenant_id": tenantID,
 		"object_type": domain.ContactType, "object_id": contactID, "outcomes": timelineOutcomes()})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	return names, translate(err)
+	return names, pg.Translate(err)
 }
 
 const recordSQL = `
@@ -220,7 +222,7 @@ func (s *Store) Record(ctx context.Context, tenantID int64, ref domain.RecordRef
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, recordNotFound(ref)
 	}
-	return rec, translate(err)
+	return rec, pg.Translate(err)
 }
 
 func refArgs(tenantID int64, ref domain.RecordRef) pgx.NamedArgs {
@@ -229,7 +231,7 @@ func refArgs(tenantID int64, ref domain.RecordRef) pgx.NamedArgs {
 }
 
 func recordNotFound(ref domain.RecordRef) error {
-	return notFound("%s %q of provider %q not found", ref.ObjectType, ref.ObjectID, ref.Provider)
+	return pg.NotFound("%s %q of provider %q not found", ref.ObjectType, ref.ObjectID, ref.Provider)
 }
 
 // revisionsSQL answers one row per revision of the page, or a single row of
@@ -260,16 +262,16 @@ type revisionCursor struct {
 // An absent record is an ENOTFOUND error, a malformed cursor EINVALID.
 func (s *Store) Revisions(ctx context.Context, tenantID int64, ref domain.RecordRef, page domain.Page) ([]domain.Revision, string, error) {
 	after := revisionCursor{Revision: math.MaxInt64, ID: math.MaxInt64}
-	if err := decodeCursor(page.Cursor, &after); err != nil {
+	if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	args := refArgs(tenantID, ref)
 	args["after_revision"], args["after_id"], args["limit"] = after.Revision, after.ID, limit+1
 
 	rows, err := s.read.Query(ctx, revisionsSQL, args)
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	found := false
 	var revs []domain.Revision
@@ -282,7 +284,7 @@ func (s *Store) Revisions(ctx context.Context, tenantID int64, ref domain.Record
 			appliedAt           *time.Time
 		)
 		if err := rows.Scan(&id, &rev, &eventID, &snapshot, &appliedAt, &conflictID); err != nil {
-			return nil, "", translate(err)
+			return nil, "", pg.Translate(err)
 		}
 		if id == nil {
 			continue // the record exists; the page is empty
@@ -294,15 +296,15 @@ func (s *Store) Revisions(ctx context.Context, tenantID int64, ref domain.Record
 		revs = append(revs, r)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	if !found {
 		return nil, "", recordNotFound(ref)
 	}
-	revs, more := trim(revs, limit)
+	revs, more := pg.Trim(revs, limit)
 	if !more {
 		return revs, "", nil
 	}
 	last := revs[len(revs)-1]
-	return revs, encodeCursor(revisionCursor{Revision: last.Revision, ID: last.ID}), nil
+	return revs, pg.EncodeCursor(revisionCursor{Revision: last.Revision, ID: last.ID}), nil
 }

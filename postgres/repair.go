@@ -1,6 +1,9 @@
 package postgres
 
 import (
+	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -36,7 +39,7 @@ WHERE r.tenant_id = @tenant_id AND r.provider_id = @provider_id AND r.object_typ
 // ResetRecord implements domain.RecordService.
 func (s *Store) ResetRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
 	args := refArgs(tenantID, ref)
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID, revision int64
 		err := tx.QueryRow(ctx, repairLockSQL, args).Scan(&providerID, &revision)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -53,10 +56,10 @@ func (s *Store) ResetRecord(ctx context.Context, tenantID int64, ref domain.Reco
 		if revision == domain.ForgottenRevision {
 			was = "revision already forgotten"
 		}
-		return audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(), was)
+		return pg.Audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(), was)
 	})
 	if err != nil {
-		return domain.Record{}, translate(err)
+		return domain.Record{}, pg.Translate(err)
 	}
 	return s.Record(ctx, tenantID, ref)
 }
@@ -136,7 +139,7 @@ func (s *Store) EraseRecord(ctx context.Context, tenantID int64, ref domain.Reco
 	var e domain.Erasure
 	args := refArgs(tenantID, ref)
 	args["action"], args["forget_id"], args["erased_body"] = nil, false, domain.ErasedBody
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID int64
 		err := tx.QueryRow(ctx, repairProviderSQL, args).Scan(&providerID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -170,9 +173,9 @@ func (s *Store) EraseRecord(ctx context.Context, tenantID int64, ref domain.Reco
 		if e.Records == 0 && e.Events == 0 {
 			return recordNotFound(ref)
 		}
-		return audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(), erasureSummary(e))
+		return pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(), erasureSummary(e))
 	})
-	return e, translate(err)
+	return e, pg.Translate(err)
 }
 
 // EraseLead implements domain.RecordService. The audit entry names the
@@ -183,10 +186,10 @@ func (s *Store) EraseLead(ctx context.Context, tenantID int64, email string) (do
 	objectType, action, _ := strings.Cut(domain.LeadSignupType, ".")
 	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": nil, "object_type": objectType,
 		"object_id": email, "action": action, "forget_id": true, "erased_body": domain.ErasedBody}
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The signup's locks (domain.LeadLockKeys): a signup of this email
 		// in flight finishes first, or starts after the erase.
-		if _, err := tx.Exec(ctx, leadLockSQL.sql, leadLockSQL.args(pgx.NamedArgs{
+		if _, err := tx.Exec(ctx, ingestion.LeadLockSQL.SQL, ingestion.LeadLockSQL.Args(pgx.NamedArgs{
 			"key": domain.LeadLockKeys(tenantID, domain.Lead{Email: email})[0]})...); err != nil {
 			return err
 		}
@@ -199,11 +202,11 @@ func (s *Store) EraseLead(ctx context.Context, tenantID int64, email string) (do
 			return err
 		}
 		if e.People == 0 && e.Events == 0 {
-			return notFound("no person and no lead signup with this email")
+			return pg.NotFound("no person and no lead signup with this email")
 		}
-		return audit(ctx, tx, tenantID, domain.ActionLeadErase, "lead", erasureSummary(e))
+		return pg.Audit(ctx, tx, tenantID, domain.ActionLeadErase, "lead", erasureSummary(e))
 	})
-	return e, translate(err)
+	return e, pg.Translate(err)
 }
 
 // eraseContent removes the events' content: the delivery bodies first,

@@ -1,12 +1,13 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"math"
-	"math/rand/v2"
 	"time"
 
 	"github.com/google/uuid"
@@ -16,60 +17,11 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// Replays (domain/replay.go). A replay is written like any delivery
-// (ingestWith: limits, scopes, PostgreSQL's limits, lost deadlocks), alone
-// in an explicit transaction that then records, once the outcomes are
-// known, either its audit entry (one delivery by hand) or its job's new
-// position and counts (a step of a bulk job). The job's row is updated
-// last and only by the worker that holds it, so a step either counts
-// exactly once or is not stored at all.
-
-// Replay implements domain.ReplayService.
-func (s *Store) Replay(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	if d.ReplayOf == "" {
-		return nil, domain.Errorf(domain.EINTERNAL, "replay of delivery %s names no original", d.ID)
-	}
-	return s.ingestWith(ctx, d, p, events, func(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-		return s.writeReplay(ctx, d, p, events, func(tx pgx.Tx, results []domain.Result) error {
-			summary := "replayed as delivery " + d.ID
-			if counts := domain.CountsText(domain.CountResults(results)); counts != "" {
-				summary += ": " + counts
-			}
-			return audit(ctx, tx, p.TenantID, domain.ReplayAction, "delivery "+d.ReplayOf, summary)
-		})
-	})
-}
-
-// ReplayStep implements domain.ReplayService.
-func (s *Store) ReplayStep(ctx context.Context, step domain.ReplayStep, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	return s.ingestWith(ctx, d, p, events, func(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-		return s.writeReplay(ctx, d, p, events, func(tx pgx.Tx, results []domain.Result) error {
-			return advance(ctx, tx, step, domain.CountResults(results))
-		})
-	})
-}
-
 // SkipReplayStep implements domain.ReplayService.
 func (s *Store) SkipReplayStep(ctx context.Context, step domain.ReplayStep, why string) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		return advance(ctx, tx, step, map[string]int64{why: 1})
 	})
-}
-
-// writeReplay writes a replay's statements as one pipelined batch inside a
-// transaction, then runs then with the outcomes before committing.
-func (s *Store) writeReplay(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event,
-	then func(tx pgx.Tx, results []domain.Result) error) ([]domain.Result, error) {
-	var results []domain.Result
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
-		batch := &pgx.Batch{}
-		results = s.queueDelivery(batch, d, p, events, rand.IntN(s.counterShards))
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
-			return err
-		}
-		return then(tx, results)
-	})
-	return results, err
 }
 
 // replayProgressSQL moves a job past one delivery and adds its counts,
@@ -170,7 +122,7 @@ func (s *Store) CountReplayable(ctx context.Context, tenantID int64, f domain.De
 	args := pgx.NamedArgs{"tenant_id": tenantID, "upto": time.Now()}
 	var n int64
 	err := s.read.QueryRow(ctx, fmt.Sprintf(countReplayableSQL, deliveryConds(f, args)), args).Scan(&n)
-	return n, translate(err)
+	return n, pg.Translate(err)
 }
 
 // StartReplayJob implements domain.ReplayService. The job records the
@@ -195,7 +147,7 @@ func (s *Store) StartReplayJob(ctx context.Context, tenantID int64, f domain.Del
 		"actor": actor.Name, "actor_address": actor.Address}
 	sql := fmt.Sprintf(startReplayJobSQL, deliveryConds(f, args))
 	var job domain.ReplayJob
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, sql, args)
 		if err != nil {
 			return err
@@ -203,10 +155,10 @@ func (s *Store) StartReplayJob(ctx context.Context, tenantID int64, f domain.Del
 		if job, err = pgx.CollectExactlyOneRow(rows, scanReplayJob); err != nil {
 			return err
 		}
-		return audit(ctx, tx, tenantID, domain.ReplayStartAction, replayTarget(job.ID),
+		return pg.Audit(ctx, tx, tenantID, domain.ReplayStartAction, replayTarget(job.ID),
 			fmt.Sprintf("%s; %d deliveries match", f, job.Total))
 	})
-	if uniqueViolation(err) {
+	if pg.UniqueViolation(err) {
 		var active int64
 		if s.pool.QueryRow(ctx, activeReplayJobSQL, pgx.NamedArgs{"tenant_id": tenantID}).Scan(&active) == nil {
 			return job, domain.Errorf(domain.ECONFLICT, "replay job %d of this workspace is still queued or running; "+
@@ -214,7 +166,7 @@ func (s *Store) StartReplayJob(ctx context.Context, tenantID int64, f domain.Del
 		}
 		return job, domain.Errorf(domain.ECONFLICT, "another replay job of this workspace is still queued or running")
 	}
-	return job, translate(err)
+	return job, pg.Translate(err)
 }
 
 func replayTarget(id int64) string { return fmt.Sprintf("replay job %d", id) }
@@ -229,35 +181,35 @@ ORDER BY j.id DESC LIMIT @limit`
 func (s *Store) ReplayJob(ctx context.Context, tenantID, id int64) (domain.ReplayJob, error) {
 	rows, err := s.read.Query(ctx, replayJobSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": id})
 	if err != nil {
-		return domain.ReplayJob{}, translate(err)
+		return domain.ReplayJob{}, pg.Translate(err)
 	}
 	job, err := pgx.CollectExactlyOneRow(rows, scanReplayJob)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return job, notFound("replay job %d not found", id)
+		return job, pg.NotFound("replay job %d not found", id)
 	}
-	return job, translate(err)
+	return job, pg.Translate(err)
 }
 
 // ReplayJobs implements domain.ReplayService.
 func (s *Store) ReplayJobs(ctx context.Context, tenantID int64, page domain.Page) ([]domain.ReplayJob, string, error) {
 	var before int64 = math.MaxInt64
-	if err := decodeCursor(page.Cursor, &before); err != nil {
+	if err := pg.DecodeCursor(page.Cursor, &before); err != nil {
 		return nil, "", err
 	}
-	limit := pageLimit(page)
+	limit := pg.PageLimit(page)
 	rows, err := s.read.Query(ctx, replayJobsSQL, pgx.NamedArgs{"tenant_id": tenantID, "before_id": before, "limit": limit + 1})
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
 	jobs, err := pgx.CollectRows(rows, scanReplayJob)
 	if err != nil {
-		return nil, "", translate(err)
+		return nil, "", pg.Translate(err)
 	}
-	jobs, more := trim(jobs, limit)
+	jobs, more := pg.Trim(jobs, limit)
 	if !more {
 		return jobs, "", nil
 	}
-	return jobs, encodeCursor(jobs[len(jobs)-1].ID), nil
+	return jobs, pg.EncodeCursor(jobs[len(jobs)-1].ID), nil
 }
 
 const cancelReplayJobSQL = `
@@ -269,7 +221,7 @@ RETURNING ` + replayJobColumns
 // step that already moved the job to commit, so the summary counts it.
 func (s *Store) CancelReplayJob(ctx context.Context, tenantID, id int64) (domain.ReplayJob, error) {
 	var job domain.ReplayJob
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, cancelReplayJobSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": id})
 		if err != nil {
 			return err
@@ -281,9 +233,9 @@ func (s *Store) CancelReplayJob(ctx context.Context, tenantID, id int64) (domain
 		if err != nil {
 			return err
 		}
-		return audit(ctx, tx, tenantID, domain.ReplayCancelAction, replayTarget(id), "cancelled after "+job.Summary())
+		return pg.Audit(ctx, tx, tenantID, domain.ReplayCancelAction, replayTarget(id), "cancelled after "+job.Summary())
 	})
-	return job, translate(err)
+	return job, pg.Translate(err)
 }
 
 // jobNotActive explains why a job could not be cancelled: it does not
@@ -326,26 +278,26 @@ const replayCandidates = 10
 func (s *Store) ClaimReplayJob(ctx context.Context, worker string, lease time.Duration) (domain.ReplayJob, bool, error) {
 	rows, err := s.pool.Query(ctx, replayCandidatesSQL, pgx.NamedArgs{"limit": replayCandidates})
 	if err != nil {
-		return domain.ReplayJob{}, false, translate(err)
+		return domain.ReplayJob{}, false, pg.Translate(err)
 	}
 	candidates, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) ([2]int64, error) {
 		var c [2]int64
 		return c, row.Scan(&c[0], &c[1])
 	})
 	if err != nil {
-		return domain.ReplayJob{}, false, translate(err)
+		return domain.ReplayJob{}, false, pg.Translate(err)
 	}
 	for _, c := range candidates {
 		rows, err := s.pool.Query(ctx, claimReplayJobSQL, pgx.NamedArgs{"tenant_id": c[0], "job_id": c[1],
 			"worker": worker, "lease": lease.Seconds()})
 		if err != nil {
-			return domain.ReplayJob{}, false, translate(err)
+			return domain.ReplayJob{}, false, pg.Translate(err)
 		}
 		job, err := pgx.CollectExactlyOneRow(rows, scanReplayJob)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // another worker took it first
 		}
-		return job, err == nil, translate(err)
+		return job, err == nil, pg.Translate(err)
 	}
 	return domain.ReplayJob{}, false, nil
 }
@@ -359,13 +311,13 @@ func (s *Store) NextReplayable(ctx context.Context, job domain.ReplayJob, limit 
 	}
 	rows, err := s.pool.Query(ctx, fmt.Sprintf(nextReplayableSQL, deliveryConds(job.Filter, args)), args)
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryKey, error) {
 		var k domain.DeliveryKey
 		return k, row.Scan(&k.ReceivedAt, &k.ID)
 	})
-	return keys, translate(err)
+	return keys, pg.Translate(err)
 }
 
 const finishReplayJobSQL = `
@@ -376,7 +328,7 @@ RETURNING ` + replayJobColumns
 // FinishReplayJob implements domain.ReplayService.
 func (s *Store) FinishReplayJob(ctx context.Context, step domain.ReplayStep, status, reason string) (domain.ReplayJob, error) {
 	var job domain.ReplayJob
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, finishReplayJobSQL, pgx.NamedArgs{"tenant_id": step.Job.TenantID, "job_id": step.Job.ID,
 			"worker": step.Worker, "status": status, "error": reason})
 		if err != nil {
@@ -393,9 +345,9 @@ func (s *Store) FinishReplayJob(ctx context.Context, step domain.ReplayStep, sta
 		if status == domain.ReplayFailed {
 			summary = "failed after " + summary + ": " + reason
 		}
-		return audit(ctx, tx, job.TenantID, domain.ReplayDoneAction, replayTarget(job.ID), summary)
+		return pg.Audit(ctx, tx, job.TenantID, domain.ReplayDoneAction, replayTarget(job.ID), summary)
 	})
-	return job, translate(err)
+	return job, pg.Translate(err)
 }
 
 const releaseReplayJobSQL = `
@@ -405,7 +357,7 @@ WHERE tenant_id = @tenant_id AND id = @job_id AND status = 'running' AND worker 
 // ReleaseReplayJob implements domain.ReplayService.
 func (s *Store) ReleaseReplayJob(ctx context.Context, tenantID, jobID int64, worker string) error {
 	_, err := s.pool.Exec(ctx, releaseReplayJobSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": jobID, "worker": worker})
-	return translate(err)
+	return pg.Translate(err)
 }
 
 var _ domain.ReplayService = (*Store)(nil)

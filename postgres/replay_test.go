@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -28,7 +30,7 @@ func TestDeliveryStatementsPrepare(t *testing.T) {
 		deliveryLogFrom, deliveryLogBefore}, "\n  AND ")
 	for name, sql := range map[string]string{"deliveryLogSQL": deliveryLogSQL, "countReplayableSQL": countReplayableSQL,
 		"startReplayJobSQL": startReplayJobSQL, "nextReplayableSQL": nextReplayableSQL} {
-		if _, err := conn.Conn().Prepare(context.Background(), "", named(fmt.Sprintf(sql, conds)).sql); err != nil {
+		if _, err := conn.Conn().Prepare(context.Background(), "", pg.Named(fmt.Sprintf(sql, conds)).SQL); err != nil {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

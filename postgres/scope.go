@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
@@ -33,7 +35,7 @@ ON CONFLICT (tenant_id, provider_id, object_type, action) DO UPDATE SET
 func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]domain.Scope, error) {
 	rows, err := s.read.Query(ctx, providerScopesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Scope, error) {
 		var (
@@ -52,7 +54,7 @@ func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) 
 		sc.IdentifierRule = r
 		return sc, nil
 	})
-	return out, translate(err)
+	return out, pg.Translate(err)
 }
 
 // SaveProviderScope implements domain.ProviderService. The provider is
@@ -69,7 +71,7 @@ func (s *Store) SaveProviderScope(ctx context.Context, tenantID, providerID int6
 	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"object_type": sc.ObjectType, "action": sc.Action, "ttl_seconds": int64(sc.TTL / time.Second),
 		"identifier_rule": sc.IdentifierRule.String(), "enabled": sc.Enabled}
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		name, err := lockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
@@ -78,12 +80,12 @@ func (s *Store) SaveProviderScope(ctx context.Context, tenantID, providerID int6
 		err = tx.QueryRow(ctx, scopeForUpdateSQL, args).Scan(&before.ttlSeconds, &before.rule, &before.enabled)
 		existed := err == nil
 		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		if _, err := tx.Exec(ctx, saveScopeSQL, args); err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
-		return audit(ctx, tx, tenantID, domain.AuditScopeUpdate, name+" "+sc.ScopeName.String(), scopeSummary(existed, before, sc))
+		return pg.Audit(ctx, tx, tenantID, domain.AuditScopeUpdate, name+" "+sc.ScopeName.String(), scopeSummary(existed, before, sc))
 	})
 }
 

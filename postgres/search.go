@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"slices"
 	"time"
@@ -135,7 +137,7 @@ func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 			n, more, err := s.indexSearchBatch(ctx, feed)
 			total += n
 			if err != nil {
-				return total, translate(err)
+				return total, pg.Translate(err)
 			}
 			if !more {
 				break
@@ -148,7 +150,7 @@ func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 // indexSearchBatch runs one transaction of a feed: the gaps that became
 // settled, then up to searchIndexBatch new ids. more reports a full batch.
 func (s *Store) indexSearchBatch(ctx context.Context, feed searchFeed) (indexed int, more bool, err error) {
-	err = s.withTx(ctx, func(tx pgx.Tx) error {
+	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			p    searchProgress
 			gaps idRanges

@@ -1,49 +1,16 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 )
-
-// secretLogEvery is how often one undecryptable secret is logged again.
-const secretLogEvery = 5 * time.Minute
-
-// openSecrets decrypts secrets in order and returns the plaintexts of those
-// that open. One that does not is logged and skipped, so a provider keeps
-// working with its other secrets. Without keys it returns ErrNoKey.
-func (s *Store) openSecrets(secrets []sealedSecret) ([]string, error) {
-	var out []string
-	for _, sec := range secrets {
-		plain, err := s.keys.open(sec)
-		if errors.Is(err, ErrNoKey) {
-			return nil, err
-		}
-		if err != nil {
-			s.logUndecryptable(sec, err)
-			continue
-		}
-		out = append(out, plain)
-	}
-	return out, nil
-}
-
-// logUndecryptable logs a secret that cannot be decrypted by its ids, at
-// most once per secretLogEvery.
-func (s *Store) logUndecryptable(sec sealedSecret, err error) {
-	now := time.Now()
-	if last, ok := s.undecryptable.Load(sec.ID); ok && now.Sub(last.(time.Time)) < secretLogEvery {
-		return
-	}
-	s.undecryptable.Store(sec.ID, now)
-	s.log.Error("provider secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
-		"provider_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
-}
 
 // activeSecretsAllSQL reads every tenant's active secrets, for the start-up
 // check.
@@ -59,22 +26,22 @@ ORDER BY tenant_id, id`
 // Secrets that fail under a key the store has are logged and skipped, as
 // at ingest: they stop no other provider.
 func (s *Store) CheckSecrets(ctx context.Context) error {
-	if s.keys.sealer == nil {
+	if !s.keys.CanSeal() {
 		return ErrNoKey
 	}
 	rows, err := s.pool.Query(ctx, activeSecretsAllSQL)
 	if err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	secrets, err := pgx.CollectRows(rows, scanSealedSecret)
 	if err != nil {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	missing := map[string]*keyUse{}
 	for _, sec := range secrets {
-		_, err := s.keys.open(sec)
+		_, err := s.keys.Open(sec)
 		switch {
-		case errors.Is(err, errMissingKey):
+		case errors.Is(err, pg.ErrMissingKey):
 			u := missing[sec.KeyID]
 			if u == nil {
 				u = &keyUse{providers: map[int64]bool{}}
@@ -83,7 +50,7 @@ func (s *Store) CheckSecrets(ctx context.Context) error {
 			u.secrets++
 			u.providers[sec.ProviderID] = true
 		case err != nil:
-			s.logUndecryptable(sec, err)
+			s.secrets.LogUndecryptable(sec, err)
 		}
 	}
 	if len(missing) == 0 {
@@ -96,7 +63,7 @@ func (s *Store) CheckSecrets(ctx context.Context) error {
 	sort.Strings(parts)
 	return fmt.Errorf("provider secrets are stored under keys that TIDEMARK_ENCRYPTION_KEY does not hold: %s; "+
 		"it holds key id %s. Set it to the key those secrets were stored with (several keys comma-separated, "+
-		"the one that seals new secrets first)", strings.Join(parts, ", "), strings.Join(s.keys.ids, ", "))
+		"the one that seals new secrets first)", strings.Join(parts, ", "), strings.Join(s.keys.IDs(), ", "))
 }
 
 // keyUse counts what a missing key would open.
@@ -105,8 +72,8 @@ type keyUse struct {
 	providers map[int64]bool // keyed by provider id; ids are unique across tenants
 }
 
-func scanSealedSecret(row pgx.CollectableRow) (sealedSecret, error) {
-	var sec sealedSecret
+func scanSealedSecret(row pgx.CollectableRow) (pg.SealedSecret, error) {
+	var sec pg.SealedSecret
 	return sec, row.Scan(&sec.TenantID, &sec.ProviderID, &sec.ID, &sec.KeyID, &sec.AADVersion, &sec.Ciphertext)
 }
 
@@ -133,7 +100,7 @@ WHERE ps.tenant_id = u.tenant_id AND ps.id = u.id`
 // saying how many there are and, for a missing key, its id. Without keys it
 // returns ErrNoKey.
 func (s *Store) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
-	if s.keys.sealer == nil {
+	if !s.keys.CanSeal() {
 		return 0, ErrNoKey
 	}
 	var (
@@ -146,42 +113,42 @@ func (s *Store) RekeySecrets(ctx context.Context, batchSize int) (int64, error) 
 	for {
 		var n int
 		var batchChanged int64
-		err := s.withTx(ctx, func(tx pgx.Tx) error {
+		err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			rows, err := tx.Query(ctx, rekeyBatchSQL, pgx.NamedArgs{"after_tenant": afterTenant, "after_id": afterID,
-				"key_id": s.keys.sealer.keyID, "aad_version": aadProvider, "limit": batchSize})
+				"key_id": s.keys.SealerID(), "aad_version": pg.AADProvider, "limit": batchSize})
 			if err != nil {
-				return translate(err)
+				return pg.Translate(err)
 			}
 			batch, err := pgx.CollectRows(rows, scanSealedSecret)
 			if err != nil || len(batch) == 0 {
-				return translate(err)
+				return pg.Translate(err)
 			}
 			n = len(batch)
 			afterTenant, afterID = batch[n-1].TenantID, batch[n-1].ID
 			var tenantIDs, ids []int64
 			var ciphertexts [][]byte
 			for _, sec := range batch {
-				plain, err := s.keys.open(sec)
-				if errors.Is(err, errMissingKey) {
+				plain, err := s.keys.Open(sec)
+				if errors.Is(err, pg.ErrMissingKey) {
 					missing[sec.KeyID]++
 					continue
 				}
 				if err != nil {
-					s.logUndecryptable(sec, err)
+					s.secrets.LogUndecryptable(sec, err)
 					failed++
 					continue
 				}
-				sealed, err := s.keys.seal(sec.TenantID, sec.ProviderID, plain)
+				sealed, err := s.keys.Seal(sec.TenantID, sec.ProviderID, plain)
 				if err != nil {
 					return err
 				}
 				tenantIDs, ids = append(tenantIDs, sec.TenantID), append(ids, sec.ID)
 				ciphertexts = append(ciphertexts, sealed.Ciphertext)
 			}
-			tag, err := tx.Exec(ctx, rekeySecretsSQL, pgx.NamedArgs{"key_id": s.keys.sealer.keyID, "aad_version": aadProvider,
+			tag, err := tx.Exec(ctx, rekeySecretsSQL, pgx.NamedArgs{"key_id": s.keys.SealerID(), "aad_version": pg.AADProvider,
 				"tenant_ids": tenantIDs, "ids": ids, "ciphertexts": ciphertexts})
 			batchChanged = tag.RowsAffected()
-			return translate(err)
+			return pg.Translate(err)
 		})
 		if err != nil {
 			return changed, err

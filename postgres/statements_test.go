@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"fmt"
 	"go/ast"
@@ -60,7 +62,7 @@ func TestStatementsPrepare(t *testing.T) {
 	}
 	defer conn.Release()
 	for _, st := range stmts {
-		if _, err := conn.Conn().Prepare(ctx, "", named(st.sql).sql); err != nil {
+		if _, err := conn.Conn().Prepare(ctx, "", pg.Named(st.sql).SQL); err != nil {
 			t.Errorf("%s: %v", st.name, err)
 		}
 	}
@@ -203,8 +205,10 @@ func (c sourceConstants) eval(e ast.Expr, inDomain bool) (string, error) {
 			return c.constant(c.domain, e.Sel.Name, true)
 		}
 	case *ast.CallExpr:
-		if fn, ok := e.Fun.(*ast.Ident); ok && fn.Name == "named" && len(e.Args) == 1 && !inDomain {
-			return c.eval(e.Args[0], false)
+		if fn, ok := e.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Named" && len(e.Args) == 1 && !inDomain {
+			if pkg, ok := fn.X.(*ast.Ident); ok && pkg.Name == "pg" {
+				return c.eval(e.Args[0], false)
+			}
 		}
 	}
 	return "", fmt.Errorf("unsupported expression %T", e)

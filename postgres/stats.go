@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"time"
 
@@ -69,11 +71,11 @@ LIMIT @limit`
 func (s *Store) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
 	for attempt := 1; ; attempt++ {
 		ov, err := s.overview(ctx, tenantID, now)
-		if err != nil && retryable(err) && attempt < 3 {
+		if err != nil && pg.Retryable(err) && attempt < 3 {
 			continue // two folds raced over the same rows
 		}
 		if err != nil {
-			return domain.Overview{}, translate(err)
+			return domain.Overview{}, pg.Translate(err)
 		}
 		return ov, nil
 	}
@@ -86,7 +88,7 @@ func (s *Store) overview(ctx context.Context, tenantID int64, now time.Time) (do
 		"since_week": now.Add(-windows[1]), "since_month": now.Add(-windows[2]), "limit": domain.OverviewDeliveries,
 		"closed_before": now.Add(-overviewFoldGrace).Truncate(time.Hour), "fold_limit": overviewFoldLimit}
 
-	today := utcDay(now)
+	today := pg.UTCDay(now)
 	firstDay := today.AddDate(0, 0, 1-domain.OverviewChartDays)
 	ov.Days = make([]domain.DayCounts, domain.OverviewChartDays)
 	for i := range ov.Days {
@@ -179,13 +181,13 @@ func (s *Store) Stats(ctx context.Context, tenantID int64, provider string) (map
 		exists bool
 		counts map[string]int64
 	)
-	err := s.read.QueryRow(ctx, statsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider": nullString(provider)}).
+	err := s.read.QueryRow(ctx, statsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider": pg.NullString(provider)}).
 		Scan(&exists, &counts)
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	if !exists {
-		return nil, notFound("provider %q not found", provider)
+		return nil, pg.NotFound("provider %q not found", provider)
 	}
 	stats := make(map[domain.Outcome]int64, len(domain.Outcomes))
 	for _, o := range domain.Outcomes {

@@ -10,18 +10,13 @@
 package postgres
 
 import (
-	"context"
-	"errors"
-	"fmt"
-	"io"
+	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"log/slog"
-	"net"
 	"strconv"
-	"sync"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
@@ -35,27 +30,17 @@ type Store struct {
 	// and a slow search cannot take connections from ingest. It is pool
 	// until UseReadPool gives the reads their own.
 	read *pgxpool.Pool
-	keys *keyring
+	keys *pg.Keyring
 	log  *slog.Logger
 
-	// undecryptable remembers when each secret that failed to decrypt was
-	// last logged (secret id to time.Time), so that steady traffic to its
-	// provider does not repeat the error on every delivery.
-	undecryptable sync.Map
-
-	// endpoints caches Endpoint while ListenForChanges runs.
-	endpoints endpointCache
+	// secrets opens provider secrets with keys and logs those it cannot.
+	secrets *pg.Secrets
 
 	historyRetention time.Duration // see SetHistoryRetention
 
-	counterShards int
-	groups        groupQueues // deliveries waiting for their tenant's group committer
-	maxQueued     int         // deliveries one tenant may have waiting
-
-	// beforeCommitSQL, when set by a test, is a statement appended to every
-	// ingest transaction after all of its work and before it commits: an
-	// error injected there, or a lock wait that holds the transaction open.
-	beforeCommitSQL string
+	// Writer is the ingest write path: Ingest, Endpoint, ListenForChanges,
+	// EndpointCacheLive and LogRefusals are its.
+	*ingestion.Writer
 }
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
@@ -78,7 +63,7 @@ type Options struct {
 
 // Open returns a Store on pool configured by o.
 func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
-	keys, err := newKeyring(o.Keys)
+	keys, err := pg.NewKeyring(o.Keys)
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +71,8 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, read: pool, keys: keys, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
+	secrets := pg.NewSecrets(keys, log)
+	return &Store{pool: pool, read: pool, keys: keys, log: log, secrets: secrets, Writer: ingestion.New(pool, secrets, log)}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).
@@ -119,89 +105,6 @@ func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) 
 	return rc
 }
 
-// withTx runs fn in a transaction and commits it. The rollback uses a
-// context that survives the request's cancellation, so a cancelled request
-// never leaves a connection in a failed transaction.
-func (s *Store) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		return translate(err)
-	}
-	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := fn(tx); err != nil {
-		return err
-	}
-	return translate(tx.Commit(ctx))
-}
-
-// translate maps connection failures, and deadlocks that outlasted their
-// retries, to EUNAVAILABLE so callers can answer "retry later"; other errors
-// pass through.
-func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	var derr *domain.Error
-	if errors.As(err, &derr) {
-		return err
-	}
-	if unavailable(err) || retryable(err) {
-		return fmt.Errorf("%w: %w", domain.Errorf(domain.EUNAVAILABLE, "database unavailable, retry later"), err)
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.Code == "57014" {
-		// query_canceled: the read pool's statement_timeout (a cancelled
-		// context closes the connection instead, see pgconn's
-		// DeadlineContextWatcherHandler).
-		return fmt.Errorf("%w (%s)", domain.ErrReadTimeout, pgErr.Message)
-	}
-	if errors.As(err, &pgErr) && pgErr.Code[:2] == "22" {
-		// Class 22, data exception: a value the sender chose that PostgreSQL
-		// cannot store, such as a lone UTF-16 surrogate in a JSON string.
-		return domain.Errorf(domain.EINVALID, "the delivery holds a value that cannot be stored: %s", pgErr.Message)
-	}
-	return err
-}
-
-func unavailable(err error) bool {
-	// A server that crashed or shut down in immediate mode closes the
-	// connection with no error message: pgconn reads an unexpected EOF.
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return true
-	}
-	var netErr net.Error
-	if errors.As(err, &netErr) {
-		return true
-	}
-	var connErr *pgconn.ConnectError
-	if errors.As(err, &connErr) {
-		return true
-	}
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		// Class 08: connection exception; 57P: operator intervention (shutdown); 53: insufficient resources.
-		c := pgErr.Code
-		return c[:2] == "08" || c[:3] == "57P" || c[:2] == "53"
-	}
-	return pgconn.SafeToRetry(err)
-}
-
-// retryable reports whether a transaction failed only because it lost a
-// deadlock or serialization race and can simply run again.
-func retryable(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
-}
-
-func notFound(format string, args ...any) error {
-	return domain.Errorf(domain.ENOTFOUND, format, args...)
-}
-
-func uniqueViolation(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "23505"
-}
-
 // The store implements every domain service.
 var (
 	_ domain.TenantService   = (*Store)(nil)
@@ -216,3 +119,7 @@ var (
 	_ domain.AccessService   = (*Store)(nil)
 	_ domain.IngestService   = (*Store)(nil)
 )
+
+// ErrNoKey is what every operation on provider secrets returns on a store
+// opened without keys.
+var ErrNoKey = pg.ErrNoKey

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"errors"
 
@@ -23,10 +25,10 @@ func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Ten
 	}
 	t := domain.Tenant{Slug: slug, Name: name}
 	err := s.pool.QueryRow(ctx, createTenantSQL, pgx.NamedArgs{"slug": slug, "name": name}).Scan(&t.ID, &t.CreatedAt)
-	if uniqueViolation(err) {
+	if pg.UniqueViolation(err) {
 		return domain.Tenant{}, domain.Errorf(domain.ECONFLICT, "tenant %q already exists", slug)
 	}
-	return t, translate(err)
+	return t, pg.Translate(err)
 }
 
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.
@@ -34,7 +36,7 @@ func (s *Store) Tenant(ctx context.Context, slug string) (domain.Tenant, error) 
 	t := domain.Tenant{Slug: slug}
 	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
-		return t, notFound("tenant %q not found", slug)
+		return t, pg.NotFound("tenant %q not found", slug)
 	}
-	return t, translate(err)
+	return t, pg.Translate(err)
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -53,7 +55,7 @@ SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = @tenant_id AND id = @id)
 func (s *Store) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToken, error) {
 	rows, err := s.read.Query(ctx, apiTokensSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
-		return nil, translate(err)
+		return nil, pg.Translate(err)
 	}
 	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.APIToken, error) {
 		var (
@@ -64,7 +66,7 @@ func (s *Store) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToke
 		t.ExpiresAt, t.LastUsedAt, t.RevokedAt = orZero(expires), orZero(used), orZero(revoked)
 		return t, err
 	})
-	return out, translate(err)
+	return out, pg.Translate(err)
 }
 
 // orZero is a nullable time, zero for NULL.
@@ -92,7 +94,7 @@ func (s *Store) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.Ne
 	raw := make([]byte, 32)
 	rand.Read(raw)
 	token := "tmk_" + base64.RawURLEncoding.EncodeToString(raw)
-	err := s.withTx(ctx, func(tx pgx.Tx) error {
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		if nt.CreatedBy != 0 {
 			if err := checkTokenCreator(ctx, tx, tenantID, nt.CreatedBy); err != nil {
 				return err
@@ -103,13 +105,13 @@ func (s *Store) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.Ne
 			"token_hash": tokenHash(token), "access": string(nt.Access), "lifetime_s": int64(nt.Lifetime / time.Second),
 			"created_by": creatorLabel(actor), "user_id": nt.CreatedBy}).Scan(&expires)
 		if err != nil {
-			return translate(err)
+			return pg.Translate(err)
 		}
 		summary := nt.Access.Label()
 		if expires != nil {
 			summary += ", expires " + expires.UTC().Format("2006-01-02 15:04 UTC")
 		}
-		return translate(audit(ctx, tx, tenantID, "token_create", name, summary))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, "token_create", name, summary))
 	})
 	if err != nil {
 		return "", err
@@ -127,7 +129,7 @@ func checkTokenCreator(ctx context.Context, tx pgx.Tx, tenantID, userID int64) e
 	)
 	err := tx.QueryRow(ctx, tokenCreatorSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&admin, &role)
 	if err != nil || admin {
-		return translate(err)
+		return pg.Translate(err)
 	}
 	return domain.CheckRole(role, domain.RoleOwner)
 }
@@ -142,7 +144,7 @@ func creatorLabel(a domain.Actor) string {
 
 // RevokeAPIToken implements domain.TokenService.
 func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error {
-	return s.withTx(ctx, func(tx pgx.Tx) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			found bool
 			name  *string
@@ -150,13 +152,13 @@ func (s *Store) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) err
 		err := tx.QueryRow(ctx, revokeAPITokenSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": tokenID}).Scan(&found, &name)
 		switch {
 		case err != nil:
-			return translate(err)
+			return pg.Translate(err)
 		case !found:
-			return notFound("API token %d not found", tokenID)
+			return pg.NotFound("API token %d not found", tokenID)
 		case name == nil: // revoked already
 			return nil
 		}
-		return translate(audit(ctx, tx, tenantID, "token_revoke", *name, ""))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, "token_revoke", *name, ""))
 	})
 }
 
@@ -182,11 +184,11 @@ func (s *Store) TenantForToken(ctx context.Context, slug, token string) (domain.
 	err := s.read.QueryRow(ctx, tokenSQL, args).
 		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.Name, &g.Access)
 	if !errors.Is(err, pgx.ErrNoRows) {
-		return g, translate(err)
+		return g, pg.Translate(err)
 	}
 	var elsewhere bool
 	if err := s.read.QueryRow(ctx, tokenElsewhereSQL, args).Scan(&elsewhere); err != nil {
-		return g, translate(err)
+		return g, pg.Translate(err)
 	}
 	if elsewhere {
 		return g, domain.Errorf(domain.ENOTFOUND, "not found")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/embedpg"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/ingest"
 )
 
 // dataDir holds the embedded database and its generated encryption key.
@@ -93,7 +94,7 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 		cfg.MaxConns = ingestPoolConns
 	}
 	if o.ingest {
-		cfg.AfterConnect = postgres.PrepareIngest
+		cfg.AfterConnect = ingest.PrepareIngest
 		if !strings.Contains(url, "pool_min_conns") {
 			cfg.MinConns = min(ingestWarmConns, cfg.MaxConns)
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -156,7 +157,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	defer closeQueue()
 	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, Queue: queued.queue,
-		Collectors: append([]prometheus.Collector{postgres.GroupSize, store.ReconciliationMetrics()}, queued.collectors...), IngestConns: int(store.Pool().Config().MaxConns),
+		Collectors: append([]prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics()}, queued.collectors...), IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *metricsAddr != ""})
 	srv := newHTTPServer(handler.Handler())
 	errc := make(chan error, 2)

@@ -1,0 +1,238 @@
+package ingest
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// Group commit. Deliveries that arrive while a group is being written wait
+// for the next one, and every group is one pipelined batch: one
+// transaction, one round trip and one WAL flush for all of its deliveries.
+// Each delivery is answered only after its group committed.
+//
+// The committer never waits for company: a delivery arriving when no group
+// is in flight is written at once, alone, so light load gets no added
+// latency. Groups form only when deliveries already queue.
+//
+// Each tenant has its own queue and at most one committer per process,
+// writing its groups in arrival order: the events of one record keep the
+// order they arrived in, and the groups of one process never wait on each
+// other's row locks (tenants share no rows). A tenant whose group waits on
+// a lock, or floods, delays only itself: the other tenants' committers go
+// on. Deliveries are grouped as they come, so the guard, conflict and lead
+// statements of each see exactly what the deliveries before it in the
+// group did, as if they had been written one at a time.
+//
+// A group that fails (one delivery's bad data, a lost deadlock with another
+// node) rolls back whole; each of its deliveries is then written alone, so
+// one delivery's failure is its own.
+
+// Bounds of one group, so that a batch stays a reasonable size.
+const (
+	maxGroupDeliveries = 128
+	maxGroupEvents     = 2000
+)
+
+// defaultMaxQueued is how many of one tenant's deliveries may wait for its
+// committer in one process; past it a delivery is refused at once (503)
+// rather than waiting out its budget behind a tenant that floods or is
+// stuck on a lock.
+const defaultMaxQueued = 1024
+
+// minQueuedEvents is the fewest events one tenant may have waiting in one
+// process: two groups' worth. Past that, a delivery waits only if the
+// committer, at the pace it has been writing, would reach it within half of
+// what is left of its budget (queuedEventsAllowed); otherwise it is refused
+// at once, rather than accepted to time out in the queue while the ones
+// before it time out too.
+const minQueuedEvents = 2 * maxGroupEvents
+
+// GroupSize observes how many deliveries each committed group held;
+// serve exposes it on /metrics as tidemark_ingest_group_size.
+var GroupSize = prometheus.NewHistogram(prometheus.HistogramOpts{
+	Name:    "tidemark_ingest_group_size",
+	Help:    "Deliveries written by one ingest transaction (group commit).",
+	Buckets: []float64{1, 2, 4, 8, 16, 32, 64, 128},
+})
+
+// ingestJob is one delivery waiting for its group.
+type ingestJob struct {
+	ctx     context.Context
+	d       domain.Delivery
+	p       domain.ProviderEndpoint
+	events  []domain.Event
+	results []domain.Result
+	done    chan error // buffered: the committer never blocks on it
+}
+
+// groupQueues holds, per tenant, the deliveries waiting for its committer.
+// A tenant's queue exists while its committer runs.
+type groupQueues struct {
+	mu      sync.Mutex
+	pending map[int64][]*ingestJob
+	// pace is how many events per second a committer has been writing,
+	// smoothed over recent groups; 0 until the first group is measured.
+	pace float64
+}
+
+// queuedEventsAllowed is how many events may wait ahead of a delivery that
+// must be answered by deadline: what the committer writes, at its recent
+// pace, in half of the time left (the other half is for the delivery's own
+// group), and never fewer than minQueuedEvents. Called with mu held.
+func (q *groupQueues) queuedEventsAllowed(deadline time.Time, ok bool) int {
+	if !ok || q.pace == 0 {
+		return minQueuedEvents
+	}
+	return max(minQueuedEvents, int(q.pace*time.Until(deadline).Seconds()/2))
+}
+
+// measured folds a committed group into the pace.
+func (q *groupQueues) measured(events int, took time.Duration) {
+	if took <= 0 {
+		return
+	}
+	pace := float64(events) / took.Seconds()
+	q.mu.Lock()
+	if q.pace == 0 {
+		q.pace = pace
+	} else {
+		q.pace = 0.8*q.pace + 0.2*pace
+	}
+	q.mu.Unlock()
+}
+
+// commitGrouped writes a delivery in its tenant's next group and waits for
+// it.
+func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1)}
+	q := &w.groups
+	q.mu.Lock()
+	if q.pending == nil {
+		q.pending = map[int64][]*ingestJob{}
+	}
+	queue, running := q.pending[p.TenantID]
+	if len(queue) >= w.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
+		q.mu.Unlock()
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
+	}
+	q.pending[p.TenantID] = append(queue, job)
+	if !running {
+		go w.commitGroups(p.TenantID)
+	}
+	q.mu.Unlock()
+	select {
+	case err := <-job.done:
+		return job.results, err
+	case <-ctx.Done():
+		// The group may still commit this delivery; unanswered, the
+		// provider retries it and the retry is a duplicate.
+		return nil, ctx.Err()
+	}
+}
+
+// commitGroups writes a tenant's queued deliveries, a group at a time,
+// until none is left.
+func (w *Writer) commitGroups(tenantID int64) {
+	q := &w.groups
+	for {
+		q.mu.Lock()
+		queue := q.pending[tenantID]
+		group := takeGroup(&queue)
+		if len(group) == 0 {
+			delete(q.pending, tenantID)
+			q.mu.Unlock()
+			return
+		}
+		q.pending[tenantID] = queue
+		q.mu.Unlock()
+		w.commitGroup(group)
+	}
+}
+
+// takeGroup removes the next group from the front of pending: at least one
+// delivery, then as many as fit the bounds, in arrival order.
+func takeGroup(pending *[]*ingestJob) []*ingestJob {
+	n, events := 0, 0
+	for _, job := range *pending {
+		if n > 0 && (n == maxGroupDeliveries || events+len(job.events) > maxGroupEvents) {
+			break
+		}
+		n++
+		events += len(job.events)
+	}
+	group := (*pending)[:n:n]
+	*pending = (*pending)[n:]
+	return group
+}
+
+// commitGroup writes a group in one transaction, or, if that fails, each
+// of its deliveries alone.
+func (w *Writer) commitGroup(group []*ingestJob) {
+	live := group[:0]
+	for _, job := range group {
+		if err := job.ctx.Err(); err != nil {
+			job.done <- err // its sender gave up waiting: nothing written
+			continue
+		}
+		live = append(live, job)
+	}
+	if len(live) == 0 {
+		return
+	}
+	ctx, cancel := groupContext(live)
+	defer cancel()
+	batch := &pgx.Batch{}
+	// Each round of the group counts its outcomes in the next counter
+	// shard, so that few counter rows are updated twice in one transaction
+	// (each update would walk the chain of the row's earlier versions).
+	w.queueGroup(batch, live, rand.IntN(w.counterShards))
+	if w.beforeCommitSQL != "" {
+		batch.Queue(w.beforeCommitSQL)
+	}
+	began := time.Now()
+	err := w.pool.SendBatch(ctx, batch).Close()
+	if err == nil || len(live) == 1 {
+		if err == nil {
+			GroupSize.Observe(float64(len(live)))
+			w.groups.measured(groupEvents(live), time.Since(began))
+		}
+		for _, job := range live {
+			job.done <- err
+		}
+		return
+	}
+	for _, job := range live {
+		job.results, err = w.commit(job.ctx, alone, job.d, job.p, job.events, nil)
+		job.done <- err
+	}
+}
+
+func groupEvents(group []*ingestJob) int {
+	n := 0
+	for _, job := range group {
+		n += len(job.events)
+	}
+	return n
+}
+
+// groupContext bounds a group's transaction by the latest deadline among
+// its deliveries, and is not cancelled with any one of them: one sender
+// giving up must not roll back the others.
+func groupContext(group []*ingestJob) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, job := range group {
+		if dl, ok := job.ctx.Deadline(); !ok {
+			return context.WithCancel(context.Background())
+		} else if dl.After(latest) {
+			latest = dl
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}

@@ -1,0 +1,82 @@
+package ingest
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// TestQueuedEventsFollowPace: how many events may wait ahead of a delivery
+// follows what the committer has been writing per second, so a tenant
+// sending large batches to a fast committer is not refused, and a slow
+// committer refuses early rather than letting deliveries outlive their
+// budget in the queue.
+func TestQueuedEventsFollowPace(t *testing.T) {
+	t.Parallel()
+	var q groupQueues
+	in3s := time.Now().Add(3 * time.Second)
+	if got := q.queuedEventsAllowed(in3s, true); got != minQueuedEvents {
+		t.Errorf("before any group: %d, want %d", got, minQueuedEvents)
+	}
+	q.measured(2000, 200*time.Millisecond) // 10 000 events/s
+	if got := q.queuedEventsAllowed(in3s, true); got < 14000 || got > 15000 {
+		t.Errorf("at 10 000 events/s with 3 s left: %d, want about 15 000", got)
+	}
+	if got := q.queuedEventsAllowed(time.Time{}, false); got != minQueuedEvents {
+		t.Errorf("no deadline: %d, want %d", got, minQueuedEvents)
+	}
+	for range 20 {
+		q.measured(100, time.Second) // the committer slows to 100 events/s
+	}
+	if got := q.queuedEventsAllowed(in3s, true); got != minQueuedEvents {
+		t.Errorf("at 100 events/s: %d, want the floor %d", got, minQueuedEvents)
+	}
+}
+
+// TestTakeGroup: a group is at least one delivery, then as many as fit
+// its bounds, in arrival order.
+func TestTakeGroup(t *testing.T) {
+	t.Parallel()
+	jobs := func(events ...int) []*ingestJob {
+		var js []*ingestJob
+		for _, n := range events {
+			js = append(js, &ingestJob{events: make([]domain.Event, n)})
+		}
+		return js
+	}
+	for _, tc := range []struct {
+		name    string
+		pending []*ingestJob
+		want    []int // the sizes of the groups taken, in order
+	}{
+		{"one group", jobs(1, 2, 3), []int{3}},
+		{"a delivery over the events' bound goes alone", jobs(1, maxGroupEvents+1, 1), []int{1, 1, 1}},
+		{"up to the events' bound", jobs(maxGroupEvents-1, 1, 1), []int{2, 1}},
+		{"up to the deliveries' bound", jobs(slices.Repeat([]int{1}, maxGroupDeliveries+1)...), []int{maxGroupDeliveries, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pending := tc.pending
+			var got []int
+			for len(pending) > 0 {
+				group := takeGroup(&pending)
+				if len(group) == 0 || group[0] != tc.pending[sum(got)] {
+					t.Fatalf("group %d does not start with the next delivery in arrival order", len(got))
+				}
+				got = append(got, len(group))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Fatalf("groups of %v deliveries, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+func sum(ns []int) int {
+	s := 0
+	for _, n := range ns {
+		s += n
+	}
+	return s
+}

@@ -1,0 +1,67 @@
+package ingest
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// queueDelivery queues the statements of one delivery on batch, counting
+// its outcomes in counter shard shard; the results are filled in as the
+// batch is read.
+func (w *Writer) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
+	job := &ingestJob{d: d, p: p, events: events}
+	w.queueGroup(batch, []*ingestJob{job}, shard)
+	return job.results
+}
+
+// queueGroup queues the plan of a group of one tenant's deliveries,
+// counting from counter shard shard on; each job's results are filled in as
+// the batch is read.
+func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
+	for _, job := range group {
+		job.results = make([]domain.Result, len(job.events))
+	}
+	for _, s := range plan(group, shard, w.counterShards) {
+		s.queue(batch)
+	}
+}
+
+// queue queues the step's statement on batch; an outcome step reads the
+// outcomes of its round into their jobs' results.
+func (s step) queue(batch *pgx.Batch) {
+	st := ingestStatements[s.stmt]
+	q := batch.Queue(st.SQL, st.Args(s.args)...)
+	if s.stmt == stOutcome {
+		q.Query(s.answer)
+	}
+}
+
+// answer reads the outcome statement's rows, one per event of the round.
+func (s step) answer(rows pgx.Rows) error {
+	answered := 0
+	for rows.Next() {
+		var i int
+		var reason *string
+		var r domain.Result
+		if err := rows.Scan(&i, &r.Outcome, &reason, &r.CurrentRevision, &r.ConflictID); err != nil {
+			return fmt.Errorf("event outcome: %w", err)
+		}
+		ev := s.round[i-1]
+		r.EventID, r.ObjectType, r.ObjectID, r.Revision = ev.e.EventID, ev.e.Scope.ObjectType, ev.e.ObjectID, ev.e.Revision
+		if reason != nil {
+			r.Reason = *reason
+		}
+		ev.job.results[ev.n] = r
+		answered++
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	if answered != len(s.round) {
+		return fmt.Errorf("%d outcomes for %d events", answered, len(s.round))
+	}
+	return nil
+}

@@ -1,0 +1,77 @@
+package ingest
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/<name>.sql from the statement registry")
+
+// golden is the file that shows st whole: its source as written, with
+// @name parameters, ready to paste into psql.
+func golden(st *statement) (path, text string) {
+	return filepath.Join("testdata", st.name+".sql"),
+		"-- " + st.name + ", whole, from the registry of postgres/ingest (statements.go).\n" +
+			"-- Regenerate with: go test ./postgres/ingest -run Golden -update\n" + strings.TrimSpace(st.source) + "\n"
+}
+
+// TestGoldenStatements: every statement of the registry is in
+// testdata/<name>.sql exactly as it runs, and testdata holds no other.
+// A change to a statement or to a fragment of it fails here until its
+// golden file is regenerated (-update), so the change shows in review.
+func TestGoldenStatements(t *testing.T) {
+	var paths []string
+	for id, st := range ingestStatements {
+		if st == nil {
+			t.Fatalf("statement %d has no entry in the registry", id)
+		}
+		path, want := golden(st)
+		paths = append(paths, path)
+		if *update {
+			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Errorf("%s: %v; run go test ./postgres/ingest -run Golden -update", st.name, err)
+			continue
+		}
+		if string(got) != want {
+			t.Errorf("%s differs from %s at line %d; run go test ./postgres/ingest -run Golden -update and review the diff",
+				st.name, path, firstDifference(string(got), want))
+		}
+	}
+	files, err := filepath.Glob(filepath.Join("testdata", "*.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range files {
+		if slices.Contains(paths, f) {
+			continue
+		}
+		if *update {
+			if err := os.Remove(f); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			t.Errorf("%s is no statement of the registry; run go test ./postgres/ingest -run Golden -update", f)
+		}
+	}
+}
+
+// firstDifference is the first line (from 1) on which a and b differ.
+func firstDifference(a, b string) int {
+	al, bl := strings.Split(a, "\n"), strings.Split(b, "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return i + 1
+		}
+	}
+	return min(len(al), len(bl)) + 1
+}

@@ -1,0 +1,86 @@
+package ingest
+
+import (
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// The statements of an ingest transaction, in one registry: the planner
+// (plan.go) names them by stmtID, PrepareIngest prepares every one of them,
+// and the golden test prints each whole to testdata/<name>.sql. A new
+// statement is added here and nowhere else.
+
+// stmtID names a statement of the registry.
+type stmtID int
+
+const (
+	stGenericPlans stmtID = iota
+	stDeliveries
+	stClaim
+	stClaimApply
+	stClaimApplyProperty
+	stClaimApplyBoth
+	stApply
+	stApplyProperty
+	stOutcome
+	stLeadLock
+	stLead
+	numStatements
+)
+
+// statement is one ingest statement.
+type statement struct {
+	name   string // its constant's name, and its golden file's
+	source string // as written, with @name parameters
+	pg.Statement
+	// idle returns arguments on which it is planned and writes nothing, for
+	// PrepareIngest; nil for a statement without parameters.
+	idle func() pgx.NamedArgs
+}
+
+func newStatement(name, source string, idle func() pgx.NamedArgs) *statement {
+	return &statement{name: name, source: source, Statement: pg.Named(source), idle: idle}
+}
+
+// ingestStatements is the registry, in the order PrepareIngest prepares
+// them.
+var ingestStatements = [numStatements]*statement{
+	stGenericPlans:       newStatement("genericPlansSQL", genericPlansSQL, nil),
+	stDeliveries:         newStatement("deliveriesSQL", deliveriesSQL, noEvents),
+	stClaim:              newStatement("claimSQL", claimSQL, noEvents),
+	stClaimApply:         newStatement("claimApplySQL", claimApplySQL, noEvents),
+	stClaimApplyProperty: newStatement("claimApplyPropertySQL", claimApplyPropertySQL, noEvents),
+	stClaimApplyBoth:     newStatement("claimApplyBothSQL", claimApplyBothSQL, noEvents),
+	stApply:              newStatement("applySQL", applySQL, noEvents),
+	stApplyProperty:      newStatement("applyPropertySQL", applyPropertySQL, noEvents),
+	stOutcome:            newStatement("outcomeSQL", outcomeSQL, noEvents),
+	// Tenant 0's lock: released with PrepareIngest's rollback.
+	stLeadLock: newStatement("leadLockSQL", leadLockSQL, func() pgx.NamedArgs { return pgx.NamedArgs{"key": int64(0)} }),
+	// A lead signup of tenant 0, which has no claim: it writes nothing.
+	stLead: newStatement("leadSQL", leadSQL, func() pgx.NamedArgs {
+		return pgx.NamedArgs{"tenant_id": int64(0), "key": []byte{}, "delivery_id": nil, "seq": 0, "now": nil,
+			"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
+	}),
+}
+
+// LeadLockSQL takes one advisory lock of a lead signup; erasing a lead
+// takes the same lock, so that a signup in flight finishes first.
+var LeadLockSQL = ingestStatements[stLeadLock].Statement
+
+// genericPlansSQL makes the rest of the transaction run the ingest
+// statements on their generic plans. Their custom plans look cheaper, as
+// the planner sees how few events an array holds, so PostgreSQL would plan
+// them anew on every call, which costs more than running them; and a custom
+// plan prunes no more partitions of the event log than the generic one does
+// when it starts.
+const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+
+// noEvents are the arguments of a group with no delivery and no event:
+// every statement runs on empty arrays.
+func noEvents() pgx.NamedArgs {
+	args := roundArgs(0, nil, 0)
+	var none deliveryRows
+	none.set(args)
+	return args
+}

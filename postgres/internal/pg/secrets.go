@@ -1,0 +1,57 @@
+package pg
+
+import (
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// secretLogEvery is how often one undecryptable secret is logged again.
+const secretLogEvery = 5 * time.Minute
+
+// Secrets opens stored provider secrets with a keyring and logs those it
+// cannot open, each at most once per secretLogEvery, so that steady
+// traffic to its provider does not repeat the error on every delivery.
+type Secrets struct {
+	Keys *Keyring
+	log  *slog.Logger
+
+	undecryptable sync.Map // secret id to the time.Time it was last logged
+}
+
+// NewSecrets returns Secrets opening with keys and logging to log.
+func NewSecrets(keys *Keyring, log *slog.Logger) *Secrets {
+	return &Secrets{Keys: keys, log: log}
+}
+
+// OpenAll decrypts secrets in order and returns the plaintexts of those
+// that open. One that does not is logged and skipped, so a provider keeps
+// working with its other secrets. Without keys it returns ErrNoKey.
+func (s *Secrets) OpenAll(secrets []SealedSecret) ([]string, error) {
+	var out []string
+	for _, sec := range secrets {
+		plain, err := s.Keys.Open(sec)
+		if errors.Is(err, ErrNoKey) {
+			return nil, err
+		}
+		if err != nil {
+			s.LogUndecryptable(sec, err)
+			continue
+		}
+		out = append(out, plain)
+	}
+	return out, nil
+}
+
+// LogUndecryptable logs a secret that cannot be decrypted by its ids, at
+// most once per secretLogEvery.
+func (s *Secrets) LogUndecryptable(sec SealedSecret, err error) {
+	now := time.Now()
+	if last, ok := s.undecryptable.Load(sec.ID); ok && now.Sub(last.(time.Time)) < secretLogEvery {
+		return
+	}
+	s.undecryptable.Store(sec.ID, now)
+	s.log.Error("provider secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
+		"provider_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
+}

@@ -1,0 +1,56 @@
+package pg
+
+import (
+	"context"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// NullString is s, or NULL when empty.
+func NullString(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// NullJSON is b as text, or NULL when empty.
+func NullJSON(b []byte) *string {
+	if len(b) == 0 {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// LatestRevisionTime stands for any revision time past it, which PostgreSQL
+// could not store (a HubSpot occurredAt can name the year 292 million).
+var LatestRevisionTime = time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+
+// UTCDay is the start of t's day in UTC.
+func UTCDay(t time.Time) time.Time {
+	y, m, d := t.UTC().Date()
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC)
+}
+
+const insertAuditSQL = `INSERT INTO audit_log (tenant_id, actor_kind, actor, action, target, summary, client_address)
+VALUES (@tenant_id, @actor_kind, @actor, @action, @target, @summary, @client_address)`
+
+// Audit records a change in tx, the transaction that makes it, so that the
+// entry exists exactly when the change does. The actor comes from ctx; a
+// change without one is refused rather than left unrecorded. tenantID is 0
+// for changes outside any tenant. summary must never hold a secret.
+func Audit(ctx context.Context, tx pgx.Tx, tenantID int64, action, target, summary string) error {
+	a, ok := domain.ActorFrom(ctx)
+	if !ok {
+		return domain.Errorf(domain.EINTERNAL, "change %s on %q has no actor to record", action, target)
+	}
+	_, err := tx.Exec(ctx, insertAuditSQL, pgx.NamedArgs{
+		"tenant_id": tenantID, "actor_kind": a.Kind, "actor": a.Name, "action": action,
+		"target": target, "summary": summary, "client_address": a.Address,
+	})
+	return err
+}
