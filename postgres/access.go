@@ -16,7 +16,7 @@ import (
 
 // SessionStore keeps console sessions in PostgreSQL, so every app node
 // sees the same sessions.
-func (s *Store) SessionStore() scs.Store {
+func (s *access) SessionStore() scs.Store {
 	return pgxstore.NewWithCleanupInterval(s.read, 30*time.Minute)
 }
 
@@ -64,7 +64,7 @@ const signInTimeout = 30 * time.Second
 
 // Authenticate implements domain.AccessService. The throttle slots, the
 // password check and the audit entry are one transaction.
-func (s *Store) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
+func (s *access) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
 	email = domain.NormalizeEmail(email)
 	if err := domain.CheckSignIn(email, password); err != nil {
 		return domain.User{}, err
@@ -154,7 +154,7 @@ WHERE @is_admin::boolean OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id 
 ORDER BY t.slug`
 
 // VisibleTenants implements domain.AccessService.
-func (s *Store) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Tenant, error) {
+func (s *access) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Tenant, error) {
 	rows, _ := s.read.Query(ctx, visibleTenantsSQL, pgx.NamedArgs{"user_id": u.ID, "is_admin": u.IsAdmin})
 	tenants, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Tenant, error) {
 		var t domain.Tenant
@@ -172,7 +172,7 @@ LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = @user_id
 WHERE t.slug = @slug AND (@is_admin::boolean OR m.user_id IS NOT NULL)`
 
 // TenantFor implements domain.AccessService.
-func (s *Store) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Membership, error) {
+func (s *access) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Membership, error) {
 	m := domain.Membership{Tenant: domain.Tenant{Slug: slug}}
 	err := s.read.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
 		Scan(&m.Tenant.ID, &m.Tenant.Name, &m.Tenant.CreatedAt, &m.Role)

@@ -8,13 +8,14 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 // testActor is who the tests' changes are recorded as made by.
-var testActor = domain.Actor{Kind: domain.ActorOperator, Name: "ann@example.com", Address: "192.0.2.7"}
+var testActor = pgtest.Operator
 
 // asTest is ctx carrying testActor, as the console's requests carry theirs.
-func asTest(ctx context.Context) context.Context { return domain.WithActor(ctx, testActor) }
+var asTest = pgtest.AsOperator
 
 // newOperator creates an operator (an admin when admin is set) with
 // testPassword and returns them.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 // BenchmarkCounterShards ingests a burst of events for one tenant and
@@ -89,7 +90,7 @@ func BenchmarkBatchVersusSingle(b *testing.B) {
 				var batch []domain.Event
 				for pb.Next() {
 					i := n.Add(1)
-					e := change(fmt.Sprintf("e%d", i), "jobtitle", "Director", i)
+					e := pgtest.Change(fmt.Sprintf("e%d", i), "jobtitle", "Director", i)
 					e.ObjectID = fmt.Sprintf("c-%d", i%5000)
 					e.Seq = len(batch)
 					batch = append(batch, e)

@@ -25,6 +25,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -71,7 +72,7 @@ func BenchmarkConsolePages(b *testing.B) {
 			b.Fatal(err)
 		}
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM outcome_counters WHERE tenant_id = $1 AND shard <> 0 AND bucket < $2`,
-			seed.TenantID, now.Add(-overviewFoldGrace).Truncate(time.Hour)).Scan(&unfolded)
+			seed.TenantID, now.Add(-pg.OverviewFoldGrace).Truncate(time.Hour)).Scan(&unfolded)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -58,7 +58,7 @@ WHERE id = @id`
 // SetDisabled implements domain.OperatorService. The change is recorded
 // before it is made, so that the database's refusal to disable the last
 // enabled admin takes the entry back with it.
-func (s *Store) SetDisabled(ctx context.Context, actor domain.User, userID int64, disabled bool) error {
+func (s *operators) SetDisabled(ctx context.Context, actor domain.User, userID int64, disabled bool) error {
 	if err := domain.CheckDisable(actor, userID, disabled); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *Store) SetDisabled(ctx context.Context, actor domain.User, userID int64
 const setPasswordSQL = `UPDATE users SET password_hash = @password_hash, session_epoch = session_epoch + 1 WHERE id = @id`
 
 // ResetPassword implements domain.OperatorService.
-func (s *Store) ResetPassword(ctx context.Context, email, password string) error {
+func (s *operators) ResetPassword(ctx context.Context, email, password string) error {
 	if err := domain.ValidatePassword(password); err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *Store) ResetPassword(ctx context.Context, email, password string) error
 const endSessionsSQL = `UPDATE users SET session_epoch = session_epoch + 1 WHERE id = @id`
 
 // SignOutEverywhere implements domain.OperatorService.
-func (s *Store) SignOutEverywhere(ctx context.Context, userID int64) error {
+func (s *operators) SignOutEverywhere(ctx context.Context, userID int64) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, userID)
 		if err != nil {

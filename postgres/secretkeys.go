@@ -25,7 +25,7 @@ ORDER BY tenant_id, id`
 // no key of the store has, with how many secrets and providers use it.
 // Secrets that fail under a key the store has are logged and skipped, as
 // at ingest: they stop no other provider.
-func (s *Store) CheckSecrets(ctx context.Context) error {
+func (s *secretKeys) CheckSecrets(ctx context.Context) error {
 	if !s.keys.CanSeal() {
 		return ErrNoKey
 	}
@@ -99,7 +99,7 @@ WHERE ps.tenant_id = u.tenant_id AND ps.id = u.id`
 // and logged; once the rest is done, such secrets make it return an error
 // saying how many there are and, for a missing key, its id. Without keys it
 // returns ErrNoKey.
-func (s *Store) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
+func (s *secretKeys) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
 	if !s.keys.CanSeal() {
 		return 0, ErrNoKey
 	}

@@ -6,7 +6,6 @@ import (
 	"crypto/aes"
 	"crypto/cipher"
 
-	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -14,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -24,24 +22,6 @@ import (
 )
 
 var otherKey = []byte("fedcba9876543210fedcba9876543210")
-
-// logBuffer collects a store's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // keyStore opens a store on pool with keys, logging to the returned buffer.
 func keyStore(t *testing.T, pool *pgxpool.Pool, keys ...[]byte) (*Store, *logBuffer) {

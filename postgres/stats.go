@@ -32,11 +32,6 @@ INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shar
 SELECT @tenant_id, provider_id, bucket, outcome, 0, sum(n) FROM spread GROUP BY 1, 2, 3, 4
 ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n`
 
-// overviewFoldGrace is how long after its end an hour counts as closed: a
-// delivery stamped before the hour ended may still be committing (ingest
-// allows itself 5 seconds), and app nodes' clocks may differ a little.
-const overviewFoldGrace = 15 * time.Minute
-
 // overviewFoldLimit bounds the rows one read folds.
 const overviewFoldLimit = 20000
 
@@ -68,7 +63,7 @@ LIMIT @limit`
 // Overview implements domain.StatsService. It first folds the counter
 // shards of closed hours (see overviewFoldSQL); that and its four reads go
 // to the database as one batch, in one round trip and one transaction.
-func (s *Store) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
+func (s *stats) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
 	for attempt := 1; ; attempt++ {
 		ov, err := s.overview(ctx, tenantID, now)
 		if err != nil && pg.Retryable(err) && attempt < 3 {
@@ -81,12 +76,12 @@ func (s *Store) Overview(ctx context.Context, tenantID int64, now time.Time) (do
 	}
 }
 
-func (s *Store) overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
+func (s *stats) overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
 	var ov domain.Overview
 	windows := domain.OverviewWindows
 	args := pgx.NamedArgs{"tenant_id": tenantID, "since_day": now.Add(-windows[0]),
 		"since_week": now.Add(-windows[1]), "since_month": now.Add(-windows[2]), "limit": domain.OverviewDeliveries,
-		"closed_before": now.Add(-overviewFoldGrace).Truncate(time.Hour), "fold_limit": overviewFoldLimit}
+		"closed_before": now.Add(-pg.OverviewFoldGrace).Truncate(time.Hour), "fold_limit": overviewFoldLimit}
 
 	today := pg.UTCDay(now)
 	firstDay := today.AddDate(0, 0, 1-domain.OverviewChartDays)
@@ -176,7 +171,7 @@ SELECT @provider::text IS NULL OR EXISTS (SELECT FROM prov),
 
 // Stats implements domain.StatsService. Every outcome is present, zeros
 // included; an unknown provider is an ENOTFOUND error.
-func (s *Store) Stats(ctx context.Context, tenantID int64, provider string) (map[domain.Outcome]int64, error) {
+func (s *stats) Stats(ctx context.Context, tenantID int64, provider string) (map[domain.Outcome]int64, error) {
 	var (
 		exists bool
 		counts map[string]int64

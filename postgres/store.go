@@ -10,8 +10,6 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"log/slog"
 	"strconv"
 	"time"
@@ -19,10 +17,54 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/maintain"
+	"github.com/tidemark/tidemark/postgres/reconcile"
+	"github.com/tidemark/tidemark/postgres/replay"
+	"github.com/tidemark/tidemark/postgres/search"
 )
 
-// Store is the PostgreSQL implementation of the domain services.
+// Store is the PostgreSQL implementation of the domain services: the CRUD
+// services by noun, each a small type over the shared db, and the engines,
+// each in its own package. Embedding them keeps every method on Store.
 type Store struct {
+	*db
+
+	*tenants
+	*providers
+	*tokens
+	*events
+	*records
+	*conflicts
+	*people
+	*operators
+	*access
+	*audit
+	*deliveries
+	*stats
+	*secretKeys
+	*queue
+
+	*maintain.Maintainer
+	*reconcile.Reconciler
+	*search.Indexer
+	*replay.Jobs
+
+	// endpoints caches Endpoint while ListenForChanges runs.
+	endpoints endpointCache
+
+	counterShards int
+	groups        groupQueues // deliveries waiting for their tenant's group committer
+	maxQueued     int         // deliveries one tenant may have waiting
+
+	// beforeCommitSQL, when set by a test, is a statement appended to every
+	// ingest transaction after all of its work and before it commits: an
+	// error injected there, or a lock wait that holds the transaction open.
+	beforeCommitSQL string
+}
+
+// db is what the CRUD services share.
+type db struct {
 	pool *pgxpool.Pool // ingest, writes, maintenance
 	// read serves the reads of the console and the API, their sessions and
 	// sign-ins, so that a saturated ingest pool leaves operators a way in
@@ -34,21 +76,25 @@ type Store struct {
 
 	// secrets opens provider secrets with keys and logs those it cannot.
 	secrets *pg.Secrets
-
-	// endpoints caches Endpoint while ListenForChanges runs.
-	endpoints endpointCache
-
-	historyRetention time.Duration // see SetHistoryRetention
-
-	counterShards int
-	groups        groupQueues // deliveries waiting for their tenant's group committer
-	maxQueued     int         // deliveries one tenant may have waiting
-
-	// beforeCommitSQL, when set by a test, is a statement appended to every
-	// ingest transaction after all of its work and before it commits: an
-	// error injected there, or a lock wait that holds the transaction open.
-	beforeCommitSQL string
 }
+
+// The CRUD services, one per noun.
+type (
+	tenants    struct{ *db }
+	providers  struct{ *db } // providers, their secrets and scopes
+	tokens     struct{ *db }
+	events     struct{ *db }
+	records    struct{ *db } // records, the directory, repairs
+	conflicts  struct{ *db }
+	people     struct{ *db }
+	operators  struct{ *db } // operators, their lifecycle, memberships
+	access     struct{ *db } // sign-in and sessions
+	audit      struct{ *db }
+	deliveries struct{ *db } // the delivery inspector's reads
+	stats      struct{ *db }
+	secretKeys struct{ *db }
+	queue      struct{ *db }
+)
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
 // encrypts provider secrets at rest; it logs to slog.Default().
@@ -78,7 +124,16 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Store{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log), counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
+	d := &db{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log)}
+	return &Store{db: d,
+		tenants: &tenants{d}, providers: &providers{d}, tokens: &tokens{d}, events: &events{d}, records: &records{d},
+		conflicts: &conflicts{d}, people: &people{d}, operators: &operators{d}, access: &access{d}, audit: &audit{d},
+		deliveries: &deliveries{d}, stats: &stats{d}, secretKeys: &secretKeys{d}, queue: &queue{d},
+		Maintainer:    maintain.New(pool),
+		Reconciler:    reconcile.New(pool, log),
+		Indexer:       search.New(pool),
+		Jobs:          replay.New(pool),
+		counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).
@@ -87,7 +142,11 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // UseReadPool makes the reads of the console and the API use p, typically
 // one opened with ReadPoolConfig. Call it before SessionStore and before
 // serving.
-func (s *Store) UseReadPool(p *pgxpool.Pool) { s.read = p }
+func (s *Store) UseReadPool(p *pgxpool.Pool) {
+	s.read = p
+	s.Reconciler.UseReadPool(p)
+	s.Jobs.UseReadPool(p)
+}
 
 // DefaultReadTimeout bounds each read statement of the console and the API
 // (serve --read-timeout).
@@ -111,21 +170,52 @@ func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) 
 	return rc
 }
 
-// The store implements every domain service.
+// The store implements every domain service; each small type, its own.
 var (
-	_ domain.TenantService   = (*Store)(nil)
-	_ domain.ProviderService = (*Store)(nil)
-	_ domain.TokenService    = (*Store)(nil)
-	_ domain.EventService    = (*Store)(nil)
-	_ domain.StatsService    = (*Store)(nil)
-	_ domain.RecordService   = (*Store)(nil)
-	_ domain.ConflictService = (*Store)(nil)
-	_ domain.PeopleService   = (*Store)(nil)
-	_ domain.OperatorService = (*Store)(nil)
-	_ domain.AccessService   = (*Store)(nil)
-	_ domain.IngestService   = (*Store)(nil)
+	_ domain.TenantService   = (*tenants)(nil)
+	_ domain.ProviderService = (*providers)(nil)
+	_ domain.TokenService    = (*tokens)(nil)
+	_ domain.EventService    = (*events)(nil)
+	_ domain.RecordService   = (*records)(nil)
+	_ domain.ConflictService = (*conflicts)(nil)
+	_ domain.PeopleService   = (*people)(nil)
+	_ domain.OperatorService = (*operators)(nil)
+	_ domain.AccessService   = (*access)(nil)
+	_ domain.AuditService    = (*audit)(nil)
+	_ domain.DeliveryService = (*deliveries)(nil)
+	_ domain.StatsService    = (*stats)(nil)
+
+	_ domain.AuditService          = (*Store)(nil)
+	_ domain.DeliveryService       = (*Store)(nil)
+	_ domain.ReconciliationService = (*Store)(nil)
+	_ domain.ReplayService         = (*Store)(nil)
+	_ domain.QueueStore            = (*Store)(nil)
+	_ domain.TenantService         = (*Store)(nil)
+	_ domain.ProviderService       = (*Store)(nil)
+	_ domain.TokenService          = (*Store)(nil)
+	_ domain.EventService          = (*Store)(nil)
+	_ domain.StatsService          = (*Store)(nil)
+	_ domain.RecordService         = (*Store)(nil)
+	_ domain.ConflictService       = (*Store)(nil)
+	_ domain.PeopleService         = (*Store)(nil)
+	_ domain.OperatorService       = (*Store)(nil)
+	_ domain.AccessService         = (*Store)(nil)
+	_ domain.IngestService         = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
 // opened without keys.
 var ErrNoKey = pg.ErrNoKey
+
+// CleanupReport says what one maintenance pass did.
+type CleanupReport = maintain.Report
+
+// PartitionsAhead is how many days after today always have their daily
+// partitions.
+const PartitionsAhead = maintain.PartitionsAhead
+
+// SearchIndexEvery is how often serve runs IndexSearch.
+const SearchIndexEvery = search.Every
+
+// advance records a replay job's step in tx, for the write path.
+var advance = replay.Advance

@@ -1,4 +1,4 @@
-package postgres
+package maintain
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -31,7 +31,7 @@ import (
 // conflicts are kept (see domain.ValidateHistoryRetention); 0, the default,
 // keeps them as long as the event log, Cleanup's retention. Call it before
 // the first Cleanup.
-func (s *Store) SetHistoryRetention(d time.Duration) { s.historyRetention = d }
+func (mt *Maintainer) SetHistoryRetention(d time.Duration) { mt.historyRetention = d }
 
 // pruneRevisionsSQL examines the next @limit accepted revisions applied
 // before @before, in (applied_at, tenant_id, id) order after the cursor
@@ -92,7 +92,7 @@ WHERE c.tenant_id = d.tenant_id AND c.id = d.id AND c.status <> 'open'`
 // retention lets go before before, in batches of batch, and counts them in
 // the report. A batch that gives up waiting for a lock is deferred to the
 // next pass.
-func (m *maintainer) pruneHistory(ctx context.Context, before time.Time, batch int) error {
+func (m *pass) pruneHistory(ctx context.Context, before time.Time, batch int) error {
 	args := pgx.NamedArgs{"before": before, "limit": batch, "after_at": time.Time{}, "after_tenant": int64(0), "after_id": int64(0)}
 	for {
 		var (

@@ -1,4 +1,4 @@
-package postgres
+package reconcile
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -54,14 +54,14 @@ const reportTenant = 0
 // last report, keeping StoredViolations violations of each invariant. A
 // report of one tenant is an EINVALID error: it would pass for the state of
 // every tenant.
-func (s *Store) SaveReconciliation(ctx context.Context, r domain.ReconciliationReport) error {
+func (rc *Reconciler) SaveReconciliation(ctx context.Context, r domain.ReconciliationReport) error {
 	if r.Tenant != "" {
 		return domain.Errorf(domain.EINVALID, "only a reconciliation of every tenant is stored, not one of tenant %s", r.Tenant)
 	}
-	return saveReport(ctx, s.pool, r)
+	return saveReport(ctx, rc.pool, r)
 }
 
-func saveReport(ctx context.Context, q querier, r domain.ReconciliationReport) error {
+func saveReport(ctx context.Context, q pg.Querier, r domain.ReconciliationReport) error {
 	kept := make([]domain.Violation, 0, len(r.Violations))
 	shown := map[domain.Invariant]int{}
 	for _, v := range r.Violations {
@@ -84,10 +84,10 @@ func saveReport(ctx context.Context, q querier, r domain.ReconciliationReport) e
 }
 
 // LastReconciliation implements domain.ReconciliationService.
-func (s *Store) LastReconciliation(ctx context.Context) (domain.ReconciliationReport, error) {
+func (rc *Reconciler) LastReconciliation(ctx context.Context) (domain.ReconciliationReport, error) {
 	r := domain.ReconciliationReport{Counts: map[domain.Invariant]int64{}}
 	var counts map[domain.Invariant]int64
-	err := s.read.QueryRow(ctx, lastReportSQL, pgx.NamedArgs{"tenant_id": reportTenant}).
+	err := rc.read.QueryRow(ctx, lastReportSQL, pgx.NamedArgs{"tenant_id": reportTenant}).
 		Scan(&r.StartedAt, &r.FinishedAt, &counts, &r.Violations)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, pg.NotFound("no reconciliation has run yet")
@@ -106,8 +106,8 @@ func (s *Store) LastReconciliation(ctx context.Context) (domain.ReconciliationRe
 // last stored report) and no other process is running it: ran is false
 // otherwise. The run holds a session advisory lock on a connection of its
 // own for its whole length, so several serve processes take turns.
-func (s *Store) ReconcileNightly(ctx context.Context, now time.Time) (r domain.ReconciliationReport, ran bool, err error) {
-	conn, err := s.ownConn(ctx, "tidemark reconciliation")
+func (rc *Reconciler) ReconcileNightly(ctx context.Context, now time.Time) (r domain.ReconciliationReport, ran bool, err error) {
+	conn, err := rc.ownConn(ctx, "tidemark reconciliation")
 	if err != nil {
 		return r, false, err
 	}
@@ -146,9 +146,9 @@ const reconcileScrapeTimeout = 2 * time.Second
 // report at every scrape, so that every node exports the same figures
 // whichever ran the reconciliation; before any report, and while the
 // database does not answer, it exports nothing.
-func (s *Store) ReconciliationMetrics() prometheus.Collector { return reconcileCollector{s} }
+func (rc *Reconciler) ReconciliationMetrics() prometheus.Collector { return reconcileCollector{rc} }
 
-type reconcileCollector struct{ s *Store }
+type reconcileCollector struct{ rc *Reconciler }
 
 func (c reconcileCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- auditViolationsDesc
@@ -158,10 +158,10 @@ func (c reconcileCollector) Describe(ch chan<- *prometheus.Desc) {
 func (c reconcileCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), reconcileScrapeTimeout)
 	defer cancel()
-	r, err := c.s.LastReconciliation(ctx)
+	r, err := c.rc.LastReconciliation(ctx)
 	if err != nil {
 		if code := domain.ErrorCode(err); code != domain.ENOTFOUND && code != domain.EUNAVAILABLE {
-			c.s.log.Error("read the last reconciliation report for /metrics", "err", err)
+			c.rc.log.Error("read the last reconciliation report for /metrics", "err", err)
 		}
 		return
 	}

@@ -1,7 +1,9 @@
-package postgres
+package maintain_test
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/maintain"
 
 	"context"
 	"slices"
@@ -17,13 +19,13 @@ import (
 func TestMigrationReplacesDefaultPartitions(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	pool, p := migratedTo(t, 9)
+	pool, p := pgtest.MigratedTo(t, 9)
 	// As the old maintenance left it: a daily partition for yesterday, and
 	// rows the default partition caught, some of days without partitions.
 	today := pg.UTCDay(time.Now())
 	yesterday := today.AddDate(0, 0, -1)
-	_, err := pool.Exec(ctx, `CREATE TABLE `+ident(partitionName("events", yesterday))+` PARTITION OF events FOR VALUES FROM ('`+
-		yesterday.Format(partitionBoundFormat)+`') TO ('`+today.Format(partitionBoundFormat)+`')`)
+	_, err := pool.Exec(ctx, `CREATE TABLE `+maintain.Ident(maintain.PartitionName("events", yesterday))+` PARTITION OF events FOR VALUES FROM ('`+
+		yesterday.Format(maintain.PartitionBoundFormat)+`') TO ('`+today.Format(maintain.PartitionBoundFormat)+`')`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,10 +59,10 @@ INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds) SE
 		t.Fatal(err)
 	}
 	want := map[string]string{
-		"a": partitionName("events", at[0]),                                     // a day of its own
-		"b": partitionName("events", yesterday),                                 // already had one
-		"c": partitionName("events", today),                                     // today, made by the migration
-		"d": "events_from" + today.AddDate(0, 0, 31).Format(partitionDayFormat), // the catch-all
+		"a": maintain.PartitionName("events", at[0]),                                     // a day of its own
+		"b": maintain.PartitionName("events", yesterday),                                 // already had one
+		"c": maintain.PartitionName("events", today),                                     // today, made by the migration
+		"d": "events_from" + today.AddDate(0, 0, 31).Format(maintain.PartitionDayFormat), // the catch-all
 	}
 	for id, partition := range want {
 		var got string
@@ -82,7 +84,7 @@ INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds) SE
 		names = append(names, n)
 	}
 	for d := range 31 {
-		if !slices.Contains(names, partitionName("deliveries", today.AddDate(0, 0, d))) {
+		if !slices.Contains(names, maintain.PartitionName("deliveries", today.AddDate(0, 0, d))) {
 			t.Errorf("no deliveries partition %d days ahead: %v", d, names)
 		}
 	}

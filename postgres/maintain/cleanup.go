@@ -1,4 +1,7 @@
-package postgres
+// Package maintain runs the maintenance pass over the whole database: the
+// daily partitions of the logs, their retention, expired keys and the
+// history past its retention.
+package maintain
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -33,11 +37,20 @@ import (
 //     lock for the whole pass; a process that cannot take it skips the pass,
 //     so several serve processes take turns.
 //   - The connection's lock_timeout is short: a step that would wait longer
-//     gives up, is reported in CleanupReport.Deferred, and the next pass
+//     gives up, is reported in Report.Deferred, and the next pass
 //     retries it. statement_timeout bounds every statement as a whole.
 //   - On the logs themselves it asks only for locks that ingest's never
 //     conflict with (see cleanup_partitions.go), so no ingest statement ever
 //     queues behind maintenance, not even for the lock_timeout.
+
+// Maintainer runs maintenance passes on the database of pool.
+type Maintainer struct {
+	pool             *pgxpool.Pool
+	historyRetention time.Duration // see SetHistoryRetention
+}
+
+// New returns a Maintainer on pool.
+func New(pool *pgxpool.Pool) *Maintainer { return &Maintainer{pool: pool} }
 
 // maintenanceLockKey is the session advisory lock a pass holds, so that one
 // process at a time maintains the database ("tidemark" in ASCII).
@@ -115,8 +128,8 @@ USING (SELECT tenant_id, received_at, delivery_id, seq FROM event_search
        WHERE tenant_id IN (SELECT id FROM tenants) AND received_at < @before LIMIT @limit) e
 WHERE s.tenant_id = e.tenant_id AND s.received_at = e.received_at AND s.delivery_id = e.delivery_id AND s.seq = e.seq`
 
-// CleanupReport says what one maintenance pass did.
-type CleanupReport struct {
+// Report says what one maintenance pass did.
+type Report struct {
 	Skipped           bool     // another process was running a pass; this one did nothing
 	ExpiredKeys       int64    // idempotency keys deleted
 	ExpiredAudit      int64    // audit entries past domain.AuditRetention deleted
@@ -130,7 +143,7 @@ type CleanupReport struct {
 }
 
 // String describes the report in one line.
-func (r CleanupReport) String() string {
+func (r Report) String() string {
 	if r.Skipped {
 		return "skipped: another process is running maintenance"
 	}
@@ -170,16 +183,16 @@ func (r CleanupReport) String() string {
 // rest of the pass still runs); one shorter than domain.MinRetention is
 // refused before anything runs. The pass also deletes the history past
 // its retention (history_retention.go).
-func (s *Store) Cleanup(ctx context.Context, now time.Time, retention time.Duration) (CleanupReport, error) {
-	return s.cleanup(ctx, now, retention, cleanupBatch)
+func (mt *Maintainer) Cleanup(ctx context.Context, now time.Time, retention time.Duration) (Report, error) {
+	return mt.cleanup(ctx, now, retention, cleanupBatch)
 }
 
-func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Duration, batch int) (CleanupReport, error) {
-	var r CleanupReport
+func (mt *Maintainer) cleanup(ctx context.Context, now time.Time, retention time.Duration, batch int) (Report, error) {
+	var r Report
 	if err := domain.ValidateRetention(retention, 0, ""); err != nil {
 		return r, err
 	}
-	err := s.maintain(ctx, false, &r, func(m *maintainer) error {
+	err := mt.run(ctx, false, &r, func(m *pass) error {
 		partitionsErr := m.partitions(ctx, func() error {
 			if err := m.ensure(ctx, now, PartitionsAhead); err != nil {
 				return err
@@ -194,7 +207,7 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 		if err != nil {
 			return fmt.Errorf("delete expired idempotency keys: %w", err)
 		}
-		if err := m.pruneHistory(ctx, now.Add(-cmp.Or(s.historyRetention, retention)), batch); err != nil {
+		if err := m.pruneHistory(ctx, now.Add(-cmp.Or(mt.historyRetention, retention)), batch); err != nil {
 			return err
 		}
 		r.ExpiredAudit, err = execBatches(ctx, m.conn, deleteExpiredAuditSQL,
@@ -223,12 +236,12 @@ func (s *Store) cleanup(ctx context.Context, now time.Time, retention time.Durat
 // partitions it created. It waits for a pass another process is running.
 // A step that could not get its lock in time makes it return EUNAVAILABLE
 // (with what it created so far); the next Cleanup retries.
-func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, ahead int) ([]string, error) {
+func (mt *Maintainer) EnsurePartitions(ctx context.Context, from time.Time, ahead int) ([]string, error) {
 	if ahead < 0 {
 		return nil, domain.Errorf(domain.EINVALID, "ahead must not be negative")
 	}
-	var r CleanupReport
-	err := s.maintain(ctx, true, &r, func(m *maintainer) error {
+	var r Report
+	err := mt.run(ctx, true, &r, func(m *pass) error {
 		return m.partitions(ctx, func() error { return m.ensure(ctx, from, ahead) })
 	})
 	if err == nil && len(r.Deferred) > 0 {
@@ -241,16 +254,11 @@ func (s *Store) EnsurePartitions(ctx context.Context, from time.Time, ahead int)
 // CheckRetention refuses a retention of the logs shorter than
 // domain.MinRetention or than the largest scope TTL of any tenant, with a
 // message that says which scope and what to pass instead (EINVALID).
-func (s *Store) CheckRetention(ctx context.Context, retention time.Duration) error {
-	return checkRetention(ctx, s.pool, retention)
+func (mt *Maintainer) CheckRetention(ctx context.Context, retention time.Duration) error {
+	return checkRetention(ctx, mt.pool, retention)
 }
 
-type querier interface {
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
-}
-
-func checkRetention(ctx context.Context, q querier, retention time.Duration) error {
+func checkRetention(ctx context.Context, q pg.Querier, retention time.Duration) error {
 	var (
 		ttl                                  int64
 		tenant, provider, objectType, action string
@@ -267,8 +275,8 @@ func checkRetention(ctx context.Context, q querier, retention time.Duration) err
 // lock: waiting for it when wait is set, else marking r skipped when
 // another process holds it. The lock is released when fn returns, and
 // closing the connection takes its session settings (lock_timeout) with it.
-func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn func(*maintainer) error) error {
-	cfg := s.pool.Config().ConnConfig.Copy()
+func (mt *Maintainer) run(ctx context.Context, wait bool, r *Report, fn func(*pass) error) error {
+	cfg := mt.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = maintenanceApp
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
@@ -295,12 +303,12 @@ func (s *Store) maintain(ctx context.Context, wait bool, r *CleanupReport, fn fu
 	if err != nil {
 		return pg.Translate(err)
 	}
-	return fn(&maintainer{conn: conn, report: r})
+	return fn(&pass{conn: conn, report: r})
 }
 
 // execBatches runs a bounded statement, each time in its own implicit
 // transaction, until it affects no row, and returns the rows affected.
-func execBatches(ctx context.Context, q querier, sql string, args pgx.NamedArgs) (int64, error) {
+func execBatches(ctx context.Context, q pg.Querier, sql string, args pgx.NamedArgs) (int64, error) {
 	var total int64
 	for {
 		tag, err := q.Exec(ctx, sql, args)

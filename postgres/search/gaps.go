@@ -1,4 +1,4 @@
-package postgres
+package search
 
 import "github.com/jackc/pgx/v5/pgtype"
 

@@ -1,4 +1,4 @@
-package postgres
+package maintain_test
 
 import (
 	"context"
@@ -13,13 +13,15 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 // keptRevisions lists a record's accepted revisions (property:revision for
 // property changes), oldest first.
-func keptRevisions(t *testing.T, s *Store, p domain.ProviderEndpoint, objectID string) []string {
+func keptRevisions(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, objectID string) []string {
 	t.Helper()
-	rows, err := s.pool.Query(context.Background(), `
+	rows, err := s.Pool().Query(context.Background(), `
 SELECT coalesce(property || ':', '') || revision FROM accepted_revisions
 WHERE tenant_id = $1 AND provider_id = $2 AND object_id = $3 ORDER BY id`, p.TenantID, p.ID, objectID)
 	if err != nil {
@@ -34,9 +36,9 @@ WHERE tenant_id = $1 AND provider_id = $2 AND object_id = $3 ORDER BY id`, p.Ten
 
 func TestHistoryRetention(t *testing.T) {
 	t.Parallel()
-	s, crm := setup(t)
-	hs := newProvider(t, s, "acme", "hs")
-	ctx := asTestCLI(context.Background())
+	s, crm := pgtest.Setup(t, postgres.New)
+	hs := pgtest.Provider(t, s, "acme", "hs")
+	ctx := pgtest.AsCLI(context.Background())
 	now := time.Now()
 	daysAgo := func(n int) time.Time { return now.Add(-time.Duration(n) * 24 * time.Hour) }
 	if _, err := s.EnsurePartitions(ctx, daysAgo(41), 41); err != nil {
@@ -44,7 +46,7 @@ func TestHistoryRetention(t *testing.T) {
 	}
 	ingestAt := func(p domain.ProviderEndpoint, e domain.Event, days int) domain.Result {
 		t.Helper()
-		d := delivery(p)
+		d := pgtest.Delivery(p)
 		d.ReceivedAt = daysAgo(days)
 		r, err := s.Ingest(ctx, d, p, []domain.Event{e})
 		if err != nil {
@@ -54,30 +56,30 @@ func TestHistoryRetention(t *testing.T) {
 	}
 	exec := func(sql string, args ...any) {
 		t.Helper()
-		if _, err := s.pool.Exec(ctx, sql, args...); err != nil {
+		if _, err := s.Pool().Exec(ctx, sql, args...); err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
 	}
 
 	// c-1 moved on yesterday; c-2's latest revision is older than any retention.
-	ingestAt(crm, event("a1", "c-1", 1, `{"v":1}`), 40)
-	ingestAt(crm, event("a2", "c-1", 2, `{"v":2}`), 35)
-	ingestAt(crm, event("a3", "c-1", 3, `{"v":3}`), 1)
-	ingestAt(crm, event("b1", "c-2", 1, `{"v":1}`), 40)
-	ingestAt(crm, event("b2", "c-2", 2, `{"v":2}`), 38)
+	ingestAt(crm, pgtest.Event("a1", "c-1", 1, `{"v":1}`), 40)
+	ingestAt(crm, pgtest.Event("a2", "c-1", 2, `{"v":2}`), 35)
+	ingestAt(crm, pgtest.Event("a3", "c-1", 3, `{"v":3}`), 1)
+	ingestAt(crm, pgtest.Event("b1", "c-2", 1, `{"v":1}`), 40)
+	ingestAt(crm, pgtest.Event("b2", "c-2", 2, `{"v":2}`), 38)
 	// Per property: jobtitle moved on 35 days ago; email and the creation never did.
-	ingestAt(hs, change("h0", domain.PropertyCreated, "", 100), 40)
-	ingestAt(hs, change("h1", "jobtitle", "Analyst", 300), 40)
-	ingestAt(hs, change("h2", "email", "ada@example.com", 200), 38)
-	ingestAt(hs, change("h3", "jobtitle", "Director", 400), 35)
+	ingestAt(hs, pgtest.Change("h0", domain.PropertyCreated, "", 100), 40)
+	ingestAt(hs, pgtest.Change("h1", "jobtitle", "Analyst", 300), 40)
+	ingestAt(hs, pgtest.Change("h2", "email", "ada@example.com", 200), 38)
+	ingestAt(hs, pgtest.Change("h3", "jobtitle", "Director", 400), 35)
 	// Conflicts resolved 40 days ago: one kept, which goes, one adopted,
 	// whose snapshot is c-4's latest revision, which stays; one left open.
-	ingestAt(crm, event("k1", "c-3", 1, `{"v":1}`), 40)
-	kept := ingestAt(crm, event("k1x", "c-3", 1, `{"v":"x"}`), 40)
-	ingestAt(crm, event("d1", "c-4", 1, `{"v":1}`), 40)
-	adopted := ingestAt(crm, event("d1x", "c-4", 1, `{"v":"x"}`), 40)
-	ingestAt(crm, event("o1", "c-5", 1, `{"v":1}`), 40)
-	open := ingestAt(crm, event("o1x", "c-5", 1, `{"v":"x"}`), 40)
+	ingestAt(crm, pgtest.Event("k1", "c-3", 1, `{"v":1}`), 40)
+	kept := ingestAt(crm, pgtest.Event("k1x", "c-3", 1, `{"v":"x"}`), 40)
+	ingestAt(crm, pgtest.Event("d1", "c-4", 1, `{"v":1}`), 40)
+	adopted := ingestAt(crm, pgtest.Event("d1x", "c-4", 1, `{"v":"x"}`), 40)
+	ingestAt(crm, pgtest.Event("o1", "c-5", 1, `{"v":1}`), 40)
+	open := ingestAt(crm, pgtest.Event("o1x", "c-5", 1, `{"v":"x"}`), 40)
 	for _, c := range []struct {
 		r          domain.Result
 		resolution string
@@ -91,7 +93,7 @@ func TestHistoryRetention(t *testing.T) {
 
 	// A history retention of 39 days, in batches of two: what is older goes.
 	s.SetHistoryRetention(39 * 24 * time.Hour)
-	r, err := s.cleanup(ctx, now, testRetention, 2)
+	r, err := s.CleanupInBatches(ctx, now, testRetention, 2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +127,7 @@ func TestHistoryRetention(t *testing.T) {
 		}
 	}
 	var conflicts []int64
-	rows, _ := s.pool.Query(ctx, `SELECT id FROM conflicts ORDER BY id`)
+	rows, _ := s.Pool().Query(ctx, `SELECT id FROM conflicts ORDER BY id`)
 	if conflicts, err = pgx.CollectRows(rows, pgx.RowTo[int64]); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +135,7 @@ func TestHistoryRetention(t *testing.T) {
 		t.Errorf("conflicts %v, want %v (the adopted one and the open one)", conflicts, want)
 	}
 	var adoption string
-	if err := s.pool.QueryRow(ctx, `SELECT snapshot::text FROM accepted_revisions WHERE conflict_id = $1`, adopted.ConflictID).
+	if err := s.Pool().QueryRow(ctx, `SELECT snapshot::text FROM accepted_revisions WHERE conflict_id = $1`, adopted.ConflictID).
 		Scan(&adoption); err != nil || adoption != `{"v": "x"}` {
 		t.Errorf("adopted revision %s, %v", adoption, err)
 	}
@@ -143,7 +145,7 @@ func TestHistoryRetention(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantViolations(t, report, "", 0, "")
+	pgtest.WantViolations(t, report, "", 0, "")
 }
 
 // The history retention deletes old revisions of records that ingest is
@@ -153,18 +155,18 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewURL(t)
 	const ingestApp = "ingest"
-	in := storeOn(t, url, ingestApp, 4)
-	maint := storeOn(t, url, "maintenance caller", 2)
-	crm, hs := newProvider(t, in, "acme", "crm"), newProvider(t, in, "acme", "hs")
+	in := pgtest.StoreOn(t, postgres.New, url, ingestApp, 4)
+	maint := pgtest.StoreOn(t, postgres.New, url, "maintenance caller", 2)
+	crm, hs := pgtest.Provider(t, in, "acme", "crm"), pgtest.Provider(t, in, "acme", "hs")
 	ctx := context.Background()
 	const records, history = 40, 20
 	for i := range records {
 		var standard, properties []domain.Event
 		for rev := range history {
-			e := event(fmt.Sprintf("old-%d-%d", i, rev), fmt.Sprintf("c-%d", i), int64(rev+1), fmt.Sprintf(`{"v":%d}`, rev))
+			e := pgtest.Event(fmt.Sprintf("old-%d-%d", i, rev), fmt.Sprintf("c-%d", i), int64(rev+1), fmt.Sprintf(`{"v":%d}`, rev))
 			e.Seq = rev
 			standard = append(standard, e)
-			c := change(fmt.Sprintf("old-%d-%d", i, rev), "jobtitle", fmt.Sprint(rev), int64(rev+1))
+			c := pgtest.Change(fmt.Sprintf("old-%d-%d", i, rev), "jobtitle", fmt.Sprint(rev), int64(rev+1))
 			c.ObjectID, c.Seq = fmt.Sprintf("c-%d", i), rev
 			properties = append(properties, c)
 		}
@@ -172,18 +174,18 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 			p      domain.ProviderEndpoint
 			events []domain.Event
 		}{{crm, standard}, {hs, properties}} {
-			if _, err := in.Ingest(ctx, delivery(d.p), d.p, d.events); err != nil {
+			if _, err := in.Ingest(ctx, pgtest.Delivery(d.p), d.p, d.events); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
 	// Applied long ago, as far as retention can tell; the log is today's.
-	if _, err := in.pool.Exec(ctx, `UPDATE accepted_revisions SET applied_at = applied_at - interval '40 days'`); err != nil {
+	if _, err := in.Pool().Exec(ctx, `UPDATE accepted_revisions SET applied_at = applied_at - interval '40 days'`); err != nil {
 		t.Fatal(err)
 	}
 
 	stop, start := make(chan struct{}), make(chan struct{})
-	waits := waitsOnOthers(t, url, ingestApp, stop)
+	waits := pgtest.WaitsOnOthers(t, url, ingestApp, stop)
 	var (
 		wg        sync.WaitGroup
 		mu        sync.Mutex
@@ -200,12 +202,12 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 				default:
 				}
 				i, rev := (w*7+n)%records, int64(history+1+n)
-				p, e := crm, event(fmt.Sprintf("new-%d-%d", w, n), fmt.Sprintf("c-%d", i), rev*10+int64(w), `{"v":"new"}`)
+				p, e := crm, pgtest.Event(fmt.Sprintf("new-%d-%d", w, n), fmt.Sprintf("c-%d", i), rev*10+int64(w), `{"v":"new"}`)
 				if n%2 == 1 {
-					p, e = hs, change(e.EventID, "jobtitle", "new", rev*10+int64(w))
+					p, e = hs, pgtest.Change(e.EventID, "jobtitle", "new", rev*10+int64(w))
 					e.ObjectID = fmt.Sprintf("c-%d", i)
 				}
-				_, err := in.Ingest(ctx, delivery(p), p, []domain.Event{e})
+				_, err := in.Ingest(ctx, pgtest.Delivery(p), p, []domain.Event{e})
 				mu.Lock()
 				delivered++
 				if err != nil {
@@ -217,7 +219,7 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 	}
 	close(start)
 	time.Sleep(50 * time.Millisecond)
-	r, err := maint.cleanup(ctx, time.Now(), testRetention, 5)
+	r, err := maint.CleanupInBatches(ctx, time.Now(), testRetention, 5)
 	time.Sleep(50 * time.Millisecond)
 	close(stop)
 	wg.Wait()
@@ -229,7 +231,7 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 		t.Errorf("delivery failed: %s", f)
 	}
 	for _, w := range <-waits {
-		t.Errorf("ingest waited %s on another backend: %s", w.waited, w.what)
+		t.Errorf("ingest waited %s on another backend: %s", w.Waited, w.What)
 	}
 	// Every old revision goes but each record's latest, unless a newer one
 	// arrived during the pass.
@@ -240,7 +242,7 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantViolations(t, report, "", 0, "")
+	pgtest.WantViolations(t, report, "", 0, "")
 }
 
 // After a reset, history retention keeps the highest revision accepted
@@ -248,8 +250,8 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 // that is the one reconciliation compares the record with.
 func TestHistoryRetentionKeepsWhatFollowsAReset(t *testing.T) {
 	t.Parallel()
-	s, crm := setup(t)
-	ctx := asTestCLI(context.Background())
+	s, crm := pgtest.Setup(t, postgres.New)
+	ctx := pgtest.AsCLI(context.Background())
 	now := time.Now()
 	daysAgo := func(n int) time.Time { return now.Add(-time.Duration(n) * 24 * time.Hour) }
 	if _, err := s.EnsurePartitions(ctx, daysAgo(41), 41); err != nil {
@@ -257,19 +259,19 @@ func TestHistoryRetentionKeepsWhatFollowsAReset(t *testing.T) {
 	}
 	ingestAt := func(e domain.Event, days int) {
 		t.Helper()
-		d := delivery(crm)
+		d := pgtest.Delivery(crm)
 		d.ReceivedAt = daysAgo(days)
 		if _, err := s.Ingest(ctx, d, crm, []domain.Event{e}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	ingestAt(event("a9", "c-1", 9, `{"v":9}`), 40)
+	ingestAt(pgtest.Event("a9", "c-1", 9, `{"v":9}`), 40)
 	if _, err := s.ResetRecord(ctx, crm.TenantID, domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}); err != nil {
 		t.Fatal(err)
 	}
-	ingestAt(event("a2", "c-1", 2, `{"v":2}`), 39)
+	ingestAt(pgtest.Event("a2", "c-1", 2, `{"v":2}`), 39)
 	s.SetHistoryRetention(7 * 24 * time.Hour)
-	if _, err := s.cleanup(ctx, now, testRetention, 10); err != nil {
+	if _, err := s.CleanupInBatches(ctx, now, testRetention, 10); err != nil {
 		t.Fatal(err)
 	}
 	if got := keptRevisions(t, s, crm, "c-1"); !slices.Contains(got, "2") {

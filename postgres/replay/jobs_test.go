@@ -1,8 +1,6 @@
-package postgres
+package replay_test
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,37 +9,17 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
-
-// TestDeliveryStatementsPrepare prepares the templated statements of the
-// delivery log and replay jobs with every filter condition.
-func TestDeliveryStatementsPrepare(t *testing.T) {
-	t.Parallel()
-	conn, err := testdb.New(t).Acquire(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	conds := "\n  AND " + strings.Join([]string{deliveryLogProvider, deliveryLogStatus, deliveryLogOutcome,
-		deliveryLogFrom, deliveryLogBefore}, "\n  AND ")
-	for name, sql := range map[string]string{"deliveryLogSQL": deliveryLogSQL, "countReplayableSQL": countReplayableSQL,
-		"startReplayJobSQL": startReplayJobSQL, "nextReplayableSQL": nextReplayableSQL} {
-		if _, err := conn.Conn().Prepare(context.Background(), "", pg.Named(fmt.Sprintf(sql, conds)).SQL); err != nil {
-			t.Errorf("%s: %v", name, err)
-		}
-	}
-}
 
 // replayable stores a delivery that a job can replay: an authenticated
 // one with its body and request.
-func replayable(t *testing.T, s *Store, p domain.ProviderEndpoint, id string) domain.DeliveryKey {
+func replayable(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, id string) domain.DeliveryKey {
 	t.Helper()
-	d := delivery(p)
-	e := event(id, "c-"+id, 1, `{"n": 1}`)
+	d := pgtest.Delivery(p)
+	e := pgtest.Event(id, "c-"+id, 1, `{"n": 1}`)
 	d.Body, d.Request = e.Payload, domain.Request{Method: "POST", Path: "/webhooks/acme/crm",
 		Headers: map[string][]string{"Webhook-Id": {id}}}
 	if _, err := s.Ingest(context.Background(), d, p, []domain.Event{e}); err != nil {
@@ -51,11 +29,11 @@ func replayable(t *testing.T, s *Store, p domain.ProviderEndpoint, id string) do
 }
 
 // replayStep replays original as a step of the job held by worker.
-func replayStep(s *Store, p domain.ProviderEndpoint, job domain.ReplayJob, worker string, original domain.DeliveryKey, id string) error {
-	d := delivery(p)
+func replayStep(s *postgres.Store, p domain.ProviderEndpoint, job domain.ReplayJob, worker string, original domain.DeliveryKey, id string) error {
+	d := pgtest.Delivery(p)
 	d.ReplayOf = original.ID
 	step := domain.ReplayStep{Job: job, Worker: worker, Lease: 200 * time.Millisecond, Original: original}
-	_, err := s.ReplayStep(context.Background(), step, d, p, []domain.Event{event(id, "c-"+id, 1, `{"n": 1}`)})
+	_, err := s.ReplayStep(context.Background(), step, d, p, []domain.Event{pgtest.Event(id, "c-"+id, 1, `{"n": 1}`)})
 	return err
 }
 
@@ -65,7 +43,7 @@ func replayStep(s *Store, p domain.ProviderEndpoint, job domain.ReplayJob, worke
 // leaves nothing behind, so every delivery is replayed exactly once.
 func TestReplayJobTakeover(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	keys := []domain.DeliveryKey{replayable(t, s, p, "m1"), replayable(t, s, p, "m2"), replayable(t, s, p, "m3")}
 	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{})
@@ -114,12 +92,12 @@ func TestReplayJobTakeover(t *testing.T) {
 		t.Fatalf("finish: %+v %v", done, err)
 	}
 	var replays, originals int
-	if err := s.pool.QueryRow(ctx, `SELECT count(*), count(DISTINCT replay_of) FROM deliveries WHERE replay_of IS NOT NULL`).
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*), count(DISTINCT replay_of) FROM deliveries WHERE replay_of IS NOT NULL`).
 		Scan(&replays, &originals); err != nil || replays != 3 || originals != 3 {
 		t.Fatalf("%d replays of %d originals (%v), want 3 of 3", replays, originals, err)
 	}
 	var entries []string
-	rows, _ := s.pool.Query(ctx, `SELECT action || ': ' || summary FROM audit_log
+	rows, _ := s.Pool().Query(ctx, `SELECT action || ': ' || summary FROM audit_log
 		WHERE tenant_id = $1 AND action LIKE 'replay%' ORDER BY id`, p.TenantID)
 	for rows.Next() {
 		var e string
@@ -137,7 +115,7 @@ func TestReplayJobTakeover(t *testing.T) {
 // a new job can start.
 func TestReplayJobCancelRefusesStep(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	key := replayable(t, s, p, "m1")
 	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{Provider: "crm"})
@@ -159,7 +137,7 @@ func TestReplayJobCancelRefusesStep(t *testing.T) {
 		t.Fatalf("step after cancel: %v", err)
 	}
 	var n int
-	if s.pool.QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE replay_of IS NOT NULL`).Scan(&n); n != 0 {
+	if s.Pool().QueryRow(ctx, `SELECT count(*) FROM deliveries WHERE replay_of IS NOT NULL`).Scan(&n); n != 0 {
 		t.Fatalf("%d replays stored after the cancel", n)
 	}
 	if _, err := s.CancelReplayJob(ctx, p.TenantID, job.ID); domain.ErrorCode(err) != domain.ECONFLICT {
@@ -173,38 +151,11 @@ func TestReplayJobCancelRefusesStep(t *testing.T) {
 	}
 }
 
-// TestDeliveryLookupIsTenantFiltered: a delivery is found by id only in
-// its own tenant, whatever clock stamped it.
-func TestDeliveryLookupIsTenantFiltered(t *testing.T) {
-	t.Parallel()
-	s, p := setup(t)
-	other := newProvider(t, s, "other", "crm")
-	d := delivery(p)
-	d.ReceivedAt = time.Now().Add(-3 * time.Hour) // another node's clock: outside the id's hour
-	// Before 03:00 UTC that is yesterday, older than a new database's days.
-	if _, err := s.EnsurePartitions(context.Background(), d.ReceivedAt, PartitionsAhead); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Ingest(context.Background(), d, p, nil); err != nil {
-		t.Fatal(err)
-	}
-	got, err := s.Delivery(context.Background(), p.TenantID, d.ID)
-	if err != nil || got.ID != d.ID || got.TenantSlug != "acme" || got.BodyKept() {
-		t.Fatalf("own tenant: %+v %v", got, err)
-	}
-	if _, err := s.Delivery(context.Background(), other.TenantID, d.ID); domain.ErrorCode(err) != domain.ENOTFOUND {
-		t.Fatalf("other tenant: %v, want ENOTFOUND", err)
-	}
-	if _, err := s.Delivery(context.Background(), p.TenantID, uuid.NewString()); domain.ErrorCode(err) != domain.ENOTFOUND {
-		t.Fatalf("unknown id: %v", err)
-	}
-}
-
 // TestReplayJobClaimRace: workers claiming at once, on several
 // connections, get a job exactly once between them.
 func TestReplayJobClaimRace(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	for round := range 5 {
 		job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{})
@@ -237,7 +188,7 @@ func TestReplayJobClaimRace(t *testing.T) {
 		if len(winners) != 1 {
 			t.Fatalf("round %d: job claimed by %v, want exactly one worker", round, winners)
 		}
-		if held := s.mustJob(t, p.TenantID, job.ID); held.Status != domain.ReplayRunning {
+		if held := mustJob(t, s, p.TenantID, job.ID); held.Status != domain.ReplayRunning {
 			t.Fatalf("round %d: job %+v", round, held)
 		}
 		if _, err := s.CancelReplayJob(ctx, p.TenantID, job.ID); err != nil {
@@ -246,7 +197,7 @@ func TestReplayJobClaimRace(t *testing.T) {
 	}
 }
 
-func (s *Store) mustJob(t *testing.T, tenantID, id int64) domain.ReplayJob {
+func mustJob(t *testing.T, s *postgres.Store, tenantID, id int64) domain.ReplayJob {
 	t.Helper()
 	j, err := s.ReplayJob(context.Background(), tenantID, id)
 	if err != nil {

@@ -1,7 +1,10 @@
-package postgres
+package maintain_test
 
 import (
+	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/maintain"
 
 	"context"
 	"fmt"
@@ -19,9 +22,9 @@ import (
 const testRetention = 30 * 24 * time.Hour
 
 // cleanupIngestAt delivers one event received at the given time.
-func cleanupIngestAt(t *testing.T, s *Store, p domain.ProviderEndpoint, e domain.Event, at time.Time) domain.Delivery {
+func cleanupIngestAt(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, e domain.Event, at time.Time) domain.Delivery {
 	t.Helper()
-	d := delivery(p)
+	d := pgtest.Delivery(p)
 	d.ReceivedAt = at
 	if _, err := s.Ingest(context.Background(), d, p, []domain.Event{e}); err != nil {
 		t.Fatalf("ingest %s at %s: %v", e.EventID, at, err)
@@ -30,9 +33,9 @@ func cleanupIngestAt(t *testing.T, s *Store, p domain.ProviderEndpoint, e domain
 }
 
 // cleanupTablesOf returns the partitions holding an event and its delivery.
-func cleanupTablesOf(t *testing.T, s *Store, eventID string) (event, delivery string) {
+func cleanupTablesOf(t *testing.T, s *postgres.Store, eventID string) (event, delivery string) {
 	t.Helper()
-	err := s.pool.QueryRow(context.Background(), `
+	err := s.Pool().QueryRow(context.Background(), `
 SELECT e.tableoid::regclass::text, d.tableoid::regclass::text
 FROM events e JOIN deliveries d ON d.tenant_id = e.tenant_id AND d.id = e.delivery_id AND d.received_at = e.received_at
 WHERE e.event_id = $1`, eventID).Scan(&event, &delivery)
@@ -42,19 +45,19 @@ WHERE e.event_id = $1`, eventID).Scan(&event, &delivery)
 	return event, delivery
 }
 
-func cleanupCount(t *testing.T, s *Store, sql string, args ...any) int {
+func cleanupCount(t *testing.T, s *postgres.Store, sql string, args ...any) int {
 	t.Helper()
 	var n int
-	if err := s.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+	if err := s.Pool().QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
 		t.Fatalf("%s: %v", sql, err)
 	}
 	return n
 }
 
 // attachedPartitions lists the partitions attached to a log, by name.
-func attachedPartitions(t *testing.T, s *Store, table string) []string {
+func attachedPartitions(t *testing.T, s *postgres.Store, table string) []string {
 	t.Helper()
-	rows, err := s.pool.Query(context.Background(), `
+	rows, err := s.Pool().Query(context.Background(), `
 SELECT c.relname FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid
 WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending ORDER BY 1`, table)
 	if err != nil {
@@ -75,20 +78,20 @@ WHERE i.inhparent = $1::regclass AND NOT i.inhdetachpending ORDER BY 1`, table)
 }
 
 // wantPartitionsAhead checks that both logs have a daily partition for
-// every day from `from` through from+PartitionsAhead, and a catch-all after.
-func wantPartitionsAhead(t *testing.T, s *Store, from time.Time) {
+// every day from `from` through from+maintain.PartitionsAhead, and a catch-all after.
+func wantPartitionsAhead(t *testing.T, s *postgres.Store, from time.Time) {
 	t.Helper()
-	for _, table := range partitionedTables {
+	for _, table := range maintain.PartitionedTables {
 		have := attachedPartitions(t, s, table)
 		day := pg.UTCDay(from)
-		for range PartitionsAhead + 1 {
-			if !slices.Contains(have, partitionName(table, day)) {
+		for range maintain.PartitionsAhead + 1 {
+			if !slices.Contains(have, maintain.PartitionName(table, day)) {
 				t.Errorf("%s has no partition for %s: %v", table, day.Format(time.DateOnly), have)
 			}
 			day = day.AddDate(0, 0, 1)
 		}
-		catchAll := slices.IndexFunc(have, isCatchAll)
-		if catchAll < 0 || have[catchAll] < table+catchAllInfix+day.Format(partitionDayFormat) {
+		catchAll := slices.IndexFunc(have, maintain.IsCatchAll)
+		if catchAll < 0 || have[catchAll] < table+maintain.CatchAllInfix+day.Format(maintain.PartitionDayFormat) {
 			t.Errorf("%s has no catch-all from %s on: %v", table, day.Format(time.DateOnly), have)
 		}
 	}
@@ -96,13 +99,13 @@ func wantPartitionsAhead(t *testing.T, s *Store, from time.Time) {
 
 // partitionsBefore lists the daily partitions of both logs whose whole
 // day ended at or before cutoff, as a pass drops them.
-func partitionsBefore(t *testing.T, s *Store, cutoff time.Time) []string {
+func partitionsBefore(t *testing.T, s *postgres.Store, cutoff time.Time) []string {
 	t.Helper()
 	var names []string
-	for _, table := range partitionedTables {
+	for _, table := range maintain.PartitionedTables {
 		for _, name := range attachedPartitions(t, s, table) {
-			parts := partitionPattern.FindStringSubmatch(name)
-			day, _ := time.Parse(partitionDayFormat, parts[3])
+			parts := maintain.PartitionPattern.FindStringSubmatch(name)
+			day, _ := time.Parse(maintain.PartitionDayFormat, parts[3])
 			if parts[2] == "p" && !day.AddDate(0, 0, 1).After(cutoff) {
 				names = append(names, name)
 			}
@@ -113,26 +116,26 @@ func partitionsBefore(t *testing.T, s *Store, cutoff time.Time) []string {
 
 func TestMigratedPartitions(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
+	s, _ := pgtest.Setup(t, postgres.New)
 	// The template database was migrated on some day of the past; what it
 	// holds is the layout of migration 00010: daily partitions and one
 	// catch-all per log, no DEFAULT partition.
-	for _, table := range partitionedTables {
+	for _, table := range maintain.PartitionedTables {
 		have := attachedPartitions(t, s, table)
-		if slices.Contains(have, table+"_default") || slices.IndexFunc(have, isCatchAll) < 0 {
+		if slices.Contains(have, table+"_default") || slices.IndexFunc(have, maintain.IsCatchAll) < 0 {
 			t.Errorf("%s partitions: %v", table, have)
 		}
 		for _, name := range have {
-			if !partitionPattern.MatchString(name) {
+			if !maintain.PartitionPattern.MatchString(name) {
 				t.Errorf("%s has a partition the maintenance does not know: %s", table, name)
 			}
 		}
 	}
 	// Whenever it was, a delivery of today has a partition.
-	ingest(t, s, mustEndpoint(t, s), event("ev-now", "c1", 1, `{"a":1}`))
+	pgtest.Ingest(t, s, mustEndpoint(t, s), pgtest.Event("ev-now", "c1", 1, `{"a":1}`))
 }
 
-func mustEndpoint(t *testing.T, s *Store) domain.ProviderEndpoint {
+func mustEndpoint(t *testing.T, s *postgres.Store) domain.ProviderEndpoint {
 	t.Helper()
 	p, err := s.Endpoint(context.Background(), "acme", "crm")
 	if err != nil {
@@ -143,7 +146,7 @@ func mustEndpoint(t *testing.T, s *Store) domain.ProviderEndpoint {
 
 func TestEnsurePartitions(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
 
 	// 23:30 at UTC-5 on the day before `base` is `base` in UTC. The days
@@ -154,7 +157,7 @@ func TestEnsurePartitions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	day := func(n int) string { return base.AddDate(0, 0, n).Format(partitionDayFormat) }
+	day := func(n int) string { return base.AddDate(0, 0, n).Format(maintain.PartitionDayFormat) }
 	for _, name := range []string{"deliveries_p" + day(0), "deliveries_p" + day(1), "deliveries_from" + day(2),
 		"events_p" + day(0), "events_p" + day(1), "events_from" + day(2)} {
 		if !slices.Contains(got, name) {
@@ -166,7 +169,7 @@ func TestEnsurePartitions(t *testing.T) {
 		t.Fatalf("second call created %v (%v), want none", again, err)
 	}
 	var lo, hi time.Time
-	err = s.pool.QueryRow(ctx, `
+	err = s.Pool().QueryRow(ctx, `
 SELECT b[1]::timestamptz, b[2]::timestamptz FROM (
     SELECT regexp_match(pg_get_expr(relpartbound, oid), 'FROM \(''([^'']+)''\) TO \(''([^'']+)''\)') AS b
     FROM pg_class WHERE relname = $1) x`, "events_p"+day(0)).Scan(&lo, &hi)
@@ -182,23 +185,23 @@ SELECT b[1]::timestamptz, b[2]::timestamptz FROM (
 	if got, err := s.EnsurePartitions(ctx, past, 0); err != nil || len(got) != 2 {
 		t.Fatalf("past day: created %v (%v)", got, err)
 	}
-	cleanupIngestAt(t, s, p, event("ev-past", "c0", 1, `{"a":1}`), past)
-	if ev, dl := cleanupTablesOf(t, s, "ev-past"); ev != partitionName("events", past) || dl != partitionName("deliveries", past) {
+	cleanupIngestAt(t, s, p, pgtest.Event("ev-past", "c0", 1, `{"a":1}`), past)
+	if ev, dl := cleanupTablesOf(t, s, "ev-past"); ev != maintain.PartitionName("events", past) || dl != maintain.PartitionName("deliveries", past) {
 		t.Fatalf("past event in %s, delivery in %s", ev, dl)
 	}
 
 	// An event ingested now lands in today's partition.
-	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
+	if _, err := s.EnsurePartitions(ctx, time.Now(), maintain.PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
 	wantPartitionsAhead(t, s, time.Now())
-	ingest(t, s, p, event("ev-now", "c1", 1, `{"a":1}`))
+	pgtest.Ingest(t, s, p, pgtest.Event("ev-now", "c1", 1, `{"a":1}`))
 	var received time.Time
-	if err := s.pool.QueryRow(ctx, `SELECT received_at FROM events WHERE event_id = 'ev-now'`).Scan(&received); err != nil {
+	if err := s.Pool().QueryRow(ctx, `SELECT received_at FROM events WHERE event_id = 'ev-now'`).Scan(&received); err != nil {
 		t.Fatal(err)
 	}
 	ev, dl := cleanupTablesOf(t, s, "ev-now")
-	if ev != partitionName("events", received) || dl != partitionName("deliveries", received) {
+	if ev != maintain.PartitionName("events", received) || dl != maintain.PartitionName("deliveries", received) {
 		t.Fatalf("event in %s, delivery in %s; want the partitions of %s", ev, dl, received.UTC())
 	}
 	if _, err := s.EnsurePartitions(ctx, time.Now(), -1); domain.ErrorCode(err) != domain.EINVALID {
@@ -210,12 +213,12 @@ SELECT b[1]::timestamptz, b[2]::timestamptz FROM (
 // those are created, and nothing is lost or found twice.
 func TestEnsurePartitionsRotatesCatchAll(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
-	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
+	if _, err := s.EnsurePartitions(ctx, time.Now(), maintain.PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
-	day := pg.UTCDay(time.Now()).AddDate(0, 0, PartitionsAhead+5) // in the catch-all
+	day := pg.UTCDay(time.Now()).AddDate(0, 0, maintain.PartitionsAhead+5) // in the catch-all
 
 	at := map[string]time.Time{
 		"ev-1": day,                                      // first instant of the day
@@ -225,18 +228,18 @@ func TestEnsurePartitionsRotatesCatchAll(t *testing.T) {
 		"ev-5": day.AddDate(0, 0, 100),                   // far ahead: stays in the catch-all
 	}
 	for id, when := range at {
-		cleanupIngestAt(t, s, p, event(id, "c-"+id, 1, `{"a":1}`), when)
+		cleanupIngestAt(t, s, p, pgtest.Event(id, "c-"+id, 1, `{"a":1}`), when)
 	}
 	created, err := s.EnsurePartitions(ctx, day, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	next := day.AddDate(0, 0, 2).Format(partitionDayFormat)
-	if !slices.Contains(created, "events_from"+next) || !slices.Contains(created, partitionName("events", day)) {
+	next := day.AddDate(0, 0, 2).Format(maintain.PartitionDayFormat)
+	if !slices.Contains(created, "events_from"+next) || !slices.Contains(created, maintain.PartitionName("events", day)) {
 		t.Fatalf("created %v", created)
 	}
-	for id, want := range map[string]string{"ev-1": partitionName("events", day), "ev-2": partitionName("events", day),
-		"ev-3": partitionName("events", day), "ev-4": partitionName("events", day.AddDate(0, 0, 1)), "ev-5": "events_from" + next} {
+	for id, want := range map[string]string{"ev-1": maintain.PartitionName("events", day), "ev-2": maintain.PartitionName("events", day),
+		"ev-3": maintain.PartitionName("events", day), "ev-4": maintain.PartitionName("events", day.AddDate(0, 0, 1)), "ev-5": "events_from" + next} {
 		ev, dl := cleanupTablesOf(t, s, id)
 		if ev != want || dl != "deliveries"+strings.TrimPrefix(want, "events") {
 			t.Errorf("%s: event in %s, delivery in %s; want %s", id, ev, dl, want)
@@ -260,7 +263,7 @@ func TestEnsurePartitionsRotatesCatchAll(t *testing.T) {
 
 func TestCleanup(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
 	now := time.Now()
 	old := now.Add(-40 * 24 * time.Hour)
@@ -268,14 +271,14 @@ func TestCleanup(t *testing.T) {
 	if _, err := s.EnsurePartitions(ctx, old, 0); err != nil {
 		t.Fatal(err)
 	}
-	cleanupIngestAt(t, s, p, event("ev-old", "c1", 1, `{"a":1}`), old)
-	cleanupIngestAt(t, s, p, event("ev-now", "c3", 1, `{"a":1}`), now)
+	cleanupIngestAt(t, s, p, pgtest.Event("ev-old", "c1", 1, `{"a":1}`), old)
+	cleanupIngestAt(t, s, p, pgtest.Event("ev-now", "c3", 1, `{"a":1}`), now)
 	// Keys expire by the database's clock: age ev-old's as the weeks would.
-	if _, err := s.pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 day' WHERE identifier = 'ev-old'`); err != nil {
+	if _, err := s.Pool().Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 day' WHERE identifier = 'ev-old'`); err != nil {
 		t.Fatal(err)
 	}
 	for i, expires := range []time.Time{now.Add(-time.Hour), now.Add(-time.Minute), now, now.Add(time.Hour)} {
-		_, err := s.pool.Exec(ctx, `
+		_, err := s.Pool().Exec(ctx, `
 INSERT INTO idempotency_keys (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, expires_at)
 VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID, uuid.New(), expires)
 		if err != nil {
@@ -286,13 +289,15 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 	// scope's TTL is 7 days); ev-now's has not.
 	const expired = 4
 
-	indexSearch(t, s) // both events' words, which go with their days
+	if _, err := s.IndexSearch(ctx); err != nil { // both events' words, which go with their days
+		t.Fatal(err)
+	}
 	wantDropped := partitionsBefore(t, s, now.Add(-testRetention))
-	oldDay := old.UTC().Format(partitionDayFormat)
+	oldDay := old.UTC().Format(maintain.PartitionDayFormat)
 	if !slices.Contains(wantDropped, "deliveries_p"+oldDay) || !slices.Contains(wantDropped, "events_p"+oldDay) {
 		t.Fatalf("the partitions of 40 days ago are not among %v", wantDropped)
 	}
-	r, err := s.cleanup(ctx, now, testRetention, 2) // small batches: several rounds
+	r, err := s.CleanupInBatches(ctx, now, testRetention, 2) // small batches: several rounds
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +327,7 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 	if n := cleanupCount(t, s, `SELECT count(*) FROM deliveries`); n != 1 {
 		t.Fatalf("%d deliveries left, want only the recent one", n)
 	}
-	if ev, dl := cleanupTablesOf(t, s, "ev-now"); ev != partitionName("events", now) || dl != partitionName("deliveries", now) {
+	if ev, dl := cleanupTablesOf(t, s, "ev-now"); ev != maintain.PartitionName("events", now) || dl != maintain.PartitionName("deliveries", now) {
 		t.Fatalf("recent event in %s, delivery in %s", ev, dl)
 	}
 
@@ -347,8 +352,8 @@ VALUES ($1, $2, $3, 'x', '\x00', $4, 0, $5)`, p.TenantID, []byte{byte(i)}, p.ID,
 
 func TestCleanupRetention(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
-	ctx := asTest(context.Background())
+	s, p := pgtest.Setup(t, postgres.New)
+	ctx := pgtest.AsOperator(context.Background())
 	now := time.Now()
 
 	for _, short := range []time.Duration{0, 3 * 24 * time.Hour} {
@@ -377,7 +382,7 @@ func TestCleanupRetention(t *testing.T) {
 	if _, err := s.EnsurePartitions(ctx, old, 0); err != nil {
 		t.Fatal(err)
 	}
-	_, err := s.pool.Exec(ctx, `
+	_, err := s.Pool().Exec(ctx, `
 INSERT INTO idempotency_keys (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, expires_at)
 VALUES ($1, '\x01', $2, 'x', '\x00', $3, 0, $4)`, p.TenantID, p.ID, uuid.New(), now.Add(-time.Hour))
 	if err != nil {
@@ -389,12 +394,12 @@ VALUES ($1, '\x01', $2, 'x', '\x00', $3, 0, $4)`, p.TenantID, p.ID, uuid.New(), 
 		t.Fatalf("Cleanup: %v, report %+v", err, r)
 	}
 	wantPartitionsAhead(t, s, now)
-	if !slices.Contains(attachedPartitions(t, s, "events"), partitionName("events", old)) {
+	if !slices.Contains(attachedPartitions(t, s, "events"), maintain.PartitionName("events", old)) {
 		t.Fatal("the partition of 40 days ago was dropped")
 	}
 	// 60 days is accepted, and keeps the partition of 40 days ago.
 	r, err = s.Cleanup(ctx, now, 60*24*time.Hour)
-	if err != nil || slices.Contains(r.DroppedPartitions, partitionName("events", old)) {
+	if err != nil || slices.Contains(r.DroppedPartitions, maintain.PartitionName("events", old)) {
 		t.Fatalf("60 days: %v, report %s", err, r)
 	}
 	// Once the TTL is lowered, 30 days drops it.
@@ -402,7 +407,7 @@ VALUES ($1, '\x01', $2, 'x', '\x00', $3, 0, $4)`, p.TenantID, p.ID, uuid.New(), 
 	if err := s.SaveProviderScope(ctx, p.TenantID, p.ID, sc); err != nil {
 		t.Fatal(err)
 	}
-	if r, err = s.Cleanup(ctx, now, testRetention); err != nil || !slices.Contains(r.DroppedPartitions, partitionName("events", old)) {
+	if r, err = s.Cleanup(ctx, now, testRetention); err != nil || !slices.Contains(r.DroppedPartitions, maintain.PartitionName("events", old)) {
 		t.Fatalf("after the TTL is lowered: %v, report %s", err, r)
 	}
 }
@@ -411,12 +416,12 @@ VALUES ($1, '\x01', $2, 'x', '\x00', $3, 0, $4)`, p.TenantID, p.ID, uuid.New(), 
 // partition is created once, and every delivery lands.
 func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
-	if _, err := s.EnsurePartitions(ctx, time.Now(), PartitionsAhead); err != nil {
+	if _, err := s.EnsurePartitions(ctx, time.Now(), maintain.PartitionsAhead); err != nil {
 		t.Fatal(err)
 	}
-	ahead := pg.UTCDay(time.Now()).AddDate(0, 0, PartitionsAhead+3)
+	ahead := pg.UTCDay(time.Now()).AddDate(0, 0, maintain.PartitionsAhead+3)
 
 	const writers, each = 4, 10
 	var wg sync.WaitGroup
@@ -426,7 +431,7 @@ func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
 		wg.Go(func() {
 			for i := range each {
 				id := fmt.Sprintf("ev-%d-%d", w, i)
-				if _, err := s.Ingest(ctx, delivery(p), p, []domain.Event{event(id, id, 1, `{"a":1}`)}); err != nil {
+				if _, err := s.Ingest(ctx, pgtest.Delivery(p), p, []domain.Event{pgtest.Event(id, id, 1, `{"a":1}`)}); err != nil {
 					errs <- fmt.Errorf("ingest %s: %w", id, err)
 				}
 			}
@@ -461,14 +466,14 @@ func TestEnsurePartitionsConcurrentWithIngest(t *testing.T) {
 // replayed from; recent and unfinished ones stay.
 func TestCleanupRemovesFinishedReplayJobs(t *testing.T) {
 	t.Parallel()
-	s, p := setup(t)
+	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
 	now := time.Now()
 	for _, job := range []struct {
 		status   string
 		finished any
 	}{{"done", now.Add(-testRetention - time.Hour)}, {"cancelled", now.Add(-time.Hour)}, {"queued", nil}} {
-		if _, err := s.pool.Exec(ctx, `
+		if _, err := s.Pool().Exec(ctx, `
 INSERT INTO replay_jobs (tenant_id, filter, status, upto, total, actor_kind, actor, finished_at)
 VALUES ($1, '{}', $2, now(), 0, 'cli', 'test', $3)`, p.TenantID, job.status, job.finished); err != nil {
 			t.Fatal(err)

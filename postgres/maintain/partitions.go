@@ -1,4 +1,4 @@
-package postgres
+package maintain
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -95,10 +95,10 @@ const moveDetachedRowsSQL = `
 WITH moved AS (DELETE FROM %[1]s WHERE ctid = ANY (ARRAY (SELECT ctid FROM %[1]s LIMIT @limit)) RETURNING *)
 INSERT INTO %[2]s SELECT * FROM moved`
 
-// maintainer runs one pass's statements on its connection.
-type maintainer struct {
+// pass runs one pass's statements on its connection.
+type pass struct {
 	conn   *pgx.Conn
-	report *CleanupReport
+	report *Report
 	logs   []*logPartitions
 }
 
@@ -122,7 +122,7 @@ func partitionName(table string, day time.Time) string {
 
 // partitions loads the partitions, finishes detaches left pending, and
 // runs fn.
-func (m *maintainer) partitions(ctx context.Context, fn func() error) error {
+func (m *pass) partitions(ctx context.Context, fn func() error) error {
 	if err := m.load(ctx); err != nil {
 		return err
 	}
@@ -135,7 +135,7 @@ func (m *maintainer) partitions(ctx context.Context, fn func() error) error {
 // eachLog runs fn for every log no step has given up on yet in this pass.
 // A step that gives up (it is in the report's Deferred list) stalls its
 // log only: a reader of events does not hold up the work on deliveries.
-func (m *maintainer) eachLog(fn func(*logPartitions) error) error {
+func (m *pass) eachLog(fn func(*logPartitions) error) error {
 	for _, lp := range m.logs {
 		if lp.stalled {
 			continue
@@ -152,7 +152,7 @@ func (m *maintainer) eachLog(fn func(*logPartitions) error) error {
 	return nil
 }
 
-func (m *maintainer) load(ctx context.Context) error {
+func (m *pass) load(ctx context.Context) error {
 	byTable := map[string]*logPartitions{}
 	m.logs = nil
 	for _, table := range partitionedTables {
@@ -191,7 +191,7 @@ func (m *maintainer) load(ctx context.Context) error {
 }
 
 // ddl runs one DDL statement of the step named.
-func (m *maintainer) ddl(ctx context.Context, step, sql string) error {
+func (m *pass) ddl(ctx context.Context, step, sql string) error {
 	if _, err := m.conn.Exec(ctx, sql); err != nil {
 		return m.failed(ctx, step, err)
 	}
@@ -199,14 +199,14 @@ func (m *maintainer) ddl(ctx context.Context, step, sql string) error {
 }
 
 // lockTimeout sets how long the pass's next statements wait for a lock.
-func (m *maintainer) lockTimeout(ctx context.Context, timeout string) error {
+func (m *pass) lockTimeout(ctx context.Context, timeout string) error {
 	_, err := m.conn.Exec(ctx, setLockTimeoutSQL, pgx.NamedArgs{"lock_timeout": timeout})
 	return pg.Translate(err)
 }
 
 // failed names the step in its error. A lock or statement timeout is
 // recorded as deferred and becomes errGaveUp.
-func (m *maintainer) failed(ctx context.Context, step string, err error) error {
+func (m *pass) failed(ctx context.Context, step string, err error) error {
 	if why, ok := gaveUp(err); ok && ctx.Err() == nil {
 		m.report.Deferred = append(m.report.Deferred, step+": "+why)
 		return errGaveUp
@@ -215,7 +215,7 @@ func (m *maintainer) failed(ctx context.Context, step string, err error) error {
 }
 
 // finishDetach completes a detach an earlier pass left pending.
-func (m *maintainer) finishDetach(ctx context.Context, lp *logPartitions) error {
+func (m *pass) finishDetach(ctx context.Context, lp *logPartitions) error {
 	if lp.pending == "" {
 		return nil
 	}
@@ -238,7 +238,7 @@ func (m *maintainer) finishDetach(ctx context.Context, lp *logPartitions) error 
 
 // ensure makes sure every log has its daily partitions for the UTC days
 // from `from` through `from+ahead`, and a catch-all after them.
-func (m *maintainer) ensure(ctx context.Context, from time.Time, ahead int) error {
+func (m *pass) ensure(ctx context.Context, from time.Time, ahead int) error {
 	first := pg.UTCDay(from)
 	last := first.AddDate(0, 0, ahead)
 	return m.eachLog(func(lp *logPartitions) error {
@@ -273,7 +273,7 @@ func isCatchAll(name string) bool {
 // starts at `after` (or after the newest daily partition). Rows of
 // detached catch-alls then move to their partitions (their days are
 // attached too) and the emptied tables are dropped.
-func (m *maintainer) rotate(ctx context.Context, lp *logPartitions, days []time.Time, after time.Time) error {
+func (m *pass) rotate(ctx context.Context, lp *logPartitions, days []time.Time, after time.Time) error {
 	if lp.catchAll != "" && len(days) > 0 {
 		err := m.ddl(ctx, "detach "+lp.catchAll, fmt.Sprintf(detachPartitionSQL, ident(lp.table), ident(lp.catchAll)))
 		if err != nil {
@@ -328,7 +328,7 @@ func (m *maintainer) rotate(ctx context.Context, lp *logPartitions, days []time.
 }
 
 // rowDays returns the UTC days before `before` that rows of table fall on.
-func (m *maintainer) rowDays(ctx context.Context, table string, before time.Time) ([]time.Time, error) {
+func (m *pass) rowDays(ctx context.Context, table string, before time.Time) ([]time.Time, error) {
 	rows, err := m.conn.Query(ctx, fmt.Sprintf(detachedRowDaysSQL, ident(table)),
 		pgx.NamedArgs{"before": before})
 	if err != nil {
@@ -342,7 +342,7 @@ func (m *maintainer) rowDays(ctx context.Context, table string, before time.Time
 }
 
 // attachDay creates and attaches lp's daily partition for day.
-func (m *maintainer) attachDay(ctx context.Context, lp *logPartitions, day time.Time) error {
+func (m *pass) attachDay(ctx context.Context, lp *logPartitions, day time.Time) error {
 	name := partitionName(lp.table, day)
 	next := day.AddDate(0, 0, 1)
 	err := m.attach(ctx, lp, name, fmt.Sprintf(attachPartitionSQL, ident(lp.table), ident(name),
@@ -358,7 +358,7 @@ func (m *maintainer) attachDay(ctx context.Context, lp *logPartitions, day time.
 // A detached table of that name is attached again as it is: it holds rows
 // of that range only (the detach left a CHECK constraint saying so, which
 // spares the attach its scan).
-func (m *maintainer) attach(ctx context.Context, lp *logPartitions, name, attachSQL string) error {
+func (m *pass) attach(ctx context.Context, lp *logPartitions, name, attachSQL string) error {
 	stmts := []string{fmt.Sprintf(createPartitionSQL, ident(name), ident(lp.table)), attachSQL}
 	if slices.Contains(lp.loose, name) {
 		stmts = stmts[1:]
@@ -384,7 +384,7 @@ func (m *maintainer) attach(ctx context.Context, lp *logPartitions, name, attach
 // dropBefore detaches and drops the daily partitions whose whole day ended
 // at or before cutoff, and drops the daily tables earlier passes detached
 // (those were past the retention of their time).
-func (m *maintainer) dropBefore(ctx context.Context, cutoff time.Time) error {
+func (m *pass) dropBefore(ctx context.Context, cutoff time.Time) error {
 	return m.eachLog(func(lp *logPartitions) error {
 		var old []time.Time
 		for day := range lp.daily {

@@ -1,4 +1,7 @@
-package postgres
+// Package reconcile checks the invariants of the stored data
+// (domain.Invariants), stores the nightly report and exports it to
+// Prometheus.
+package reconcile
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -6,9 +9,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -25,6 +30,22 @@ import (
 // keeps: the latest accepted revision of every record (per property), the
 // counters of hours whose log partition still exists, and the retained
 // count of removed revisions (pruned_revisions).
+
+// Reconciler runs reconciliations on connections of its own, configured as
+// pool's, and reads the stored report on the read pool.
+type Reconciler struct {
+	pool *pgxpool.Pool
+	read *pgxpool.Pool // pool until UseReadPool
+	log  *slog.Logger
+}
+
+// New returns a Reconciler on pool that logs to log.
+func New(pool *pgxpool.Pool, log *slog.Logger) *Reconciler {
+	return &Reconciler{pool: pool, read: pool, log: log}
+}
+
+// UseReadPool makes LastReconciliation, and so the metrics, read on p.
+func (rc *Reconciler) UseReadPool(p *pgxpool.Pool) { rc.read = p }
 
 // reconcileFound answers each violation with its tenant's slug and its
 // provider's name (an id when they were deleted), in a stable order, with
@@ -313,9 +334,9 @@ var reconcileChecks = []struct {
 const reconcileMargin = 5 * time.Minute
 
 // reconcileClosedAfter is how long after its end an hour counts as closed,
-// as for the overview's fold (overviewFoldGrace): a delivery stamped in it
+// as for the overview's fold (pg.OverviewFoldGrace): a delivery stamped in it
 // may still be committing.
-const reconcileClosedAfter = overviewFoldGrace
+const reconcileClosedAfter = pg.OverviewFoldGrace
 
 const (
 	reconcileTenantSQL = `SELECT slug FROM tenants WHERE id = @tenant_id`
@@ -329,8 +350,8 @@ const (
 // nor a busy ingest pool is in its way, in one read-only transaction, so
 // that every check sees the same instant. An unknown tenant is an
 // ENOTFOUND error.
-func (s *Store) Reconcile(ctx context.Context, tenantID int64, limit int) (domain.ReconciliationReport, error) {
-	conn, err := s.ownConn(ctx, "tidemark reconciliation")
+func (rc *Reconciler) Reconcile(ctx context.Context, tenantID int64, limit int) (domain.ReconciliationReport, error) {
+	conn, err := rc.ownConn(ctx, "tidemark reconciliation")
 	if err != nil {
 		return domain.ReconciliationReport{}, err
 	}
@@ -340,8 +361,8 @@ func (s *Store) Reconcile(ctx context.Context, tenantID int64, limit int) (domai
 
 // ownConn opens a connection outside the pools, configured as the ingest
 // pool's and named app in pg_stat_activity.
-func (s *Store) ownConn(ctx context.Context, app string) (*pgx.Conn, error) {
-	cfg := s.pool.Config().ConnConfig.Copy()
+func (rc *Reconciler) ownConn(ctx context.Context, app string) (*pgx.Conn, error) {
+	cfg := rc.pool.Config().ConnConfig.Copy()
 	cfg.RuntimeParams["application_name"] = app
 	conn, err := pgx.ConnectConfig(ctx, cfg)
 	return conn, pg.Translate(err)
@@ -394,4 +415,4 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 	return r, nil
 }
 
-var _ domain.ReconciliationService = (*Store)(nil)
+var _ domain.ReconciliationService = (*Reconciler)(nil)

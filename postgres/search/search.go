@@ -1,4 +1,6 @@
-package postgres
+// Package search indexes the words of records and events, which the
+// directory and the event log search, behind their writes.
+package search
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -8,11 +10,18 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-// SearchIndexEvery is how often serve runs IndexSearch; the directory
-// shows a change at most about two periods after its commit.
-const SearchIndexEvery = 2 * time.Second
+// Indexer brings the search tables up to date (IndexSearch).
+type Indexer struct{ pool *pgxpool.Pool }
+
+// New returns an Indexer on pool.
+func New(pool *pgxpool.Pool) *Indexer { return &Indexer{pool: pool} }
+
+// Every is how often serve runs IndexSearch; the directory shows a change
+// at most about two periods after its commit.
+const Every = 2 * time.Second
 
 // searchIndexBatch is how many ids of a feed one transaction of
 // IndexSearch reads.
@@ -21,8 +30,8 @@ const searchIndexBatch = 5000
 // The words of a snapshot: string values only (keys and numbers are not
 // searched), split as typed by the 'simple' configuration.
 const (
-	recordVector = `to_tsvector('simple'::regconfig, r.snapshot)`
-	eventVector  = `to_tsvector('simple'::regconfig, e.snapshot)`
+	RecordVector = `to_tsvector('simple'::regconfig, r.snapshot)`
+	EventVector  = `to_tsvector('simple'::regconfig, e.snapshot)`
 )
 
 const (
@@ -53,8 +62,8 @@ type searchFeed struct {
 }
 
 var searchFeeds = []searchFeed{
-	{name: "records", sequenceSQL: recordFeedSequenceSQL, batchEndSQL: recordFeedBatchEndSQL, indexSQL: recordSearchIndexSQL},
-	{name: "events", sequenceSQL: eventFeedSequenceSQL, batchEndSQL: eventFeedBatchEndSQL, indexSQL: eventSearchIndexSQL},
+	{name: "records", sequenceSQL: recordFeedSequenceSQL, batchEndSQL: recordFeedBatchEndSQL, indexSQL: RecordIndexSQL},
+	{name: "events", sequenceSQL: EventSequenceSQL, batchEndSQL: eventFeedBatchEndSQL, indexSQL: eventSearchIndexSQL},
 }
 
 const (
@@ -62,7 +71,7 @@ const (
 	recordFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
     SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
         SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) ids) b`
-	eventFeedSequenceSQL = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
+	EventSequenceSQL = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
 	eventFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
     SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
         SELECT search_id AS id FROM events WHERE search_id > @after ORDER BY search_id LIMIT @batch) ids) b`
@@ -70,18 +79,18 @@ const (
     coalesce(array_agg(id - 1 ORDER BY id) FILTER (WHERE id > prev + 1), '{}')`
 )
 
-// recordSearchIndexSQL indexes the records that have an accepted revision
+// RecordIndexSQL indexes the records that have an accepted revision
 // with an id in (@lo, @hi] and whose last change or application count
 // differ from what record_search holds, so reading a range twice costs
 // reads only.
-const recordSearchIndexSQL = `
+const RecordIndexSQL = `
 WITH changed AS (
     SELECT DISTINCT tenant_id, provider_id, object_type, object_id FROM accepted_revisions
     WHERE id > @lo AND id <= @hi
 )
 INSERT INTO record_search AS s (tenant_id, provider_id, object_type, object_id, updated_at, application_count, vector)
 SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, r.updated_at, r.application_count,
-       ` + recordVector + `
+       ` + RecordVector + `
 FROM changed c
 JOIN records r ON r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
     AND r.object_type = c.object_type AND r.object_id = c.object_id
@@ -98,16 +107,16 @@ ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
 // computed again.
 const eventSearchIndexSQL = `
 INSERT INTO event_search (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, object_id, outcome, vector)
-SELECT e.tenant_id, e.received_at, e.delivery_id, e.seq, e.provider_id, e.object_type, e.action, e.object_id, e.outcome, ` + eventVector + `
+SELECT e.tenant_id, e.received_at, e.delivery_id, e.seq, e.provider_id, e.object_type, e.action, e.object_id, e.outcome, ` + EventVector + `
 FROM events e
 WHERE e.search_id > @lo AND e.search_id <= @hi AND e.snapshot IS NOT NULL
   AND NOT EXISTS (SELECT FROM event_search o WHERE o.tenant_id = e.tenant_id AND o.received_at = e.received_at
                   AND o.delivery_id = e.delivery_id AND o.seq = e.seq)
 ON CONFLICT (tenant_id, received_at, delivery_id, seq) DO NOTHING`
 
-// eventSearchLockSQL makes an erasure and IndexSearch's pass over events
+// EventLockSQL makes an erasure and IndexSearch's pass over events
 // wait for each other, so that no pass indexes words an erasure removes.
-const eventSearchLockSQL = `SELECT FROM search_progress WHERE feed = 'events' FOR UPDATE`
+const EventLockSQL = `SELECT FROM search_progress WHERE feed = 'events' FOR UPDATE`
 
 // searchProgress is IndexSearch's position in a feed (table
 // search_progress): the ids up to scanned were read once, and of those the
@@ -122,7 +131,7 @@ type searchProgress struct {
 // IndexSearch brings record_search, which RecordDirectory reads, and
 // event_search, which EventLog's word search reads, up to date with the
 // records changed and the events stored since its previous run, and
-// returns how many rows it indexed. serve runs it every SearchIndexEvery;
+// returns how many rows it indexed. serve runs it every Every;
 // a test that ingests and then searches calls it in between. Calls wait
 // for each other.
 //
@@ -130,11 +139,11 @@ type searchProgress struct {
 // id is drawn before its transaction commits, so a range read once may
 // miss a row committed later: the ids it missed are read again once every
 // transaction that was running when it was read has ended.
-func (s *Store) IndexSearch(ctx context.Context) (int, error) {
+func (ix *Indexer) IndexSearch(ctx context.Context) (int, error) {
 	total := 0
 	for _, feed := range searchFeeds {
 		for {
-			n, more, err := s.indexSearchBatch(ctx, feed)
+			n, more, err := ix.indexSearchBatch(ctx, feed)
 			total += n
 			if err != nil {
 				return total, pg.Translate(err)
@@ -149,8 +158,8 @@ func (s *Store) IndexSearch(ctx context.Context) (int, error) {
 
 // indexSearchBatch runs one transaction of a feed: the gaps that became
 // settled, then up to searchIndexBatch new ids. more reports a full batch.
-func (s *Store) indexSearchBatch(ctx context.Context, feed searchFeed) (indexed int, more bool, err error) {
-	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+func (ix *Indexer) indexSearchBatch(ctx context.Context, feed searchFeed) (indexed int, more bool, err error) {
+	err = pg.WithTx(ctx, ix.pool, func(tx pgx.Tx) error {
 		var (
 			p    searchProgress
 			gaps idRanges
