@@ -71,7 +71,7 @@ const (
 	recordFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
     SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
         SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) ids) b`
-	EventSequenceSQL = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
+	EventSequenceSQL     = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
 	eventFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
     SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
         SELECT search_id AS id FROM events WHERE search_id > @after ORDER BY search_id LIMIT @batch) ids) b`
