@@ -213,7 +213,7 @@ func (s *providers) NewestProviderSecret(ctx context.Context, tenantID, provider
 	if err != nil {
 		return "", pg.Translate(err)
 	}
-	sealed, err := pgx.CollectRows(rows, scanSealedSecret)
+	sealed, err := pgx.CollectRows(rows, pg.ScanSealedSecret)
 	if err != nil {
 		return "", pg.Translate(err)
 	}

@@ -17,11 +17,14 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
 	"github.com/tidemark/tidemark/postgres/search"
+	"github.com/tidemark/tidemark/postgres/secretkeys"
+	"github.com/tidemark/tidemark/postgres/stats"
 )
 
 // Store is the PostgreSQL implementation of the domain services: the CRUD
@@ -32,19 +35,19 @@ type Store struct {
 
 	*tenants
 	*providers
-	*tokens
 	*events
 	*records
 	*conflicts
 	*people
-	*operators
-	*access
 	*audit
 	*deliveries
-	*stats
-	*secretKeys
 	*queue
 
+	*access.Users
+	*access.Sessions
+	*access.Tokens
+	*secretkeys.Rekeyer
+	*stats.Counters
 	*maintain.Maintainer
 	*reconcile.Reconciler
 	*search.Indexer
@@ -82,17 +85,12 @@ type db struct {
 type (
 	tenants    struct{ *db }
 	providers  struct{ *db } // providers, their secrets and scopes
-	tokens     struct{ *db }
 	events     struct{ *db }
 	records    struct{ *db } // records, the directory, repairs
 	conflicts  struct{ *db }
 	people     struct{ *db }
-	operators  struct{ *db } // operators, their lifecycle, memberships
-	access     struct{ *db } // sign-in and sessions
 	audit      struct{ *db }
 	deliveries struct{ *db } // the delivery inspector's reads
-	stats      struct{ *db }
-	secretKeys struct{ *db }
 	queue      struct{ *db }
 )
 
@@ -125,10 +123,13 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		log = slog.Default()
 	}
 	d := &db{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log)}
+	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
-		tenants: &tenants{d}, providers: &providers{d}, tokens: &tokens{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, people: &people{d}, operators: &operators{d}, access: &access{d}, audit: &audit{d},
-		deliveries: &deliveries{d}, stats: &stats{d}, secretKeys: &secretKeys{d}, queue: &queue{d},
+		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
+		conflicts: &conflicts{d}, people: &people{d}, audit: &audit{d}, deliveries: &deliveries{d},
+		queue: &queue{d},
+		Users: users, Sessions: sessions, Tokens: tokens,
+		Rekeyer:       secretkeys.New(pool, keys, d.secrets),
 		Maintainer:    maintain.New(pool),
 		Reconciler:    reconcile.New(pool, log),
 		Indexer:       search.New(pool),
@@ -144,6 +145,8 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // serving.
 func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.read = p
+	s.Users.UseReadPool(p) // and the other access services
+	s.Counters.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
 }
@@ -174,16 +177,12 @@ func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) 
 var (
 	_ domain.TenantService   = (*tenants)(nil)
 	_ domain.ProviderService = (*providers)(nil)
-	_ domain.TokenService    = (*tokens)(nil)
 	_ domain.EventService    = (*events)(nil)
 	_ domain.RecordService   = (*records)(nil)
 	_ domain.ConflictService = (*conflicts)(nil)
 	_ domain.PeopleService   = (*people)(nil)
-	_ domain.OperatorService = (*operators)(nil)
-	_ domain.AccessService   = (*access)(nil)
 	_ domain.AuditService    = (*audit)(nil)
 	_ domain.DeliveryService = (*deliveries)(nil)
-	_ domain.StatsService    = (*stats)(nil)
 
 	_ domain.AuditService          = (*Store)(nil)
 	_ domain.DeliveryService       = (*Store)(nil)

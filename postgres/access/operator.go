@@ -1,4 +1,4 @@
-package postgres
+package access
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -17,7 +17,7 @@ import (
 const userSQL = `SELECT email, is_admin, disabled_at IS NOT NULL, session_epoch FROM users WHERE id = @id`
 
 // User implements domain.AccessService.
-func (s *operators) User(ctx context.Context, id int64) (domain.User, error) {
+func (s *Users) User(ctx context.Context, id int64) (domain.User, error) {
 	u := domain.User{ID: id}
 	err := s.read.QueryRow(ctx, userSQL, pgx.NamedArgs{"id": id}).Scan(&u.Email, &u.IsAdmin, &u.Disabled, &u.SessionEpoch)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -33,7 +33,7 @@ const (
 
 // CreateUser creates an operator. tenantSlug, when set, makes the user a
 // member of that tenant with role; an existing email is an ECONFLICT error.
-func (s *operators) CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string, role domain.Role) error {
+func (s *Users) CreateUser(ctx context.Context, email, password string, admin bool, tenantSlug string, role domain.Role) error {
 	email = strings.ToLower(strings.TrimSpace(email))
 	if !strings.Contains(email, "@") {
 		return domain.Errorf(domain.EINVALID, "email %q is not an email address", email)
@@ -84,7 +84,7 @@ GROUP BY u.id
 ORDER BY u.email`
 
 // Operators implements domain.OperatorService.
-func (s *operators) Operators(ctx context.Context) ([]domain.Operator, error) {
+func (s *Users) Operators(ctx context.Context) ([]domain.Operator, error) {
 	rows, err := s.read.Query(ctx, operatorsSQL)
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -113,7 +113,7 @@ func (s *operators) Operators(ctx context.Context) ([]domain.Operator, error) {
 // SetAdmin implements domain.OperatorService. The flag's change is
 // recorded before it is made, so that the database's refusal to remove the
 // last enabled admin's flag takes the entry back with it.
-func (s *operators) SetAdmin(ctx context.Context, actor domain.User, userID int64, admin bool) error {
+func (s *Users) SetAdmin(ctx context.Context, actor domain.User, userID int64, admin bool) error {
 	if err := domain.CheckAdminChange(actor, userID, admin); err != nil {
 		return err
 	}

@@ -1,6 +1,9 @@
-package postgres
+// Package secretkeys checks that the keys a store opened with can open
+// every stored provider secret, and seals them all again under the newest.
+package secretkeys
 
 import (
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 
 	"context"
@@ -12,6 +15,18 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
+// Rekeyer checks and rekeys the provider secrets of pool with keys.
+type Rekeyer struct {
+	pool    *pgxpool.Pool
+	keys    *pg.Keyring
+	secrets *pg.Secrets // logs the secrets it cannot open
+}
+
+// New returns a Rekeyer of the secrets in pool, sealed with keys.
+func New(pool *pgxpool.Pool, keys *pg.Keyring, secrets *pg.Secrets) *Rekeyer {
+	return &Rekeyer{pool: pool, keys: keys, secrets: secrets}
+}
+
 // activeSecretsAllSQL reads every tenant's active secrets, for the start-up
 // check.
 const activeSecretsAllSQL = `
@@ -20,20 +35,20 @@ WHERE retired_at IS NULL
 ORDER BY tenant_id, id`
 
 // CheckSecrets tries every active provider secret with the store's keys, as
-// serve does before it starts. It returns ErrNoKey on a store without keys,
+// serve does before it starts. It returns pg.ErrNoKey on a store without keys,
 // and an error naming each key id that active secrets are stored under but
 // no key of the store has, with how many secrets and providers use it.
 // Secrets that fail under a key the store has are logged and skipped, as
 // at ingest: they stop no other provider.
-func (s *secretKeys) CheckSecrets(ctx context.Context) error {
+func (s *Rekeyer) CheckSecrets(ctx context.Context) error {
 	if !s.keys.CanSeal() {
-		return ErrNoKey
+		return pg.ErrNoKey
 	}
 	rows, err := s.pool.Query(ctx, activeSecretsAllSQL)
 	if err != nil {
 		return pg.Translate(err)
 	}
-	secrets, err := pgx.CollectRows(rows, scanSealedSecret)
+	secrets, err := pgx.CollectRows(rows, pg.ScanSealedSecret)
 	if err != nil {
 		return pg.Translate(err)
 	}
@@ -72,11 +87,6 @@ type keyUse struct {
 	providers map[int64]bool // keyed by provider id; ids are unique across tenants
 }
 
-func scanSealedSecret(row pgx.CollectableRow) (pg.SealedSecret, error) {
-	var sec pg.SealedSecret
-	return sec, row.Scan(&sec.TenantID, &sec.ProviderID, &sec.ID, &sec.KeyID, &sec.AADVersion, &sec.Ciphertext)
-}
-
 // rekeyBatchSQL locks the next batch of secrets, retired ones included,
 // that are not sealed under @key_id bound to their provider.
 const rekeyBatchSQL = `
@@ -98,10 +108,10 @@ WHERE ps.tenant_id = u.tenant_id AND ps.id = u.id`
 // returns how many it changed. A secret it cannot decrypt is left as it is
 // and logged; once the rest is done, such secrets make it return an error
 // saying how many there are and, for a missing key, its id. Without keys it
-// returns ErrNoKey.
-func (s *secretKeys) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
+// returns pg.ErrNoKey.
+func (s *Rekeyer) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
 	if !s.keys.CanSeal() {
-		return 0, ErrNoKey
+		return 0, pg.ErrNoKey
 	}
 	var (
 		changed, failed int64
@@ -119,7 +129,7 @@ func (s *secretKeys) RekeySecrets(ctx context.Context, batchSize int) (int64, er
 			if err != nil {
 				return pg.Translate(err)
 			}
-			batch, err := pgx.CollectRows(rows, scanSealedSecret)
+			batch, err := pgx.CollectRows(rows, pg.ScanSealedSecret)
 			if err != nil || len(batch) == 0 {
 				return pg.Translate(err)
 			}

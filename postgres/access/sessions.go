@@ -1,6 +1,9 @@
-package postgres
+// Package access is who may do what: operators, their memberships and
+// lifecycle, sign-in and sessions, and the API tokens of tenants.
+package access
 
 import (
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 
 	"context"
@@ -14,9 +17,38 @@ import (
 	"golang.org/x/crypto/bcrypt"
 )
 
+// db is the pools the services of the package share.
+type db struct {
+	pool *pgxpool.Pool // writes
+	read *pgxpool.Pool // reads and sign-ins; pool until UseReadPool
+}
+
+// UseReadPool makes the reads and sign-ins of every service of the
+// package use p.
+func (d *db) UseReadPool(p *pgxpool.Pool) { d.read = p }
+
+// The services.
+type (
+	Users    struct{ *db } // operators, their lifecycle and memberships
+	Sessions struct{ *db } // sign-in, sessions, the tenants an operator sees
+	Tokens   struct{ *db } // API tokens
+)
+
+// New returns the services on pool.
+func New(pool *pgxpool.Pool) (*Users, *Sessions, *Tokens) {
+	d := &db{pool: pool, read: pool}
+	return &Users{d}, &Sessions{d}, &Tokens{d}
+}
+
+var (
+	_ domain.OperatorService = (*Users)(nil)
+	_ domain.AccessService   = (*Sessions)(nil)
+	_ domain.TokenService    = (*Tokens)(nil)
+)
+
 // SessionStore keeps console sessions in PostgreSQL, so every app node
 // sees the same sessions.
-func (s *access) SessionStore() scs.Store {
+func (s *Sessions) SessionStore() scs.Store {
 	return pgxstore.NewWithCleanupInterval(s.read, 30*time.Minute)
 }
 
@@ -64,7 +96,7 @@ const signInTimeout = 30 * time.Second
 
 // Authenticate implements domain.AccessService. The throttle slots, the
 // password check and the audit entry are one transaction.
-func (s *access) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
+func (s *Sessions) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
 	email = domain.NormalizeEmail(email)
 	if err := domain.CheckSignIn(email, password); err != nil {
 		return domain.User{}, err
@@ -154,7 +186,7 @@ WHERE @is_admin::boolean OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id 
 ORDER BY t.slug`
 
 // VisibleTenants implements domain.AccessService.
-func (s *access) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Tenant, error) {
+func (s *Sessions) VisibleTenants(ctx context.Context, u domain.User) ([]domain.Tenant, error) {
 	rows, _ := s.read.Query(ctx, visibleTenantsSQL, pgx.NamedArgs{"user_id": u.ID, "is_admin": u.IsAdmin})
 	tenants, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Tenant, error) {
 		var t domain.Tenant
@@ -172,7 +204,7 @@ LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = @user_id
 WHERE t.slug = @slug AND (@is_admin::boolean OR m.user_id IS NOT NULL)`
 
 // TenantFor implements domain.AccessService.
-func (s *access) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Membership, error) {
+func (s *Sessions) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Membership, error) {
 	m := domain.Membership{Tenant: domain.Tenant{Slug: slug}}
 	err := s.read.QueryRow(ctx, tenantForSQL, pgx.NamedArgs{"slug": slug, "user_id": u.ID, "is_admin": u.IsAdmin}).
 		Scan(&m.Tenant.ID, &m.Tenant.Name, &m.Tenant.CreatedAt, &m.Role)

@@ -1,4 +1,4 @@
-package postgres
+package access
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -52,7 +52,7 @@ WITH revoked AS (
 SELECT EXISTS (SELECT FROM api_tokens WHERE tenant_id = @tenant_id AND id = @id), (SELECT name FROM revoked)`
 
 // APITokens implements domain.TokenService.
-func (s *tokens) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToken, error) {
+func (s *Tokens) APITokens(ctx context.Context, tenantID int64) ([]domain.APIToken, error) {
 	rows, err := s.read.Query(ctx, apiTokensSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -78,7 +78,7 @@ func orZero(t *time.Time) time.Time {
 }
 
 // CreateAPIToken implements domain.TokenService.
-func (s *tokens) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.NewAPIToken) (string, error) {
+func (s *Tokens) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.NewAPIToken) (string, error) {
 	name := strings.TrimSpace(nt.Name)
 	if err := domain.ValidateTokenName(name); err != nil {
 		return "", err
@@ -143,7 +143,7 @@ func creatorLabel(a domain.Actor) string {
 }
 
 // RevokeAPIToken implements domain.TokenService.
-func (s *tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error {
+func (s *Tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			found bool
@@ -178,7 +178,7 @@ SELECT EXISTS (SELECT FROM api_tokens WHERE token_hash = @token_hash
                AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`
 
 // TenantForToken implements domain.TokenService.
-func (s *tokens) TenantForToken(ctx context.Context, slug, token string) (domain.TokenGrant, error) {
+func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain.TokenGrant, error) {
 	var g domain.TokenGrant
 	args := pgx.NamedArgs{"slug": slug, "token_hash": tokenHash(token)}
 	err := s.read.QueryRow(ctx, tokenSQL, args).

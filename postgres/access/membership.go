@@ -1,4 +1,4 @@
-package postgres
+package access
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -20,7 +20,7 @@ WHERE m.tenant_id = @tenant_id
 ORDER BY u.email`
 
 // Members implements domain.OperatorService.
-func (s *operators) Members(ctx context.Context, tenantID int64) ([]domain.Member, error) {
+func (s *Users) Members(ctx context.Context, tenantID int64) ([]domain.Member, error) {
 	rows, err := s.read.Query(ctx, membersSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -47,7 +47,7 @@ WITH u AS (SELECT id, email FROM users WHERE id = @user_id OR email = @email),
 SELECT (SELECT email FROM u), (SELECT id FROM t), EXISTS (SELECT FROM added)`
 
 // AddMembership implements domain.OperatorService.
-func (s *operators) AddMembership(ctx context.Context, m domain.NewMembership) error {
+func (s *Users) AddMembership(ctx context.Context, m domain.NewMembership) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error { return addMembership(ctx, tx, m) })
 }
 
@@ -94,7 +94,7 @@ FOR UPDATE OF m`
 const setMemberRoleSQL = `UPDATE memberships SET role = @role WHERE tenant_id = @tenant_id AND user_id = @user_id`
 
 // SetMemberRole implements domain.OperatorService.
-func (s *operators) SetMemberRole(ctx context.Context, userID int64, tenantSlug string, role domain.Role) (int, error) {
+func (s *Users) SetMemberRole(ctx context.Context, userID int64, tenantSlug string, role domain.Role) (int, error) {
 	if _, err := domain.ParseRole(string(role)); err != nil {
 		return 0, err
 	}
@@ -135,7 +135,7 @@ WHERE m.tenant_id = t.id AND t.slug = @tenant AND m.user_id = @user_id AND u.id 
 RETURNING m.tenant_id, m.role, u.email`
 
 // RemoveMembership implements domain.OperatorService.
-func (s *operators) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) (int, error) {
+func (s *Users) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) (int, error) {
 	revoked := 0
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var (

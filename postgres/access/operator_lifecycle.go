@@ -1,4 +1,4 @@
-package postgres
+package access
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -58,7 +58,7 @@ WHERE id = @id`
 // SetDisabled implements domain.OperatorService. The change is recorded
 // before it is made, so that the database's refusal to disable the last
 // enabled admin takes the entry back with it.
-func (s *operators) SetDisabled(ctx context.Context, actor domain.User, userID int64, disabled bool) error {
+func (s *Users) SetDisabled(ctx context.Context, actor domain.User, userID int64, disabled bool) error {
 	if err := domain.CheckDisable(actor, userID, disabled); err != nil {
 		return err
 	}
@@ -90,7 +90,7 @@ func (s *operators) SetDisabled(ctx context.Context, actor domain.User, userID i
 const setPasswordSQL = `UPDATE users SET password_hash = @password_hash, session_epoch = session_epoch + 1 WHERE id = @id`
 
 // ResetPassword implements domain.OperatorService.
-func (s *operators) ResetPassword(ctx context.Context, email, password string) error {
+func (s *Users) ResetPassword(ctx context.Context, email, password string) error {
 	if err := domain.ValidatePassword(password); err != nil {
 		return err
 	}
@@ -117,7 +117,7 @@ func (s *operators) ResetPassword(ctx context.Context, email, password string) e
 const endSessionsSQL = `UPDATE users SET session_epoch = session_epoch + 1 WHERE id = @id`
 
 // SignOutEverywhere implements domain.OperatorService.
-func (s *operators) SignOutEverywhere(ctx context.Context, userID int64) error {
+func (s *Users) SignOutEverywhere(ctx context.Context, userID int64) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		u, err := lockUser(ctx, tx, userID)
 		if err != nil {

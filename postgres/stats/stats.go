@@ -1,6 +1,9 @@
-package postgres
+// Package stats answers the counts of a tenant's outcomes: the overview,
+// which folds the counter shards of closed hours as it reads, and Stats.
+package stats
 
 import (
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 
 	"context"
@@ -9,6 +12,20 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/tidemark/tidemark/domain"
 )
+
+// Counters reads the counters on the read pool and folds them on pool.
+type Counters struct {
+	pool *pgxpool.Pool
+	read *pgxpool.Pool // pool until UseReadPool
+}
+
+// New returns the statistics of pool.
+func New(pool *pgxpool.Pool) *Counters { return &Counters{pool: pool, read: pool} }
+
+// UseReadPool makes the reads use p.
+func (s *Counters) UseReadPool(p *pgxpool.Pool) { s.read = p }
+
+var _ domain.StatsService = (*Counters)(nil)
 
 // overviewFoldSQL folds the counter shards of the tenant's closed hours
 // into shard 0, keeping every sum: ingest spreads an hour's increments over
@@ -63,7 +80,7 @@ LIMIT @limit`
 // Overview implements domain.StatsService. It first folds the counter
 // shards of closed hours (see overviewFoldSQL); that and its four reads go
 // to the database as one batch, in one round trip and one transaction.
-func (s *stats) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
+func (s *Counters) Overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
 	for attempt := 1; ; attempt++ {
 		ov, err := s.overview(ctx, tenantID, now)
 		if err != nil && pg.Retryable(err) && attempt < 3 {
@@ -76,7 +93,7 @@ func (s *stats) Overview(ctx context.Context, tenantID int64, now time.Time) (do
 	}
 }
 
-func (s *stats) overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
+func (s *Counters) overview(ctx context.Context, tenantID int64, now time.Time) (domain.Overview, error) {
 	var ov domain.Overview
 	windows := domain.OverviewWindows
 	args := pgx.NamedArgs{"tenant_id": tenantID, "since_day": now.Add(-windows[0]),
@@ -171,7 +188,7 @@ SELECT @provider::text IS NULL OR EXISTS (SELECT FROM prov),
 
 // Stats implements domain.StatsService. Every outcome is present, zeros
 // included; an unknown provider is an ENOTFOUND error.
-func (s *stats) Stats(ctx context.Context, tenantID int64, provider string) (map[domain.Outcome]int64, error) {
+func (s *Counters) Stats(ctx context.Context, tenantID int64, provider string) (map[domain.Outcome]int64, error) {
 	var (
 		exists bool
 		counts map[string]int64
