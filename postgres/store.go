@@ -130,6 +130,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		queue: &queue{d},
 		Users: users, Sessions: sessions, Tokens: tokens,
 		Rekeyer:       secretkeys.New(pool, keys, d.secrets),
+		Counters:      stats.New(pool),
 		Maintainer:    maintain.New(pool),
 		Reconciler:    reconcile.New(pool, log),
 		Indexer:       search.New(pool),
