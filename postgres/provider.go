@@ -234,19 +234,15 @@ func (s *providers) NewestProviderSecret(ctx context.Context, tenantID, provider
 // is locked so that concurrent rotations cannot leave three active secrets.
 func (s *providers) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, retired, err := retireOlderSecrets(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
-		}
-		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
-		if err != nil {
-			return pg.Translate(err)
 		}
 		if err := s.addSecret(ctx, tx, tenantID, providerID, secret); err != nil {
 			return err
 		}
 		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderRotate, name,
-			fmt.Sprintf("new secret added; %s retired", plural(tag.RowsAffected(), "older secret")))
+			fmt.Sprintf("new secret added; %s retired", plural(retired, "older secret")))
 	})
 }
 
@@ -263,19 +259,28 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NU
 func (s *providers) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
 	var retired int64
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, n, err := retireOlderSecrets(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
-		if err != nil {
-			return pg.Translate(err)
-		}
-		retired = tag.RowsAffected()
+		retired = n
 		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderRetire, name,
 			fmt.Sprintf("%s retired; the newest stays", plural(retired, "older secret")))
 	})
 	return retired, err
+}
+
+// retireOlderSecrets locks the provider, retires its active secrets but the
+// newest, and returns its name and how many it retired.
+func retireOlderSecrets(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (name string, retired int64, err error) {
+	if name, err = lockProvider(ctx, tx, tenantID, providerID); err != nil {
+		return "", 0, err
+	}
+	tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+	if err != nil {
+		return "", 0, pg.Translate(err)
+	}
+	return name, tag.RowsAffected(), nil
 }
 
 // plural writes n things, for summaries.

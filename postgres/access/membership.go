@@ -100,18 +100,9 @@ func (s *Users) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 	}
 	revoked := 0
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			tenantID int64
-			old      domain.Role
-			email    string
-		)
-		err := tx.QueryRow(ctx, memberForUpdateSQL, pgx.NamedArgs{"tenant": tenantSlug, "user_id": userID}).
-			Scan(&tenantID, &old, &email)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return pg.NotFound("the operator is not a member of %q", tenantSlug)
-		}
+		tenantID, old, email, err := member(ctx, tx, memberForUpdateSQL, userID, tenantSlug)
 		if err != nil || old == role {
-			return pg.Translate(err)
+			return err
 		}
 		args := pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID, "role": string(role)}
 		if _, err := tx.Exec(ctx, setMemberRoleSQL, args); err != nil {
@@ -138,18 +129,9 @@ RETURNING m.tenant_id, m.role, u.email`
 func (s *Users) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) (int, error) {
 	revoked := 0
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		var (
-			tenantID int64
-			role     domain.Role
-			email    string
-		)
-		err := tx.QueryRow(ctx, removeMembershipSQL, pgx.NamedArgs{"user_id": userID, "tenant": tenantSlug}).
-			Scan(&tenantID, &role, &email)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return pg.NotFound("the operator is not a member of %q", tenantSlug)
-		}
+		tenantID, role, email, err := member(ctx, tx, removeMembershipSQL, userID, tenantSlug)
 		if err != nil {
-			return pg.Translate(err)
+			return err
 		}
 		if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator left the workspace"); err != nil {
 			return err
@@ -157,6 +139,17 @@ func (s *Users) RemoveMembership(ctx context.Context, userID int64, tenantSlug s
 		return pg.Translate(pg.Audit(ctx, tx, tenantID, "member_remove", email, "was "+string(role)+revokedSummary(revoked)))
 	})
 	return revoked, err
+}
+
+// member runs sql, which locks or removes operator userID's membership of
+// tenantSlug, and returns the tenant's id, the role and the operator's
+// email; ENOTFOUND when they are not a member.
+func member(ctx context.Context, tx pgx.Tx, sql string, userID int64, tenantSlug string) (tenantID int64, role domain.Role, email string, err error) {
+	err = tx.QueryRow(ctx, sql, pgx.NamedArgs{"tenant": tenantSlug, "user_id": userID}).Scan(&tenantID, &role, &email)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, "", "", pg.NotFound("the operator is not a member of %q", tenantSlug)
+	}
+	return tenantID, role, email, pg.Translate(err)
 }
 
 // revokeCreatorTokensSQL revokes the tokens an operator created in a

@@ -287,30 +287,19 @@ WITH found AS (
                       AND r.object_type = c.object_type AND r.object_id = c.object_id)
 )` + reconcileFound
 
-// No person is duplicated: the unique key is on the email as stored, and
-// signups store it trimmed and lower-cased (domain.NormalizeEmail), so two
-// people whose emails differ only in case or surrounding spaces are one
-// person stored twice.
-const reconcileDuplicatePersonSQL = `
+// No person and no account is duplicated: the unique key is on the email
+// (the domain) as stored, and signups store it trimmed and lower-cased
+// (domain.NormalizeEmail), so two rows whose keys differ only in case or
+// surrounding spaces are one stored twice. %[1]s is the table, %[2]s its
+// key, %[3]s what the key is called.
+const reconcileDuplicateSQL = `
 WITH found AS (
-    SELECT tenant_id, NULL::bigint AS provider_id, NULL AS object_type, NULL AS object_id, 'email ' || lower(btrim(email)) AS subject,
-           format('people %s share this email address (stored as %s)', string_agg(id::text, ', ' ORDER BY id),
-                  string_agg(email, ', ' ORDER BY id)) AS detail
-    FROM people
+    SELECT tenant_id, NULL::bigint AS provider_id, NULL AS object_type, NULL AS object_id, '%[2]s ' || lower(btrim(%[2]s)) AS subject,
+           format('%[1]s %%s share this %[3]s (stored as %%s)', string_agg(id::text, ', ' ORDER BY id),
+                  string_agg(%[2]s, ', ' ORDER BY id)) AS detail
+    FROM %[1]s
     WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
-    GROUP BY tenant_id, lower(btrim(email))
-    HAVING count(*) > 1
-)` + reconcileFound
-
-// No account is duplicated, by the same reasoning on its domain.
-const reconcileDuplicateAccountSQL = `
-WITH found AS (
-    SELECT tenant_id, NULL::bigint AS provider_id, NULL AS object_type, NULL AS object_id, 'domain ' || lower(btrim(domain)) AS subject,
-           format('accounts %s share this domain (stored as %s)', string_agg(id::text, ', ' ORDER BY id),
-                  string_agg(domain, ', ' ORDER BY id)) AS detail
-    FROM accounts
-    WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
-    GROUP BY tenant_id, lower(btrim(domain))
+    GROUP BY tenant_id, lower(btrim(%[2]s))
     HAVING count(*) > 1
 )` + reconcileFound
 
@@ -325,8 +314,8 @@ var reconcileChecks = []struct {
 	{domain.InvariantIdempotency, reconcileIdempotencySQL},
 	{domain.InvariantOutcomeCounters, reconcileOutcomeCountersSQL},
 	{domain.InvariantConflictRecord, reconcileConflictRecordSQL},
-	{domain.InvariantDuplicatePerson, reconcileDuplicatePersonSQL},
-	{domain.InvariantDuplicateAccount, reconcileDuplicateAccountSQL},
+	{domain.InvariantDuplicatePerson, fmt.Sprintf(reconcileDuplicateSQL, "people", "email", "email address")},
+	{domain.InvariantDuplicateAccount, fmt.Sprintf(reconcileDuplicateSQL, "accounts", "domain", "domain")},
 }
 
 // reconcileMargin allows for the clocks of the receiving nodes and the
