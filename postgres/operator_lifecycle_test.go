@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 func TestOperatorLifecycle(t *testing.T) {
@@ -96,7 +97,8 @@ func TestLastAdminRace(t *testing.T) {
 	a := newOperator(t, s, "a@example.com", true)
 	b := newOperator(t, s, "b@example.com", true)
 	ctx := asTest(context.Background())
-	stores := [2]*Store{raceStore(t, racePool(t, s, "admin race a", 2)), raceStore(t, racePool(t, s, "admin race b", 2))}
+	url := s.pool.Config().ConnString()
+	stores := [2]*Store{pgtest.On(t, New, pgtest.WarmPool(t, url, "admin race a", 2)), pgtest.On(t, New, pgtest.WarmPool(t, url, "admin race b", 2))}
 	cli := domain.User{IsAdmin: true}
 
 	races := []struct {
@@ -151,7 +153,7 @@ func TestLastAdminRace(t *testing.T) {
 // first, is the barrier.
 func raceEachOther(t *testing.T, s *Store, change func(i int) error) [2]error {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	gate, err := s.pool.Begin(ctx)
 	if err != nil {

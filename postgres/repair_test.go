@@ -189,7 +189,7 @@ func TestEraseLead(t *testing.T) {
 	if want := (domain.Erasure{People: 1, Events: 2, Bodies: 2}); e != want {
 		t.Fatalf("erased %+v, want %+v", e, want)
 	}
-	people, accounts, tasks, members := leadCounts(t, s, p.TenantID)
+	people, accounts, tasks, members := pgtest.LeadCounts(t, s.pool, p.TenantID)
 	if people != 1 || accounts != 1 || tasks != 1 || members != 1 {
 		t.Fatalf("left %d people, %d accounts, %d tasks, %d memberships; want bob's alone", people, accounts, tasks, members)
 	}

@@ -60,3 +60,14 @@ func storeConfigured(t testing.TB, url string, configure func(*pgxpool.Config)) 
 }
 
 var percentile = pgtest.Percentile
+
+// keyStore opens a store on pool with keys, logging to the returned buffer.
+func keyStore(t *testing.T, pool *pgxpool.Pool, keys ...[]byte) (*Store, *logBuffer) {
+	t.Helper()
+	logger, log := testlog.Logger()
+	s, err := Open(pool, Options{Keys: keys, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, log
+}

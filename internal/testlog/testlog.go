@@ -4,6 +4,7 @@ package testlog
 
 import (
 	"bytes"
+	"log/slog"
 	"sync"
 )
 
@@ -24,4 +25,10 @@ func (b *Buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// Logger returns a text logger that writes to a new Buffer, and the Buffer.
+func Logger() (*slog.Logger, *Buffer) {
+	b := &Buffer{}
+	return slog.New(slog.NewTextHandler(b, nil)), b
 }

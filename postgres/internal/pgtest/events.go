@@ -1,11 +1,13 @@
 package pgtest
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -40,4 +42,18 @@ func Signup(t testing.TB, id, email, campaign string) domain.Event {
 	snapshot, _ := json.Marshal(l)
 	return domain.Event{EventID: id, Scope: domain.ScopeName{ObjectType: "lead", Action: "signup"},
 		ObjectID: l.Email, Snapshot: snapshot, Payload: snapshot, Lead: &l}
+}
+
+// LeadCounts returns how many people, accounts, tasks and memberships the
+// tenant holds.
+func LeadCounts(t testing.TB, pool *pgxpool.Pool, tenantID int64) (people, accounts, tasks, members int) {
+	t.Helper()
+	err := pool.QueryRow(context.Background(), `SELECT
+		(SELECT count(*) FROM people WHERE tenant_id = $1), (SELECT count(*) FROM accounts WHERE tenant_id = $1),
+		(SELECT count(*) FROM tasks WHERE tenant_id = $1), (SELECT count(*) FROM campaign_members WHERE tenant_id = $1)`,
+		tenantID).Scan(&people, &accounts, &tasks, &members)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return
 }

@@ -130,3 +130,35 @@ WHERE b.application_name <> $1`, app)
 func Percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(len(sorted)-1, int(float64(len(sorted))*p))]
 }
+
+// WarmPool opens a pool of maxConns connections on the database at url,
+// tagged app in pg_stat_activity, and opens them all first, so that the
+// goroutines of a race do not queue behind dialing.
+func WarmPool(t testing.TB, url, app string, maxConns int32) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns = maxConns
+	cfg.ConnConfig.RuntimeParams["application_name"] = app
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	conns := make([]*pgxpool.Conn, 0, maxConns)
+	for range maxConns {
+		c, err := pool.Acquire(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	return pool
+}

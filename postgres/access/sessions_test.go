@@ -1,4 +1,4 @@
-package postgres
+package access_test
 
 import (
 	"context"
@@ -8,18 +8,20 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 const signInPassword = "correct horse battery"
 
 // signInStore is a store with operator ops@example.com.
-func signInStore(t *testing.T) *Store {
+func signInStore(t *testing.T) *postgres.Store {
 	t.Helper()
-	s, err := New(testdb.New(t), testKey)
+	s, err := postgres.New(testdb.New(t), pgtest.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CreateUser(asTestCLI(context.Background()), "ops@example.com", signInPassword, false, "", ""); err != nil {
+	if err := s.CreateUser(pgtest.AsCLI(context.Background()), "ops@example.com", signInPassword, false, "", ""); err != nil {
 		t.Fatal(err)
 	}
 	return s
@@ -28,7 +30,7 @@ func signInStore(t *testing.T) *Store {
 // trySignIn tries a sign-in as the console does (the person signing in is
 // the actor) and says how it was answered: "signed in", "wrong" (the
 // password was checked), "throttled", or the error.
-func trySignIn(ctx context.Context, s *Store, email, password, address string) string {
+func trySignIn(ctx context.Context, s *postgres.Store, email, password, address string) string {
 	ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: email, Address: address})
 	_, err := s.Authenticate(ctx, email, password, address)
 	switch msg := domain.ErrorMessage(err); {
@@ -164,7 +166,7 @@ func TestSignInAudit(t *testing.T) {
 	} {
 		trySignIn(try.ctx, s, try.email, try.password, try.address)
 	}
-	rows, _ := s.pool.Query(ctx, `SELECT actor_kind, actor, action, target, summary, client_address FROM audit_log WHERE action = 'sign_in' ORDER BY id`)
+	rows, _ := s.Pool().Query(ctx, `SELECT actor_kind, actor, action, target, summary, client_address FROM audit_log WHERE action = 'sign_in' ORDER BY id`)
 	var got []string
 	for rows.Next() {
 		var kind, actor, action, target, summary, address string
@@ -190,9 +192,9 @@ func TestSignInAudit(t *testing.T) {
 }
 
 // auditSummaries counts the sign_in entries by summary.
-func auditSummaries(t *testing.T, s *Store) map[string]int {
+func auditSummaries(t *testing.T, s *postgres.Store) map[string]int {
 	t.Helper()
-	rows, _ := s.pool.Query(context.Background(), `SELECT summary, count(*) FROM audit_log WHERE action = 'sign_in' GROUP BY summary`)
+	rows, _ := s.Pool().Query(context.Background(), `SELECT summary, count(*) FROM audit_log WHERE action = 'sign_in' GROUP BY summary`)
 	got := map[string]int{}
 	for rows.Next() {
 		var summary string
@@ -214,7 +216,7 @@ func TestSignInForgetsStaleRows(t *testing.T) {
 	t.Parallel()
 	s := signInStore(t)
 	ctx := context.Background()
-	_, err := s.pool.Exec(ctx, `INSERT INTO login_throttle (email, address_key, checks, last_at) VALUES
+	_, err := s.Pool().Exec(ctx, `INSERT INTO login_throttle (email, address_key, checks, last_at) VALUES
 		('old@example.com', '192.0.2.1', ARRAY[now() - interval '1 hour'], now() - interval '1 hour'),
 		('new@example.com', '192.0.2.1', ARRAY[now() - interval '1 minute'], now() - interval '1 minute')`)
 	if err != nil {
@@ -224,7 +226,7 @@ func TestSignInForgetsStaleRows(t *testing.T) {
 		t.Fatal(got)
 	}
 	var left []string
-	rows, _ := s.pool.Query(ctx, `SELECT email FROM login_throttle WHERE email <> '' ORDER BY email`)
+	rows, _ := s.Pool().Query(ctx, `SELECT email FROM login_throttle WHERE email <> '' ORDER BY email`)
 	for rows.Next() {
 		var e string
 		if err := rows.Scan(&e); err != nil {

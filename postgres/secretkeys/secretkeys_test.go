@@ -1,7 +1,9 @@
-package postgres
+package secretkeys_test
 
 import (
+	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 
 	"crypto/aes"
 	"crypto/cipher"
@@ -9,7 +11,6 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
-	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,15 +20,16 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/internal/testlog"
 )
 
 var otherKey = []byte("fedcba9876543210fedcba9876543210")
 
 // keyStore opens a store on pool with keys, logging to the returned buffer.
-func keyStore(t *testing.T, pool *pgxpool.Pool, keys ...[]byte) (*Store, *logBuffer) {
+func keyStore(t *testing.T, pool *pgxpool.Pool, keys ...[]byte) (*postgres.Store, *testlog.Buffer) {
 	t.Helper()
-	log := &logBuffer{}
-	s, err := Open(pool, Options{Keys: keys, Logger: slog.New(slog.NewTextHandler(log, nil))})
+	logger, log := testlog.Logger()
+	s, err := postgres.Open(pool, postgres.Options{Keys: keys, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,9 +47,9 @@ func keyID(t *testing.T, key []byte) string {
 
 // legacyProvider connects a provider whose secret is stored as before
 // migration 00014: sealed under key without associated data.
-func legacyProvider(t *testing.T, s *Store, key []byte, tenant, name, secret string) int64 {
+func legacyProvider(t *testing.T, s *postgres.Store, key []byte, tenant, name, secret string) int64 {
 	t.Helper()
-	ctx := asTest(context.Background())
+	ctx := pgtest.AsOperator(context.Background())
 	tn, err := s.Tenant(ctx, tenant)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		tn, err = s.CreateTenant(ctx, tenant, "")
@@ -69,14 +71,14 @@ func legacyProvider(t *testing.T, s *Store, key []byte, tenant, name, secret str
 	}
 	nonce := make([]byte, aead.NonceSize())
 	rand.Read(nonce)
-	if _, err := s.pool.Exec(ctx, `INSERT INTO provider_secrets (tenant_id, provider_id, key_id, aad_version, ciphertext)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO provider_secrets (tenant_id, provider_id, key_id, aad_version, ciphertext)
 		VALUES ($1, $2, $3, 0, $4)`, tn.ID, p.ID, keyID(t, key), aead.Seal(nonce, nonce, []byte(secret), nil)); err != nil {
 		t.Fatal(err)
 	}
 	return p.ID
 }
 
-func secretsOf(t *testing.T, s *Store, tenant, provider string) []string {
+func secretsOf(t *testing.T, s *postgres.Store, tenant, provider string) []string {
 	t.Helper()
 	p, err := s.Endpoint(context.Background(), tenant, provider)
 	if err != nil {
@@ -87,9 +89,9 @@ func secretsOf(t *testing.T, s *Store, tenant, provider string) []string {
 
 // swapCiphertexts moves the active secrets of two providers into each
 // other's rows, as someone with write access to the table could.
-func swapCiphertexts(t *testing.T, s *Store, a, b int64) {
+func swapCiphertexts(t *testing.T, s *postgres.Store, a, b int64) {
 	t.Helper()
-	_, err := s.pool.Exec(context.Background(), `
+	_, err := s.Pool().Exec(context.Background(), `
 		UPDATE provider_secrets x SET ciphertext = y.ciphertext, key_id = y.key_id, aad_version = y.aad_version
 		FROM provider_secrets y
 		WHERE x.retired_at IS NULL AND y.retired_at IS NULL AND x.provider_id <> y.provider_id
@@ -104,15 +106,15 @@ func swapCiphertexts(t *testing.T, s *Store, a, b int64) {
 // authenticating with its other secret.
 func TestUndecryptableSecretIsSkipped(t *testing.T) {
 	t.Parallel()
-	ctx := asTest(context.Background())
-	s, log := keyStore(t, testdb.New(t), testKey)
-	p := newProvider(t, s, "acme", "crm") // secret whsec_dGVzdA==
+	ctx := pgtest.AsOperator(context.Background())
+	s, log := keyStore(t, testdb.New(t), pgtest.Key)
+	p := pgtest.Provider(t, s, "acme", "crm") // secret whsec_dGVzdA==
 	const newest = "whsec_bmV3ZXN0IHNlY3JldA=="
 	if err := s.RotateProviderSecret(ctx, p.TenantID, p.ID, newest); err != nil {
 		t.Fatal(err)
 	}
 	var id int64
-	if err := s.pool.QueryRow(ctx, `UPDATE provider_secrets SET ciphertext = set_byte(ciphertext, 20, get_byte(ciphertext, 20) # 1)
+	if err := s.Pool().QueryRow(ctx, `UPDATE provider_secrets SET ciphertext = set_byte(ciphertext, 20, get_byte(ciphertext, 20) # 1)
 		WHERE tenant_id = $1 AND provider_id = $2 AND id = (SELECT max(id) FROM provider_secrets WHERE provider_id = $2)
 		RETURNING id`, p.TenantID, p.ID).Scan(&id); err != nil {
 		t.Fatal(err)
@@ -125,7 +127,7 @@ func TestUndecryptableSecretIsSkipped(t *testing.T) {
 		t.Fatalf("newest secret %q, %v; want the older one that decrypts", got, err)
 	}
 	line := log.String()
-	for _, want := range []string{"provider secret cannot be decrypted", "key_id=" + keyID(t, testKey),
+	for _, want := range []string{"provider secret cannot be decrypted", "key_id=" + keyID(t, pgtest.Key),
 		"tenant_id=" + strconv.FormatInt(p.TenantID, 10), "provider_id=" + strconv.FormatInt(p.ID, 10), "secret_id=" + strconv.FormatInt(id, 10)} {
 		if !strings.Contains(line, want) {
 			t.Errorf("log %q lacks %q", line, want)
@@ -144,19 +146,19 @@ func TestUndecryptableSecretIsSkipped(t *testing.T) {
 // run changes nothing, and then the old key is no longer needed.
 func TestRekeySecrets(t *testing.T) {
 	t.Parallel()
-	ctx := asTest(context.Background())
+	ctx := pgtest.AsOperator(context.Background())
 	pool := testdb.New(t)
-	old, _ := keyStore(t, pool, testKey)
-	a := newProvider(t, old, "acme", "a")
+	old, _ := keyStore(t, pool, pgtest.Key)
+	a := pgtest.Provider(t, old, "acme", "a")
 	if err := old.RotateProviderSecret(ctx, a.TenantID, a.ID, "whsec_cm90YXRlZA=="); err != nil {
 		t.Fatal(err)
 	}
 	if err := old.RotateProviderSecret(ctx, a.TenantID, a.ID, "whsec_bmV3ZXN0"); err != nil { // retires the first
 		t.Fatal(err)
 	}
-	legacyProvider(t, old, testKey, "globex", "b", "whsec_bGVnYWN5")
+	legacyProvider(t, old, pgtest.Key, "globex", "b", "whsec_bGVnYWN5")
 
-	both, _ := keyStore(t, pool, otherKey, testKey)
+	both, _ := keyStore(t, pool, otherKey, pgtest.Key)
 	if err := both.CheckSecrets(ctx); err != nil {
 		t.Fatalf("check with both keys: %v", err)
 	}
@@ -165,7 +167,7 @@ func TestRekeySecrets(t *testing.T) {
 	}
 	newOnly, _ := keyStore(t, pool, otherKey)
 	err := newOnly.CheckSecrets(ctx)
-	if err == nil || !strings.Contains(err.Error(), "key id "+keyID(t, testKey)+" (3 active secrets of 2 providers)") {
+	if err == nil || !strings.Contains(err.Error(), "key id "+keyID(t, pgtest.Key)+" (3 active secrets of 2 providers)") {
 		t.Fatalf("check with only the new key: %v, want the old key id with its counts", err)
 	}
 
@@ -181,7 +183,7 @@ func TestRekeySecrets(t *testing.T) {
 	if got := secretsOf(t, newOnly, "globex", "b"); !slices.Equal(got, []string{"whsec_bGVnYWN5"}) {
 		t.Fatalf("legacy secret after rekey: %q", got)
 	}
-	oldOnly, _ := keyStore(t, pool, testKey)
+	oldOnly, _ := keyStore(t, pool, pgtest.Key)
 	if err := oldOnly.CheckSecrets(ctx); err == nil || !strings.Contains(err.Error(), keyID(t, otherKey)) {
 		t.Fatalf("check with only the old key after rekey: %v, want the new key id", err)
 	}
@@ -196,9 +198,9 @@ func TestRekeySecrets(t *testing.T) {
 func TestRekeyBindsSecretsToProvider(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	s, log := keyStore(t, testdb.New(t), testKey)
-	a := legacyProvider(t, s, testKey, "acme", "a", "whsec_c2VjcmV0IGE=")
-	b := legacyProvider(t, s, testKey, "globex", "b", "whsec_c2VjcmV0IGI=")
+	s, log := keyStore(t, testdb.New(t), pgtest.Key)
+	a := legacyProvider(t, s, pgtest.Key, "acme", "a", "whsec_c2VjcmV0IGE=")
+	b := legacyProvider(t, s, pgtest.Key, "globex", "b", "whsec_c2VjcmV0IGI=")
 
 	swapCiphertexts(t, s, a, b)
 	if got := secretsOf(t, s, "acme", "a"); !slices.Equal(got, []string{"whsec_c2VjcmV0IGI="}) {
@@ -223,7 +225,7 @@ func TestRekeyBindsSecretsToProvider(t *testing.T) {
 		t.Fatalf("%d undecryptable secrets logged, want 2:\n%s", n, log)
 	}
 	// New secrets are bound from the start.
-	c := newProvider(t, s, "acme", "c")
+	c := pgtest.Provider(t, s, "acme", "c")
 	swapCiphertexts(t, s, a, c.ID)
 	if got := secretsOf(t, s, "acme", "a"); len(got) != 0 {
 		t.Fatalf("a new secret opened in another provider's row: %q", got)
@@ -231,25 +233,25 @@ func TestRekeyBindsSecretsToProvider(t *testing.T) {
 }
 
 // TestStoreWithoutKeys: everything but provider secrets works; secret
-// operations return ErrNoKey and write nothing.
+// operations return postgres.ErrNoKey and write nothing.
 func TestStoreWithoutKeys(t *testing.T) {
 	t.Parallel()
-	ctx := asTest(context.Background())
+	ctx := pgtest.AsOperator(context.Background())
 	s, _ := keyStore(t, testdb.New(t))
 	tn, err := s.CreateTenant(ctx, "acme", "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ConnectProvider(ctx, tn.ID, "crm", "standard", "whsec_dGVzdA==", nil); !errors.Is(err, ErrNoKey) {
-		t.Fatalf("connect with a secret: %v, want ErrNoKey", err)
+	if _, err := s.ConnectProvider(ctx, tn.ID, "crm", "standard", "whsec_dGVzdA==", nil); !errors.Is(err, postgres.ErrNoKey) {
+		t.Fatalf("connect with a secret: %v, want postgres.ErrNoKey", err)
 	}
 	if names, err := s.ProviderNames(ctx, tn.ID); err != nil || len(names) != 0 {
 		t.Fatalf("providers after the refused connect: %q, %v", names, err)
 	}
-	if err := s.CheckSecrets(ctx); !errors.Is(err, ErrNoKey) {
+	if err := s.CheckSecrets(ctx); !errors.Is(err, postgres.ErrNoKey) {
 		t.Fatalf("check: %v", err)
 	}
-	if _, err := s.RekeySecrets(ctx, 10); !errors.Is(err, ErrNoKey) {
+	if _, err := s.RekeySecrets(ctx, 10); !errors.Is(err, postgres.ErrNoKey) {
 		t.Fatalf("rekey: %v", err)
 	}
 }
