@@ -1,9 +1,11 @@
-// Package postgres implements Tidemark's storage on PostgreSQL with pgx.
-// Every SQL statement of the project lives here, and every statement on
-// tenant-owned data filters by tenant.
+// Package postgres implements Tidemark's storage on PostgreSQL with pgx:
+// the CRUD services by noun here, the engines (maintain, reconcile, search,
+// replay, ...) in the packages under it, and Store, which composes them.
+// Every SQL statement of the project lives in these packages, and every
+// statement on tenant-owned data filters by tenant.
 //
 // One rule for statements: each is a package-level constant ending in SQL
-// (a named(...) variable on the ingest hot path) with @name parameters, cast
+// (a pg.Named(...) variable on the ingest hot path) with @name parameters, cast
 // where PostgreSQL cannot infer them (@x::text IS NULL), run with
 // pgx.NamedArgs (st.args for named); no $n, no SQL literals in calls. DDL
 // naming tables fills a constant template with pgx.Identifier{...}.Sanitize().
