@@ -71,6 +71,8 @@ const (
 	recordFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
     SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
         SELECT id FROM accepted_revisions WHERE id > @after ORDER BY id LIMIT @batch) ids) b`
+	// EventSequenceSQL is exported, as RecordIndexSQL is, for the seeding
+	// of the directory benchmark, which indexes in bulk.
 	EventSequenceSQL     = `SELECT coalesce(pg_sequence_last_value('events_search_seq'), 0)`
 	eventFeedBatchEndSQL = `SELECT coalesce(max(id), @after), count(*), ` + batchGaps + ` FROM (
     SELECT id, lag(id, 1, @after) OVER (ORDER BY id) AS prev FROM (
