@@ -18,21 +18,11 @@ var testActor = pgtest.Operator
 var asTest = pgtest.AsOperator
 
 // newOperator creates an operator (an admin when admin is set) with
-// testPassword and returns them.
+// pgtest.Password and returns them.
 func newOperator(t *testing.T, s *Store, email string, admin bool) domain.User {
 	t.Helper()
-	ctx := asTest(context.Background())
-	if err := s.CreateUser(ctx, email, testPassword, admin, "", domain.RoleOperator); err != nil {
-		t.Fatal(err)
-	}
-	var id int64
-	if err := s.pool.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return domain.User{ID: id, Email: email, IsAdmin: admin}
+	return pgtest.NewOperator(t, s, email, admin)
 }
-
-const testPassword = "correct horse battery"
 
 // auditOf lists the entries of one action that q selects, newest first.
 func auditOf(t *testing.T, s *Store, q domain.AuditQuery, action string) []domain.AuditEntry {
@@ -253,11 +243,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 
 func scalar(t *testing.T, s *Store, sql string) int {
 	t.Helper()
-	var n int
-	if err := s.pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgtest.Scalar(t, s.pool, sql)
 }
 
 func TestAuditLogQuery(t *testing.T) {

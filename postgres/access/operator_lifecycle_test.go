@@ -1,4 +1,4 @@
-package postgres
+package access_test
 
 import (
 	"context"
@@ -7,15 +7,16 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 func TestOperatorLifecycle(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
-	ctx := asTest(context.Background())
-	root := newOperator(t, s, "root@example.com", true)
-	ops := newOperator(t, s, "ops@example.com", false)
+	s, _ := pgtest.Setup(t, postgres.New)
+	ctx := pgtest.AsOperator(context.Background())
+	root := pgtest.NewOperator(t, s, "root@example.com", true)
+	ops := pgtest.NewOperator(t, s, "ops@example.com", false)
 	signIn := func(password string) error {
 		_, err := s.Authenticate(ctx, "ops@example.com", password, "192.0.2.9")
 		return err
@@ -27,7 +28,7 @@ func TestOperatorLifecycle(t *testing.T) {
 		}
 		return u.SessionEpoch
 	}
-	if err := signIn(testPassword); err != nil {
+	if err := signIn(pgtest.Password); err != nil {
 		t.Fatal(err)
 	}
 
@@ -39,7 +40,7 @@ func TestOperatorLifecycle(t *testing.T) {
 	if u, _ := s.User(ctx, ops.ID); !u.Disabled || u.SessionEpoch != before+1 {
 		t.Fatalf("disabled operator %+v, want disabled with epoch %d", u, before+1)
 	}
-	if err := signIn(testPassword); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+	if err := signIn(pgtest.Password); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("a disabled operator signed in: %v", err)
 	}
 	ops2, err := s.Operators(ctx)
@@ -49,7 +50,7 @@ func TestOperatorLifecycle(t *testing.T) {
 	if err := s.SetDisabled(ctx, root, ops.ID, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := signIn(testPassword); err != nil {
+	if err := signIn(pgtest.Password); err != nil {
 		t.Fatalf("re-enabled: %v", err)
 	}
 
@@ -58,7 +59,7 @@ func TestOperatorLifecycle(t *testing.T) {
 	if err := s.ResetPassword(ctx, "ops@example.com", "another good password"); err != nil {
 		t.Fatal(err)
 	}
-	if err := signIn(testPassword); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+	if err := signIn(pgtest.Password); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
 		t.Fatalf("the old password still works: %v", err)
 	}
 	if err := signIn("another good password"); err != nil || epoch() != before+1 {
@@ -83,7 +84,7 @@ func TestOperatorLifecycle(t *testing.T) {
 		{"not an admin", s.SetDisabled(ctx, ops, root.ID, true), domain.ENOTFOUND},
 	}
 	for _, r := range refusals {
-		t.Run(r.name, func(t *testing.T) { wantCode(t, r.err, r.code) })
+		t.Run(r.name, func(t *testing.T) { pgtest.WantCode(t, r.err, r.code) })
 	}
 }
 
@@ -93,23 +94,23 @@ func TestOperatorLifecycle(t *testing.T) {
 // before writing would let both through. The database lets one.
 func TestLastAdminRace(t *testing.T) {
 	t.Parallel()
-	s, _ := setup(t)
-	a := newOperator(t, s, "a@example.com", true)
-	b := newOperator(t, s, "b@example.com", true)
-	ctx := asTest(context.Background())
-	url := s.pool.Config().ConnString()
-	stores := [2]*Store{pgtest.On(t, New, pgtest.WarmPool(t, url, "admin race a", 2)), pgtest.On(t, New, pgtest.WarmPool(t, url, "admin race b", 2))}
+	s, _ := pgtest.Setup(t, postgres.New)
+	a := pgtest.NewOperator(t, s, "a@example.com", true)
+	b := pgtest.NewOperator(t, s, "b@example.com", true)
+	ctx := pgtest.AsOperator(context.Background())
+	url := s.Pool().Config().ConnString()
+	stores := [2]*postgres.Store{pgtest.On(t, postgres.New, pgtest.WarmPool(t, url, "admin race a", 2)), pgtest.On(t, postgres.New, pgtest.WarmPool(t, url, "admin race b", 2))}
 	cli := domain.User{IsAdmin: true}
 
 	races := []struct {
 		name   string
-		change func(st *Store, actor, target domain.User) error
+		change func(st *postgres.Store, actor, target domain.User) error
 		undo   func(target domain.User) error
 	}{
-		{"disable each other", func(st *Store, actor, target domain.User) error {
+		{"disable each other", func(st *postgres.Store, actor, target domain.User) error {
 			return st.SetDisabled(ctx, actor, target.ID, true)
 		}, func(target domain.User) error { return s.SetDisabled(ctx, cli, target.ID, false) }},
-		{"remove each other's admin flag", func(st *Store, actor, target domain.User) error {
+		{"remove each other's admin flag", func(st *postgres.Store, actor, target domain.User) error {
 			return st.SetAdmin(ctx, actor, target.ID, false)
 		}, func(target domain.User) error { return s.SetAdmin(ctx, cli, target.ID, true) }},
 	}
@@ -139,10 +140,10 @@ func TestLastAdminRace(t *testing.T) {
 			}
 		}
 	}
-	if n := scalar(t, s, `SELECT count(*) FROM users WHERE is_admin AND disabled_at IS NULL`); n != 2 {
+	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM users WHERE is_admin AND disabled_at IS NULL`); n != 2 {
 		t.Fatalf("%d enabled admins after the races were undone, want 2", n)
 	}
-	if n := scalar(t, s, `SELECT n FROM enabled_admins`); n != 2 {
+	if n := pgtest.Scalar(t, s.Pool(), `SELECT n FROM enabled_admins`); n != 2 {
 		t.Fatalf("the counter says %d enabled admins, want 2", n)
 	}
 }
@@ -151,11 +152,11 @@ func TestLastAdminRace(t *testing.T) {
 // transaction, and holds both inside until both have reached their audit
 // entry (after locking their target): a table lock on audit_log, taken
 // first, is the barrier.
-func raceEachOther(t *testing.T, s *Store, change func(i int) error) [2]error {
+func raceEachOther(t *testing.T, s *postgres.Store, change func(i int) error) [2]error {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	gate, err := s.pool.Begin(ctx)
+	gate, err := s.Pool().Begin(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +176,7 @@ func raceEachOther(t *testing.T, s *Store, change func(i int) error) [2]error {
 			t.Fatalf("only %d changes reached the barrier", waiting)
 		}
 		time.Sleep(5 * time.Millisecond)
-		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_locks
+		err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_locks
 			WHERE relation = 'audit_log'::regclass AND NOT granted
 			  AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&waiting)
 		if err != nil {
