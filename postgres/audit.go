@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -14,8 +13,6 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 )
-
-var _ domain.AuditService = (*Store)(nil)
 
 // auditLogSQL pages through the log newest first. %s holds the filters in
 // use, each combination its own statement planned for exactly those
@@ -42,7 +39,7 @@ type auditCursor struct {
 }
 
 // AuditLog implements domain.AuditService, on the read pool.
-func (s *Store) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, string, error) {
+func (s *audit) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, string, error) {
 	var after auditCursor
 	args := pgx.NamedArgs{"after_at": pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true},
 		"after_id": int64(math.MaxInt64)}
@@ -54,31 +51,23 @@ func (s *Store) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.P
 	}
 	limit := pg.PageLimit(page)
 	args["limit"] = limit + 1
-	var conds []string
-	filter := func(cond, name string, value any) {
-		conds = append(conds, cond)
-		args[name] = value
-	}
+	c := pg.NewConds(args)
 	if !q.AllTenants {
-		filter(auditLogTenant, "tenant_id", q.TenantID)
+		c.Add(auditLogTenant, "tenant_id", q.TenantID)
 	}
 	if q.Actor != "" {
-		filter(auditLogActor, "actor", q.Actor)
+		c.Add(auditLogActor, "actor", q.Actor)
 	}
 	if q.Action != "" {
-		filter(auditLogAction, "action", q.Action)
+		c.Add(auditLogAction, "action", q.Action)
 	}
 	if !q.From.IsZero() {
-		filter(auditLogFrom, "from", q.From)
+		c.Add(auditLogFrom, "from", q.From)
 	}
 	if !q.Before.IsZero() {
-		filter(auditLogBefore, "before", q.Before)
+		c.Add(auditLogBefore, "before", q.Before)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = "\n  AND " + strings.Join(conds, "\n  AND ")
-	}
-	rows, err := s.read.Query(ctx, fmt.Sprintf(auditLogSQL, where), args)
+	rows, err := s.read.Query(ctx, fmt.Sprintf(auditLogSQL, c.SQL("  ")), args)
 	if err != nil {
 		return nil, "", pg.Translate(err)
 	}
@@ -120,7 +109,7 @@ SELECT action FROM a WHERE action IS NOT NULL`
 )
 
 // AuditActions implements domain.AuditService.
-func (s *Store) AuditActions(ctx context.Context, q domain.AuditQuery) ([]string, error) {
+func (s *audit) AuditActions(ctx context.Context, q domain.AuditQuery) ([]string, error) {
 	sql, args := allAuditActionsSQL, []any{}
 	if !q.AllTenants {
 		sql, args = tenantAuditActionsSQL, []any{pgx.NamedArgs{"tenant_id": q.TenantID}}

@@ -8,30 +8,21 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 // testActor is who the tests' changes are recorded as made by.
-var testActor = domain.Actor{Kind: domain.ActorOperator, Name: "ann@example.com", Address: "192.0.2.7"}
+var testActor = pgtest.Operator
 
 // asTest is ctx carrying testActor, as the console's requests carry theirs.
-func asTest(ctx context.Context) context.Context { return domain.WithActor(ctx, testActor) }
+var asTest = pgtest.AsOperator
 
 // newOperator creates an operator (an admin when admin is set) with
-// testPassword and returns them.
+// pgtest.Password and returns them.
 func newOperator(t *testing.T, s *Store, email string, admin bool) domain.User {
 	t.Helper()
-	ctx := asTest(context.Background())
-	if err := s.CreateUser(ctx, email, testPassword, admin, "", domain.RoleOperator); err != nil {
-		t.Fatal(err)
-	}
-	var id int64
-	if err := s.pool.QueryRow(ctx, `SELECT id FROM users WHERE email = $1`, email).Scan(&id); err != nil {
-		t.Fatal(err)
-	}
-	return domain.User{ID: id, Email: email, IsAdmin: admin}
+	return pgtest.NewOperator(t, s, email, admin)
 }
-
-const testPassword = "correct horse battery"
 
 // auditOf lists the entries of one action that q selects, newest first.
 func auditOf(t *testing.T, s *Store, q domain.AuditQuery, action string) []domain.AuditEntry {
@@ -252,11 +243,7 @@ func TestAuditLogIsAppendOnly(t *testing.T) {
 
 func scalar(t *testing.T, s *Store, sql string) int {
 	t.Helper()
-	var n int
-	if err := s.pool.QueryRow(context.Background(), sql).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
+	return pgtest.Scalar(t, s.pool, sql)
 }
 
 func TestAuditLogQuery(t *testing.T) {

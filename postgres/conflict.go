@@ -50,7 +50,7 @@ func scanQueueConflict(row pgx.Row, extra ...any) (domain.Conflict, error) {
 }
 
 // ConflictQueue implements domain.ConflictService.
-func (s *Store) ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (domain.ConflictQueue, error) {
+func (s *conflicts) ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (domain.ConflictQueue, error) {
 	var q domain.ConflictQueue
 	rows, err := s.read.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
 	if err != nil {
@@ -82,7 +82,7 @@ LEFT JOIN records r ON r.tenant_id = c.tenant_id AND r.provider_id = c.provider_
 WHERE c.tenant_id = @tenant_id AND c.id = @id`
 
 // ConflictDetail implements domain.ConflictService.
-func (s *Store) ConflictDetail(ctx context.Context, tenantID, conflictID int64) (domain.ConflictDetail, error) {
+func (s *conflicts) ConflictDetail(ctx context.Context, tenantID, conflictID int64) (domain.ConflictDetail, error) {
 	var (
 		d                domain.ConflictDetail
 		revision         *int64
@@ -156,7 +156,7 @@ type conflictCursor struct {
 // Conflicts implements domain.ConflictService: the conflicts with that status
 // ("" for all), newest first, and the cursor of the next page ("" on the
 // last). A malformed cursor is an EINVALID error.
-func (s *Store) Conflicts(ctx context.Context, tenantID int64, status string, page domain.Page) ([]domain.Conflict, string, error) {
+func (s *conflicts) Conflicts(ctx context.Context, tenantID int64, status string, page domain.Page) ([]domain.Conflict, string, error) {
 	after := conflictCursor{At: pg.LatestRevisionTime, ID: math.MaxInt64}
 	if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 		return nil, "", err
@@ -230,7 +230,7 @@ FROM resolved c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provi
 // ResolveConflict implements domain.ConflictService. An unknown resolution is
 // an EINVALID error, an absent conflict ENOTFOUND, and a conflict already
 // resolved, or an adoption the record has moved past, ECONFLICT.
-func (s *Store) ResolveConflict(ctx context.Context, tenantID, conflictID int64, resolution, note, by string) (domain.Conflict, error) {
+func (s *conflicts) ResolveConflict(ctx context.Context, tenantID, conflictID int64, resolution, note, by string) (domain.Conflict, error) {
 	var status string
 	switch resolution {
 	case domain.ResolveKeep:

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	ingestion "github.com/tidemark/tidemark/postgres/ingest"
+
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -25,6 +27,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/web"
 )
 
@@ -71,7 +74,7 @@ func BenchmarkConsolePages(b *testing.B) {
 			b.Fatal(err)
 		}
 		err := pool.QueryRow(ctx, `SELECT count(*) FROM outcome_counters WHERE tenant_id = $1 AND shard <> 0 AND bucket < $2`,
-			seed.TenantID, now.Add(-overviewFoldGrace).Truncate(time.Hour)).Scan(&unfolded)
+			seed.TenantID, now.Add(-pg.OverviewFoldGrace).Truncate(time.Hour)).Scan(&unfolded)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -284,7 +287,7 @@ func seedConsoleEvents(ctx context.Context, s *Store, tenant string, n int, now 
 			p = providers[1]
 		}
 		id := consoleBenchUUID(rng, at)
-		shard := rng.IntN(defaultCounterShards)
+		shard := rng.IntN(ingestion.DefaultCounterShards)
 		bucket := at.UTC().Truncate(time.Hour)
 		if rng.IntN(200) == 0 { // a refused delivery carries no events
 			deliveries = append(deliveries, []any{t.ID, id, at, p.id, int16(401), domain.SignatureInvalid,

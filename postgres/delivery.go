@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -43,12 +41,12 @@ ORDER BY received_at, id`
 
 // Delivery implements domain.DeliveryService. An id that is not a UUID is
 // ENOTFOUND like any other unknown delivery.
-func (s *Store) Delivery(ctx context.Context, tenantID int64, id string) (domain.DeliveryDetail, error) {
+func (s *deliveries) Delivery(ctx context.Context, tenantID int64, id string) (domain.DeliveryDetail, error) {
 	parsed, err := uuid.Parse(id)
 	if err != nil {
 		return domain.DeliveryDetail{}, deliveryNotFound(id)
 	}
-	args := pgx.NamedArgs{"tenant_id": tenantID, "id": parsed.String(), "from": negInfinity(), "to": posInfinity()}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "id": parsed.String(), "from": pg.NegInfinity(), "to": pg.PosInfinity()}
 	if parsed.Version() == 7 {
 		minted := uuidV7Time(parsed)
 		args["from"], args["to"] = minted.Add(-eventDetailSlack), minted.Add(eventDetailSlack)
@@ -56,7 +54,7 @@ func (s *Store) Delivery(ctx context.Context, tenantID int64, id string) (domain
 	d, err := s.delivery(ctx, args)
 	if errors.Is(err, pgx.ErrNoRows) && parsed.Version() == 7 {
 		// A clock other than the one that minted the id stamped it.
-		args["from"], args["to"] = negInfinity(), posInfinity()
+		args["from"], args["to"] = pg.NegInfinity(), pg.PosInfinity()
 		d, err = s.delivery(ctx, args)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -65,7 +63,7 @@ func (s *Store) Delivery(ctx context.Context, tenantID int64, id string) (domain
 	return d, pg.Translate(err)
 }
 
-func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
+func (s *deliveries) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
 	var (
 		d       domain.DeliveryDetail
 		headers []byte
@@ -99,16 +97,8 @@ func (s *Store) delivery(ctx context.Context, args pgx.NamedArgs) (domain.Delive
 
 func deliveryNotFound(id string) error { return pg.NotFound("delivery %q not found", id) }
 
-func negInfinity() pgtype.Timestamptz {
-	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-}
-
-func posInfinity() pgtype.Timestamptz {
-	return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
-}
-
 // deliveryLogSQL pages through the delivery log newest first along the
-// primary key; %s holds the filter conditions in use (deliveryConds), as
+// primary key; %s holds the filter conditions in use (pg.DeliveryConds), as
 // eventLogSQL does.
 const deliveryLogSQL = `
 SELECT d.id::text, p.name, d.received_at, d.status, d.signature, coalesce(d.reason, ''), d.event_count,
@@ -119,59 +109,18 @@ WHERE d.tenant_id = @tenant_id
 ORDER BY d.received_at DESC, d.id DESC
 LIMIT @limit`
 
-// The conditions of a delivery filter.
-const (
-	deliveryLogProvider = `d.provider_id = (SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider)`
-	deliveryLogStatus   = `d.status = @status`
-	// A delivery has the outcome when one of its events has it: a probe of
-	// the event log's primary key.
-	deliveryLogOutcome = `EXISTS (SELECT FROM events e WHERE e.tenant_id = @tenant_id AND e.received_at = d.received_at
-                              AND e.delivery_id = d.id AND e.outcome = @outcome)`
-	deliveryLogFrom   = `d.received_at >= @from`
-	deliveryLogBefore = `d.received_at < @before`
-)
-
-// deliveryConds returns the conditions of f, each after "AND", and sets
-// their arguments.
-func deliveryConds(f domain.DeliveryFilter, args pgx.NamedArgs) string {
-	var conds []string
-	add := func(cond, name string, value any) {
-		conds = append(conds, cond)
-		args[name] = value
-	}
-	if f.Provider != "" {
-		add(deliveryLogProvider, "provider", f.Provider)
-	}
-	if f.Status != 0 {
-		add(deliveryLogStatus, "status", f.Status)
-	}
-	if f.Outcome != "" {
-		add(deliveryLogOutcome, "outcome", string(f.Outcome))
-	}
-	if !f.From.IsZero() {
-		add(deliveryLogFrom, "from", f.From)
-	}
-	if !f.Before.IsZero() {
-		add(deliveryLogBefore, "before", f.Before)
-	}
-	if len(conds) == 0 {
-		return ""
-	}
-	return "\n  AND " + strings.Join(conds, "\n  AND ")
-}
-
 type deliveryCursor struct {
 	ReceivedAt time.Time `json:"t"`
 	ID         string    `json:"d"`
 }
 
 // Deliveries implements domain.DeliveryService, on the read pool.
-func (s *Store) Deliveries(ctx context.Context, tenantID int64, f domain.DeliveryFilter, page domain.Page) ([]domain.DeliveryBrief, string, error) {
+func (s *deliveries) Deliveries(ctx context.Context, tenantID int64, f domain.DeliveryFilter, page domain.Page) ([]domain.DeliveryBrief, string, error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}
 	limit := pg.PageLimit(page)
-	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": posInfinity(), "after_id": uuid.Max.String(), "limit": limit + 1}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": pg.PosInfinity(), "after_id": uuid.Max.String(), "limit": limit + 1}
 	if page.Cursor != "" {
 		var c deliveryCursor
 		if err := pg.DecodeCursor(page.Cursor, &c); err != nil {
@@ -182,7 +131,7 @@ func (s *Store) Deliveries(ctx context.Context, tenantID int64, f domain.Deliver
 		}
 		args["after_at"], args["after_id"] = c.ReceivedAt, c.ID
 	}
-	rows, err := s.read.Query(ctx, fmt.Sprintf(deliveryLogSQL, deliveryConds(f, args)), args)
+	rows, err := s.read.Query(ctx, fmt.Sprintf(deliveryLogSQL, pg.DeliveryConds(f, args)), args)
 	if err != nil {
 		return nil, "", pg.Translate(err)
 	}
@@ -200,5 +149,3 @@ func (s *Store) Deliveries(ctx context.Context, tenantID int64, f domain.Deliver
 	last := list[len(list)-1]
 	return list, pg.EncodeCursor(deliveryCursor{ReceivedAt: last.ReceivedAt, ID: last.ID}), nil
 }
-
-var _ domain.DeliveryService = (*Store)(nil)

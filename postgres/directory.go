@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/search"
 
 	"context"
 	"fmt"
@@ -64,7 +65,7 @@ const (
 	headlineEnd = `.snapshot::text, '<>', E'\u0004\u0005'),
         websearch_to_tsquery('simple', @q), ` + headlineOptions + `), E'\u0004\u0005', '<>')`
 	recordHeadline = `CASE WHEN @q::text IS NULL THEN ''
-        WHEN ` + recordVector + ` @@ websearch_to_tsquery('simple', @q)
+        WHEN ` + search.RecordVector + ` @@ websearch_to_tsquery('simple', @q)
         THEN ` + headlineOf + `r` + headlineEnd + `
         ELSE '' END`
 	eventHeadline = `CASE WHEN @q::text IS NULL THEN ''
@@ -91,20 +92,14 @@ type directoryCursor struct {
 
 // RecordDirectory implements domain.RecordService. It reads what
 // IndexSearch has indexed: a change shows after its next run.
-func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page) ([]domain.RecordSummary, string, error) {
+func (s *records) RecordDirectory(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page) ([]domain.RecordSummary, string, error) {
 	if err := q.Validate(); err != nil {
 		return nil, "", err
 	}
 	limit := pg.PageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "limit": limit + 1, "stale_since": time.Now().Add(-domain.StaleBadgeWindow),
 		"q": nil}
-	var conds []string
-	filter := func(cond, name string, value any) {
-		conds = append(conds, cond)
-		if name != "" {
-			args[name] = value
-		}
-	}
+	c := pg.NewConds(args)
 	if page.Cursor != "" {
 		var after directoryCursor
 		if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
@@ -113,34 +108,30 @@ func (s *Store) RecordDirectory(ctx context.Context, tenantID int64, q domain.Re
 		if after.UpdatedAt.IsZero() {
 			return nil, "", pg.InvalidCursor()
 		}
-		filter(directoryAfter, "", nil)
+		c.Cond(directoryAfter)
 		args["after_at"], args["after_id"], args["after_provider"], args["after_type"] =
 			after.UpdatedAt, after.ObjectID, after.ProviderID, after.ObjectType
 	}
 	if q.Provider != "" {
-		filter(directoryProvider, "provider", q.Provider)
+		c.Add(directoryProvider, "provider", q.Provider)
 	}
 	if q.ObjectType != "" {
-		filter(directoryObjectType, "object_type", q.ObjectType)
+		c.Add(directoryObjectType, "object_type", q.ObjectType)
 	}
 	if q.OpenConflicts {
-		filter(directoryOpenConflicts, "", nil)
+		c.Cond(directoryOpenConflicts)
 	}
 	if !q.From.IsZero() {
-		filter(directoryFrom, "from", q.From)
+		c.Add(directoryFrom, "from", q.From)
 	}
 	if !q.Before.IsZero() {
-		filter(directoryBefore, "before", q.Before)
+		c.Add(directoryBefore, "before", q.Before)
 	}
 	if search := strings.TrimSpace(q.Search); search != "" {
-		filter(directorySearch, "q", search)
+		c.Add(directorySearch, "q", search)
 		args["id_prefix"] = likePrefix(search)
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = "\n      AND " + strings.Join(conds, "\n      AND ")
-	}
-	rows, err := s.read.Query(ctx, fmt.Sprintf(directorySQL, where), customPlan, args)
+	rows, err := s.read.Query(ctx, fmt.Sprintf(directorySQL, c.SQL("      ")), customPlan, args)
 	if err != nil {
 		return nil, "", pg.Translate(err)
 	}

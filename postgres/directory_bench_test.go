@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/search"
 )
 
 // BenchmarkRecordSearch measures the records directory and the searches
@@ -257,19 +258,19 @@ func seedDirectories(b testing.TB, ctx context.Context, s *Store, now time.Time,
 		var lastEvent int64
 		for _, sql := range []string{`DROP INDEX event_search_words`, `INSERT INTO event_search
 		        (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, object_id, outcome, vector)
-		    SELECT tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, object_id, outcome, ` + eventVector + `
+		    SELECT tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, object_id, outcome, ` + search.EventVector + `
 		    FROM events e WHERE snapshot IS NOT NULL`, eventSearchWordsSQL} {
 			if _, err := tx.Exec(ctx, sql); err != nil {
 				return err
 			}
 		}
-		if err := tx.QueryRow(ctx, eventFeedSequenceSQL).Scan(&lastEvent); err != nil {
+		if err := tx.QueryRow(ctx, search.EventSequenceSQL).Scan(&lastEvent); err != nil {
 			return err
 		}
 		if err := tx.QueryRow(ctx, `SELECT max(id) FROM accepted_revisions`).Scan(&last); err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, recordSearchIndexSQL, pgx.NamedArgs{"lo": 0, "hi": last})
+		tag, err := tx.Exec(ctx, search.RecordIndexSQL, pgx.NamedArgs{"lo": 0, "hi": last})
 		if err != nil {
 			return err
 		}

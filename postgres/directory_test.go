@@ -8,9 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 func indexSearch(t *testing.T, s *Store) {
@@ -188,35 +187,6 @@ func TestDirectoryFollowsChanges(t *testing.T) {
 	}
 }
 
-// recordWithRevisionSQL stores record $3 of tenant $1 and provider $2 with
-// its accepted revision, as ingest would.
-const recordWithRevisionSQL = `
-WITH r AS (
-    INSERT INTO records (tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event)
-    VALUES ($1, $2, 'contact', $3, 1, '{"name":"late"}', 'e') RETURNING *)
-INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id)
-SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event FROM r`
-
-// slowAndFast runs insert for "slow" in a transaction it leaves open,
-// then for "fast" on its own: the slow one drew its id first and commits
-// (or rolls back, at the test's end) after the fast one.
-func slowAndFast(t *testing.T, s *Store, p domain.ProviderEndpoint, insert string) pgx.Tx {
-	t.Helper()
-	ctx := context.Background()
-	slow, err := s.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { slow.Rollback(ctx) })
-	if _, err := slow.Exec(ctx, insert, p.TenantID, p.ID, "slow"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.pool.Exec(ctx, insert, p.TenantID, p.ID, "fast"); err != nil {
-		t.Fatal(err)
-	}
-	return slow
-}
-
 // TestIndexSearchLateCommit: a transaction that drew its accepted
 // revision's id before another one committed, and commits after
 // IndexSearch read past that id, is still indexed by a later run.
@@ -224,7 +194,7 @@ func TestIndexSearchLateCommit(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
 	ctx := context.Background()
-	slow := slowAndFast(t, s, crm, recordWithRevisionSQL)
+	slow := pgtest.SlowAndFast(t, s.pool, crm, pgtest.RecordWithRevisionSQL)
 	indexSearch(t, s)
 	wantIDs(t, "while the slow one runs", directory(t, s, crm.TenantID, domain.RecordQuery{}), "crm/fast")
 	if err := slow.Commit(ctx); err != nil {
@@ -324,7 +294,7 @@ func TestIndexSearchLateEvent(t *testing.T) {
 	insert := `
 INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id, object_id, outcome, snapshot, payload)
 VALUES ($1, now(), gen_random_uuid(), 0, $2, 'contact', 'snapshot', $3, $3, 'unversioned', '{"name":"late"}', '\x7b7d')`
-	slow := slowAndFast(t, s, crm, insert)
+	slow := pgtest.SlowAndFast(t, s.pool, crm, insert)
 	found := func() []string {
 		t.Helper()
 		indexSearch(t, s)

@@ -79,7 +79,7 @@ const (
 // EventLog implements domain.EventService, for the console's event history
 // and the API's event list alike. The search runs on the read pool, whose
 // statement timeout stops a search too broad for the indexes.
-func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQuery, page domain.Page) ([]domain.LoggedEvent, string, error) {
+func (s *events) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQuery, page domain.Page) ([]domain.LoggedEvent, string, error) {
 	if err := q.Validate(); err != nil {
 		return nil, "", err
 	}
@@ -90,35 +90,31 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 	limit := pg.PageLimit(page)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "after_at": afterAt, "after_delivery": after.DeliveryID,
 		"after_seq": after.Seq, "limit": limit + 1, "q": nil}
-	var conds []string
-	filter := func(cond, name string, value any) {
-		conds = append(conds, cond)
-		args[name] = value
-	}
+	c := pg.NewConds(args)
 	if q.Provider != "" {
-		filter(eventLogProvider, "provider", q.Provider)
+		c.Add(eventLogProvider, "provider", q.Provider)
 	} else if q.ObjectID != "" {
-		conds = append(conds, eventLogAnyProvider)
+		c.Cond(eventLogAnyProvider)
 	}
 	if q.ObjectType != "" {
-		filter(eventLogObjectType, "object_type", q.ObjectType)
+		c.Add(eventLogObjectType, "object_type", q.ObjectType)
 	} else if q.ObjectID != "" {
-		conds = append(conds, eventLogAnyObjectType)
+		c.Cond(eventLogAnyObjectType)
 	}
 	if q.ObjectID != "" {
-		filter(eventLogObjectID, "object_id", q.ObjectID)
+		c.Add(eventLogObjectID, "object_id", q.ObjectID)
 	}
 	if q.Outcome != "" {
-		filter(eventLogOutcome, "outcome", string(q.Outcome))
+		c.Add(eventLogOutcome, "outcome", string(q.Outcome))
 	}
 	if !q.From.IsZero() {
-		filter(eventLogFrom, "from", q.From)
+		c.Add(eventLogFrom, "from", q.From)
 	}
 	if !q.Before.IsZero() {
-		filter(eventLogBefore, "before", q.Before)
+		c.Add(eventLogBefore, "before", q.Before)
 	}
 	if len(q.Contains) > 0 {
-		filter(eventLogContains, "contains", string(q.Contains))
+		c.Add(eventLogContains, "contains", string(q.Contains))
 	}
 	statement := eventLogSQL
 	if search := strings.TrimSpace(q.Search); search != "" {
@@ -126,16 +122,12 @@ func (s *Store) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQ
 		// One record's events are few and found by the log's record
 		// index; event_search has no index by record.
 		if len(q.Contains) > 0 || q.ObjectID != "" {
-			conds = append(conds, eventLogWords)
+			c.Cond(eventLogWords)
 		} else {
 			statement = eventLogWordsSQL
 		}
 	}
-	where := ""
-	if len(conds) > 0 {
-		where = "\n  AND " + strings.Join(conds, "\n  AND ")
-	}
-	sql := fmt.Sprintf(statement, where)
+	sql := fmt.Sprintf(statement, c.SQL("  "))
 
 	rows, err := s.read.Query(ctx, sql, customPlan, args)
 	if err != nil {
@@ -189,7 +181,7 @@ const (
 )
 
 // EventLogChoices implements domain.EventService.
-func (s *Store) EventLogChoices(ctx context.Context, tenantID int64) (domain.EventLogChoices, error) {
+func (s *events) EventLogChoices(ctx context.Context, tenantID int64) (domain.EventLogChoices, error) {
 	var c domain.EventLogChoices
 	args := pgx.NamedArgs{"tenant_id": tenantID}
 	batch := &pgx.Batch{}
@@ -224,7 +216,7 @@ const eventDetailSlack = time.Hour
 
 // EventDetail implements domain.EventService. An id that is not a UUID
 // is an ENOTFOUND error like any other unknown event.
-func (s *Store) EventDetail(ctx context.Context, tenantID int64, deliveryID string, seq int) (domain.EventDetail, error) {
+func (s *events) EventDetail(ctx context.Context, tenantID int64, deliveryID string, seq int) (domain.EventDetail, error) {
 	id, err := uuid.Parse(deliveryID)
 	if err != nil || seq < 0 {
 		return domain.EventDetail{}, eventNotFound(deliveryID, seq)
@@ -249,7 +241,7 @@ func (s *Store) EventDetail(ctx context.Context, tenantID int64, deliveryID stri
 	return d, pg.Translate(err)
 }
 
-func (s *Store) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.EventDetail, error) {
+func (s *events) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.EventDetail, error) {
 	var (
 		d                                    domain.EventDetail
 		objectID, reason, signature, dReason *string
@@ -301,7 +293,7 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND event_id = @even
 ORDER BY received_at DESC, seq DESC LIMIT 1`
 
 // EventOutcome implements domain.EventService.
-func (s *Store) EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (domain.Outcome, error) {
+func (s *events) EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (domain.Outcome, error) {
 	var o string
 	err := s.read.QueryRow(ctx, eventOutcomeSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"event_id": eventID, "since": since}).Scan(&o)

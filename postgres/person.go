@@ -57,7 +57,7 @@ type personCursor struct {
 }
 
 // People implements domain.PeopleService.
-func (s *Store) People(ctx context.Context, tenantID int64, email string, page domain.Page) ([]domain.Person, string, error) {
+func (s *people) People(ctx context.Context, tenantID int64, email string, page domain.Page) ([]domain.Person, string, error) {
 	if email != "" {
 		people, err := s.queryPeople(ctx, tenantID, personByEmailSQL,
 			pgx.NamedArgs{"tenant_id": tenantID, "email": domain.NormalizeEmail(email)})
@@ -89,7 +89,7 @@ func (s *Store) People(ctx context.Context, tenantID int64, email string, page d
 }
 
 // PersonDetail implements domain.PeopleService.
-func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (domain.PersonDetail, error) {
+func (s *people) PersonDetail(ctx context.Context, tenantID, personID int64) (domain.PersonDetail, error) {
 	var d domain.PersonDetail
 	people, err := s.queryPeople(ctx, tenantID, personByIDSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": personID})
 	if err != nil {
@@ -116,7 +116,7 @@ func (s *Store) PersonDetail(ctx context.Context, tenantID, personID int64) (dom
 
 // queryPeople runs a people statement, then loads the tasks and campaign
 // memberships of the people it found.
-func (s *Store) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
+func (s *people) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
 	rows, err := s.read.Query(ctx, sql, args)
 	if err != nil {
 		return nil, pg.Translate(err)

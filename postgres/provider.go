@@ -21,7 +21,7 @@ VALUES (@tenant_id, @provider_id, @key_id, @aad_version, @ciphertext)`
 
 // addSecret seals a new secret under the first key, bound to its provider;
 // without keys it returns ErrNoKey.
-func (s *Store) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID int64, secret string) error {
+func (s *providers) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID int64, secret string) error {
 	sealed, err := s.keys.Seal(tenantID, providerID, secret)
 	if err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *Store) addSecret(ctx context.Context, tx pgx.Tx, tenantID, providerID i
 const providerNamesSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
 
 // ProviderNames implements domain.ProviderService.
-func (s *Store) ProviderNames(ctx context.Context, tenantID int64) ([]string, error) {
+func (s *providers) ProviderNames(ctx context.Context, tenantID int64) ([]string, error) {
 	rows, err := s.read.Query(ctx, providerNamesSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -63,12 +63,12 @@ WHERE p.tenant_id = @tenant_id AND (@name::text IS NULL OR p.name = @name)
 ORDER BY p.name`
 
 // ProviderSummaries implements domain.ProviderService.
-func (s *Store) ProviderSummaries(ctx context.Context, tenantID int64) ([]domain.ProviderSummary, error) {
+func (s *providers) ProviderSummaries(ctx context.Context, tenantID int64) ([]domain.ProviderSummary, error) {
 	return s.providerSummaries(ctx, tenantID, nil)
 }
 
 // ProviderSummary implements domain.ProviderService.
-func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string) (domain.ProviderSummary, error) {
+func (s *providers) ProviderSummary(ctx context.Context, tenantID int64, name string) (domain.ProviderSummary, error) {
 	ps, err := s.providerSummaries(ctx, tenantID, &name)
 	if err != nil {
 		return domain.ProviderSummary{}, err
@@ -79,7 +79,7 @@ func (s *Store) ProviderSummary(ctx context.Context, tenantID int64, name string
 	return ps[0], nil
 }
 
-func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *string) ([]domain.ProviderSummary, error) {
+func (s *providers) providerSummaries(ctx context.Context, tenantID int64, name *string) ([]domain.ProviderSummary, error) {
 	rows, err := s.read.Query(ctx, providerSummarySQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -107,7 +107,7 @@ func (s *Store) providerSummaries(ctx context.Context, tenantID int64, name *str
 // ConnectProvider implements domain.ProviderService: the provider, its
 // settings and (unless the kind signs nothing) its first secret, in one
 // transaction.
-func (s *Store) ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (domain.Provider, error) {
+func (s *providers) ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (domain.Provider, error) {
 	if err := domain.ValidateSlug("provider", name); err != nil {
 		return domain.Provider{}, err
 	}
@@ -194,7 +194,7 @@ func lockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (s
 }
 
 // ProviderSecrets implements domain.ProviderService.
-func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
+func (s *providers) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
 	rows, err := s.read.Query(ctx, providerSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -208,12 +208,12 @@ func (s *Store) ProviderSecrets(ctx context.Context, tenantID, providerID int64)
 
 // NewestProviderSecret implements domain.ProviderService: the newest active
 // secret that can be decrypted (one that cannot is logged and skipped).
-func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error) {
+func (s *providers) NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error) {
 	rows, err := s.read.Query(ctx, activeSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return "", pg.Translate(err)
 	}
-	sealed, err := pgx.CollectRows(rows, scanSealedSecret)
+	sealed, err := pgx.CollectRows(rows, pg.ScanSealedSecret)
 	if err != nil {
 		return "", pg.Translate(err)
 	}
@@ -232,21 +232,17 @@ func (s *Store) NewestProviderSecret(ctx context.Context, tenantID, providerID i
 
 // RotateProviderSecret implements domain.ProviderService. The provider row
 // is locked so that concurrent rotations cannot leave three active secrets.
-func (s *Store) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
+func (s *providers) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, retired, err := retireOlderSecrets(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
-		}
-		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
-		if err != nil {
-			return pg.Translate(err)
 		}
 		if err := s.addSecret(ctx, tx, tenantID, providerID, secret); err != nil {
 			return err
 		}
 		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderRotate, name,
-			fmt.Sprintf("new secret added; %s retired", plural(tag.RowsAffected(), "older secret")))
+			fmt.Sprintf("new secret added; %s retired", plural(retired, "older secret")))
 	})
 }
 
@@ -260,22 +256,31 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NU
 
 // RetireProviderSecrets implements domain.ProviderService: it ends a
 // rotation, so only the newest secret stays active.
-func (s *Store) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
+func (s *providers) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
 	var retired int64
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, n, err := retireOlderSecrets(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
-		tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
-		if err != nil {
-			return pg.Translate(err)
-		}
-		retired = tag.RowsAffected()
+		retired = n
 		return pg.Audit(ctx, tx, tenantID, domain.AuditProviderRetire, name,
 			fmt.Sprintf("%s retired; the newest stays", plural(retired, "older secret")))
 	})
 	return retired, err
+}
+
+// retireOlderSecrets locks the provider, retires its active secrets but the
+// newest, and returns its name and how many it retired.
+func retireOlderSecrets(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (name string, retired int64, err error) {
+	if name, err = lockProvider(ctx, tx, tenantID, providerID); err != nil {
+		return "", 0, err
+	}
+	tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+	if err != nil {
+		return "", 0, pg.Translate(err)
+	}
+	return name, tag.RowsAffected(), nil
 }
 
 // plural writes n things, for summaries.
@@ -294,7 +299,7 @@ ORDER BY received_at DESC, id DESC
 LIMIT @limit`
 
 // ProviderDeliveries implements domain.ProviderService.
-func (s *Store) ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]domain.ProviderDelivery, error) {
+func (s *providers) ProviderDeliveries(ctx context.Context, tenantID, providerID int64, limit int) ([]domain.ProviderDelivery, error) {
 	rows, err := s.read.Query(ctx, providerDeliveriesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"limit": limit})
 	if err != nil {
@@ -324,7 +329,7 @@ const providerLimitsSQL = `
 SELECT coalesce(max_body, 0), max_future_skew_seconds FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id`
 
 // SetProviderLimits implements domain.ProviderService.
-func (s *Store) SetProviderLimits(ctx context.Context, tenantID, providerID int64, l domain.ProviderLimits) (domain.Provider, error) {
+func (s *providers) SetProviderLimits(ctx context.Context, tenantID, providerID int64, l domain.ProviderLimits) (domain.Provider, error) {
 	if err := l.Validate(); err != nil {
 		return domain.Provider{}, err
 	}

@@ -38,7 +38,7 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NU
 // that got one. It is safe to run from several processes at once: each
 // provider's row is locked while its secrets are counted and the new one is
 // added, so a provider gets exactly one.
-func (s *Store) IssueMissingSecrets(ctx context.Context, kinds []string, issue func(domain.Provider) (string, error)) ([]domain.Provider, error) {
+func (s *providers) IssueMissingSecrets(ctx context.Context, kinds []string, issue func(domain.Provider) (string, error)) ([]domain.Provider, error) {
 	rows, err := s.pool.Query(ctx, providersWithoutSecretSQL, pgx.NamedArgs{"kinds": kinds})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -97,7 +97,7 @@ SELECT id, created_at, key_id, aad_version, ciphertext FROM (
 WHERE NOT shown`
 
 // UnshownProviderSecret implements domain.ProviderService.
-func (s *Store) UnshownProviderSecret(ctx context.Context, tenantID, providerID int64) (domain.ProviderSecretInfo, string, error) {
+func (s *providers) UnshownProviderSecret(ctx context.Context, tenantID, providerID int64) (domain.ProviderSecretInfo, string, error) {
 	var si domain.ProviderSecretInfo
 	sealed := pg.SealedSecret{TenantID: tenantID, ProviderID: providerID}
 	err := s.read.QueryRow(ctx, unshownProviderSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).
@@ -118,7 +118,7 @@ UPDATE provider_secrets SET shown = true
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND id = @id`
 
 // MarkProviderSecretShown implements domain.ProviderService.
-func (s *Store) MarkProviderSecretShown(ctx context.Context, tenantID, providerID, secretID int64) error {
+func (s *providers) MarkProviderSecretShown(ctx context.Context, tenantID, providerID, secretID int64) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		name, err := lockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 
 	"context"
 	"slices"
@@ -10,12 +11,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-func wantCode(t *testing.T, err error, code string) {
-	t.Helper()
-	if domain.ErrorCode(err) != code {
-		t.Fatalf("error %v (code %s), want code %s", err, domain.ErrorCode(err), code)
-	}
-}
+var wantCode = pgtest.WantCode
 
 func TestQueryTenantForToken(t *testing.T) {
 	t.Parallel()

@@ -19,7 +19,7 @@ SELECT EXISTS (SELECT FROM deliveries WHERE tenant_id = @tenant_id AND received_
 // by a worker that died before acknowledging it. Ingesting such a delivery
 // again would fail on the delivery's primary key, so it is never applied
 // twice either way.
-func (s *Store) DeliveryRecorded(ctx context.Context, tenantID int64, id string, receivedAt time.Time) (bool, error) {
+func (s *queue) DeliveryRecorded(ctx context.Context, tenantID int64, id string, receivedAt time.Time) (bool, error) {
 	var found bool
 	err := s.pool.QueryRow(ctx, deliveryRecordedSQL,
 		pgx.NamedArgs{"tenant_id": tenantID, "received_at": receivedAt, "id": id}).Scan(&found)

@@ -78,7 +78,7 @@ func timelineOutcomes() []string {
 }
 
 // RecordTimeline implements domain.ConflictService.
-func (s *Store) RecordTimeline(ctx context.Context, tenantID int64, ref domain.RecordRef, limit int) (domain.Timeline, error) {
+func (s *records) RecordTimeline(ctx context.Context, tenantID int64, ref domain.RecordRef, limit int) (domain.Timeline, error) {
 	tl := domain.Timeline{Ref: ref}
 	args := refArgs(tenantID, ref)
 	var (
@@ -159,7 +159,7 @@ LIMIT @limit`
 
 // withRepairs merges the record's resets and erasures into its timeline
 // entries, newest first, keeping the latest limit.
-func (s *Store) withRepairs(ctx context.Context, tenantID int64, ref domain.RecordRef, entries []domain.TimelineEntry, limit int) ([]domain.TimelineEntry, error) {
+func (s *records) withRepairs(ctx context.Context, tenantID int64, ref domain.RecordRef, entries []domain.TimelineEntry, limit int) ([]domain.TimelineEntry, error) {
 	rows, err := s.read.Query(ctx, timelineRepairsSQL, pgx.NamedArgs{"tenant_id": tenantID, "target": ref.AuditTarget(), "limit": limit})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -196,7 +196,7 @@ WHERE p.tenant_id = @tenant_id AND (
 ORDER BY p.name`
 
 // ContactProviders implements domain.ConflictService.
-func (s *Store) ContactProviders(ctx context.Context, tenantID int64, contactID string) ([]string, error) {
+func (s *records) ContactProviders(ctx context.Context, tenantID int64, contactID string) ([]string, error) {
 	rows, err := s.read.Query(ctx, contactProvidersSQL, pgx.NamedArgs{"tenant_id": tenantID,
 		"object_type": domain.ContactType, "object_id": contactID, "outcomes": timelineOutcomes()})
 	if err != nil {
@@ -214,7 +214,7 @@ WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @objec
 
 // Record implements domain.RecordService: the current snapshot of one
 // record, or an ENOTFOUND error.
-func (s *Store) Record(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
+func (s *records) Record(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
 	rec := domain.Record{Provider: ref.Provider, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID}
 	err := s.read.QueryRow(ctx, recordSQL, refArgs(tenantID, ref)).
 		Scan(&rec.Revision, &rec.Snapshot, &rec.ApplicationCount, &rec.LastAppliedEvent, &rec.CreatedAt, &rec.UpdatedAt,
@@ -260,7 +260,7 @@ type revisionCursor struct {
 // Revisions implements domain.RecordService: the accepted snapshots of a
 // record, newest first, and the cursor of the next page ("" on the last).
 // An absent record is an ENOTFOUND error, a malformed cursor EINVALID.
-func (s *Store) Revisions(ctx context.Context, tenantID int64, ref domain.RecordRef, page domain.Page) ([]domain.Revision, string, error) {
+func (s *records) Revisions(ctx context.Context, tenantID int64, ref domain.RecordRef, page domain.Page) ([]domain.Revision, string, error) {
 	after := revisionCursor{Revision: math.MaxInt64, ID: math.MaxInt64}
 	if err := pg.DecodeCursor(page.Cursor, &after); err != nil {
 		return nil, "", err

@@ -3,6 +3,7 @@ package postgres
 import (
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/search"
 
 	"context"
 	"errors"
@@ -37,7 +38,7 @@ UPDATE records r SET revision = -1, property_revisions = '{}', deleted_revision 
 WHERE r.tenant_id = @tenant_id AND r.provider_id = @provider_id AND r.object_type = @object_type AND r.object_id = @object_id`
 
 // ResetRecord implements domain.RecordService.
-func (s *Store) ResetRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
+func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
 	args := refArgs(tenantID, ref)
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID, revision int64
@@ -105,7 +106,7 @@ UPDATE events SET snapshot = NULL, payload = NULL,
 WHERE ` + eraseFilter + ` AND (payload IS NOT NULL OR snapshot IS NOT NULL OR @forget_id)`
 
 // eraseEventSearchSQL removes the words of the erased events, under
-// eventSearchLockSQL so that no pass of IndexSearch puts them back. The
+// search.EventLockSQL so that no pass of IndexSearch puts them back. The
 // log's record index finds them, so it runs before eraseEventsSQL changes
 // the events.
 const eraseEventSearchSQL = `DELETE FROM event_search WHERE tenant_id = @tenant_id AND (received_at, delivery_id, seq) IN (
@@ -135,7 +136,7 @@ const (
 )
 
 // EraseRecord implements domain.RecordService.
-func (s *Store) EraseRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Erasure, error) {
+func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Erasure, error) {
 	var e domain.Erasure
 	args := refArgs(tenantID, ref)
 	args["action"], args["forget_id"], args["erased_body"] = nil, false, domain.ErasedBody
@@ -180,7 +181,7 @@ func (s *Store) EraseRecord(ctx context.Context, tenantID int64, ref domain.Reco
 
 // EraseLead implements domain.RecordService. The audit entry names the
 // lead by nothing personal: its target is "lead".
-func (s *Store) EraseLead(ctx context.Context, tenantID int64, email string) (domain.Erasure, error) {
+func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (domain.Erasure, error) {
 	var e domain.Erasure
 	email = domain.NormalizeEmail(email)
 	objectType, action, _ := strings.Cut(domain.LeadSignupType, ".")
@@ -220,7 +221,7 @@ func eraseContent(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, e *domain.
 	if _, err := tx.Exec(ctx, eraseKeysSQL, args); err != nil {
 		return fmt.Errorf("erase idempotency identifiers: %w", err)
 	}
-	if _, err := tx.Exec(ctx, eventSearchLockSQL); err != nil {
+	if _, err := tx.Exec(ctx, search.EventLockSQL); err != nil {
 		return fmt.Errorf("wait for the search index: %w", err)
 	}
 	if _, err := tx.Exec(ctx, eraseEventSearchSQL, args); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 func ownerCtx() context.Context {
@@ -98,8 +99,8 @@ func TestResetLetsTheNextEventApply(t *testing.T) {
 func TestResetForgetsPropertiesAndDeletion(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	wantOutcome(t, ingest(t, s, p, change("h1", "jobtitle", "Director", 300)), domain.Applied)
-	wantOutcome(t, ingest(t, s, p, change("h2", domain.PropertyDeleted, "", 400)), domain.Applied)
+	wantOutcome(t, ingest(t, s, p, pgtest.Change("h1", "jobtitle", "Director", 300)), domain.Applied)
+	wantOutcome(t, ingest(t, s, p, pgtest.Change("h2", domain.PropertyDeleted, "", 400)), domain.Applied)
 	ref := domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}
 	rec, err := s.Record(context.Background(), p.TenantID, ref)
 	if err != nil || rec.DeletedRevision == nil || *rec.DeletedRevision != 400 {
@@ -108,7 +109,7 @@ func TestResetForgetsPropertiesAndDeletion(t *testing.T) {
 	if rec, err = s.ResetRecord(ownerCtx(), p.TenantID, ref); err != nil || rec.DeletedRevision != nil {
 		t.Fatalf("after reset: %+v, %v", rec, err)
 	}
-	wantOutcome(t, ingest(t, s, p, change("h3", "jobtitle", "Analyst", 200)), domain.Applied)
+	wantOutcome(t, ingest(t, s, p, pgtest.Change("h3", "jobtitle", "Analyst", 200)), domain.Applied)
 }
 
 func TestEraseRemovesEveryCopy(t *testing.T) {
@@ -177,9 +178,9 @@ func TestEraseRemovesEveryCopy(t *testing.T) {
 func TestEraseLead(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	deliverBatch(t, s, p, `{"email":"ann@example.com"}`, signup(t, "l1", "ann@example.com", "spring"))
-	deliverBatch(t, s, p, `{"email":"ann@example.com"}`, signup(t, "l2", "Ann@Example.com", "fall"))
-	deliverBatch(t, s, p, `{"email":"bob@example.com"}`, signup(t, "l3", "bob@example.com", "fall"))
+	deliverBatch(t, s, p, `{"email":"ann@example.com"}`, pgtest.Signup(t, "l1", "ann@example.com", "spring"))
+	deliverBatch(t, s, p, `{"email":"ann@example.com"}`, pgtest.Signup(t, "l2", "Ann@Example.com", "fall"))
+	deliverBatch(t, s, p, `{"email":"bob@example.com"}`, pgtest.Signup(t, "l3", "bob@example.com", "fall"))
 
 	e, err := s.EraseLead(ownerCtx(), p.TenantID, " ANN@example.com ")
 	if err != nil {
@@ -188,7 +189,7 @@ func TestEraseLead(t *testing.T) {
 	if want := (domain.Erasure{People: 1, Events: 2, Bodies: 2}); e != want {
 		t.Fatalf("erased %+v, want %+v", e, want)
 	}
-	people, accounts, tasks, members := leadCounts(t, s, p.TenantID)
+	people, accounts, tasks, members := pgtest.LeadCounts(t, s.pool, p.TenantID)
 	if people != 1 || accounts != 1 || tasks != 1 || members != 1 {
 		t.Fatalf("left %d people, %d accounts, %d tasks, %d memberships; want bob's alone", people, accounts, tasks, members)
 	}
@@ -220,32 +221,32 @@ func TestEraseLead(t *testing.T) {
 // leave it consistent, before and after later events.
 func TestReconcileAfterRepair(t *testing.T) {
 	t.Parallel()
-	f := newReconcileFixture(t)
+	f := pgtest.NewReconcileFixture(t, New)
 	ctx := ownerCtx()
-	acme := f.crm.TenantID
+	acme := f.CRM.TenantID
 	crm := func(id string) domain.RecordRef {
 		return domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: id}
 	}
 	hs := domain.RecordRef{Provider: "hs", ObjectType: "contact", ObjectID: "c-1"}
 	for _, ref := range []domain.RecordRef{crm("c-1"), crm("c-2"), hs} {
-		if _, err := f.s.ResetRecord(ctx, acme, ref); err != nil {
+		if _, err := f.S.ResetRecord(ctx, acme, ref); err != nil {
 			t.Fatal(err)
 		}
 	}
-	wantViolations(t, reconcile(t, f.s, 0), "", 0, "")
+	pgtest.WantViolations(t, pgtest.Reconcile(t, f.S, 0), "", 0, "")
 
-	wantOutcome(t, ingest(t, f.s, f.crm, event("after1", "c-1", 1, `{"job_title":"Reset"}`)), domain.Applied)
-	wantOutcome(t, ingest(t, f.s, f.hs, change("after2", "jobtitle", "Reset", 250)), domain.Applied)
-	wantOutcome(t, ingest(t, f.s, f.hs, change("after3", "jobtitle", "Older", 240)), domain.Stale)
-	wantViolations(t, reconcile(t, f.s, 0), "", 0, "")
+	wantOutcome(t, ingest(t, f.S, f.CRM, event("after1", "c-1", 1, `{"job_title":"Reset"}`)), domain.Applied)
+	wantOutcome(t, ingest(t, f.S, f.HS, pgtest.Change("after2", "jobtitle", "Reset", 250)), domain.Applied)
+	wantOutcome(t, ingest(t, f.S, f.HS, pgtest.Change("after3", "jobtitle", "Older", 240)), domain.Stale)
+	pgtest.WantViolations(t, pgtest.Reconcile(t, f.S, 0), "", 0, "")
 
 	for _, ref := range []domain.RecordRef{crm("c-3"), hs, {Provider: "crm", ObjectType: "profile", ObjectID: "p-1"}} {
-		if _, err := f.s.EraseRecord(ctx, acme, ref); err != nil {
+		if _, err := f.S.EraseRecord(ctx, acme, ref); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := f.s.EraseLead(ctx, acme, "ann@example.com"); err != nil {
+	if _, err := f.S.EraseLead(ctx, acme, "ann@example.com"); err != nil {
 		t.Fatal(err)
 	}
-	wantViolations(t, reconcile(t, f.s, 0), "", 0, "")
+	pgtest.WantViolations(t, pgtest.Reconcile(t, f.S, 0), "", 0, "")
 }

@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"github.com/tidemark/tidemark/postgres/replay"
+
 	"context"
 
 	"github.com/jackc/pgx/v5"
@@ -34,6 +36,6 @@ func (s *Store) Replay(ctx context.Context, d domain.Delivery, p domain.Provider
 // ReplayStep implements domain.ReplayService.
 func (s *Store) ReplayStep(ctx context.Context, step domain.ReplayStep, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	return s.Writer.Replay(ctx, d, p, events, func(ctx context.Context, tx pgx.Tx, results []domain.Result) error {
-		return advance(ctx, tx, step, domain.CountResults(results))
+		return replay.Advance(ctx, tx, step, domain.CountResults(results))
 	})
 }

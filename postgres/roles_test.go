@@ -10,11 +10,6 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// asTestCLI is ctx with the CLI as the actor the audit log records.
-func asTestCLI(ctx context.Context) context.Context {
-	return domain.WithActor(ctx, domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-}
-
 // asOperator is ctx with operator email as the actor.
 func asOperator(ctx context.Context, email string) context.Context {
 	return domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: email, Address: "192.0.2.1"})

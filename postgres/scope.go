@@ -32,7 +32,7 @@ ON CONFLICT (tenant_id, provider_id, object_type, action) DO UPDATE SET
   enabled = EXCLUDED.enabled, updated_at = now()`
 
 // ProviderScopes implements domain.ProviderService.
-func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]domain.Scope, error) {
+func (s *providers) ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]domain.Scope, error) {
 	rows, err := s.read.Query(ctx, providerScopesSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -61,7 +61,7 @@ func (s *Store) ProviderScopes(ctx context.Context, tenantID, providerID int64) 
 // locked first, so that an unknown one is ENOTFOUND rather than a foreign
 // key violation, and so is the scope, so that the audit log's before and
 // after are those of this edit.
-func (s *Store) SaveProviderScope(ctx context.Context, tenantID, providerID int64, sc domain.Scope) error {
+func (s *providers) SaveProviderScope(ctx context.Context, tenantID, providerID int64, sc domain.Scope) error {
 	if err := domain.ValidateScopeName(sc.ScopeName); err != nil {
 		return err
 	}

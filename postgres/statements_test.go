@@ -1,33 +1,49 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// minStatements is how many static statements the package has today (the
-// event-log statement with every condition included). The test fails below
-// it, so a parser that stops finding statements cannot pass unnoticed.
-const minStatements = 78
+// minStatements is how many static statements the packages under postgres/
+// have today (the list templates again with every condition included): 172
+// that the root package had alone, pg's audit insert and the four delivery
+// templates with their conditions, less the two duplicate checks of
+// reconciliation that became one template. The test fails below it, so a parser
+// that stops finding statements, or a package it stops finding, cannot
+// pass unnoticed.
+const minStatements = 176
 
 // templateArgs fill the identifiers of DDL-style templates with real tables,
 // as the code does with pgx.Identifier; any other template gets "" for
 // each %s, as eventLogSQL does without filters.
 var templateArgs = map[string][]any{
-	"detachedRowDaysSQL":  {`"deliveries"`},
-	"moveDetachedRowsSQL": {`"deliveries"`, `"deliveries"`},
+	"detachedRowDaysSQL":    {`"deliveries"`},
+	"moveDetachedRowsSQL":   {`"deliveries"`, `"deliveries"`},
+	"reconcileDuplicateSQL": {"people", "email", "email address"},
+}
+
+// filterTemplates are the list statements whose %s holds the conditions
+// of a filter, by the prefix of the conditions' names.
+var filterTemplates = map[string]string{
+	"eventLogSQL":        "eventLog",
+	"deliveryLogSQL":     "deliveryLog",
+	"countReplayableSQL": "deliveryLog",
+	"startReplayJobSQL":  "deliveryLog",
+	"nextReplayableSQL":  "deliveryLog",
 }
 
 var (
@@ -36,20 +52,27 @@ var (
 	positional   = regexp.MustCompile(`\$[0-9]+`)
 )
 
-// TestStatementsPrepare prepares every static statement of the package, as
-// found in its source, on a freshly migrated database: a renamed column, a
+// TestStatementsPrepare prepares every static statement of every package
+// under postgres/, as found in their source, on a freshly migrated database: a renamed column, a
 // typo or a parameter whose type PostgreSQL cannot infer fails here rather
 // than on the request that first runs it.
 func TestStatementsPrepare(t *testing.T) {
 	t.Parallel()
 	stmts, conds := packageStatements(t)
-	if len(conds) < 9 {
-		t.Errorf("found %d event-log conditions, want at least 9", len(conds))
+	for prefix, want := range map[string]int{"eventLog": 9, "deliveryLog": 5} {
+		if len(conds[prefix]) < want {
+			t.Errorf("found %d %s conditions, want at least %d", len(conds[prefix]), prefix, want)
+		}
 	}
-	stmts = append(stmts, foundStatement{
-		name: "eventLogSQL with every condition",
-		sql:  fmt.Sprintf(eventLogSQL, "\n  AND "+strings.Join(conds, "\n  AND ")),
-	})
+	// The templates of list queries, again with every condition of their filter.
+	for _, st := range slices.Clone(stmts) {
+		if prefix, ok := filterTemplates[st.name]; ok {
+			stmts = append(stmts, foundStatement{
+				name: st.name + " with every condition",
+				sql:  fmt.Sprintf(st.template, "\n  AND "+strings.Join(conds[prefix], "\n  AND ")),
+			})
+		}
+	}
 	t.Logf("preparing %d statements", len(stmts))
 	if len(stmts) < minStatements {
 		t.Errorf("found %d statements, want at least %d", len(stmts), minStatements)
@@ -69,19 +92,63 @@ func TestStatementsPrepare(t *testing.T) {
 }
 
 type foundStatement struct {
-	name string // the constant's or variable's name, or file:line
-	sql  string // with @name parameters; templates filled
+	name     string // the constant's or variable's name, or file:line
+	sql      string // with @name parameters; templates filled
+	template string // the unfilled template, if any
 }
 
-// packageStatements parses the package's non-test source and returns its
-// static statements and the event-log conditions (the constants named
-// eventLog... that are not statements), in source order. It reports
-// statements that break the package rule.
-func packageStatements(t *testing.T) (stmts []foundStatement, conds []string) {
+// packageStatements parses the non-test source of every package under
+// postgres/ and returns their static statements and the conditions of
+// list filters (constants named eventLog... or deliveryLog... that are not
+// statements), by prefix, in source order. It reports statements that
+// break the package rule. The test kits (packages named ...test) are not
+// storage and are left out.
+func packageStatements(t *testing.T) (stmts []foundStatement, conds map[string][]string) {
 	t.Helper()
 	fset := token.NewFileSet()
-	src := sourceConstants{pkg: parseDir(t, fset, "."), domain: parseDir(t, fset, "../domain")}
-	for _, f := range src.pkg {
+	src := sourceConstants{pkgs: map[string][]*ast.File{"domain": parseDir(t, fset, "../domain")}}
+	var names []string
+	err := filepath.WalkDir(".", func(path string, d fs.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		if d.Name() == "testdata" {
+			return filepath.SkipDir
+		}
+		if files := parseDir(t, fset, path); len(files) > 0 && !strings.HasSuffix(files[0].Name.Name, "test") {
+			name := files[0].Name.Name
+			if _, dup := src.pkgs[name]; dup {
+				t.Fatalf("two packages named %s under postgres/", name)
+			}
+			src.pkgs[name] = files
+			names = append(names, name)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(names) < 2 {
+		t.Fatalf("found packages %v under postgres/, want the root and its engines", names)
+	}
+	t.Logf("packages: %s", strings.Join(names, " "))
+	conds = map[string][]string{}
+	for _, name := range names {
+		stmts = append(stmts, src.statements(t, fset, name, conds)...)
+	}
+	for _, st := range stmts {
+		if positional.MatchString(st.sql) {
+			t.Errorf("%s: positional parameter %s; use @name", st.name, positional.FindString(st.sql))
+		}
+	}
+	return stmts, conds
+}
+
+// statements returns the static statements of package pkg and adds its
+// filter conditions to conds.
+func (src sourceConstants) statements(t *testing.T, fset *token.FileSet, pkg string, conds map[string][]string) (stmts []foundStatement) {
+	t.Helper()
+	for _, f := range src.pkgs[pkg] {
 		for _, decl := range f.Decls {
 			switch decl := decl.(type) {
 			case *ast.GenDecl:
@@ -94,7 +161,7 @@ func packageStatements(t *testing.T) (stmts []foundStatement, conds []string) {
 						if i >= len(vs.Values) {
 							continue
 						}
-						s, err := src.eval(vs.Values[i], false)
+						s, err := src.eval(vs.Values[i], pkg)
 						if err != nil {
 							if holdsSQL(vs.Values[i]) {
 								t.Errorf("%s (%s): cannot evaluate: %v", id.Name, fset.Position(id.Pos()), err)
@@ -106,9 +173,13 @@ func packageStatements(t *testing.T) (stmts []foundStatement, conds []string) {
 							if !strings.HasSuffix(id.Name, "SQL") {
 								t.Errorf("statement %s (%s): its name must end in SQL", id.Name, fset.Position(id.Pos()))
 							}
-							stmts = append(stmts, foundStatement{name: id.Name, sql: fillTemplate(t, id.Name, s)})
-						case decl.Tok == token.CONST && strings.HasPrefix(id.Name, "eventLog") && !strings.HasSuffix(id.Name, "SQL"):
-							conds = append(conds, s)
+							stmts = append(stmts, foundStatement{name: id.Name, sql: fillTemplate(t, id.Name, s), template: s})
+						case decl.Tok == token.CONST && !strings.HasSuffix(id.Name, "SQL"):
+							for _, prefix := range []string{"eventLog", "deliveryLog"} {
+								if strings.HasPrefix(id.Name, prefix) {
+									conds[prefix] = append(conds[prefix], s)
+								}
+							}
 						}
 					}
 				}
@@ -140,12 +211,7 @@ func packageStatements(t *testing.T) (stmts []foundStatement, conds []string) {
 			}
 		}
 	}
-	for _, st := range stmts {
-		if positional.MatchString(st.sql) {
-			t.Errorf("%s: positional parameter %s; use @name", st.name, positional.FindString(st.sql))
-		}
-	}
-	return stmts, conds
+	return stmts
 }
 
 func parseDir(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
@@ -168,14 +234,14 @@ func parseDir(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 	return files
 }
 
-// sourceConstants evaluates string constant expressions of the package:
-// literals, concatenations, the package's constants, domain's constants
-// and named(...).
+// sourceConstants evaluates string constant expressions of the packages
+// under postgres/ and domain, by package name: literals, concatenations,
+// constants (pkg.Name for another package's) and pg.Named(...).
 type sourceConstants struct {
-	pkg, domain []*ast.File
+	pkgs map[string][]*ast.File
 }
 
-func (c sourceConstants) eval(e ast.Expr, inDomain bool) (string, error) {
+func (c sourceConstants) eval(e ast.Expr, pkg string) (string, error) {
 	switch e := e.(type) {
 	case *ast.BasicLit:
 		if e.Kind != token.STRING {
@@ -183,39 +249,35 @@ func (c sourceConstants) eval(e ast.Expr, inDomain bool) (string, error) {
 		}
 		return strconv.Unquote(e.Value)
 	case *ast.ParenExpr:
-		return c.eval(e.X, inDomain)
+		return c.eval(e.X, pkg)
 	case *ast.BinaryExpr:
 		if e.Op != token.ADD {
 			return "", fmt.Errorf("operator %s", e.Op)
 		}
-		x, err := c.eval(e.X, inDomain)
+		x, err := c.eval(e.X, pkg)
 		if err != nil {
 			return "", err
 		}
-		y, err := c.eval(e.Y, inDomain)
+		y, err := c.eval(e.Y, pkg)
 		return x + y, err
 	case *ast.Ident:
-		files := c.pkg
-		if inDomain {
-			files = c.domain
-		}
-		return c.constant(files, e.Name, inDomain)
+		return c.constant(pkg, e.Name)
 	case *ast.SelectorExpr:
-		if pkg, ok := e.X.(*ast.Ident); ok && pkg.Name == "domain" && !inDomain {
-			return c.constant(c.domain, e.Sel.Name, true)
+		if x, ok := e.X.(*ast.Ident); ok && c.pkgs[x.Name] != nil {
+			return c.constant(x.Name, e.Sel.Name)
 		}
 	case *ast.CallExpr:
-		if fn, ok := e.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Named" && len(e.Args) == 1 && !inDomain {
-			if pkg, ok := fn.X.(*ast.Ident); ok && pkg.Name == "pg" {
-				return c.eval(e.Args[0], false)
+		if fn, ok := e.Fun.(*ast.SelectorExpr); ok && fn.Sel.Name == "Named" && len(e.Args) == 1 {
+			if x, ok := fn.X.(*ast.Ident); ok && x.Name == "pg" {
+				return c.eval(e.Args[0], pkg)
 			}
 		}
 	}
 	return "", fmt.Errorf("unsupported expression %T", e)
 }
 
-func (c sourceConstants) constant(files []*ast.File, name string, inDomain bool) (string, error) {
-	for _, f := range files {
+func (c sourceConstants) constant(pkg, name string) (string, error) {
+	for _, f := range c.pkgs[pkg] {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -225,17 +287,17 @@ func (c sourceConstants) constant(files []*ast.File, name string, inDomain bool)
 				vs := spec.(*ast.ValueSpec)
 				for i, id := range vs.Names {
 					if id.Name == name && i < len(vs.Values) {
-						return c.eval(vs.Values[i], inDomain)
+						return c.eval(vs.Values[i], pkg)
 					}
 				}
 			}
 		}
 	}
-	return "", fmt.Errorf("no string constant %s", name)
+	return "", fmt.Errorf("no string constant %s.%s", pkg, name)
 }
 
 // isMessageFunc reports whether fn makes an error or a message from its
-// arguments: Errorf of any package, errors.New, notFound.
+// arguments: Errorf of any package, errors.New, pg.NotFound.
 func isMessageFunc(fn ast.Expr) bool {
 	var name string
 	switch fn := fn.(type) {
@@ -244,7 +306,7 @@ func isMessageFunc(fn ast.Expr) bool {
 	case *ast.SelectorExpr:
 		name = fn.Sel.Name
 	}
-	return name == "Errorf" || name == "New" || name == "notFound"
+	return name == "Errorf" || name == "New" || name == "NotFound"
 }
 
 // holdsSQL reports whether any string literal in e starts a statement.

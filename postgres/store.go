@@ -1,18 +1,17 @@
-// Package postgres implements Tidemark's storage on PostgreSQL with pgx.
-// Every SQL statement of the project lives here, and every statement on
-// tenant-owned data filters by tenant.
+// Package postgres implements Tidemark's storage on PostgreSQL with pgx:
+// the CRUD services by noun here, the engines (maintain, reconcile, search,
+// replay, ...) in the packages under it, and Store, which composes them.
+// Every SQL statement of the project lives in these packages, and every
+// statement on tenant-owned data filters by tenant.
 //
 // One rule for statements: each is a package-level constant ending in SQL
-// (a named(...) variable on the ingest hot path) with @name parameters, cast
+// (a pg.Named(...) variable on the ingest hot path) with @name parameters, cast
 // where PostgreSQL cannot infer them (@x::text IS NULL), run with
 // pgx.NamedArgs (st.args for named); no $n, no SQL literals in calls. DDL
 // naming tables fills a constant template with pgx.Identifier{...}.Sanitize().
 package postgres
 
 import (
-	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"log/slog"
 	"strconv"
 	"time"
@@ -20,10 +19,50 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/access"
+	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/maintain"
+	"github.com/tidemark/tidemark/postgres/reconcile"
+	"github.com/tidemark/tidemark/postgres/replay"
+	"github.com/tidemark/tidemark/postgres/search"
+	"github.com/tidemark/tidemark/postgres/secretkeys"
+	"github.com/tidemark/tidemark/postgres/stats"
 )
 
-// Store is the PostgreSQL implementation of the domain services.
+// Store is the PostgreSQL implementation of the domain services: the CRUD
+// services by noun, each a small type over the shared db, and the engines,
+// each in its own package. Embedding them keeps every method on Store.
 type Store struct {
+	*db
+
+	*tenants
+	*providers
+	*events
+	*records
+	*conflicts
+	*people
+	*audit
+	*deliveries
+	*queue
+
+	*access.Users
+	*access.Sessions
+	*access.Tokens
+	*secretkeys.Rekeyer
+	*stats.Counters
+	*maintain.Maintainer
+	*reconcile.Reconciler
+	*search.Indexer
+	*replay.Jobs
+
+	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
+	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
+	*ingestion.Writer
+}
+
+// db is what the CRUD services share.
+type db struct {
 	pool *pgxpool.Pool // ingest, writes, maintenance
 	// read serves the reads of the console and the API, their sessions and
 	// sign-ins, so that a saturated ingest pool leaves operators a way in
@@ -35,13 +74,20 @@ type Store struct {
 
 	// secrets opens provider secrets with keys and logs those it cannot.
 	secrets *pg.Secrets
-
-	historyRetention time.Duration // see SetHistoryRetention
-
-	// Writer is the ingest write path: Ingest, Endpoint, ListenForChanges,
-	// EndpointCacheLive and LogRefusals are its.
-	*ingestion.Writer
 }
+
+// The CRUD services, one per noun.
+type (
+	tenants    struct{ *db }
+	providers  struct{ *db } // providers, their secrets and scopes
+	events     struct{ *db }
+	records    struct{ *db } // records, the directory, repairs
+	conflicts  struct{ *db }
+	people     struct{ *db }
+	audit      struct{ *db }
+	deliveries struct{ *db } // the delivery inspector's reads
+	queue      struct{ *db }
+)
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
 // encrypts provider secrets at rest; it logs to slog.Default().
@@ -71,8 +117,20 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	secrets := pg.NewSecrets(keys, log)
-	return &Store{pool: pool, read: pool, keys: keys, log: log, secrets: secrets, Writer: ingestion.New(pool, secrets, log)}, nil
+	d := &db{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log)}
+	users, sessions, tokens := access.New(pool)
+	return &Store{db: d,
+		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
+		conflicts: &conflicts{d}, people: &people{d}, audit: &audit{d}, deliveries: &deliveries{d},
+		queue: &queue{d},
+		Users: users, Sessions: sessions, Tokens: tokens,
+		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
+		Counters:   stats.New(pool),
+		Maintainer: maintain.New(pool),
+		Reconciler: reconcile.New(pool, log),
+		Indexer:    search.New(pool),
+		Jobs:       replay.New(pool),
+		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).
@@ -81,7 +139,13 @@ func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 // UseReadPool makes the reads of the console and the API use p, typically
 // one opened with ReadPoolConfig. Call it before SessionStore and before
 // serving.
-func (s *Store) UseReadPool(p *pgxpool.Pool) { s.read = p }
+func (s *Store) UseReadPool(p *pgxpool.Pool) {
+	s.read = p
+	s.Users.UseReadPool(p) // and the other access services
+	s.Counters.UseReadPool(p)
+	s.Reconciler.UseReadPool(p)
+	s.Jobs.UseReadPool(p)
+}
 
 // DefaultReadTimeout bounds each read statement of the console and the API
 // (serve --read-timeout).
@@ -105,21 +169,45 @@ func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) 
 	return rc
 }
 
-// The store implements every domain service.
+// The store implements every domain service; each small type, its own.
 var (
-	_ domain.TenantService   = (*Store)(nil)
-	_ domain.ProviderService = (*Store)(nil)
-	_ domain.TokenService    = (*Store)(nil)
-	_ domain.EventService    = (*Store)(nil)
-	_ domain.StatsService    = (*Store)(nil)
-	_ domain.RecordService   = (*Store)(nil)
-	_ domain.ConflictService = (*Store)(nil)
-	_ domain.PeopleService   = (*Store)(nil)
-	_ domain.OperatorService = (*Store)(nil)
-	_ domain.AccessService   = (*Store)(nil)
-	_ domain.IngestService   = (*Store)(nil)
+	_ domain.TenantService   = (*tenants)(nil)
+	_ domain.ProviderService = (*providers)(nil)
+	_ domain.EventService    = (*events)(nil)
+	_ domain.RecordService   = (*records)(nil)
+	_ domain.ConflictService = (*conflicts)(nil)
+	_ domain.PeopleService   = (*people)(nil)
+	_ domain.AuditService    = (*audit)(nil)
+	_ domain.DeliveryService = (*deliveries)(nil)
+
+	_ domain.AuditService          = (*Store)(nil)
+	_ domain.DeliveryService       = (*Store)(nil)
+	_ domain.ReconciliationService = (*Store)(nil)
+	_ domain.ReplayService         = (*Store)(nil)
+	_ domain.QueueStore            = (*Store)(nil)
+	_ domain.TenantService         = (*Store)(nil)
+	_ domain.ProviderService       = (*Store)(nil)
+	_ domain.TokenService          = (*Store)(nil)
+	_ domain.EventService          = (*Store)(nil)
+	_ domain.StatsService          = (*Store)(nil)
+	_ domain.RecordService         = (*Store)(nil)
+	_ domain.ConflictService       = (*Store)(nil)
+	_ domain.PeopleService         = (*Store)(nil)
+	_ domain.OperatorService       = (*Store)(nil)
+	_ domain.AccessService         = (*Store)(nil)
+	_ domain.IngestService         = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
 // opened without keys.
 var ErrNoKey = pg.ErrNoKey
+
+// CleanupReport says what one maintenance pass did.
+type CleanupReport = maintain.Report
+
+// PartitionsAhead is how many days after today always have their daily
+// partitions.
+const PartitionsAhead = maintain.PartitionsAhead
+
+// SearchIndexEvery is how often serve runs IndexSearch.
+const SearchIndexEvery = search.Every

@@ -16,7 +16,7 @@ const (
 )
 
 // CreateTenant creates a tenant; an existing slug is an ECONFLICT error.
-func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Tenant, error) {
+func (s *tenants) CreateTenant(ctx context.Context, slug, name string) (domain.Tenant, error) {
 	if err := domain.ValidateSlug("tenant", slug); err != nil {
 		return domain.Tenant{}, err
 	}
@@ -32,7 +32,7 @@ func (s *Store) CreateTenant(ctx context.Context, slug, name string) (domain.Ten
 }
 
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.
-func (s *Store) Tenant(ctx context.Context, slug string) (domain.Tenant, error) {
+func (s *tenants) Tenant(ctx context.Context, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
 	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // secretLogEvery is how often one undecryptable secret is logged again.
@@ -54,4 +56,11 @@ func (s *Secrets) LogUndecryptable(sec SealedSecret, err error) {
 	s.undecryptable.Store(sec.ID, now)
 	s.log.Error("provider secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
 		"provider_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
+}
+
+// ScanSealedSecret reads a row of provider_secrets: tenant_id, provider_id,
+// id, key_id, aad_version, ciphertext.
+func ScanSealedSecret(row pgx.CollectableRow) (SealedSecret, error) {
+	var sec SealedSecret
+	return sec, row.Scan(&sec.TenantID, &sec.ProviderID, &sec.ID, &sec.KeyID, &sec.AADVersion, &sec.Ciphertext)
 }

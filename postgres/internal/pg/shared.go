@@ -5,9 +5,34 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tidemark/tidemark/domain"
 )
+
+// Querier runs a statement on a pool, a connection or a transaction.
+type Querier interface {
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// OverviewFoldGrace is how long after its end an hour counts as closed: a
+// delivery stamped before the hour ended may still be committing (ingest
+// allows itself 5 seconds), and app nodes' clocks may differ a little. The
+// overview folds closed hours; reconciliation checks their counters.
+const OverviewFoldGrace = 15 * time.Minute
+
+// NegInfinity and PosInfinity bound a timestamptz cursor before the first
+// and after the last row.
+func NegInfinity() pgtype.Timestamptz {
+	return pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
+}
+
+// PosInfinity: see NegInfinity.
+func PosInfinity() pgtype.Timestamptz {
+	return pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}
+}
 
 // NullString is s, or NULL when empty.
 func NullString(s string) *string {

@@ -1,0 +1,132 @@
+package access
+
+import (
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// The lifecycle of operators: disable, enable, password reset and sign out
+// everywhere. Each locks the operator's row, records the change and makes
+// it in one transaction. Ending sessions raises session_epoch, which the
+// console compares with the one a session stored at sign-in. That at least
+// one enabled admin remains is the database's rule (trigger
+// users_keep_an_admin, migration 00019), not a read before the write.
+
+const lockUserSQL = `SELECT id, email, is_admin, disabled_at IS NOT NULL FROM users WHERE id = @id FOR UPDATE`
+
+const lockUserByEmailSQL = `SELECT id, email, is_admin, disabled_at IS NOT NULL FROM users WHERE email = @email FOR UPDATE`
+
+// lockUser locks operator id's row for the rest of tx and returns them.
+func lockUser(ctx context.Context, tx pgx.Tx, id int64) (domain.User, error) {
+	return scanLockedUser(tx.QueryRow(ctx, lockUserSQL, pgx.NamedArgs{"id": id}))
+}
+
+func scanLockedUser(row pgx.Row) (domain.User, error) {
+	var u domain.User
+	err := row.Scan(&u.ID, &u.Email, &u.IsAdmin, &u.Disabled)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return u, pg.NotFound("operator not found")
+	}
+	return u, pg.Translate(err)
+}
+
+// lastAdmin translates the refusal of trigger users_keep_an_admin.
+func lastAdmin(err error) error {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.ConstraintName == "users_keep_an_admin" {
+		return domain.ErrLastAdmin
+	}
+	return pg.Translate(err)
+}
+
+// setDisabledSQL disables (keeping the first instant) or enables an
+// operator; disabling also ends their sessions.
+const setDisabledSQL = `
+UPDATE users
+SET disabled_at = CASE WHEN @disabled::boolean THEN coalesce(disabled_at, now()) END,
+    session_epoch = session_epoch + CASE WHEN @disabled::boolean THEN 1 ELSE 0 END
+WHERE id = @id`
+
+// SetDisabled implements domain.OperatorService. The change is recorded
+// before it is made, so that the database's refusal to disable the last
+// enabled admin takes the entry back with it.
+func (s *Users) SetDisabled(ctx context.Context, actor domain.User, userID int64, disabled bool) error {
+	if err := domain.CheckDisable(actor, userID, disabled); err != nil {
+		return err
+	}
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		u, err := lockUser(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		action, summary := domain.AuditOperatorEnable, "disabled → enabled"
+		switch {
+		case disabled && u.Disabled:
+			summary = "already disabled; sessions ended"
+		case disabled:
+			summary = "enabled → disabled; sessions ended"
+		case !u.Disabled:
+			summary = "already enabled"
+		}
+		if disabled {
+			action = domain.AuditOperatorDisable
+		}
+		if err := pg.Audit(ctx, tx, 0, action, u.Email, summary); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled})
+		return lastAdmin(err)
+	})
+}
+
+const setPasswordSQL = `UPDATE users SET password_hash = @password_hash, session_epoch = session_epoch + 1 WHERE id = @id`
+
+// ResetPassword implements domain.OperatorService.
+func (s *Users) ResetPassword(ctx context.Context, email, password string) error {
+	if err := domain.ValidatePassword(password); err != nil {
+		return err
+	}
+	hash, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	if err != nil {
+		return err
+	}
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		u, err := scanLockedUser(tx.QueryRow(ctx, lockUserByEmailSQL, pgx.NamedArgs{"email": domain.NormalizeEmail(email)}))
+		if domain.ErrorCode(err) == domain.ENOTFOUND {
+			return pg.NotFound("there is no operator %q", domain.NormalizeEmail(email))
+		}
+		if err != nil {
+			return err
+		}
+		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorPassword, u.Email, "password reset; sessions ended"); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, setPasswordSQL, pgx.NamedArgs{"id": u.ID, "password_hash": string(hash)})
+		return pg.Translate(err)
+	})
+}
+
+const endSessionsSQL = `UPDATE users SET session_epoch = session_epoch + 1 WHERE id = @id`
+
+// SignOutEverywhere implements domain.OperatorService.
+func (s *Users) SignOutEverywhere(ctx context.Context, userID int64) error {
+	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		u, err := lockUser(ctx, tx, userID)
+		if err != nil {
+			return err
+		}
+		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorSignOut, u.Email, "every session ended"); err != nil {
+			return err
+		}
+		_, err = tx.Exec(ctx, endSessionsSQL, pgx.NamedArgs{"id": userID})
+		return pg.Translate(err)
+	})
+}
