@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // consoleTestEvent presses the provider's test-event button and returns the

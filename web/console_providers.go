@@ -10,8 +10,8 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/views"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // providerDeliveriesShown is how many deliveries a provider page lists.

@@ -6,8 +6,8 @@ import (
 	"strconv"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/views"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // renderNewSecret shows a new provider's endpoint and secret once. The page

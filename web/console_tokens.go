@@ -7,8 +7,8 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/views"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // The create form's defaults: the safer choices. A post without the fields

@@ -19,9 +19,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestOverloadAnswers503: when no database connection frees up within the

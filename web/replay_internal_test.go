@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // TestStoredRequestParsesAlike: for every kind, the request rebuilt from

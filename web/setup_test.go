@@ -16,10 +16,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 var testKey = []byte("0123456789abcdef0123456789abcdef")

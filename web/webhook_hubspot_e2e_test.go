@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/web"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestHubSpotPerPropertyOutcomes: a batch applies per event and per

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 const hubspotSecret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
@@ -25,7 +25,7 @@ func (e *env) hubspotProvider(config map[string]string) {
 
 func hubspotFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("provider", "testdata", "hubspot", name))
+	b, err := os.ReadFile(filepath.Join("..", "internal", "provider", "testdata", "hubspot", name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // enqueue finishes a delivery in queued mode (serve --queue): authenticated

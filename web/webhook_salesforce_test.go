@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/web"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 const sfOrg = "00D5e000000AbCdEAK"
@@ -35,7 +35,7 @@ const sfAck = `<?xml version="1.0" encoding="UTF-8"?>
 
 func sfFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("provider", "testdata", "salesforce", name))
+	b, err := os.ReadFile(filepath.Join("..", "internal", "provider", "testdata", "salesforce", name))
 	if err != nil {
 		t.Fatal(err)
 	}

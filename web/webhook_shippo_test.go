@@ -10,13 +10,13 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
-// shippoFixture reads web/provider/testdata/shippo/name.json.
+// shippoFixture reads internal/provider/testdata/shippo/name.json.
 func shippoFixture(t *testing.T, name string) []byte {
 	t.Helper()
-	b, err := os.ReadFile("provider/testdata/shippo/" + name + ".json")
+	b, err := os.ReadFile("../internal/provider/testdata/shippo/" + name + ".json")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -73,7 +73,7 @@ func (c *sfCLI) deliver(printed, noteID string) int {
 	if m == nil {
 		c.t.Fatalf("%q is not a webhook URL with a token", printed)
 	}
-	body, err := os.ReadFile(filepath.Join("..", "..", "web", "provider", "testdata", "salesforce", "contact.xml"))
+	body, err := os.ReadFile(filepath.Join("..", "..", "internal", "provider", "testdata", "salesforce", "contact.xml"))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -107,7 +107,7 @@ func TestHubSpotSignatureFromOfficialClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@hubspot", "api-client", "package.json")); err != nil {
-		t.Fatal("@hubspot/api-client is not installed: run npm ci --prefix web/provider/testdata/hubspot")
+		t.Fatal("@hubspot/api-client is not installed: run npm ci --prefix internal/provider/testdata/hubspot")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

@@ -216,7 +216,7 @@ func TestKindNamesStayHome(t *testing.T) {
 		}
 		rel, _ := filepath.Rel(root, path)
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			strings.HasPrefix(rel, filepath.Join("web", "provider")+string(filepath.Separator)) {
+			strings.HasPrefix(rel, filepath.Join("internal", "provider")+string(filepath.Separator)) {
 			return nil
 		}
 		src, err := os.ReadFile(path)
