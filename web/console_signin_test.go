@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/console"
 )
 
 // TestLoginNextStaysOnSite: after sign-in, next may only lead to a path of
@@ -263,15 +264,15 @@ func TestSessionIdleAndLifetime(t *testing.T) {
 			t.Fatalf("%s: / led to %q, want %q", step.what, got, step.want)
 		}
 	}
-	for d := 150 * time.Minute; d < web.SessionLifetime; d += 50 * time.Minute {
+	for d := 150 * time.Minute; d < console.SessionLifetime; d += 50 * time.Minute {
 		at(d)
 		if got := home(active, false); got != "/t/acme" {
 			t.Fatalf("clicking every 50 minutes, %s after sign-in: / led to %q", d, got)
 		}
 	}
-	at(web.SessionLifetime + 10*time.Minute)
+	at(console.SessionLifetime + 10*time.Minute)
 	if got := home(active, false); got != "/login" {
-		t.Fatalf("%s after sign-in: / led to %q, want the login page", web.SessionLifetime+10*time.Minute, got)
+		t.Fatalf("%s after sign-in: / led to %q, want the login page", console.SessionLifetime+10*time.Minute, got)
 	}
 }
 

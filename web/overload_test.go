@@ -62,7 +62,7 @@ func TestHostileTenantCannotStarveOthers(t *testing.T) {
 	globex := e.provider("globex", "crm")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go e.web.Run(ctx)
+	go e.web.RunRefusalFlusher(ctx)
 	const floodN, burstN, calmN = 2000, 300, 200
 
 	// Both genuine senders open their connections and their scopes first:

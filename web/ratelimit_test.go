@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/hook"
 )
 
 // TestRefusalBudgets: past its refusal budget an address is answered 429
@@ -22,7 +23,7 @@ import (
 // Guessing tenant or provider names spends the address's budget too.
 func TestRefusalBudgets(t *testing.T) {
 	t.Parallel()
-	e, pool := serverOn(setup(t), 2, web.Config{RefusalLimits: web.RefusalLimits{
+	e, pool := serverOn(setup(t), 2, web.Config{RefusalLimits: hook.RefusalLimits{
 		PerAddress: 0.5, AddressBurst: 5, PerProvider: 0.01, ProviderBurst: 10}})
 	erp := e.provider("acme", "erp")
 	good := func(c *http.Client, provider, secret, id string) answer {

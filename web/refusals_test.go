@@ -13,11 +13,12 @@ import (
 
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/hook"
 )
 
 // unlimited lifts the refusal budgets, so every forged delivery is
 // answered 401 and counted.
-var unlimited = web.RefusalLimits{PerAddress: 1e9, AddressBurst: 1e9, PerProvider: 1e9, ProviderBurst: 1e9}
+var unlimited = hook.RefusalLimits{PerAddress: 1e9, AddressBurst: 1e9, PerProvider: 1e9, ProviderBurst: 1e9}
 
 // TestRefusalFloodWritesNothingSynchronously: 600 forged deliveries to two
 // providers are answered 401 without a deliveries row each (before this,
@@ -30,7 +31,7 @@ func TestRefusalFloodWritesNothingSynchronously(t *testing.T) {
 	e.provider("acme", "erp")
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
-	go e.web.Run(ctx)
+	go e.web.RunRefusalFlusher(ctx)
 	count := func(sql string) (n int) {
 		t.Helper()
 		if err := pool.QueryRow(ctx, sql).Scan(&n); err != nil {

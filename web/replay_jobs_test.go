@@ -13,7 +13,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/internal/replay"
 )
 
 // rejectedHistory delivers n events to acme/crm while its scope is
@@ -44,7 +44,8 @@ func (e *env) worker(id string) (stop func()) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		e.web.RunReplays(ctx, web.ReplayWorker{ID: id, Poll: 10 * time.Millisecond, Slice: 50 * time.Millisecond, Batch: 10})
+		replay.Worker{Replayer: e.web.Replayer(), Deliveries: e.store, Log: quietLog(), ID: id, Poll: 10 * time.Millisecond,
+			Slice: 50 * time.Millisecond, Batch: 10}.Run(ctx)
 	}()
 	stop = func() { cancel(); <-done }
 	e.t.Cleanup(stop)
