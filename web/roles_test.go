@@ -99,7 +99,7 @@ func routeNeed(method, pattern string) (string, bool) {
 // allRoutes lists every route of the router.
 func allRoutes(t *testing.T, e *webtest.Env) []struct{ method, pattern string } {
 	t.Helper()
-	h := web.New(web.Config{Services: web.ServicesOf(e.Store), Sessions: e.Store.SessionStore(),
+	h := web.New(web.Config{Services: webtest.Services(e.Store), Sessions: e.Store.SessionStore(),
 		Ping: e.Store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	var routes []struct{ method, pattern string }
 	err := chi.Walk(h.(chi.Routes), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
@@ -162,7 +162,7 @@ func TestRouteRoles(t *testing.T) {
 		switch {
 		case strings.HasPrefix(rt.pattern, "/api/"):
 			for _, tk := range tokens {
-				status, body := e.Call(webtest.ApiRoute{Method: rt.method, Path: path}, tk.token)
+				status, body := e.Call(webtest.APIRoute{Method: rt.method, Path: path}, tk.token)
 				want, allowed := http.StatusForbidden, need == needRead || tk.access == domain.TokenWrite
 				if tk.access == "" {
 					want, allowed = http.StatusNotFound, false

@@ -34,7 +34,7 @@ func assertTime(t *testing.T, m map[string]any, key string) {
 
 func TestAPIContact(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Get(d.Base+"/contacts/crm/c-1", d.Token)
 	if status != http.StatusOK {
 		t.Fatalf("status %d (%v)", status, body)
@@ -55,7 +55,7 @@ func TestAPIContact(t *testing.T) {
 
 func TestAPIRecord(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Get(d.Base+"/records/crm/deal/d-1", d.Token)
 	if status != http.StatusOK {
 		t.Fatalf("status %d (%v)", status, body)
@@ -81,7 +81,7 @@ func TestAPIRecord(t *testing.T) {
 
 func TestAPIRevisions(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Get(d.Base+"/contacts/crm/c-1/revisions", d.Token)
 	revs := webtest.List(t, status, body, "revisions")
 	if body["next_cursor"] != nil {
@@ -120,7 +120,7 @@ func TestAPIRevisions(t *testing.T) {
 
 func TestAPIEvents(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Get(d.Base+"/events", d.Token)
 	events := webtest.List(t, status, body, "events")
 	if body["next_cursor"] != nil {
@@ -191,7 +191,7 @@ func TestAPIEvents(t *testing.T) {
 
 func TestAPIPagination(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	// A second conflict so that the conflict list has pages too.
 	status, body := e.Deliver(d.Tenant, d.Provider, d.Secret, "evt-12c", webtest.SnapshotBody("c-1", 12, `{"company":"C12"}`))
 	if got := webtest.Outcome(t, status, body); got != "revision_conflict" {
@@ -245,7 +245,7 @@ func TestAPIPagination(t *testing.T) {
 
 func TestAPIStats(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Get(d.Base+"/stats", d.Token)
 	if status != http.StatusOK {
 		t.Fatalf("status %d (%v)", status, body)

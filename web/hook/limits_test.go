@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/PuerkitoBio/goquery"
-
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/web/internal/webtest"
@@ -89,40 +87,5 @@ func TestWebhookBudgetStartsAfterBody(t *testing.T) {
 	status, answer := e.Do(req)
 	if got := webtest.Outcome(t, status, answer); got != "applied" {
 		t.Fatalf("slow upload: %s, want applied", got)
-	}
-}
-
-// TestProviderPageShowsLimits: a provider's page shows its body limit and
-// future-skew window beside its settings.
-func TestProviderPageShowsLimits(t *testing.T) {
-	t.Parallel()
-	e := webtest.Setup(t)
-	b := e.Operator("ops@example.com", false, "acme")
-	limits := func() map[string]string {
-		t.Helper()
-		status, doc := b.Get("/t/acme/providers/crm")
-		if status != http.StatusOK {
-			t.Fatalf("provider page: %d", status)
-		}
-		out := map[string]string{}
-		doc.Find("dl.provider-settings dt").Each(func(_ int, dt *goquery.Selection) {
-			out[strings.TrimSpace(dt.Text())] = strings.TrimSpace(dt.Next().Text())
-		})
-		return out
-	}
-	if got := limits(); got["Body limit"] != "1 MiB (the kind's default)" || got["Future skew allowed"] != "5m0s" {
-		t.Fatalf("limits shown: %v", got)
-	}
-	ctx := webtest.CliContext()
-	p, err := e.Store.ProviderSummary(ctx, e.Tenant("acme").ID, "crm")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, skew := int64(5<<20), 90*time.Second
-	if _, err := e.Store.SetProviderLimits(ctx, p.TenantID, p.ID, domain.ProviderLimits{MaxBody: &body, MaxFutureSkew: &skew}); err != nil {
-		t.Fatal(err)
-	}
-	if got := limits(); got["Body limit"] != "5 MiB" || got["Future skew allowed"] != "1m30s" {
-		t.Fatalf("limits shown after a change: %v", got)
 	}
 }

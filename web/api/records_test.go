@@ -14,7 +14,7 @@ import (
 
 // recordsAPI indexes what was delivered (as serve does every couple of
 // seconds) and lists the tenant's records for query.
-func recordsAPI(t *testing.T, e *webtest.Env, d webtest.ApiData, query string) (keys []string, items []map[string]any, next any) {
+func recordsAPI(t *testing.T, e *webtest.Env, d webtest.APIData, query string) (keys []string, items []map[string]any, next any) {
 	t.Helper()
 	if _, err := e.Store.IndexSearch(context.Background()); err != nil {
 		t.Fatal(err)
@@ -29,11 +29,11 @@ func recordsAPI(t *testing.T, e *webtest.Env, d webtest.ApiData, query string) (
 
 func TestAPIRecords(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	// Another tenant with the same ids and words shows in no answer of acme.
-	globex := webtest.ApiData{Tenant: "globex", Provider: "crm", Secret: e.Provider("globex", "crm"), Token: e.Token("globex"),
+	globex := webtest.APIData{Tenant: "globex", Provider: "crm", Secret: e.Provider("globex", "crm"), Token: e.Token("globex"),
 		Base: "/api/v1/tenants/globex"}
-	webtest.ApiSeed(t, e, &globex, "g-")
+	webtest.APISeed(t, e, &globex, "g-")
 
 	keys, items, next := recordsAPI(t, e, d, "")
 	if want := []string{"crm/deal/d-1", "crm/contact/c-1"}; !slices.Equal(keys, want) || next != nil {
@@ -111,7 +111,7 @@ func TestAPIRecords(t *testing.T) {
 
 func TestAPIEventsSearch(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	if _, err := e.Store.IndexSearch(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -64,7 +64,7 @@ func TestAPITokensConsole(t *testing.T) {
 
 func TestAPITokenAccessAndExpiry(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	owner := e.Operator("owner@example.com", false, "acme")
 
 	// The form starts on the safer choices.
@@ -91,9 +91,9 @@ func TestAPITokenAccessAndExpiry(t *testing.T) {
 	if status, _ := e.Get(d.Base+"/conflicts", read); status != http.StatusOK {
 		t.Fatalf("read-only token reading: %d", status)
 	}
-	status, body := e.Call(webtest.ApiRoute{Method: http.MethodPost, Path: resolve}, read)
+	status, body := e.Call(webtest.APIRoute{Method: http.MethodPost, Path: resolve}, read)
 	webtest.AssertError(t, status, body, http.StatusForbidden, "read-only")
-	status, body = e.Call(webtest.ApiRoute{Method: http.MethodPost, Path: resolve}, d.Token)
+	status, body = e.Call(webtest.APIRoute{Method: http.MethodPost, Path: resolve}, d.Token)
 	if status != http.StatusOK || body["status"] != "adopted" {
 		t.Fatalf("read-write token resolving: %d %v", status, body)
 	}

@@ -11,7 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
-// onPage waits until the browser shows the page a step was meant to reach:
+// OnPage waits until the browser shows the page a step was meant to reach:
 // unique is a CSS selector that only that page has (never the page the
 // step started from, or the wait could succeed before the navigation), and
 // path must match the location's whole path. A failed check says which
@@ -40,10 +40,10 @@ func OnPage(unique string, path *regexp.Regexp) chromedp.Action[chromedp.Void] {
 	})
 }
 
-// exact matches exactly one path.
+// Exact matches exactly one path.
 func Exact(path string) *regexp.Regexp { return regexp.MustCompile("^" + regexp.QuoteMeta(path) + "$") }
 
-// count returns how many elements match an XPath or CSS search right now.
+// Count returns how many elements match an XPath or CSS search right now.
 func Count(ctx context.Context, t *testing.T, search string) int {
 	t.Helper()
 	nodes, err := chromedp.Run(ctx, chromedp.Nodes(chromedp.Search(search), chromedp.AtLeast(0)))
@@ -53,7 +53,7 @@ func Count(ctx context.Context, t *testing.T, search string) int {
 	return len(nodes)
 }
 
-// signIn opens the login page at loginURL (which may carry ?next=) and
+// SignIn opens the login page at loginURL (which may carry ?next=) and
 // signs in as email with testPassword; the step goes on to wait for the
 // page it lands on.
 func SignIn(loginURL, email string) chromedp.Action[chromedp.Void] {

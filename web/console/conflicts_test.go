@@ -322,7 +322,7 @@ func TestContactSearch(t *testing.T) {
 		"provider=&contact_id=c-1":    "/t/acme/contacts/crm/c-1",
 		"provider=hub&contact_id=c/2": "/t/acme/contacts/hub/c%2F2",
 	} {
-		if status, loc := b.RedirectTarget("/t/acme/contacts?" + q); status != http.StatusSeeOther || loc != want {
+		if status, loc := b.RedirectOf("/t/acme/contacts?" + q); status != http.StatusSeeOther || loc != want {
 			t.Errorf("%s: %d to %q, want %q", q, status, loc, want)
 		}
 	}

@@ -10,7 +10,7 @@ import (
 
 func TestAPIConflicts(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	for _, q := range []string{"", "?status=open"} {
 		status, body := e.Get(d.Base+"/conflicts"+q, d.Token)
 		conflicts := webtest.List(t, status, body, "conflicts")
@@ -41,7 +41,7 @@ func TestAPIConflicts(t *testing.T) {
 
 func TestAPIResolveKeep(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Resolve(d, d.ConflictID, `{"resolution":"keep","note":"the CRM was right"}`)
 	if status != http.StatusOK {
 		t.Fatalf("status %d (%v)", status, body)
@@ -78,7 +78,7 @@ func TestAPIResolveKeep(t *testing.T) {
 
 func TestAPIResolveAdopt(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Resolve(d, d.ConflictID, `{"resolution":"adopt","note":"the churn is real"}`)
 	if status != http.StatusOK {
 		t.Fatalf("status %d (%v)", status, body)
@@ -113,7 +113,7 @@ func TestAPIResolveAdopt(t *testing.T) {
 
 func TestAPIAdoptRefusedAfterHigherRevision(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	status, body := e.Deliver(d.Tenant, d.Provider, d.Secret, "evt-13", webtest.SnapshotBody("c-1", 13, `{"company":"A13"}`))
 	if got := webtest.Outcome(t, status, body); got != "applied" {
 		t.Fatalf("evt-13: %s", got)
@@ -139,7 +139,7 @@ func TestAPIAdoptRefusedAfterHigherRevision(t *testing.T) {
 
 func TestAPIResolveBadRequests(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	for _, c := range []struct {
 		path, body string
 		status     int

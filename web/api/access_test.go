@@ -12,7 +12,7 @@ import (
 
 func TestAPIAuthentication(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	path := d.Base + "/contacts/crm/c-1"
 	for name, header := range map[string]string{
 		"missing":     "",
@@ -58,13 +58,13 @@ func TestAPIAuthentication(t *testing.T) {
 
 func TestAPITenantIsolation(t *testing.T) {
 	t.Parallel()
-	e, acme := webtest.ApiSetup(t)
+	e, acme := webtest.APISetup(t)
 	// globex has a provider of the same name with the same contact ids, and
 	// one of its own.
-	globex := webtest.ApiData{Tenant: "globex", Provider: "crm", Secret: e.Provider("globex", "crm"), Token: e.Token("globex"),
+	globex := webtest.APIData{Tenant: "globex", Provider: "crm", Secret: e.Provider("globex", "crm"), Token: e.Token("globex"),
 		Base: "/api/v1/tenants/globex"}
-	webtest.ApiSeed(t, e, &globex, "g-")
-	shop := webtest.ApiData{Tenant: "globex", Provider: "shop", Secret: e.Provider("globex", "shop"), Token: globex.Token,
+	webtest.APISeed(t, e, &globex, "g-")
+	shop := webtest.APIData{Tenant: "globex", Provider: "shop", Secret: e.Provider("globex", "shop"), Token: globex.Token,
 		Base: globex.Base}
 	status, body := e.Deliver("globex", "shop", shop.Secret, "g-shop-1", webtest.SnapshotBody("g-only", 1, `{"company":"G"}`))
 	if got := webtest.Outcome(t, status, body); got != "applied" {
@@ -85,9 +85,9 @@ func TestAPITenantIsolation(t *testing.T) {
 	}
 
 	// With acme's token, every route under globex answers 404, whatever it names.
-	for _, routes := range [][]webtest.ApiRoute{
-		webtest.ApiRoutes(globex.Base, "crm", "c-1", globex.ConflictID),
-		webtest.ApiRoutes(globex.Base, "shop", "g-only", acme.ConflictID),
+	for _, routes := range [][]webtest.APIRoute{
+		webtest.APIRoutes(globex.Base, "crm", "c-1", globex.ConflictID),
+		webtest.APIRoutes(globex.Base, "shop", "g-only", acme.ConflictID),
 	} {
 		for _, rt := range routes {
 			status, body := e.Call(rt, acme.Token)
@@ -97,7 +97,7 @@ func TestAPITenantIsolation(t *testing.T) {
 		}
 	}
 	// With globex's token, every route under acme answers 404 too.
-	for _, rt := range webtest.ApiRoutes(acme.Base, "crm", "c-1", acme.ConflictID) {
+	for _, rt := range webtest.APIRoutes(acme.Base, "crm", "c-1", acme.ConflictID) {
 		status, body := e.Call(rt, globex.Token)
 		if status != http.StatusNotFound || body["error"] != "not found" || len(body) != 1 {
 			t.Errorf("globex token %s %s: %d %v, want 404 not found", rt.Method, rt.Path, status, body)
@@ -105,7 +105,7 @@ func TestAPITenantIsolation(t *testing.T) {
 	}
 	// Under its own URL, globex's token cannot reach acme's conflict or
 	// acme-only resources: they answer 404 like missing ones.
-	for _, rt := range []webtest.ApiRoute{
+	for _, rt := range []webtest.APIRoute{
 		{Method: http.MethodPost, Path: fmt.Sprintf("%s/conflicts/%d/resolve", globex.Base, acme.ConflictID)},
 		{Method: http.MethodGet, Path: globex.Base + "/stats?provider=erp"},
 		{Method: http.MethodGet, Path: globex.Base + "/contacts/erp/c-1"},

@@ -1,3 +1,7 @@
+// Package webtest is the web tests' kit: a server on a fresh database
+// (Setup), signed deliveries, API calls, console sessions (Browser) and
+// the helpers that the tests of more than one surface share. Only tests
+// import it.
 package webtest
 
 import (
@@ -10,6 +14,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,7 +29,7 @@ import (
 
 var TestKey = []byte("0123456789abcdef0123456789abcdef")
 
-// env is a running server on a fresh database with tenant "acme" and its
+// Env is a running server on a fresh database with tenant "acme" and its
 // standard provider "crm".
 type Env struct {
 	T      *testing.T
@@ -39,10 +44,10 @@ func Setup(t *testing.T) *Env {
 	return SetupWith(t, postgres.DefaultReadTimeout, QuietLog())
 }
 
-// quietLog is a logger that drops everything.
+// QuietLog is a logger that drops everything.
 func QuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// setupWith is setup with the console's and the API's reads on a pool of
+// SetupWith is setup with the console's and the API's reads on a pool of
 // their own whose statements stop after readTimeout, as serve runs them,
 // and the server logging to log.
 func SetupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *Env {
@@ -58,7 +63,7 @@ func SetupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *Env {
 	}
 	t.Cleanup(reads.Close)
 	store.UseReadPool(reads)
-	s := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
+	s := web.New(web.Config{Services: Services(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log})
 	e := &Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.Srv.Close)
@@ -66,7 +71,7 @@ func SetupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *Env {
 	return e
 }
 
-// flushRefusals writes the refused deliveries the server holds in memory,
+// FlushRefusals writes the refused deliveries the server holds in memory,
 // as its flusher does every few seconds.
 func (e *Env) FlushRefusals() {
 	e.T.Helper()
@@ -75,7 +80,7 @@ func (e *Env) FlushRefusals() {
 	}
 }
 
-// provider creates tenant (if needed) and a standard provider, returning its secret.
+// Provider creates tenant (if needed) and a standard provider, returning its secret.
 func (e *Env) Provider(tenant, name string) string {
 	e.T.Helper()
 	ctx := CliContext()
@@ -86,7 +91,7 @@ func (e *Env) Provider(tenant, name string) string {
 	return secret
 }
 
-// tenant returns the tenant with that slug, creating it if needed.
+// Tenant returns the tenant with that slug, creating it if needed.
 func (e *Env) Tenant(slug string) domain.Tenant {
 	e.T.Helper()
 	ctx := context.Background()
@@ -100,19 +105,19 @@ func (e *Env) Tenant(slug string) domain.Tenant {
 	return t
 }
 
-// cliContext is a context with the CLI as the actor the audit log records,
+// CliContext is a context with the CLI as the actor the audit log records,
 // for changes a test makes directly in the store.
 func CliContext() context.Context {
 	return domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 }
 
-// token creates a read-write API token for tenant.
+// Token creates a read-write API token for tenant.
 func (e *Env) Token(tenant string) string {
 	e.T.Helper()
 	return e.TokenWith(tenant, domain.NewAPIToken{Name: "test", Access: domain.TokenWrite})
 }
 
-// tokenWith creates an API token for tenant as nt says.
+// TokenWith creates an API token for tenant as nt says.
 func (e *Env) TokenWith(tenant string, nt domain.NewAPIToken) string {
 	e.T.Helper()
 	tok, err := e.Store.CreateAPIToken(CliContext(), e.Tenant(tenant).ID, nt)
@@ -122,14 +127,14 @@ func (e *Env) TokenWith(tenant string, nt domain.NewAPIToken) string {
 	return tok
 }
 
-// snapshotBody is a standard contact.snapshot delivery body.
+// SnapshotBody is a standard contact.snapshot delivery body.
 func SnapshotBody(contact string, revision any, snapshot string) []byte {
 	rev, _ := json.Marshal(revision)
 	return []byte(fmt.Sprintf(`{"type":"contact.snapshot","timestamp":"2026-11-29T10:00:00Z","data":{"contact_id":%q,"revision":%s,"snapshot":%s}}`,
 		contact, rev, snapshot))
 }
 
-// deliver signs body with secret as event id and posts it to tenant/name.
+// Deliver signs body with secret as event id and posts it to tenant/name.
 func (e *Env) Deliver(tenant, name, secret, id string, body []byte) (int, map[string]any) {
 	e.T.Helper()
 	ts := time.Now().Unix()
@@ -150,7 +155,7 @@ func (e *Env) Post(path string, body []byte, headers map[string]string) (int, ma
 	return e.Do(req)
 }
 
-// get calls the API with a bearer token.
+// Get calls the API with a bearer token.
 func (e *Env) Get(path, token string) (int, map[string]any) {
 	e.T.Helper()
 	req, _ := http.NewRequest(http.MethodGet, e.Srv.URL+path, nil)
@@ -175,7 +180,7 @@ func (e *Env) Do(req *http.Request) (int, map[string]any) {
 	return resp.StatusCode, body
 }
 
-// outcome returns the first result's outcome of a 200 delivery answer.
+// Outcome returns the first result's outcome of a 200 delivery answer.
 func Outcome(t *testing.T, status int, body map[string]any) string {
 	t.Helper()
 	if status != http.StatusOK {
@@ -188,15 +193,112 @@ func Outcome(t *testing.T, status int, body map[string]any) string {
 	return results[0].(map[string]any)["outcome"].(string)
 }
 
-// deliver1 delivers body to acme/crm with its secret.
+// Deliver1 delivers body to acme/crm with its secret.
 func (e *Env) Deliver1(id string, body []byte) (int, map[string]any) {
 	e.T.Helper()
 	return e.Deliver("acme", "crm", e.Secret, id, body)
 }
 
-// outcome delivers and returns the single result's outcome.
+// Outcome delivers and returns the single result's outcome.
 func (e *Env) Outcome(tenant, provider, secret, id string, body []byte) string {
 	e.T.Helper()
 	status, answer := e.Deliver(tenant, provider, secret, id, body)
 	return Outcome(e.T, status, answer)
+}
+
+// LogBuffer collects a server's log lines; the server writes from its
+// handlers' goroutines.
+type LogBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *LogBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *LogBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// SetupLogged is setup with the server's log kept.
+func SetupLogged(t *testing.T, readTimeout time.Duration) (*Env, *LogBuffer) {
+	t.Helper()
+	logs := &LogBuffer{}
+	return SetupWith(t, readTimeout, slog.New(slog.NewTextHandler(logs, nil))), logs
+}
+
+// Exec runs statements on the test's database, as an operator would.
+func (e *Env) Exec(sql string) {
+	e.T.Helper()
+	if _, err := e.Store.Pool().Exec(context.Background(), sql); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// Within sends req with a deadline, so that a request the server never
+// answers fails the test instead of hanging it.
+func (e *Env) Within(d time.Duration, req *http.Request) (*http.Response, []byte) {
+	e.T.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		e.T.Fatalf("%s %s: %v", req.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return resp, raw
+}
+
+// LockTable holds an ACCESS EXCLUSIVE lock on table until the test ends,
+// so that any read of it waits.
+func (e *Env) LockTable(table string) {
+	e.T.Helper()
+	ctx := context.Background()
+	tx, err := e.Store.Pool().Begin(ctx)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	e.T.Cleanup(func() { tx.Rollback(ctx) })
+	if _, err := tx.Exec(ctx, `LOCK TABLE `+table+` IN ACCESS EXCLUSIVE MODE`); err != nil {
+		e.T.Fatal(err)
+	}
+}
+
+// Signed builds a standard delivery to acme/crm signed with secret.
+func Signed(t *testing.T, base, secret, id string, body []byte) *http.Request {
+	t.Helper()
+	ts := time.Now().Unix()
+	sig, err := provider.SignStandard(secret, id, ts, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+"/webhooks/acme/crm", bytes.NewReader(body))
+	req.Header.Set("webhook-id", id)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("webhook-signature", sig)
+	return req
+}
+
+// Services returns every service the web surfaces call, all implemented by
+// store, as serve wires them.
+func Services(store *postgres.Store) web.Services {
+	return web.Services{Ingest: store, Access: store, Operators: store, Providers: store, Tokens: store,
+		Events: store, Stats: store, Records: store, Conflicts: store, People: store, Audit: store,
+		Reconciliation: store, Deliveries: store, Replays: store}
+}
+
+// SignupBody is a standard lead.signup delivery body.
+func SignupBody(email, name, campaign string) []byte {
+	data, _ := json.Marshal(map[string]string{"email": email, "name": name, "company": "Example",
+		"campaign": campaign, "source": "webinar"})
+	return []byte(`{"type":"lead.signup","data":` + string(data) + `}`)
 }

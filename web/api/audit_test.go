@@ -11,7 +11,7 @@ import (
 
 func TestAPIAudit(t *testing.T) {
 	t.Parallel()
-	e, d := webtest.ApiSetup(t)
+	e, d := webtest.APISetup(t)
 	globex := e.Token("globex")
 	p, err := e.Store.ProviderSummary(context.Background(), e.Tenant("acme").ID, "crm")
 	if err != nil {
