@@ -2,11 +2,10 @@ package web
 
 import "github.com/tidemark/tidemark/domain"
 
-// ServicesOf returns every service from one storage.
-//
-// Deprecated: only postgres/console_bench_test.go still calls it, and
-// postgres/ is being changed elsewhere; once that test builds Services
-// field by field (as cmd/tidemark's servicesOf does), delete this file.
+// ServicesOf returns every service from one storage. Only
+// postgres/console_bench_test.go still calls it (postgres/ is being
+// changed on another branch); once that test builds Services field by
+// field, as cmd/tidemark's servicesOf does, delete this file.
 func ServicesOf(st interface {
 	domain.IngestService
 	domain.AccessService
