@@ -77,7 +77,7 @@ func RedactValue(v string) string {
 // CredentialName reports whether a header or query parameter of that name
 // carries a credential by the generic rule: authorization and cookies, and
 // any name with signature, token, secret, password or api key in it. Provider
-// kinds add the names they know (web/provider).
+// kinds add the names they know (internal/provider).
 func CredentialName(name string) bool {
 	n := strings.ToLower(name)
 	switch n {

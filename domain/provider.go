@@ -14,7 +14,7 @@ type Provider struct {
 	TenantSlug string
 	ID         int64
 	Name       string
-	Kind       string // a kind registered in web/provider
+	Kind       string // a kind registered in internal/provider
 	CreatedAt  time.Time
 	// Config holds kind-specific settings, e.g. "org_id" for Salesforce or
 	// "auth" for Shippo. Secrets are never kept here.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
 // Who may use a route, besides the roles of a tenant.
@@ -96,10 +97,10 @@ func routeNeed(method, pattern string) (string, bool) {
 }
 
 // allRoutes lists every route of the router.
-func allRoutes(t *testing.T, e *env) []struct{ method, pattern string } {
+func allRoutes(t *testing.T, e *webtest.Env) []struct{ method, pattern string } {
 	t.Helper()
-	h := web.New(web.Config{Services: web.ServicesOf(e.store), Sessions: e.store.SessionStore(),
-		Ping: e.store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
+	h := web.New(web.Config{Services: webtest.Services(e.Store), Sessions: e.Store.SessionStore(),
+		Ping: e.Store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	var routes []struct{ method, pattern string }
 	err := chi.Walk(h.(chi.Routes), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		routes = append(routes, struct{ method, pattern string }{method, pattern})
@@ -125,27 +126,27 @@ var roleValues = map[string]string{"tenant": "acme", "id": "999999", "name": "no
 // not learn that the tenant exists).
 func TestRouteRoles(t *testing.T) {
 	t.Parallel()
-	e := setup(t)
-	e.provider("globex", "crm")
+	e := webtest.Setup(t)
+	e.Provider("globex", "crm")
 	operators := []struct {
 		name    string
-		browser *browser
+		browser *webtest.Browser
 		role    domain.Role // in acme; "" for none
 		admin   bool
 	}{
-		{"another tenant's owner", e.operator("outsider@example.com", false, "globex"), "", false},
-		{"viewer", e.withRole("viewer@example.com", domain.RoleViewer), domain.RoleViewer, false},
-		{"operator", e.withRole("operator@example.com", domain.RoleOperator), domain.RoleOperator, false},
-		{"owner", e.withRole("owner@example.com", domain.RoleOwner), domain.RoleOwner, false},
-		{"admin", e.operator("admin@example.com", true), domain.RoleOwner, true},
+		{"another tenant's owner", e.Operator("outsider@example.com", false, "globex"), "", false},
+		{"viewer", e.WithRole("viewer@example.com", domain.RoleViewer), domain.RoleViewer, false},
+		{"operator", e.WithRole("operator@example.com", domain.RoleOperator), domain.RoleOperator, false},
+		{"owner", e.WithRole("owner@example.com", domain.RoleOwner), domain.RoleOwner, false},
+		{"admin", e.Operator("admin@example.com", true), domain.RoleOwner, true},
 	}
 	tokens := []struct {
 		name, token string
 		access      domain.TokenAccess // "" for another tenant's
 	}{
-		{"another tenant's token", e.token("globex"), ""},
-		{"read-only token", e.tokenWith("acme", domain.NewAPIToken{Name: "r", Access: domain.TokenRead}), domain.TokenRead},
-		{"read-write token", e.tokenWith("acme", domain.NewAPIToken{Name: "w", Access: domain.TokenWrite}), domain.TokenWrite},
+		{"another tenant's token", e.Token("globex"), ""},
+		{"read-only token", e.TokenWith("acme", domain.NewAPIToken{Name: "r", Access: domain.TokenRead}), domain.TokenRead},
+		{"read-write token", e.TokenWith("acme", domain.NewAPIToken{Name: "w", Access: domain.TokenWrite}), domain.TokenWrite},
 	}
 
 	checked := map[string]bool{}
@@ -157,11 +158,11 @@ func TestRouteRoles(t *testing.T) {
 			continue
 		}
 		checked[key] = true
-		path := fill(rt.pattern, roleValues)
+		path := webtest.Fill(rt.pattern, roleValues)
 		switch {
 		case strings.HasPrefix(rt.pattern, "/api/"):
 			for _, tk := range tokens {
-				status, body := e.call(apiRoute{rt.method, path}, tk.token)
+				status, body := e.Call(webtest.APIRoute{Method: rt.method, Path: path}, tk.token)
 				want, allowed := http.StatusForbidden, need == needRead || tk.access == domain.TokenWrite
 				if tk.access == "" {
 					want, allowed = http.StatusNotFound, false
@@ -185,9 +186,9 @@ func TestRouteRoles(t *testing.T) {
 					doc    *goquery.Document
 				)
 				if rt.method == http.MethodGet {
-					status, doc = op.browser.get(path)
+					status, doc = op.browser.Get(path)
 				} else {
-					status, doc, _ = op.browser.post(path, url.Values{})
+					status, doc, _ = op.browser.Post(path, url.Values{})
 				}
 				want, allowed := http.StatusForbidden, op.admin
 				switch {
@@ -198,14 +199,14 @@ func TestRouteRoles(t *testing.T) {
 					allowed = op.role.Allows(domain.Role(need))
 				}
 				if allowed && status == http.StatusForbidden {
-					t.Errorf("%s by the %s: 403 %q, want it let through", key, op.name, text(doc, "main p"))
+					t.Errorf("%s by the %s: 403 %q, want it let through", key, op.name, webtest.Text(doc, "main p"))
 				}
 				if !allowed && status != want {
 					t.Errorf("%s by the %s: %d, want %d", key, op.name, status, want)
 				}
 				if !allowed && want == http.StatusForbidden && need != needAdmin &&
-					!strings.Contains(text(doc, "main p"), "needs the "+need+" role") {
-					t.Errorf("%s by the %s: the 403 page says %q, not which role is needed", key, op.name, text(doc, "main p"))
+					!strings.Contains(webtest.Text(doc, "main p"), "needs the "+need+" role") {
+					t.Errorf("%s by the %s: the 403 page says %q, not which role is needed", key, op.name, webtest.Text(doc, "main p"))
 				}
 			}
 		}
@@ -215,11 +216,4 @@ func TestRouteRoles(t *testing.T) {
 			t.Errorf("routeNeeds lists %s, which the router does not serve", key)
 		}
 	}
-}
-
-// withRole creates an operator with role in acme and signs them in.
-func (e *env) withRole(email string, role domain.Role) *browser {
-	e.t.Helper()
-	e.member(email, false, role, "acme")
-	return e.signIn(email)
 }

@@ -6,14 +6,17 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/static"
+	"github.com/tidemark/tidemark/web/httpx"
 )
 
 // Handler returns the router: the index of every URL Tidemark serves.
+// Each surface's own table is in its routes.go; testdata/routes.txt
+// lists every route, and TestRoutes keeps it current.
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	// The client's address first, so every handler and middleware keys on
 	// the client rather than on a proxy in front.
-	r.Use(clientAddr(s.trusted), s.recoverPanics)
+	r.Use(httpx.ClientAddr(s.trusted), httpx.RecoverPanics(s.log))
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
@@ -22,12 +25,10 @@ func (s *Server) Handler() http.Handler {
 	}
 
 	// Webhooks authenticate by signature, not by session or token.
-	r.Post("/webhooks/{tenant}/{provider}", s.handleWebhook)
+	s.hook.Routes(r) // POST /webhooks/{tenant}/{provider}
 
-	r.Route("/api/v1/tenants/{tenant}", func(r chi.Router) {
-		r.Use(s.requireToken)
-		s.apiRoutes(r)
-	})
+	// The JSON API: a bearer token of the tenant.
+	r.Route("/api/v1/tenants/{tenant}", s.api.Routes)
 
 	r.Handle("/static/*", staticFiles())
 	// Browsers ask for /favicon.ico where a page names no icon (a JSON
@@ -37,35 +38,9 @@ func (s *Server) Handler() http.Handler {
 		http.ServeFileFS(w, r, static.FS, "img/favicon.ico")
 	})
 
-	// The console: forms capped, sessions, cross-origin protection on every
-	// state-changing request, then the operator, then the tenant from their
-	// membership.
-	r.Group(func(r chi.Router) {
-		csrf := http.NewCrossOriginProtection()
-		r.Use(s.securityHeaders, limitConsoleBody, s.loadSession, csrf.Handler)
-		r.Get("/login", s.handleLoginPage)
-		r.Post("/login", s.handleLogin)
-		r.Group(func(r chi.Router) {
-			r.Use(s.requireUser)
-			r.Get("/", s.handleHome)
-			r.Post("/logout", s.handleLogout)
-			s.adminRoutes(r)
-			r.Route("/t/{tenant}", func(r chi.Router) {
-				r.Use(s.requireTenant)
-				s.overviewRoutes(r)
-				s.eventRoutes(r)
-				s.recordRoutes(r)
-				s.conflictRoutes(r)
-				s.providerRoutes(r)
-				s.peopleRoutes(r)
-				s.memberRoutes(r)
-				s.auditRoutes(r)
-				s.repairRoutes(r)
-				s.deliveryRoutes(r)
-				s.replayRoutes(r)
-			})
-		})
-	})
+	// The console: sessions, cross-origin protection, the operator, the
+	// tenant from their membership; everything else.
+	r.Group(s.console.Routes)
 	return r
 }
 
@@ -82,13 +57,13 @@ func staticFiles() http.Handler {
 }
 
 func (s *Server) handleHealthz(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
 func (s *Server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.ping(r.Context()); err != nil {
-		writeError(w, http.StatusServiceUnavailable, "database unreachable")
+		httpx.WriteError(w, http.StatusServiceUnavailable, "database unreachable")
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	httpx.WriteJSON(w, http.StatusOK, map[string]string{"status": "ready"})
 }

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // The bench's HubSpot batches pass the kind's own signature check and parse

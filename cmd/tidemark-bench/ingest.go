@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // benchConfig is the command line of ingest.

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 func TestBenchParsePgbench(t *testing.T) {

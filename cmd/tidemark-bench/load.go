@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // loadResult is what the senders saw.

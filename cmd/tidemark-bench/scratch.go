@@ -13,8 +13,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // Both benchmarks measure the receiver on scratch databases of the server at

@@ -7,8 +7,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 func TestScratchDatabaseURL(t *testing.T) {

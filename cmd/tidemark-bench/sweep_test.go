@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // The whole sweep runs for real, briefly: the server built from this tree on

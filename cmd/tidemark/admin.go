@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // withStore runs fn on a store opened from the environment.

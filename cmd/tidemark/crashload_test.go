@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // The crash test's load: signed deliveries to a real tidemark serve

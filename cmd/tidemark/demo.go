@@ -19,9 +19,9 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // demoSpan is how far back the demo history reaches.

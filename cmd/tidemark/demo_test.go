@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestSeedDemo fills a fresh demo tenant and checks that every page of the

@@ -19,7 +19,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/internal/embedpg"
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // The database restarts of TestPostgresRestart: after how much of the load

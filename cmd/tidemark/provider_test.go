@@ -57,7 +57,7 @@ func newSFCLI(t *testing.T) *sfCLI {
 	if c.store, err = postgres.New(pool, key); err != nil {
 		t.Fatal(err)
 	}
-	c.srv = httptest.NewServer(web.New(web.Config{Services: web.ServicesOf(c.store), Sessions: c.store.SessionStore(),
+	c.srv = httptest.NewServer(web.New(web.Config{Services: servicesOf(c.store), Sessions: c.store.SessionStore(),
 		Ping: pool.Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	t.Cleanup(c.srv.Close)
 	return c
@@ -73,7 +73,7 @@ func (c *sfCLI) deliver(printed, noteID string) int {
 	if m == nil {
 		c.t.Fatalf("%q is not a webhook URL with a token", printed)
 	}
-	body, err := os.ReadFile(filepath.Join("..", "..", "web", "provider", "testdata", "salesforce", "contact.xml"))
+	body, err := os.ReadFile(filepath.Join("..", "..", "internal", "provider", "testdata", "salesforce", "contact.xml"))
 	if err != nil {
 		c.t.Fatal(err)
 	}

@@ -13,8 +13,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // Queued mode's process-level tests: tidemark serve --queue and tidemark

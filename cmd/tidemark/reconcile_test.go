@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 func TestAuditCommand(t *testing.T) {

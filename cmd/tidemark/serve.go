@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/web"
@@ -155,7 +156,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer closeQueue()
-	handler := web.New(web.Config{Services: web.ServicesOf(store), Sessions: store.SessionStore(),
+	handler := web.New(web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, Queue: queued.queue,
 		Collectors: append([]prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics()}, queued.collectors...), IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *metricsAddr != ""})
@@ -177,11 +178,14 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	go runReconciliation(ctx, store, log)
 	go runSearchIndex(ctx, store, log)
 	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
-	go handler.Run(ctx)
+	go handler.RunRefusalFlusher(ctx)
 	// Bulk replay jobs; on shutdown the worker gives its job back for
 	// another node (or the next start) to continue.
 	replays := make(chan struct{})
-	go func() { defer close(replays); handler.RunReplays(ctx, web.ReplayWorker{}) }()
+	go func() {
+		defer close(replays)
+		replay.Worker{Replayer: handler.Replayer(), Deliveries: store, Log: log}.Run(ctx)
+	}()
 	go func() { errc <- srv.Serve(ln) }()
 	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
 

@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/internal/e2e"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // TestTwoNodesOneDatabase runs two `tidemark serve` processes on one

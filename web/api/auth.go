@@ -1,0 +1,63 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+type tenantKey struct{}
+
+func tokenTenant(ctx context.Context) domain.Tenant {
+	return tokenGrant(ctx).Tenant
+}
+
+// tokenGrant is what the request's API token grants.
+func tokenGrant(ctx context.Context) domain.TokenGrant {
+	g, _ := ctx.Value(tenantKey{}).(domain.TokenGrant)
+	return g
+}
+
+// requireToken authenticates the bearer token and puts what it grants in
+// the context, with the token as the actor of the changes made with it. A
+// token of another tenant answers 404, exactly like a missing resource, so
+// that tokens cannot probe which tenants exist.
+func (h *Handler) requireToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+		token = strings.TrimSpace(token)
+		if !strings.EqualFold(scheme, "Bearer") || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
+			httpx.WriteError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
+			return
+		}
+		g, err := h.tokens.TenantForToken(r.Context(), chi.URLParam(r, "tenant"), token)
+		if err != nil {
+			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
+			}
+			h.fail(w, r, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), tenantKey{}, g)
+		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorToken, Name: g.Name, Address: httpx.ClientAddress(r)})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// requireWriteToken answers requests with a read-only token 403: the
+// routes it guards change something.
+func requireWriteToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if tokenGrant(r.Context()).Access != domain.TokenWrite {
+			httpx.WriteError(w, http.StatusForbidden, "this API token is read-only; this needs a read-write token")
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}

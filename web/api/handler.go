@@ -1,0 +1,86 @@
+// Package api is the JSON API under /api/v1 (docs/contract.md section 4).
+// Every handler reads the tenant that requireToken put in the context and
+// passes it to the domain service, which answers ENOTFOUND for anything
+// outside it. routes.go holds the whole route table.
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+// Services are the domain services the API calls.
+type Services struct {
+	Tokens     domain.TokenService
+	Records    domain.RecordService
+	Events     domain.EventService
+	Stats      domain.StatsService
+	Conflicts  domain.ConflictService
+	People     domain.PeopleService
+	Audit      domain.AuditService
+	Deliveries domain.DeliveryService
+	Replays    domain.ReplayService
+}
+
+// Handler serves the API.
+type Handler struct {
+	tokens     domain.TokenService
+	records    domain.RecordService
+	events     domain.EventService
+	stats      domain.StatsService
+	conflicts  domain.ConflictService
+	people     domain.PeopleService
+	audit      domain.AuditService
+	deliveries domain.DeliveryService
+	replays    domain.ReplayService
+	replayer   *replay.Replayer // replays one delivery by hand
+	log        *slog.Logger
+}
+
+// New returns the API's Handler.
+func New(s Services, replayer *replay.Replayer, log *slog.Logger) *Handler {
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
+		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, replayer: replayer, log: log}
+}
+
+func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {
+	httpx.Fail(h.log, w, r, err)
+}
+
+// listPage reads the page of the request (?limit=, ?cursor=), fetches it
+// and converts each item. On an error it has answered and returns false.
+func listPage[T, J any](h *Handler, w http.ResponseWriter, r *http.Request,
+	fetch func(context.Context, domain.Page) ([]T, string, error), conv func(T) J) ([]J, string, bool) {
+	p, err := page(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return nil, "", false
+	}
+	items, next, err := fetch(r.Context(), p)
+	if err != nil {
+		h.fail(w, r, err)
+		return nil, "", false
+	}
+	out := make([]J, len(items))
+	for i, item := range items {
+		out[i] = conv(item)
+	}
+	return out, next, true
+}
+
+// listJSON answers one page of a list: {key: [...], "next_cursor": ...},
+// next_cursor null on the last page.
+func listJSON[T, J any](h *Handler, w http.ResponseWriter, r *http.Request, key string,
+	fetch func(context.Context, domain.Page) ([]T, string, error), conv func(T) J) {
+	if out, next, ok := listPage(h, w, r, fetch, conv); ok {
+		httpx.WriteJSON(w, http.StatusOK, map[string]any{key: out, "next_cursor": nextCursor(next)})
+	}
+}

@@ -1,0 +1,42 @@
+package api
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+// Routes registers the whole API under a router mounted at
+// /api/v1/tenants/{tenant}: every route needs a token of that tenant.
+func (h *Handler) Routes(r chi.Router) {
+	r.Use(h.requireToken)
+	r.Get("/contacts/{provider}/{contact_id}", h.handleContact)
+	r.Get("/contacts/{provider}/{contact_id}/revisions", h.handleRevisions)
+	r.Get("/events", h.handleEvents)
+	r.Get("/stats", h.handleStats)
+	r.Get("/conflicts", h.handleConflicts)
+	r.Get("/records", h.handleRecords)
+	r.Get("/records/{provider}/{object_type}/{object_id}", h.handleRecord)
+	r.Get("/people", h.handlePeople)
+	r.Get("/audit", h.handleAudit)
+	r.Get("/deliveries", h.handleDeliveries)
+	r.Get("/deliveries/{id}", h.handleDelivery)
+	r.Get("/replays", h.handleReplayJobs)
+	r.Get("/replays/{id}", h.handleReplayJob)
+	r.Group(func(r chi.Router) {
+		r.Use(requireWriteToken)
+		r.Post("/conflicts/{id}/resolve", h.handleResolve)
+		r.Post("/records/{provider}/{object_type}/{object_id}/reset", h.handleRecordReset)
+		r.Delete("/records/{provider}/{object_type}/{object_id}", h.handleRecordErase)
+		r.Post("/deliveries/{id}/replay", h.handleReplay)
+		r.Post("/replays", h.handleStartReplay)
+		r.Post("/replays/{id}/cancel", h.handleCancelReplay)
+	})
+
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { httpx.WriteError(w, http.StatusNotFound, "not found") })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+}

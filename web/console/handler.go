@@ -1,0 +1,94 @@
+// Package console is the operators' web console: server-rendered pages
+// (templ, htmx) behind sessions, cross-origin protection, the operator,
+// the tenant from their membership and their role there. routes.go holds
+// the whole route table.
+package console
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/alexedwards/scs/v2"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/replay"
+)
+
+// Services are the domain services the console calls.
+type Services struct {
+	Access         domain.AccessService
+	Operators      domain.OperatorService
+	Providers      domain.ProviderService
+	Tokens         domain.TokenService
+	Events         domain.EventService
+	Stats          domain.StatsService
+	Records        domain.RecordService
+	Conflicts      domain.ConflictService
+	People         domain.PeopleService
+	Audit          domain.AuditService
+	Reconciliation domain.ReconciliationService
+	Deliveries     domain.DeliveryService
+	Replays        domain.ReplayService
+}
+
+// Config wires a Handler to its dependencies.
+type Config struct {
+	Services
+	Replayer *replay.Replayer // replays one delivery by hand
+	// Webhook is the receiver, through which test events are sent in-process.
+	Webhook  http.Handler
+	Sessions scs.Store // where console sessions live
+	Logger   *slog.Logger
+	Now      func() time.Time // nil means time.Now
+	// PublicURL is the base URL providers call; empty means built from
+	// each request. An https URL also makes the console send HSTS, and its
+	// session cookie Secure even on a loopback address.
+	PublicURL string
+	// Queue, when set, is queued mode: the overview shows what waits there.
+	Queue domain.DeliveryQueue
+}
+
+// Handler serves the console.
+type Handler struct {
+	access     domain.AccessService
+	operators  domain.OperatorService
+	providers  domain.ProviderService
+	tokens     domain.TokenService
+	events     domain.EventService
+	stats      domain.StatsService
+	records    domain.RecordService
+	conflicts  domain.ConflictService
+	people     domain.PeopleService
+	audit      domain.AuditService
+	reconcile  domain.ReconciliationService
+	deliveries domain.DeliveryService
+	replays    domain.ReplayService
+	replayer   *replay.Replayer
+	webhook    http.Handler
+
+	sessions    *scs.SessionManager
+	log         *slog.Logger
+	now         func() time.Time
+	publicURL   string
+	httpsPublic bool                 // the public URL is https
+	queue       domain.DeliveryQueue // nil: synchronous mode
+}
+
+// New returns the console's Handler for cfg.
+func New(cfg Config) *Handler {
+	h := &Handler{access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers, tokens: cfg.Tokens,
+		events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts, people: cfg.People,
+		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
+		replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
+		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
+		queue: cfg.Queue}
+	if h.now == nil {
+		h.now = time.Now
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	return h
+}

@@ -1,0 +1,137 @@
+package console
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+// recordsPageSize is how many records one page of the directory shows.
+const recordsPageSize = 50
+
+// handleRecords shows one page of the records directory, most recently
+// changed first. Filters the operator got wrong are explained above the
+// results, as on the event history.
+func (h *Handler) handleRecords(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	values := r.URL.Query()
+	f := views.ReadRecordFilters(values)
+	f.Search = strings.TrimSpace(f.Search)
+	p := views.RecordsPage{Filters: f}
+	var err error
+	if p.Choices, err = h.events.EventLogChoices(ctx, t.ID); err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	page := consolePage(values, recordsPageSize)
+	if page.Cursor != "" {
+		p.FirstURL = "/t/" + t.Slug + views.DirectoryPath(f, values.Get("limit"), "")
+	}
+	q, err := directoryQuery(f)
+	if err == nil {
+		var next string
+		p.Records, next, err = h.records.RecordDirectory(ctx, t.ID, q, page)
+		if next != "" {
+			p.NextURL = "/t/" + t.Slug + views.DirectoryPath(f, values.Get("limit"), next)
+		}
+	}
+	status, shown := listStatus(err)
+	if !shown {
+		h.consoleError(w, r, err)
+		return
+	}
+	if err != nil {
+		p.Error = domain.ErrorMessage(err)
+	}
+	h.render(w, r, status, views.RecordsView(h.layout(r, "Records", "records"), p))
+}
+
+// directoryQuery reads the console directory's filters into a query.
+func directoryQuery(f views.RecordFilters) (domain.RecordQuery, error) {
+	q := domain.RecordQuery{Provider: f.Provider, ObjectType: f.ObjectType, OpenConflicts: f.OpenConflicts, Search: f.Search}
+	var err error
+	if q.From, q.Before, err = parseLocalRange(f.From, f.To); err != nil {
+		return q, err
+	}
+	return q, q.Validate()
+}
+
+// directoryBack is the directory link a timeline shows: the filters the
+// operator came from (the back parameter), read and written again so
+// that nothing but filters reaches the link.
+func directoryBack(r *http.Request) string {
+	v, err := url.ParseQuery(r.URL.Query().Get("back"))
+	if err != nil {
+		return views.DirectoryPath(views.RecordFilters{}, "", "")
+	}
+	return views.DirectoryPath(views.ReadRecordFilters(v), "", "")
+}
+
+// handleTimeline shows one record's timeline; /contacts/{provider}/{id}
+// is the one of a contact.
+func (h *Handler) handleTimeline(w http.ResponseWriter, r *http.Request) {
+	ref := domain.RecordRef{Provider: httpx.PathParam(r, "provider"), ObjectType: httpx.PathParam(r, "object_type"),
+		ObjectID: httpx.PathParam(r, "object_id")}
+	if ref.ObjectType == "" {
+		ref.ObjectType, ref.ObjectID = domain.ContactType, httpx.PathParam(r, "contact_id")
+	}
+	h.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
+}
+
+// handleContactSearch opens a contact's timeline by id: in the provider
+// asked for, or in the only provider that has it. Otherwise the form comes
+// back saying what was found.
+func (h *Handler) handleContactSearch(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	t := currentTenant(ctx)
+	provider := r.URL.Query().Get("provider")
+	contactID := strings.TrimSpace(r.URL.Query().Get("contact_id"))
+	f, err := h.contactSearch(r, provider, contactID)
+	if err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	if contactID != "" {
+		found, err := h.records.ContactProviders(ctx, t.ID, contactID)
+		if err != nil {
+			h.consoleError(w, r, err)
+			return
+		}
+		if provider != "" {
+			if slices.Contains(found, provider) {
+				found = []string{provider}
+			} else {
+				found = nil
+			}
+		}
+		switch len(found) {
+		case 1:
+			ref := domain.RecordRef{Provider: found[0], ObjectType: domain.ContactType, ObjectID: contactID}
+			http.Redirect(w, r, "/t/"+t.Slug+views.TimelinePath(ref), http.StatusSeeOther)
+			return
+		case 0:
+			if provider != "" {
+				f.Message = fmt.Sprintf("No contact %s in provider %s", contactID, provider)
+			} else {
+				f.Message = fmt.Sprintf("No contact %s in any provider", contactID)
+			}
+		default:
+			f.Message = fmt.Sprintf("Contact %s exists in %d providers; choose one.", contactID, len(found))
+			f.Matches = found
+		}
+	}
+	h.render(w, r, http.StatusOK, views.ContactSearchView(h.layout(r, "Find a contact", "records"), f))
+}
+
+// contactSearch is the search form filled in with the tenant's providers.
+func (h *Handler) contactSearch(r *http.Request, provider, contactID string) (views.ContactSearch, error) {
+	providers, err := h.providers.ProviderNames(r.Context(), currentTenant(r.Context()).ID)
+	return views.ContactSearch{Providers: providers, Provider: provider, ContactID: contactID}, err
+}

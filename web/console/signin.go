@@ -1,0 +1,89 @@
+package console
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"unicode"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+func (h *Handler) handleLoginPage(w http.ResponseWriter, r *http.Request) {
+	if h.sessions.GetInt64(r.Context(), sessionUserID) != 0 {
+		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, views.Login("", "", r.URL.Query().Get("next")))
+}
+
+func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
+	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
+	if err := domain.CheckSignIn(email, password); err != nil {
+		if len(email) > domain.MaxEmailLength {
+			email = ""
+		}
+		h.render(w, r, http.StatusBadRequest, views.Login(email, domain.ErrorMessage(err), safeNext(next)))
+		return
+	}
+	// The person signing in is the actor of the sign_in audit entry.
+	ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorOperator,
+		Name: strings.TrimSpace(email), Address: httpx.ClientAddress(r)})
+	u, err := h.access.Authenticate(ctx, email, password, httpx.ClientAddress(r))
+	if err != nil {
+		status := httpx.ErrorStatus(err)
+		msg := domain.ErrorMessage(err)
+		if status == http.StatusUnauthorized {
+			status = http.StatusOK // the form is shown again with the reason
+		} else if status == http.StatusInternalServerError {
+			msg = internalErrorText(httpx.LogInternal(h.log, w, r, err))
+		}
+		h.render(w, r, status, views.Login(email, msg, safeNext(next)))
+		return
+	}
+	if err := h.startSession(r, u.ID); err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	h.sessions.Put(r.Context(), sessionEpoch, u.SessionEpoch)
+	http.Redirect(w, r, safeNext(next), http.StatusSeeOther)
+}
+
+func (h *Handler) handleLogout(w http.ResponseWriter, r *http.Request) {
+	if err := h.sessions.RenewToken(r.Context()); err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	h.sessions.Destroy(r.Context())
+	http.Redirect(w, r, "/login", http.StatusSeeOther)
+}
+
+// handleHome opens the operator's only workspace, or lists them.
+func (h *Handler) handleHome(w http.ResponseWriter, r *http.Request) {
+	l := h.layout(r, "Workspaces", "")
+	if len(l.Tenants) == 1 {
+		http.Redirect(w, r, "/t/"+l.Tenants[0].Slug, http.StatusSeeOther)
+		return
+	}
+	h.render(w, r, http.StatusOK, views.Home(l))
+}
+
+// safeNext keeps post-login redirects on this site: next must be a path
+// (no scheme, no host) starting with exactly one slash, with no control
+// character or backslash in it, as sent or decoded. Browsers drop tabs and
+// newlines and read a backslash as a slash, so "/%09/evil.example" or
+// "/\evil.example" would leave the site. Anything else is "/".
+func safeNext(next string) string {
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" ||
+		!strings.HasPrefix(next, "/") || strings.HasPrefix(next, "//") || strings.HasPrefix(u.Path, "//") {
+		return "/"
+	}
+	decoded, err := url.PathUnescape(next)
+	if err != nil || strings.ContainsFunc(next+decoded, func(r rune) bool { return r == '\\' || unicode.IsControl(r) }) {
+		return "/"
+	}
+	return next
+}

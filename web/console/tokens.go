@@ -1,0 +1,81 @@
+package console
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+// The create form's defaults: the safer choices. A post without the fields
+// gets the CLI's defaults (read-write, no expiry) instead.
+const (
+	defaultFormAccess  = domain.TokenRead
+	defaultFormExpires = "90d"
+)
+
+func (h *Handler) handleTokens(w http.ResponseWriter, r *http.Request) {
+	h.renderTokens(w, r, http.StatusOK, views.TokensView{Form: views.TokenForm{Access: defaultFormAccess, Expires: defaultFormExpires}})
+}
+
+func (h *Handler) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
+	tokens, err := h.tokens.APITokens(r.Context(), currentTenant(r.Context()).ID)
+	if err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	v.Tokens = tokens
+	h.render(w, r, status, views.Tokens(h.layout(r, "API tokens", "tokens"), v))
+}
+
+// handleCreateToken creates a token and answers with it, once: only its
+// hash is stored.
+func (h *Handler) handleCreateToken(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	form := views.TokenForm{Name: strings.TrimSpace(r.PostFormValue("name")), Access: domain.TokenAccess(r.PostFormValue("access")),
+		Expires: r.PostFormValue("expires")}
+	if form.Access == "" {
+		form.Access = domain.TokenWrite
+	}
+	lifetime, err := domain.ParseTokenLifetime(form.Expires)
+	var token string
+	if err == nil {
+		token, err = h.tokens.CreateAPIToken(r.Context(), t.ID, domain.NewAPIToken{Name: form.Name, Access: form.Access,
+			Lifetime: lifetime, CreatedBy: currentUser(r.Context()).ID})
+	}
+	if formRefusal(err) {
+		form.Error = domain.ErrorMessage(err)
+		h.renderTokens(w, r, http.StatusUnprocessableEntity, views.TokensView{Form: form})
+		return
+	}
+	if err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	h.log.Info("API token created", "tenant", t.Slug, "name", form.Name, "access", form.Access, "by", currentUser(r.Context()).Email)
+	example := "curl -sS -H " + provider.ShellQuote("Authorization: Bearer "+token) + " " + provider.ShellWord(httpx.BaseURL(h.publicURL, r)+"/api/v1/tenants/"+t.Slug+"/stats")
+	w.Header().Set("Cache-Control", "no-store")
+	h.renderTokens(w, r, http.StatusOK, views.TokensView{Created: views.NewToken{Name: form.Name, Access: form.Access, Token: token, APIExample: example},
+		Form: views.TokenForm{Access: defaultFormAccess, Expires: defaultFormExpires}})
+}
+
+func (h *Handler) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
+	t := currentTenant(r.Context())
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil {
+		h.consoleError(w, r, domain.Errorf(domain.ENOTFOUND, "API token not found"))
+		return
+	}
+	if err := h.tokens.RevokeAPIToken(r.Context(), t.ID, id); err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
+	h.log.Info("API token revoked", "tenant", t.Slug, "id", id, "by", currentUser(r.Context()).Email)
+	h.redirectWithFlash(w, r, "/t/"+t.Slug+"/tokens", "ok", "Token revoked: API calls with it are refused from now on.")
+}

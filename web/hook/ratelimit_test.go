@@ -1,0 +1,140 @@
+package hook_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/web"
+	"github.com/tidemark/tidemark/web/hook"
+	"github.com/tidemark/tidemark/web/internal/webtest"
+)
+
+// TestRefusalBudgets: past its refusal budget an address is answered 429
+// with Retry-After, before any database read; other addresses are not;
+// accepted deliveries never spend the budget, so they pass again once it
+// refills and then leave it whole. Past a provider's budget its refusals
+// are answered 429 from every address while its valid deliveries pass.
+// Guessing tenant or provider names spends the address's budget too.
+func TestRefusalBudgets(t *testing.T) {
+	t.Parallel()
+	e, pool := serverOn(webtest.Setup(t), 2, web.Config{RefusalLimits: hook.RefusalLimits{
+		PerAddress: 0.5, AddressBurst: 5, PerProvider: 0.01, ProviderBurst: 10}})
+	erp := e.Provider("acme", "erp")
+	good := func(c *http.Client, provider, secret, id string) answer {
+		return ask(t, c, signedTo(t, e.Srv.URL, "acme", provider, secret, id, webtest.SnapshotBody("c-"+id, 1, `{"a":1}`)))
+	}
+
+	attacker := clientAt(t, "127.0.0.2", 1)
+	for i := range 5 {
+		if a := ask(t, attacker, forged(e.Srv.URL, "acme", "crm", fmt.Sprint(i))); a.status != http.StatusUnauthorized {
+			t.Fatalf("refusal %d within the budget answered %+v, want 401", i+1, a)
+		}
+	}
+	a := ask(t, attacker, forged(e.Srv.URL, "acme", "crm", "6"))
+	if a.status != http.StatusTooManyRequests || a.retryAfter < 1 || a.retryAfter > 2 || !strings.Contains(a.error, "from this address") {
+		t.Fatalf("refusal past the address's budget answered %+v, want 429 with Retry-After of 1 or 2 s (its refill)", a)
+	}
+	wait := time.Duration(a.retryAfter) * time.Second
+
+	// While it is over budget, the address is answered without a database
+	// read: with every connection held, the answer is still an instant 429.
+	var held []interface{ Release() }
+	for range 2 {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	began := time.Now()
+	a = good(attacker, "crm", e.Secret, "during")
+	for _, c := range held {
+		c.Release()
+	}
+	if a.status != http.StatusTooManyRequests || time.Since(began) > time.Second {
+		t.Fatalf("delivery from an address over budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
+	}
+
+	if a := ask(t, clientAt(t, "127.0.0.3", 1), forged(e.Srv.URL, "acme", "crm", "other")); a.status != http.StatusUnauthorized {
+		t.Fatalf("refusal from another address answered %+v, want 401", a)
+	}
+
+	// Once the budget refills, valid deliveries pass, more of them than the
+	// budget holds, and spend none of it.
+	time.Sleep(wait)
+	for i := range 12 {
+		if a := good(attacker, "crm", e.Secret, fmt.Sprint("after-", i)); a.status != http.StatusOK {
+			t.Fatalf("valid delivery %d after the budget refilled answered %+v, want 200", i+1, a)
+		}
+	}
+	if a := ask(t, attacker, forged(e.Srv.URL, "acme", "crm", "again")); a.status != http.StatusUnauthorized {
+		t.Fatalf("a refusal after valid deliveries answered %+v, want 401 (valid deliveries spend no budget)", a)
+	}
+
+	// erp's budget (10) is spent from ten addresses; the eleventh refusal is
+	// answered 429 though its address has budget left.
+	for i := range 10 {
+		if a := ask(t, clientAt(t, fmt.Sprintf("127.0.3.%d", i+1), 1), forged(e.Srv.URL, "acme", "erp", fmt.Sprint(i))); a.status != http.StatusUnauthorized {
+			t.Fatalf("erp refusal %d answered %+v, want 401", i+1, a)
+		}
+	}
+	eleventh := clientAt(t, "127.0.3.11", 1)
+	a = ask(t, eleventh, forged(e.Srv.URL, "acme", "erp", "11"))
+	if a.status != http.StatusTooManyRequests || a.retryAfter < 2 || !strings.Contains(a.error, "for this provider") {
+		t.Fatalf("refusal past erp's budget answered %+v, want 429 naming the provider, Retry-After of its refill", a)
+	}
+	if a := good(eleventh, "erp", erp, "valid"); a.status != http.StatusOK {
+		t.Fatalf("valid erp delivery while erp is over its refusal budget answered %+v, want 200", a)
+	}
+
+	// Guessing names spends the address's budget.
+	scanner := clientAt(t, "127.0.0.9", 1)
+	for i := range 5 {
+		if a := ask(t, scanner, forged(e.Srv.URL, "acme", fmt.Sprint("guess-", i), "x")); a.status != http.StatusNotFound {
+			t.Fatalf("unknown provider %d answered %+v, want 404", i+1, a)
+		}
+	}
+	if a := ask(t, scanner, forged(e.Srv.URL, "acme", "guess-6", "x")); a.status != http.StatusTooManyRequests {
+		t.Fatalf("sixth unknown provider answered %+v, want 429", a)
+	}
+
+	resp, err := http.Get(e.Srv.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, want := range []string{`tidemark_refusals_limited_total{limit="address"} 3`, `tidemark_refusals_limited_total{limit="provider"} 1`} {
+		if !strings.Contains(string(metrics), want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+}
+
+// answer is what the receiver answered.
+type answer struct {
+	status     int
+	retryAfter int // seconds; 0 when absent
+	error      string
+}
+
+func ask(t *testing.T, c *http.Client, req *http.Request) answer {
+	t.Helper()
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct{ Error string }
+	json.NewDecoder(resp.Body).Decode(&body)
+	a := answer{status: resp.StatusCode, error: body.Error}
+	a.retryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
+	return a
+}
