@@ -92,7 +92,9 @@ func BenchmarkConsolePages(b *testing.B) {
 	if err := s.CreateUser(asTestCLI(ctx), "bench@example.com", "correct horse battery", false, "acme", domain.RoleViewer); err != nil {
 		b.Fatal(err)
 	}
-	h := web.New(web.Config{Services: web.ServicesOf(s), Sessions: s.SessionStore(), Ping: pool.Ping,
+	h := web.New(web.Config{Services: web.Services{Ingest: s, Access: s, Operators: s, Providers: s, Tokens: s,
+		Events: s, Stats: s, Records: s, Conflicts: s, People: s, Audit: s, Reconciliation: s, Deliveries: s, Replays: s},
+		Sessions: s.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	srv := httptest.NewServer(h)
 	defer srv.Close()

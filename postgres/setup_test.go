@@ -3,9 +3,7 @@ package postgres
 import (
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/testlog"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
@@ -18,9 +16,6 @@ var (
 	asTestCLI   = pgtest.AsCLI
 	migratedTo  = pgtest.MigratedTo
 )
-
-// logBuffer collects a store's log lines.
-type logBuffer = testlog.Buffer
 
 // setup returns a store on a fresh database with tenant "acme" and its
 // standard provider "crm".
@@ -52,22 +47,5 @@ func storeOn(t testing.TB, url, app string, conns int32) *Store {
 	return pgtest.StoreOn(t, New, url, app, conns)
 }
 
-// storeConfigured is a store on the database at url, its pool configured
-// by configure.
-func storeConfigured(t testing.TB, url string, configure func(*pgxpool.Config)) *Store {
-	t.Helper()
-	return pgtest.StoreConfigured(t, New, url, configure)
-}
-
 var percentile = pgtest.Percentile
 
-// keyStore opens a store on pool with keys, logging to the returned buffer.
-func keyStore(t *testing.T, pool *pgxpool.Pool, keys ...[]byte) (*Store, *logBuffer) {
-	t.Helper()
-	logger, log := testlog.Logger()
-	s, err := Open(pool, Options{Keys: keys, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, log
-}

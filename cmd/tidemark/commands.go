@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidemark/tidemark/web/provider"
+	"github.com/tidemark/tidemark/internal/provider"
 )
 
 // command is one tidemark command. Its flags are declared by one function,

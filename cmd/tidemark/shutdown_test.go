@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/e2e"
+	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/web/provider"
 )
 
 // shutdownOrder is the order in which serve stops its services on SIGTERM:
