@@ -48,4 +48,3 @@ func storeOn(t testing.TB, url, app string, conns int32) *Store {
 }
 
 var percentile = pgtest.Percentile
-

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -80,6 +81,9 @@ type groupQueues struct {
 	// pace is how many events per second a committer has been writing,
 	// smoothed over recent groups; 0 until the first group is measured.
 	pace float64
+	// draining refuses new deliveries while Drain waits for the
+	// committers to finish the ones they hold.
+	draining bool
 }
 
 // queuedEventsAllowed is how many events may wait ahead of a delivery that
@@ -117,6 +121,10 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 	if q.pending == nil {
 		q.pending = map[int64][]*ingestJob{}
 	}
+	if q.draining {
+		q.mu.Unlock()
+		return nil, domain.Errorf(domain.EUNAVAILABLE, "this node is shutting down")
+	}
 	queue, running := q.pending[p.TenantID]
 	if len(queue) >= w.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
 		q.mu.Unlock()
@@ -134,6 +142,34 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 		// The group may still commit this delivery; unanswered, the
 		// provider retries it and the retry is a duplicate.
 		return nil, ctx.Err()
+	}
+}
+
+// drainPoll is how often Drain looks whether the committers are done.
+const drainPoll = 5 * time.Millisecond
+
+// Drain refuses new deliveries and waits until every committer has written
+// the deliveries it holds, including those whose senders stopped waiting:
+// a node shutting down closes its pools only after that. It returns
+// ctx's error if ctx ends first.
+func (w *Writer) Drain(ctx context.Context) error {
+	q := &w.groups
+	q.mu.Lock()
+	q.draining = true
+	q.mu.Unlock()
+	for {
+		q.mu.Lock()
+		// A tenant's queue exists while its committer runs.
+		busy := len(q.pending)
+		q.mu.Unlock()
+		if busy == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%d tenants' committers still writing: %w", busy, ctx.Err())
+		case <-time.After(drainPoll):
+		}
 	}
 }
 

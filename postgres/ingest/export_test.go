@@ -68,3 +68,10 @@ func (w *Writer) CommitGroup(jobs ...*Job) []error {
 }
 
 func (j *Job) Results() []domain.Result { return j.results }
+
+// Committing reports whether any tenant's committer runs.
+func (w *Writer) Committing() bool {
+	w.groups.mu.Lock()
+	defer w.groups.mu.Unlock()
+	return len(w.groups.pending) > 0
+}

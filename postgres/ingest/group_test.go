@@ -1,6 +1,8 @@
 package ingest_test
 
 import (
+	"strings"
+
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -303,5 +305,64 @@ func TestTenantQueueIsBounded(t *testing.T) {
 	// Revisions 3 and 4 were sent at once: either order is an arrival order.
 	if rev, _, n := record(t, s, p, "c-1"); rev != 4 || n < 3 {
 		t.Fatalf("c-1 at revision %d applied %d times, want revision 4 applied 3 or 4 times", rev, n)
+	}
+}
+
+// TestDrainWaitsForTheGroupInFlight: Drain returns only once the group a
+// committer is writing has committed, even when its sender stopped
+// waiting, and refuses the deliveries that come meanwhile, so that a node
+// shutting down closes its pools with nothing accepted left unwritten.
+func TestDrainWaitsForTheGroupInFlight(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	s.SetBeforeCommit(`SELECT pg_sleep(0.5)`)
+	ctx, giveUp := context.WithCancel(context.Background())
+	sent := make(chan error, 1)
+	go func() {
+		_, err := s.Ingest(ctx, delivery(p), p, []domain.Event{event("e1", "c-1", 1, `{"v":1}`)})
+		sent <- err
+	}()
+	pollFor(t, 10*time.Second, "the group to be writing", func() bool {
+		var n int
+		err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE query LIKE '%pg_sleep(0.5)%' AND pid <> pg_backend_pid()`).Scan(&n)
+		return err == nil && n > 0
+	})
+	giveUp()
+	if err := <-sent; err == nil {
+		t.Fatal("the sender that gave up was answered")
+	}
+	drained := make(chan error, 1)
+	go func() { drained <- s.Drain(context.Background()) }()
+	time.Sleep(50 * time.Millisecond)
+	_, err := s.Ingest(context.Background(), delivery(p), p, []domain.Event{event("e2", "c-2", 1, `{"v":1}`)})
+	if domain.ErrorCode(err) != domain.EUNAVAILABLE {
+		t.Errorf("a delivery during the drain got %v, want EUNAVAILABLE (retry later)", err)
+	}
+	if err := <-drained; err != nil {
+		t.Fatal(err)
+	}
+	if rev, _, n := record(t, s, p, "c-1"); rev != 1 || n != 1 {
+		t.Fatalf("after Drain c-1 is at revision %d applied %d times; want the group committed", rev, n)
+	}
+	var n int
+	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM records WHERE tenant_id = $1 AND object_id = 'c-2'`,
+		p.TenantID).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the delivery refused during the drain wrote %d records (%v)", n, err)
+	}
+}
+
+// TestDrainTimesOut: Drain gives up when its context ends first, saying how
+// many committers were still writing.
+func TestDrainTimesOut(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	s.SetBeforeCommit(`SELECT pg_sleep(1)`)
+	go s.Ingest(context.Background(), delivery(p), p, []domain.Event{event("e1", "c-1", 1, `{"v":1}`)})
+	pollFor(t, 10*time.Second, "a committer to run", s.Committing)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := s.Drain(ctx); err == nil || !strings.Contains(err.Error(), "1 tenants' committers still writing") {
+		t.Fatalf("Drain = %v, want it to give up naming the committer", err)
 	}
 }
