@@ -1,6 +1,8 @@
 package main
 
 import (
+	"sync"
+
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -39,8 +41,13 @@ const (
 type database struct {
 	store    *postgres.Store
 	embedded *embedpg.Cluster // nil when DATABASE_URL is used
-	close    func()
+	release  func()
+	closed   sync.Once
 }
+
+// close releases the pools and stops the embedded cluster, once: both a
+// node's pools service and the command's deferred call close it.
+func (db *database) close() { db.closed.Do(db.release) }
 
 // openOptions says what a command opens the database for.
 type openOptions struct {
@@ -62,7 +69,7 @@ const ingestWarmConns = 4
 
 // openDatabase connects to DATABASE_URL, or to the embedded cluster.
 func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, error) {
-	db := &database{close: func() {}}
+	db := &database{release: func() {}}
 	url := e.getenv("DATABASE_URL")
 	embedded := url == ""
 	if embedded {
@@ -118,7 +125,7 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 		db.stopEmbedded()
 		return nil, err
 	}
-	db.close = func() { pool.Close(); db.stopEmbedded() }
+	db.release = func() { pool.Close(); db.stopEmbedded() }
 	return db, nil
 }
 
@@ -134,8 +141,8 @@ func (db *database) useReadPool(ctx context.Context, timeout time.Duration) erro
 		return fmt.Errorf("connect to database (read pool): %w", err)
 	}
 	db.store.UseReadPool(pool)
-	closeIngest := db.close
-	db.close = func() { pool.Close(); closeIngest() }
+	closeIngest := db.release
+	db.release = func() { pool.Close(); closeIngest() }
 	return nil
 }
 

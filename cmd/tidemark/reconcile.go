@@ -1,6 +1,8 @@
 package main
 
 import (
+	"github.com/tidemark/tidemark/internal/supervisor"
+
 	"context"
 	"flag"
 	"fmt"
@@ -61,27 +63,22 @@ const (
 	reconcileRetry      = time.Hour
 )
 
-// runReconciliation runs the nightly reconciliation when it is due, until
-// ctx ends. Several nodes may check at once: one runs it, the others skip.
-func runReconciliation(ctx context.Context, store *postgres.Store, log *slog.Logger) {
-	next := reconcileCheckEvery
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(next):
-		}
-		next = reconcileCheckEvery
+// reconcileService runs the nightly reconciliation when it is due, checking
+// every reconcileCheckEvery. Several nodes may check at once: one runs it,
+// the others skip.
+func reconcileService(store *postgres.Store, log *slog.Logger) supervisor.Service {
+	return supervisor.Every("reconciliation", reconcileCheckEvery, func(ctx context.Context) time.Duration {
 		r, ran, err := store.ReconcileNightly(ctx, time.Now())
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
 			log.Error("reconciliation failed; retrying in an hour", "err", err)
-			next = reconcileRetry
+			return reconcileRetry
 		case ran && r.Total() > 0:
 			log.Warn("reconciliation found violations (see /admin/reconciliation or run tidemark audit)", "report", r.Summary())
 		case ran:
 			log.Info("reconciliation", "report", r.Summary())
 		}
-	}
+		return reconcileCheckEvery
+	})
 }

@@ -1,9 +1,10 @@
 package main
 
 import (
+	"github.com/tidemark/tidemark/internal/supervisor"
+
 	"cmp"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -77,24 +78,29 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fs := e.flags("serve")
 	o := e.serveFlags(fs)
-	addr, allowRemote, metricsAddr, publicURL, proxies, memoryLimit := o.addr, o.allowRemote, o.metricsAddr, o.publicURL, o.proxies, o.memoryLimit
-	retention, historyRetention, readTimeout, qf := o.retention, o.historyRetention, o.readTimeout, o.queue
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if err := setMemoryLimit(*memoryLimit, e.getenv); err != nil {
+	return e.serveNode(ctx, o)
+}
+
+// serveNode checks serve's options, prepares the database (migrations,
+// keys, retention, partitions, secrets, the demo) and runs the node's
+// services until ctx ends.
+func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
+	if err := setMemoryLimit(*o.memoryLimit, e.getenv); err != nil {
 		return err
 	}
-	if *readTimeout < time.Millisecond {
-		return fmt.Errorf("serve: --read-timeout must be at least 1ms, such as 5s; got %s", *readTimeout)
+	if *o.readTimeout < time.Millisecond {
+		return fmt.Errorf("serve: --read-timeout must be at least 1ms, such as 5s; got %s", *o.readTimeout)
 	}
-	trusted, err := domain.ParseNetworks(*proxies)
+	trusted, err := domain.ParseNetworks(*o.proxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies (or TIDEMARK_TRUSTED_PROXIES): %w", err)
 	}
-	if e.getenv("DATABASE_URL") == "" && !*allowRemote && !isLoopback(*addr) {
+	if e.getenv("DATABASE_URL") == "" && !*o.allowRemote && !isLoopback(*o.addr) {
 		return fmt.Errorf("serve: --addr %s is not a loopback address, and the embedded database's demo would be reachable "+
-			"from the network: listen on 127.0.0.1, set DATABASE_URL, or pass --allow-remote", *addr)
+			"from the network: listen on 127.0.0.1, set DATABASE_URL, or pass --allow-remote", *o.addr)
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 
@@ -102,11 +108,71 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer func() { db.close() }()
-	if err := db.useReadPool(ctx, *readTimeout); err != nil {
+	defer db.close() // when serve stops early; else the pools service closes it
+	if err := db.useReadPool(ctx, *o.readTimeout); err != nil {
 		return err
 	}
 	store := db.store
+	if err := e.prepareStore(ctx, store, o, log); err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", *o.addr)
+	if err != nil {
+		return err
+	}
+	base := "http://" + ln.Addr().String()
+	if *o.publicURL != "" {
+		base = strings.TrimRight(*o.publicURL, "/")
+	}
+	if db.embedded != nil {
+		if err := e.announceDemo(ctx, store, base); err != nil {
+			return fmt.Errorf("prepare demo tenant: %w", err)
+		}
+	}
+
+	q, err := o.queue.open("tidemark serve", log)
+	if err != nil {
+		return err
+	}
+	cfg := web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
+		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
+		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics()}, IngestConns: int(store.Pool().Config().MaxConns),
+		MetricsElsewhere: *o.metricsAddr != ""}
+	services := []supervisor.Service{poolsService(db), listenerService(store)}
+	if q != nil {
+		defer q.Close() // when serve stops early; else the queue's service closes it
+		cfg.Queue, cfg.Collectors = q, append(cfg.Collectors, q.Collector())
+		services = append(services, queueCloser(q), queueStreams(q))
+		log.Info("queued mode: accepted deliveries are stored in the delivery queue for tidemark worker", "queue", *o.queue.url, "stream", q.Stream())
+	}
+	handler := web.New(cfg)
+	// Bulk replay jobs write like deliveries; on shutdown the worker gives
+	// its job back for another node (or the next start) to continue.
+	replays := replay.Worker{Replayer: handler.Replayer(), Deliveries: store, Log: log}
+	services = append(services,
+		cleanupService(store, *o.retention, log), reconcileService(store, log), searchIndexService(store, log),
+		refusalFlusher{handler: handler, log: log}, committersService(store),
+		supervisor.Func("replay worker", replays.Run))
+	if *o.metricsAddr != "" {
+		mln, err := net.Listen("tcp", *o.metricsAddr)
+		if err != nil {
+			return fmt.Errorf("--metrics-addr: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", handler.MetricsHandler())
+		services = append(services, httpService("metrics http", mux, mln))
+		fmt.Fprintf(e.stdout, "Metrics are served on http://%s/metrics\n", mln.Addr())
+	}
+	services = append(services, httpService("http", handler.Handler(), ln))
+	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
+	return runNode(ctx, log, services...)
+}
+
+// prepareStore readies the database for serving: migrations, the keys of
+// the stored secrets, the retention against the scopes' TTLs, the event
+// log's partitions ahead and the secrets of providers that lack one.
+func (e cliEnv) prepareStore(ctx context.Context, store *postgres.Store, o serveOptions, log *slog.Logger) error {
 	if err := postgres.Migrate(ctx, store.Pool(), e.stderr); err != nil {
 		return err
 	}
@@ -115,10 +181,10 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if err := store.CheckSecrets(ctx); err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
-	if err := checkRetention(ctx, store, *retention); err != nil {
+	if err := checkRetention(ctx, store, *o.retention); err != nil {
 		return err
 	}
-	if err := keepHistory(store, *historyRetention); err != nil {
+	if err := keepHistory(store, *o.historyRetention); err != nil {
 		return err
 	}
 	// A long transaction on the logs can make this give up (EUNAVAILABLE):
@@ -136,90 +202,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if len(issued) > 0 {
 		log.Warn(issuedSecretsNotice(issued), "count", len(issued), "providers", strings.Join(issued, ","))
 	}
-
-	ln, err := net.Listen("tcp", *addr)
-	if err != nil {
-		return err
-	}
-	base := "http://" + ln.Addr().String()
-	if *publicURL != "" {
-		base = strings.TrimRight(*publicURL, "/")
-	}
-	if db.embedded != nil {
-		if err := e.announceDemo(ctx, store, base); err != nil {
-			return fmt.Errorf("prepare demo tenant: %w", err)
-		}
-	}
-
-	queued, closeQueue, err := qf.startQueue(ctx, log)
-	if err != nil {
-		return err
-	}
-	defer closeQueue()
-	handler := web.New(web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
-		Ping: store.Pool().Ping, Logger: log, PublicURL: *publicURL, TrustedProxies: trusted, Queue: queued.queue,
-		Collectors: append([]prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics()}, queued.collectors...), IngestConns: int(store.Pool().Config().MaxConns),
-		MetricsElsewhere: *metricsAddr != ""})
-	srv := newHTTPServer(handler.Handler())
-	errc := make(chan error, 2)
-	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
-		if err != nil {
-			return fmt.Errorf("--metrics-addr: %w", err)
-		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", handler.MetricsHandler())
-		msrv := newHTTPServer(mux)
-		defer msrv.Close()
-		go func() { errc <- msrv.Serve(mln) }()
-		fmt.Fprintf(e.stdout, "Metrics are served on http://%s/metrics\n", mln.Addr())
-	}
-	go runCleanup(ctx, store, *retention, log)
-	go runReconciliation(ctx, store, log)
-	go runSearchIndex(ctx, store, log)
-	go store.ListenForChanges(ctx) // caches endpoints; errors only when called twice
-	go handler.RunRefusalFlusher(ctx)
-	// Bulk replay jobs; on shutdown the worker gives its job back for
-	// another node (or the next start) to continue.
-	replays := make(chan struct{})
-	go func() {
-		defer close(replays)
-		replay.Worker{Replayer: handler.Replayer(), Deliveries: store, Log: log}.Run(ctx)
-	}()
-	go func() { errc <- srv.Serve(ln) }()
-	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
-
-	select {
-	case err := <-errc:
-		return err
-	case <-ctx.Done():
-	}
-	fmt.Fprintln(e.stderr, "shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
-	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	<-replays
-	// Refusals counted until the last request ended are written before exit,
-	// even when a slow request used up the shutdown's time.
-	flushCtx, cancelFlush := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancelFlush()
-	if ferr := handler.FlushRefusals(flushCtx); ferr != nil {
-		log.Error("could not write refused deliveries", "err", ferr)
-	}
-	if err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
 	return nil
-}
-
-func newHTTPServer(h http.Handler) *http.Server {
-	return &http.Server{
-		Handler:           h,
-		ReadHeaderTimeout: httpReadHeaderTimeout,
-		ReadTimeout:       httpReadTimeout,
-		WriteTimeout:      httpWriteTimeout,
-		IdleTimeout:       httpIdleTimeout,
-	}
 }
 
 // isLoopback reports whether addr (host:port) listens on loopback only;
@@ -234,50 +217,6 @@ func isLoopback(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.Unmap().IsLoopback()
-}
-
-// runCleanup runs one cleanup pass now and then every cleanupEvery (or
-// cleanupRetry after a pass that deferred steps) until ctx ends. Several
-// nodes may run it at once: one runs each pass, the others skip it.
-func runCleanup(ctx context.Context, store *postgres.Store, retention time.Duration, log *slog.Logger) {
-	for {
-		report, err := store.Cleanup(ctx, time.Now(), retention)
-		next := cleanupEvery
-		switch {
-		case ctx.Err() != nil:
-		case err != nil:
-			log.Error("cleanup failed", "err", err, "report", report.String())
-		case report.Skipped:
-			log.Info("cleanup skipped: another process is running maintenance")
-		case len(report.Deferred) > 0:
-			log.Warn("cleanup deferred steps to the next pass", "report", report.String())
-			next = cleanupRetry
-		default:
-			log.Info("cleanup", "report", report.String())
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(next):
-		}
-	}
-}
-
-// runSearchIndex keeps the records directory's search index current,
-// every postgres.SearchIndexEvery, off the ingest path. Several nodes may
-// run it: each run waits for the one in progress and then finds little
-// left to do.
-func runSearchIndex(ctx context.Context, store *postgres.Store, log *slog.Logger) {
-	for {
-		if _, err := store.IndexSearch(ctx); err != nil && ctx.Err() == nil {
-			log.Error("search index", "err", err)
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(postgres.SearchIndexEvery):
-		}
-	}
 }
 
 // selfCommand is how the user can run this binary again: "go run

@@ -1,15 +1,14 @@
 package main
 
 import (
+	"github.com/tidemark/tidemark/internal/supervisor"
+
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/queue"
 )
 
@@ -49,25 +48,6 @@ func (f queueFlags) open(name string, log *slog.Logger) (*queue.Queue, error) {
 	return queue.Open(cfg)
 }
 
-// queueMode is what serve needs of the queue: nil fields in synchronous
-// mode.
-type queueMode struct {
-	queue      domain.DeliveryQueue
-	collectors []prometheus.Collector
-}
-
-// startQueue opens the queue of serve --queue and keeps its streams
-// created, with serve's settings, until ctx ends.
-func (f queueFlags) startQueue(ctx context.Context, log *slog.Logger) (queueMode, func(), error) {
-	q, err := f.open("tidemark serve", log)
-	if err != nil || q == nil {
-		return queueMode{}, func() {}, err
-	}
-	go q.KeepEnsured(ctx, true)
-	log.Info("queued mode: accepted deliveries are stored in the delivery queue for tidemark worker", "queue", *f.url, "stream", q.Stream())
-	return queueMode{queue: q, collectors: []prometheus.Collector{q.Collector()}}, q.Close, nil
-}
-
 func (e cliEnv) worker(ctx context.Context, args []string) error {
 	fs := e.flags("worker")
 	qf := e.addQueueFlags(fs, false)
@@ -82,7 +62,7 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer db.close()
+	defer db.close() // when the worker stops early; else the pools service closes it
 	// A worker without the keys would fail every delivery of a provider
 	// with secrets (the endpoint holds them) until it is a dead letter.
 	if err := db.store.CheckSecrets(ctx); err != nil {
@@ -92,28 +72,26 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	defer q.Close()
-	go db.store.ListenForChanges(ctx) // caches endpoints
+	defer q.Close() // when the worker stops early; else the queue's service closes it
 	stats := &queue.WorkerStats{}
-	go reportWork(ctx, stats, log)
+	consume := supervisor.Func("queue consumer", func(ctx context.Context) error {
+		q.Work(ctx, db.store, stats)
+		log.Info("worker stopped", "work", stats.String())
+		return nil
+	})
 	fmt.Fprintf(e.stdout, "Tidemark worker is consuming stream %s on %s\n", q.Stream(), *qf.url)
-	q.Work(ctx, db.store, stats)
-	log.Info("worker stopped", "work", stats.String())
-	return nil
+	return runNode(ctx, log, poolsService(db),
+		queueCloser(q), listenerService(db.store), workReport(stats, log), committersService(db.store), consume)
 }
 
-// reportWork logs what the worker did every 30 s in which it did something.
-func reportWork(ctx context.Context, stats *queue.WorkerStats, log *slog.Logger) {
+// workReport logs what the worker did every 30 s in which it did something.
+func workReport(stats *queue.WorkerStats, log *slog.Logger) supervisor.Service {
 	last := stats.String()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(30 * time.Second):
-		}
+	return supervisor.Every("work report", 30*time.Second, func(context.Context) time.Duration {
 		if now := stats.String(); now != last {
 			log.Info("worker", "work", now)
 			last = now
 		}
-	}
+		return 30 * time.Second
+	})
 }

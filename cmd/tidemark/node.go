@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tidemark/tidemark/internal/queue"
+	"github.com/tidemark/tidemark/internal/supervisor"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/web"
+)
+
+// The services of a node (serve or worker), each run by one supervisor:
+// started in the order a node lists them, stopped in reverse. A node lists
+// the database pools first, then its background work, then the group
+// committers, and what accepts deliveries last, so that on SIGTERM it stops
+// accepting, writes what it accepted, stops its background work and only
+// then closes the pools.
+
+// shutdownTime bounds a node's whole shutdown, under the 30 s that
+// container platforms wait before they kill.
+const shutdownTime = 25 * time.Second
+
+// flushTime is what the refusal flusher gets for its last write, even when
+// the requests before it used up the shutdown time.
+const flushTime = 5 * time.Second
+
+// runNode runs services until ctx ends (SIGTERM or SIGINT) or one fails.
+func runNode(ctx context.Context, log *slog.Logger, services ...supervisor.Service) error {
+	return supervisor.New(log, shutdownTime).Run(ctx, services...)
+}
+
+// poolsService closes the database's pools (and stops the embedded
+// cluster) when the node stops: the last service to stop.
+func poolsService(db *database) supervisor.Service {
+	return supervisor.OnStop("database pools", func(context.Context) error { db.close(); return nil })
+}
+
+// committersService waits, on shutdown, for the group committers to write
+// the deliveries they hold.
+func committersService(store *postgres.Store) supervisor.Service {
+	return supervisor.OnStop("group committers", store.Drain)
+}
+
+// listenerService keeps the endpoint cache current.
+func listenerService(store *postgres.Store) supervisor.Service {
+	return supervisor.Func("endpoint listener", store.ListenForChanges)
+}
+
+// queueCloser closes the queue's connection once nothing publishes or
+// consumes.
+func queueCloser(q *queue.Queue) supervisor.Service {
+	return supervisor.OnStop("delivery queue", func(context.Context) error { q.Close(); return nil })
+}
+
+// queueStreams keeps the queue's streams created with serve's settings.
+func queueStreams(q *queue.Queue) supervisor.Service {
+	return supervisor.Func("queue streams", func(ctx context.Context) error { q.KeepEnsured(ctx, true); return nil })
+}
+
+// cleanupService runs a cleanup pass at start and then every cleanupEvery,
+// or cleanupRetry after a pass that deferred steps. Several nodes may run
+// it at once: one runs each pass, the others skip it.
+func cleanupService(store *postgres.Store, retention time.Duration, log *slog.Logger) supervisor.Service {
+	return supervisor.Every("cleanup", 0, func(ctx context.Context) time.Duration {
+		report, err := store.Cleanup(ctx, time.Now(), retention)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil:
+			log.Error("cleanup failed", "err", err, "report", report.String())
+		case report.Skipped:
+			log.Info("cleanup skipped: another process is running maintenance")
+		case len(report.Deferred) > 0:
+			log.Warn("cleanup deferred steps to the next pass", "report", report.String())
+			return cleanupRetry
+		default:
+			log.Info("cleanup", "report", report.String())
+		}
+		return cleanupEvery
+	})
+}
+
+// searchIndexService keeps the records directory's search index current,
+// off the ingest path. Several nodes may run it: each run waits for the one
+// in progress and then finds little left to do.
+func searchIndexService(store *postgres.Store, log *slog.Logger) supervisor.Service {
+	return supervisor.Every("search indexer", 0, func(ctx context.Context) time.Duration {
+		if _, err := store.IndexSearch(ctx); err != nil && ctx.Err() == nil {
+			log.Error("search index", "err", err)
+		}
+		return postgres.SearchIndexEvery
+	})
+}
+
+// refusalFlusher writes refused deliveries every few seconds, and once
+// more when it stops, after the HTTP server: nothing counted is lost.
+type refusalFlusher struct {
+	handler *web.Server
+	log     *slog.Logger
+}
+
+func (f refusalFlusher) Name() string { return "refusal flusher" }
+
+func (f refusalFlusher) Run(ctx context.Context) error {
+	f.handler.RunRefusalFlusher(ctx)
+	return nil
+}
+
+func (f refusalFlusher) Stop(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), flushTime)
+	defer cancel()
+	if err := f.handler.FlushRefusals(ctx); err != nil {
+		f.log.Error("could not write refused deliveries", "err", err)
+	}
+	return nil
+}
+
+// httpService serves h on ln with the HTTP server's timeouts.
+func httpService(name string, h http.Handler, ln net.Listener) supervisor.Service {
+	return supervisor.HTTP(name, newHTTPServer(h), ln)
+}
+
+func newHTTPServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: httpReadHeaderTimeout,
+		ReadTimeout:       httpReadTimeout,
+		WriteTimeout:      httpWriteTimeout,
+		IdleTimeout:       httpIdleTimeout,
+	}
+}
