@@ -15,7 +15,7 @@ import (
 const operatorsPath = "/admin/users"
 
 // requireAdmin answers anyone but an admin 403, saying who may.
-func (h *Handler) requireAdmin(next http.Handler) http.Handler {
+func (h adminPages) requireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !currentUser(r.Context()).IsAdmin {
 			h.consoleError(w, r, domain.Errorf(domain.EFORBIDDEN, "Only admins manage operators. Ask an admin if you need a change."))
@@ -25,12 +25,12 @@ func (h *Handler) requireAdmin(next http.Handler) http.Handler {
 	})
 }
 
-func (h *Handler) handleOperators(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleOperators(w http.ResponseWriter, r *http.Request) {
 	h.renderOperators(w, r, http.StatusOK, views.NewOperatorForm{})
 }
 
 // renderOperators shows the operators page, with form as last submitted.
-func (h *Handler) renderOperators(w http.ResponseWriter, r *http.Request, status int, form views.NewOperatorForm) {
+func (h adminPages) renderOperators(w http.ResponseWriter, r *http.Request, status int, form views.NewOperatorForm) {
 	ops, err := h.operators.Operators(r.Context())
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -41,7 +41,7 @@ func (h *Handler) renderOperators(w http.ResponseWriter, r *http.Request, status
 		SelfID: currentUser(r.Context()).ID, Form: form}))
 }
 
-func (h *Handler) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
 	form := views.NewOperatorForm{
 		Email:  strings.ToLower(strings.TrimSpace(r.PostFormValue("email"))),
 		Admin:  r.PostFormValue("admin") != "",
@@ -78,7 +78,7 @@ func (h *Handler) handleCreateOperator(w http.ResponseWriter, r *http.Request) {
 
 // targetOperator is the operator named by {id}; an id that is not a number
 // is as unknown as one that does not exist.
-func (h *Handler) targetOperator(r *http.Request) (domain.User, error) {
+func (h adminPages) targetOperator(r *http.Request) (domain.User, error) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil {
 		return domain.User{}, domain.Errorf(domain.ENOTFOUND, "operator not found")
@@ -86,7 +86,7 @@ func (h *Handler) targetOperator(r *http.Request) (domain.User, error) {
 	return h.operators.User(r.Context(), id)
 }
 
-func (h *Handler) handleAddMembership(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleAddMembership(w http.ResponseWriter, r *http.Request) {
 	u, err := h.targetOperator(r)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -114,7 +114,7 @@ func (h *Handler) handleAddMembership(w http.ResponseWriter, r *http.Request) {
 	h.redirectWithFlash(w, r, operatorsPath, "ok", fmt.Sprintf("%s can now open %s as %s %s.", u.Email, tenant, role.Article(), role))
 }
 
-func (h *Handler) handleRemoveMembership(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleRemoveMembership(w http.ResponseWriter, r *http.Request) {
 	u, err := h.targetOperator(r)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -139,7 +139,7 @@ func (h *Handler) handleRemoveMembership(w http.ResponseWriter, r *http.Request)
 
 // handleSetAdmin sets the admin flag to the form's "admin" value, or flips
 // it when the form does not say.
-func (h *Handler) handleSetAdmin(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleSetAdmin(w http.ResponseWriter, r *http.Request) {
 	u, err := h.targetOperator(r)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -172,7 +172,7 @@ func (h *Handler) handleSetAdmin(w http.ResponseWriter, r *http.Request) {
 // handleSetDisabled disables an operator, whose sessions end at once, or
 // enables them again. Refusals (yourself, the last enabled admin) come
 // back as a flash on the operators page.
-func (h *Handler) handleSetDisabled(disabled bool) http.HandlerFunc {
+func (h adminPages) handleSetDisabled(disabled bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		u, err := h.targetOperator(r)
 		if err != nil {
@@ -198,7 +198,7 @@ func (h *Handler) handleSetDisabled(disabled bool) http.HandlerFunc {
 
 // handleResetPassword sets an operator's password and ends their sessions
 // (the admin's own too, when they reset their own).
-func (h *Handler) handleResetPassword(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleResetPassword(w http.ResponseWriter, r *http.Request) {
 	u, err := h.targetOperator(r)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -217,7 +217,7 @@ func (h *Handler) handleResetPassword(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleSignOutEverywhere ends every session of an operator.
-func (h *Handler) handleSignOutEverywhere(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleSignOutEverywhere(w http.ResponseWriter, r *http.Request) {
 	u, err := h.targetOperator(r)
 	if err != nil {
 		h.consoleError(w, r, err)

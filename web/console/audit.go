@@ -15,21 +15,21 @@ const auditPageSize = 50
 
 const adminAuditPath = "/admin/audit"
 
-func (h *Handler) handleTenantAudit(w http.ResponseWriter, r *http.Request) {
+func (h auditPages) handleTenantAudit(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	h.renderAudit(w, r, domain.AuditQuery{TenantID: t.ID}, "/t/"+t.Slug+"/audit", "audit")
 }
 
 // handleAdminAudit shows every tenant's entries, and those outside any
 // tenant (operators, sign-ins); the route table lets only admins reach it.
-func (h *Handler) handleAdminAudit(w http.ResponseWriter, r *http.Request) {
+func (h auditPages) handleAdminAudit(w http.ResponseWriter, r *http.Request) {
 	h.renderAudit(w, r, domain.AuditQuery{AllTenants: true}, adminAuditPath, "admin-audit")
 }
 
 // renderAudit shows one page of the entries q selects, narrowed by the
 // request's filters. Filters the operator got wrong, and searches too
 // broad to finish in time, are explained above the results.
-func (h *Handler) renderAudit(w http.ResponseWriter, r *http.Request, q domain.AuditQuery, path, nav string) {
+func (h auditPages) renderAudit(w http.ResponseWriter, r *http.Request, q domain.AuditQuery, path, nav string) {
 	ctx := r.Context()
 	values := r.URL.Query()
 	f := views.AuditFilters{Actor: strings.TrimSpace(values.Get("actor")), Action: values.Get("action"),

@@ -27,7 +27,7 @@ const (
 // handleConflictQueue shows open conflicts, oldest first, then resolved
 // ones. htmx polls it and gets the queue fragment alone, so a poll neither
 // re-renders the page frame nor takes the pending flash.
-func (h *Handler) handleConflictQueue(w http.ResponseWriter, r *http.Request) {
+func (h conflictPages) handleConflictQueue(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	q, err := h.conflicts.ConflictQueue(ctx, t.ID, queueOpenLimit, queueResolvedLimit)
@@ -68,7 +68,7 @@ func conflictIDParam(r *http.Request) (int64, error) {
 	return id, nil
 }
 
-func (h *Handler) handleConflict(w http.ResponseWriter, r *http.Request) {
+func (h conflictPages) handleConflict(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := conflictIDParam(r)
 	if err != nil {
@@ -88,7 +88,7 @@ func (h *Handler) handleConflict(w http.ResponseWriter, r *http.Request) {
 // handleResolveConflict keeps or adopts, on behalf of the signed-in
 // operator. A refusal (already resolved, record moved on, bad input) goes
 // back to the conflict with the reason; success goes to the queue.
-func (h *Handler) handleResolveConflict(w http.ResponseWriter, r *http.Request) {
+func (h conflictPages) handleResolveConflict(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := conflictIDParam(r)
 	if err != nil {

@@ -15,7 +15,7 @@ import (
 )
 
 // handleDeliveryPage shows one delivery with its request, body and events.
-func (h *Handler) handleDeliveryPage(w http.ResponseWriter, r *http.Request) {
+func (h deliveryPages) handleDeliveryPage(w http.ResponseWriter, r *http.Request) {
 	d, err := h.deliveries.Delivery(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "id"))
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -29,7 +29,7 @@ func (h *Handler) handleDeliveryPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReplayDelivery replays one delivery and shows the new one.
-func (h *Handler) handleReplayDelivery(w http.ResponseWriter, r *http.Request) {
+func (h deliveryPages) handleReplayDelivery(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	back := "/t/" + t.Slug + views.DeliveryPath(chi.URLParam(r, "id"))
@@ -59,7 +59,7 @@ const replayPageSize = 20
 
 // handleReplaysPage lists the replay jobs and, with ?estimate=1, counts
 // what the filters match before a job is confirmed.
-func (h *Handler) handleReplaysPage(w http.ResponseWriter, r *http.Request) {
+func (h deliveryPages) handleReplaysPage(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	q := r.URL.Query()
@@ -136,7 +136,7 @@ func consoleDeliveryFilter(v views.ReplayFilters) (domain.DeliveryFilter, error)
 }
 
 // handleStartReplay starts a job with the confirmed filters and opens it.
-func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
+func (h deliveryPages) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	if err := r.ParseForm(); err != nil {
@@ -162,7 +162,7 @@ func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReplayJobPage shows one job; htmx polls it while the job runs.
-func (h *Handler) handleReplayJobPage(w http.ResponseWriter, r *http.Request) {
+func (h deliveryPages) handleReplayJobPage(w http.ResponseWriter, r *http.Request) {
 	id, err := httpx.ReplayJobID(r)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -178,7 +178,7 @@ func (h *Handler) handleReplayJobPage(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleCancelReplay cancels a job and shows it.
-func (h *Handler) handleCancelReplay(w http.ResponseWriter, r *http.Request) {
+func (h deliveryPages) handleCancelReplay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	id, err := httpx.ReplayJobID(r)

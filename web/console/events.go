@@ -22,7 +22,7 @@ const eventLogPageSize = 50
 // handleEventLog shows one page of the event log, newest first. Filters
 // the operator got wrong, and searches too broad to finish in time, are
 // explained above the form's results rather than as an error page.
-func (h *Handler) handleEventLog(w http.ResponseWriter, r *http.Request) {
+func (h eventPages) handleEventLog(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	values := r.URL.Query()
@@ -156,7 +156,7 @@ func eventLogQueryString(f views.EventLogFilters, limit, cursor string) string {
 }
 
 // handleEventDetail shows one event with its raw payload.
-func (h *Handler) handleEventDetail(w http.ResponseWriter, r *http.Request) {
+func (h eventPages) handleEventDetail(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	deliveryID := chi.URLParam(r, "delivery_id")

@@ -29,11 +29,11 @@ func revokedNote(n int) string {
 	return fmt.Sprintf(" The %d API token(s) they created there were revoked.", n)
 }
 
-func (h *Handler) handleMembers(w http.ResponseWriter, r *http.Request) {
+func (h memberPages) handleMembers(w http.ResponseWriter, r *http.Request) {
 	h.renderMembers(w, r, http.StatusOK, views.MemberForm{Role: domain.RoleOperator})
 }
 
-func (h *Handler) renderMembers(w http.ResponseWriter, r *http.Request, status int, form views.MemberForm) {
+func (h memberPages) renderMembers(w http.ResponseWriter, r *http.Request, status int, form views.MemberForm) {
 	members, err := h.operators.Members(r.Context(), currentTenant(r.Context()).ID)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -44,7 +44,7 @@ func (h *Handler) renderMembers(w http.ResponseWriter, r *http.Request, status i
 }
 
 // handleAddMember makes an existing operator, named by email, a member.
-func (h *Handler) handleAddMember(w http.ResponseWriter, r *http.Request) {
+func (h memberPages) handleAddMember(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	form := views.MemberForm{Email: strings.ToLower(strings.TrimSpace(r.PostFormValue("email"))), Role: formRole(r)}
 	if form.Email == "" {
@@ -82,7 +82,7 @@ func memberID(r *http.Request) (int64, error) {
 // operator changed their own role, home when they left, else to the
 // members page. Only the paths named here are reachable, never one from
 // the form.
-func (h *Handler) afterMemberChange(r *http.Request, userID int64, left bool) string {
+func (h memberPages) afterMemberChange(r *http.Request, userID int64, left bool) string {
 	t, u := currentTenant(r.Context()), currentUser(r.Context())
 	switch {
 	case r.PostFormValue("from") == "admin" && u.IsAdmin:
@@ -98,7 +98,7 @@ func (h *Handler) afterMemberChange(r *http.Request, userID int64, left bool) st
 // memberChanged ends a successful change of member userID with the
 // message msg writes about their email. The email is read only now, so
 // that an id that is no member's reveals no one'h.
-func (h *Handler) memberChanged(w http.ResponseWriter, r *http.Request, userID int64, left bool, msg func(email string) string) {
+func (h memberPages) memberChanged(w http.ResponseWriter, r *http.Request, userID int64, left bool, msg func(email string) string) {
 	u, err := h.operators.User(r.Context(), userID)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -107,7 +107,7 @@ func (h *Handler) memberChanged(w http.ResponseWriter, r *http.Request, userID i
 	h.redirectWithFlash(w, r, h.afterMemberChange(r, userID, left), "ok", msg(u.Email))
 }
 
-func (h *Handler) handleSetMemberRole(w http.ResponseWriter, r *http.Request) {
+func (h memberPages) handleSetMemberRole(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	id, err := memberID(r)
 	if err != nil {
@@ -125,7 +125,7 @@ func (h *Handler) handleSetMemberRole(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-func (h *Handler) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
+func (h memberPages) handleRemoveMember(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	id, err := memberID(r)
 	if err != nil {

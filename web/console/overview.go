@@ -11,7 +11,7 @@ import (
 // handleOverview shows the tenant's counts, chart and latest deliveries.
 // htmx polls the same URL and gets the live section alone, so a poll
 // neither re-renders the page frame nor takes the pending flash.
-func (h *Handler) handleOverview(w http.ResponseWriter, r *http.Request) {
+func (h overviewPages) handleOverview(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	now := h.now()
@@ -32,7 +32,7 @@ func (h *Handler) handleOverview(w http.ResponseWriter, r *http.Request) {
 // overviewQueue reads what waits for the tenant in queued mode; nil in
 // synchronous mode. A queue that does not answer within a second is shown
 // as unreachable rather than holding the page.
-func (h *Handler) overviewQueue(ctx context.Context, tenantID int64, now time.Time) *views.OverviewQueue {
+func (h overviewPages) overviewQueue(ctx context.Context, tenantID int64, now time.Time) *views.OverviewQueue {
 	if h.queue == nil {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 const peoplePageSize = 50
 
 // handlePeople lists people newest first, or finds one by email.
-func (h *Handler) handlePeople(w http.ResponseWriter, r *http.Request) {
+func (h peoplePages) handlePeople(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	values := r.URL.Query()
@@ -49,7 +49,7 @@ func (h *Handler) handlePeople(w http.ResponseWriter, r *http.Request) {
 }
 
 // handlePerson shows one person with their account, tasks and campaigns.
-func (h *Handler) handlePerson(w http.ResponseWriter, r *http.Request) {
+func (h peoplePages) handlePerson(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id < 1 {

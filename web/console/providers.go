@@ -25,11 +25,11 @@ func formRefusal(err error) bool {
 	return code == domain.EINVALID || code == domain.ECONFLICT
 }
 
-func (h *Handler) handleProviders(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleProviders(w http.ResponseWriter, r *http.Request) {
 	h.renderProviders(w, r, http.StatusOK, views.ProviderForm{Kind: provider.Default()})
 }
 
-func (h *Handler) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
+func (h providerPages) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
 	ps, err := h.providers.ProviderSummaries(r.Context(), currentTenant(r.Context()).ID)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -106,7 +106,7 @@ func formMessage(err error) string {
 // and secret, which exists in plaintext only in this response. What the kind
 // needs is checked and completed by its Setup; only the fields of the
 // chosen kind are read, but every kind's settings are kept for a refused form.
-func (h *Handler) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	form := views.ProviderForm{
 		Name:   strings.TrimSpace(r.PostFormValue("name")),
@@ -177,7 +177,7 @@ func providerLimits(p domain.Provider) []views.ProviderSetting {
 		{Label: "Future skew allowed", Value: p.MaxFutureSkew.String()}}
 }
 
-func (h *Handler) endpointURL(r *http.Request, provider string) string {
+func (h providerPages) endpointURL(r *http.Request, provider string) string {
 	return httpx.BaseURL(h.publicURL, r) + "/webhooks/" + currentTenant(r.Context()).Slug + "/" + provider
 }
 
@@ -185,7 +185,7 @@ func (h *Handler) endpointURL(r *http.Request, provider string) string {
 // kind; it writes the error page and returns false when there is none. A
 // kind this build does not know can only come from a newer version that
 // wrote the row, so it is an internal error, not a page to improvise.
-func (h *Handler) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, provider.Kind, bool) {
+func (h providerPages) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, provider.Kind, bool) {
 	p, err := h.providers.ProviderSummary(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "name"))
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -199,7 +199,7 @@ func (h *Handler) currentProvider(w http.ResponseWriter, r *http.Request) (domai
 	return p, k, true
 }
 
-func (h *Handler) handleProvider(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleProvider(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -210,7 +210,7 @@ func (h *Handler) handleProvider(w http.ResponseWriter, r *http.Request) {
 // renderProvider shows a provider's page. A refused scope form, when given,
 // is shown as submitted in place of the stored scope (or of the empty "add"
 // form) with its message.
-func (h *Handler) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refusedScope views.ScopeForm) {
+func (h providerPages) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refusedScope views.ScopeForm) {
 	ctx, tenantID := r.Context(), currentTenant(r.Context()).ID
 	secrets, err := h.providers.ProviderSecrets(ctx, tenantID, p.ID)
 	if err != nil {
@@ -259,6 +259,6 @@ func (h *Handler) renderProvider(w http.ResponseWriter, r *http.Request, status 
 	h.render(w, r, status, views.Provider(h.layout(r, p.Name, "providers"), v))
 }
 
-func (h *Handler) providerURL(r *http.Request, name string) string {
+func (h providerPages) providerURL(r *http.Request, name string) string {
 	return "/t/" + currentTenant(r.Context()).Slug + "/providers/" + name
 }

@@ -10,7 +10,7 @@ import (
 // reconciliationPath is the admin page of the last reconciliation report.
 const reconciliationPath = "/admin/reconciliation"
 
-func (h *Handler) handleReconciliation(w http.ResponseWriter, r *http.Request) {
+func (h adminPages) handleReconciliation(w http.ResponseWriter, r *http.Request) {
 	p := views.ReconciliationPage{Layout: h.layout(r, "Reconciliation", "reconciliation")}
 	report, err := h.reconcile.LastReconciliation(r.Context())
 	switch {

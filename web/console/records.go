@@ -18,7 +18,7 @@ const recordsPageSize = 50
 // handleRecords shows one page of the records directory, most recently
 // changed first. Filters the operator got wrong are explained above the
 // results, as on the event history.
-func (h *Handler) handleRecords(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleRecords(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	values := r.URL.Query()
@@ -76,7 +76,7 @@ func directoryBack(r *http.Request) string {
 
 // handleTimeline shows one record's timeline; /contacts/{provider}/{id}
 // is the one of a contact.
-func (h *Handler) handleTimeline(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleTimeline(w http.ResponseWriter, r *http.Request) {
 	ref := domain.RecordRef{Provider: httpx.PathParam(r, "provider"), ObjectType: httpx.PathParam(r, "object_type"),
 		ObjectID: httpx.PathParam(r, "object_id")}
 	if ref.ObjectType == "" {
@@ -88,7 +88,7 @@ func (h *Handler) handleTimeline(w http.ResponseWriter, r *http.Request) {
 // handleContactSearch opens a contact's timeline by id: in the provider
 // asked for, or in the only provider that has it. Otherwise the form comes
 // back saying what was found.
-func (h *Handler) handleContactSearch(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleContactSearch(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
 	provider := r.URL.Query().Get("provider")

@@ -9,7 +9,7 @@ import (
 )
 
 // handleRecordReset forgets the record's revision once its id is typed.
-func (h *Handler) handleRecordReset(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleRecordReset(w http.ResponseWriter, r *http.Request) {
 	ctx, ref := r.Context(), httpx.RecordRef(r)
 	if err := domain.ConfirmRepair(ref.ObjectID, r.PostFormValue("confirm")); err != nil {
 		h.renderTimeline(w, r, ref, http.StatusUnprocessableEntity, views.RepairForms{Failed: "reset", Error: domain.ErrorMessage(err)})
@@ -24,7 +24,7 @@ func (h *Handler) handleRecordReset(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleRecordErase erases the record's content once its id is typed.
-func (h *Handler) handleRecordErase(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleRecordErase(w http.ResponseWriter, r *http.Request) {
 	ctx, ref := r.Context(), httpx.RecordRef(r)
 	if err := domain.ConfirmRepair(ref.ObjectID, r.PostFormValue("confirm")); err != nil {
 		h.renderTimeline(w, r, ref, http.StatusUnprocessableEntity, views.RepairForms{Failed: "erase", Error: domain.ErrorMessage(err)})
@@ -40,7 +40,7 @@ func (h *Handler) handleRecordErase(w http.ResponseWriter, r *http.Request) {
 
 // renderTimeline shows a record's timeline, with the repair forms for
 // owners; status and forms carry a refused confirmation.
-func (h *Handler) renderTimeline(w http.ResponseWriter, r *http.Request, ref domain.RecordRef, status int, forms views.RepairForms) {
+func (h recordPages) renderTimeline(w http.ResponseWriter, r *http.Request, ref domain.RecordRef, status int, forms views.RepairForms) {
 	ctx := r.Context()
 	tl, err := h.records.RecordTimeline(ctx, currentTenant(ctx).ID, ref, timelineLimit)
 	if err != nil {
@@ -56,13 +56,13 @@ func (h *Handler) renderTimeline(w http.ResponseWriter, r *http.Request, ref dom
 	h.render(w, r, status, views.TimelineView(l, p))
 }
 
-func (h *Handler) handleLeadErasePage(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleLeadErasePage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, views.LeadEraseView(h.layout(r, "Erase a lead", "people"),
 		views.LeadErasePage{Email: r.URL.Query().Get("email")}))
 }
 
 // handleLeadErase erases a lead once its email is typed twice alike.
-func (h *Handler) handleLeadErase(w http.ResponseWriter, r *http.Request) {
+func (h recordPages) handleLeadErase(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	email := domain.NormalizeEmail(r.PostFormValue("email"))
 	err := domain.ConfirmRepair(email, domain.NormalizeEmail(r.PostFormValue("confirm")))

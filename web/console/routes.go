@@ -13,6 +13,20 @@ import (
 // operator, then the tenant from their membership, then the role each
 // group of routes needs.
 func (h *Handler) Routes(r chi.Router) {
+	// Each family of pages is a small type over h.
+	var (
+		admin    = adminPages{h}
+		audit    = auditPages{h}
+		conflict = conflictPages{h}
+		delivery = deliveryPages{h}
+		event    = eventPages{h}
+		member   = memberPages{h}
+		overview = overviewPages{h}
+		people   = peoplePages{h}
+		provider = providerPages{h}
+		record   = recordPages{h}
+		token    = tokenPages{h}
+	)
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
 	r.Get("/login", h.handleLoginPage)
@@ -24,93 +38,93 @@ func (h *Handler) Routes(r chi.Router) {
 
 		// Operators and memberships: admins only.
 		r.Group(func(r chi.Router) {
-			r.Use(h.requireAdmin)
-			r.Get(operatorsPath, h.handleOperators)
-			r.Post(operatorsPath, h.handleCreateOperator)
-			r.Post(operatorsPath+"/{id}/memberships", h.handleAddMembership)
-			r.Post(operatorsPath+"/{id}/memberships/{tenant}/remove", h.handleRemoveMembership)
-			r.Post(operatorsPath+"/{id}/admin", h.handleSetAdmin)
-			r.Post(operatorsPath+"/{id}/disable", h.handleSetDisabled(true))
-			r.Post(operatorsPath+"/{id}/enable", h.handleSetDisabled(false))
-			r.Post(operatorsPath+"/{id}/password", h.handleResetPassword)
-			r.Post(operatorsPath+"/{id}/sign-out", h.handleSignOutEverywhere)
-			r.Get(adminAuditPath, h.handleAdminAudit)
-			r.Get(reconciliationPath, h.handleReconciliation)
+			r.Use(admin.requireAdmin)
+			r.Get(operatorsPath, admin.handleOperators)
+			r.Post(operatorsPath, admin.handleCreateOperator)
+			r.Post(operatorsPath+"/{id}/memberships", admin.handleAddMembership)
+			r.Post(operatorsPath+"/{id}/memberships/{tenant}/remove", admin.handleRemoveMembership)
+			r.Post(operatorsPath+"/{id}/admin", admin.handleSetAdmin)
+			r.Post(operatorsPath+"/{id}/disable", admin.handleSetDisabled(true))
+			r.Post(operatorsPath+"/{id}/enable", admin.handleSetDisabled(false))
+			r.Post(operatorsPath+"/{id}/password", admin.handleResetPassword)
+			r.Post(operatorsPath+"/{id}/sign-out", admin.handleSignOutEverywhere)
+			r.Get(adminAuditPath, audit.handleAdminAudit)
+			r.Get(reconciliationPath, admin.handleReconciliation)
 		})
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
 			r.Use(h.requireTenant)
-			r.Get("/", h.handleOverview)
+			r.Get("/", overview.handleOverview)
 
 			// Event history and event detail.
-			r.Get("/events", h.handleEventLog)
-			r.Get("/events/{delivery_id}/{seq}", h.handleEventDetail)
+			r.Get("/events", event.handleEventLog)
+			r.Get("/events/{delivery_id}/{seq}", event.handleEventDetail)
 
 			// The records directory and the record timelines.
-			r.Get("/records", h.handleRecords)
-			r.Get("/records/{provider}/{object_type}/{object_id}", h.handleTimeline)
-			r.Get("/contacts", h.handleContactSearch)
-			r.Get("/contacts/{provider}/{contact_id}", h.handleTimeline)
+			r.Get("/records", record.handleRecords)
+			r.Get("/records/{provider}/{object_type}/{object_id}", record.handleTimeline)
+			r.Get("/contacts", record.handleContactSearch)
+			r.Get("/contacts/{provider}/{contact_id}", record.handleTimeline)
 
 			// The conflict queue and conflicts.
-			r.Get("/conflicts", h.handleConflictQueue)
-			r.Get("/conflicts/{id}", h.handleConflict)
-			r.With(h.requireRole(domain.RoleOperator)).Post("/conflicts/{id}/resolve", h.handleResolveConflict)
+			r.Get("/conflicts", conflict.handleConflictQueue)
+			r.Get("/conflicts/{id}", conflict.handleConflict)
+			r.With(h.requireRole(domain.RoleOperator)).Post("/conflicts/{id}/resolve", conflict.handleResolveConflict)
 
 			// Providers, their secrets, scopes and deliveries, and API
 			// tokens: every member reads them; only owners change them.
-			r.Get("/providers", h.handleProviders)
-			r.Get("/providers/{name}", h.handleProvider)
-			r.Get("/tokens", h.handleTokens)
+			r.Get("/providers", provider.handleProviders)
+			r.Get("/providers/{name}", provider.handleProvider)
+			r.Get("/tokens", token.handleTokens)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOwner))
-				r.Post("/providers", h.handleConnectProvider)
-				r.Post("/providers/{name}/rotate", h.handleRotateSecret)
-				r.Post("/providers/{name}/retire", h.handleRetireSecrets)
-				r.Post("/providers/{name}/secret-shown", h.handleSecretShown)
-				r.Post("/providers/{name}/test", h.handleTestEvent)
-				r.Post("/providers/{name}/scopes", h.handleSaveScope)
-				r.Post("/tokens", h.handleCreateToken)
-				r.Post("/tokens/{id}/revoke", h.handleRevokeToken)
+				r.Post("/providers", provider.handleConnectProvider)
+				r.Post("/providers/{name}/rotate", provider.handleRotateSecret)
+				r.Post("/providers/{name}/retire", provider.handleRetireSecrets)
+				r.Post("/providers/{name}/secret-shown", provider.handleSecretShown)
+				r.Post("/providers/{name}/test", provider.handleTestEvent)
+				r.Post("/providers/{name}/scopes", provider.handleSaveScope)
+				r.Post("/tokens", token.handleCreateToken)
+				r.Post("/tokens/{id}/revoke", token.handleRevokeToken)
 			})
 
 			// People.
-			r.Get("/people", h.handlePeople)
-			r.Get("/people/{id}", h.handlePerson)
+			r.Get("/people", people.handlePeople)
+			r.Get("/people/{id}", people.handlePerson)
 
 			// Members: owners (and admins, who act as owners) add members,
 			// change their roles and remove them.
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOwner))
-				r.Get("/members", h.handleMembers)
-				r.Post("/members", h.handleAddMember)
-				r.Post("/members/{id}/role", h.handleSetMemberRole)
-				r.Post("/members/{id}/remove", h.handleRemoveMember)
+				r.Get("/members", member.handleMembers)
+				r.Post("/members", member.handleAddMember)
+				r.Post("/members/{id}/role", member.handleSetMemberRole)
+				r.Post("/members/{id}/remove", member.handleRemoveMember)
 			})
 
 			// The tenant's audit log: owners only (and admins).
-			r.With(h.requireRole(domain.RoleOwner)).Get("/audit", h.handleTenantAudit)
+			r.With(h.requireRole(domain.RoleOwner)).Get("/audit", audit.handleTenantAudit)
 
 			// Record repair: reset and erase of a record, erase of a lead,
 			// each after a typed confirmation; owners only.
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOwner))
-				r.Post("/records/{provider}/{object_type}/{object_id}/reset", h.handleRecordReset)
-				r.Post("/records/{provider}/{object_type}/{object_id}/erase", h.handleRecordErase)
-				r.Get("/leads/erase", h.handleLeadErasePage)
-				r.Post("/leads/erase", h.handleLeadErase)
+				r.Post("/records/{provider}/{object_type}/{object_id}/reset", record.handleRecordReset)
+				r.Post("/records/{provider}/{object_type}/{object_id}/erase", record.handleRecordErase)
+				r.Get("/leads/erase", record.handleLeadErasePage)
+				r.Post("/leads/erase", record.handleLeadErase)
 			})
 
 			// The delivery inspector and replay jobs; replaying changes what
 			// Tidemark holds: operators and owners.
-			r.Get("/deliveries/{id}", h.handleDeliveryPage)
-			r.Get("/replays", h.handleReplaysPage)
-			r.Get("/replays/{id}", h.handleReplayJobPage)
+			r.Get("/deliveries/{id}", delivery.handleDeliveryPage)
+			r.Get("/replays", delivery.handleReplaysPage)
+			r.Get("/replays/{id}", delivery.handleReplayJobPage)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOperator))
-				r.Post("/deliveries/{id}/replay", h.handleReplayDelivery)
-				r.Post("/replays", h.handleStartReplay)
-				r.Post("/replays/{id}/cancel", h.handleCancelReplay)
+				r.Post("/deliveries/{id}/replay", delivery.handleReplayDelivery)
+				r.Post("/replays", delivery.handleStartReplay)
+				r.Post("/replays/{id}/cancel", delivery.handleCancelReplay)
 			})
 		})
 	})

@@ -50,7 +50,7 @@ func parseScopeForm(f views.ScopeForm) (domain.Scope, error) {
 	return sc, err
 }
 
-func (h *Handler) handleSaveScope(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return

@@ -12,7 +12,7 @@ import (
 
 // renderNewSecret shows a new provider's endpoint and secret once. The page
 // must not be cached: it is the only place the plaintext ever appears.
-func (h *Handler) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, k provider.Kind, secret string, rotated bool) {
+func (h providerPages) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, k provider.Kind, secret string, rotated bool) {
 	page := k.SecretPage(h.endpointURL(r, p.Name), secret, p.Config)
 	v := views.ProviderSecretView{Name: p.Name, Kind: p.Kind, Rotated: rotated, Settings: providerSettings(k, p.Config),
 		EndpointURL: page.EndpointURL, Secret: page.Secret, SecretName: page.SecretName, SecretStored: page.SecretStored,
@@ -38,7 +38,7 @@ func pastedSecret(k provider.Kind) (provider.Field, bool) {
 }
 
 // handleRotateSecret adds a new secret and answers with it, once.
-func (h *Handler) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -74,7 +74,7 @@ func (h *Handler) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	h.renderNewSecret(w, r, p.Provider, k, secret, true)
 }
 
-func (h *Handler) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 	p, _, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -95,7 +95,7 @@ func (h *Handler) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 // issuedSecret is the notice of a secret issued at start-up to provider p,
 // connected before its kind needed one, until an operator confirms it was
 // pasted into the sending system; nil when there is none.
-func (h *Handler) issuedSecret(r *http.Request, p domain.ProviderSummary, k provider.Kind) (*views.IssuedSecret, error) {
+func (h providerPages) issuedSecret(r *http.Request, p domain.ProviderSummary, k provider.Kind) (*views.IssuedSecret, error) {
 	info, secret, err := h.providers.UnshownProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return nil, nil
@@ -118,7 +118,7 @@ func (h *Handler) issuedSecret(r *http.Request, p domain.ProviderSummary, k prov
 
 // handleSecretShown records that an operator has pasted an issued secret
 // into the sending system, so the provider's page stops showing it.
-func (h *Handler) handleSecretShown(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleSecretShown(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return

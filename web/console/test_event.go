@@ -20,7 +20,7 @@ import (
 // receiver in-process, so everything a provider's delivery goes through
 // (authentication, parsing, ingest, the delivery log) is exercised; the
 // answer is shown as a flash.
-func (h *Handler) handleTestEvent(w http.ResponseWriter, r *http.Request) {
+func (h providerPages) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -88,7 +88,7 @@ type inProcessDelivery struct {
 
 // deliverInProcess hands a delivery to the webhook handler as the router
 // would, and returns its status and body.
-func (h *Handler) deliverInProcess(ctx context.Context, d inProcessDelivery) (int, []byte) {
+func (h providerPages) deliverInProcess(ctx context.Context, d inProcessDelivery) (int, []byte) {
 	rctx := chi.NewRouteContext()
 	rctx.URLParams.Add("tenant", d.tenant)
 	rctx.URLParams.Add("provider", d.provider)

@@ -20,11 +20,11 @@ const (
 	defaultFormExpires = "90d"
 )
 
-func (h *Handler) handleTokens(w http.ResponseWriter, r *http.Request) {
+func (h tokenPages) handleTokens(w http.ResponseWriter, r *http.Request) {
 	h.renderTokens(w, r, http.StatusOK, views.TokensView{Form: views.TokenForm{Access: defaultFormAccess, Expires: defaultFormExpires}})
 }
 
-func (h *Handler) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
+func (h tokenPages) renderTokens(w http.ResponseWriter, r *http.Request, status int, v views.TokensView) {
 	tokens, err := h.tokens.APITokens(r.Context(), currentTenant(r.Context()).ID)
 	if err != nil {
 		h.consoleError(w, r, err)
@@ -36,7 +36,7 @@ func (h *Handler) renderTokens(w http.ResponseWriter, r *http.Request, status in
 
 // handleCreateToken creates a token and answers with it, once: only its
 // hash is stored.
-func (h *Handler) handleCreateToken(w http.ResponseWriter, r *http.Request) {
+func (h tokenPages) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	form := views.TokenForm{Name: strings.TrimSpace(r.PostFormValue("name")), Access: domain.TokenAccess(r.PostFormValue("access")),
 		Expires: r.PostFormValue("expires")}
@@ -65,7 +65,7 @@ func (h *Handler) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 		Form: views.TokenForm{Access: defaultFormAccess, Expires: defaultFormExpires}})
 }
 
-func (h *Handler) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
+func (h tokenPages) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 	t := currentTenant(r.Context())
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil {
