@@ -25,12 +25,12 @@ func TestReplayJobAPI(t *testing.T) {
 	e.RejectedHistory(5)
 	e.Deliver1("other", webtest.SnapshotBody("c-x", 1, `{}`)) // applied: outside the filter
 
-	status, body := e.StartReplay(token, `{"provider": "crm", "outcome": "rejected", "dry_run": true}`)
+	status, body := webtest.StartReplay(e, token, `{"provider": "crm", "outcome": "rejected", "dry_run": true}`)
 	if status != http.StatusOK {
 		t.Fatalf("dry run: %d %v", status, body)
 	}
 	assertJSON(t, "dry run", body, `{"total": 5}`)
-	status, body = e.StartReplay(token, `{"provider": "crm", "outcome": "rejected"}`)
+	status, body = webtest.StartReplay(e, token, `{"provider": "crm", "outcome": "rejected"}`)
 	if status != http.StatusAccepted {
 		t.Fatalf("start: %d %v", status, body)
 	}
@@ -43,8 +43,8 @@ func TestReplayJobAPI(t *testing.T) {
 	id := int64(body["id"].(float64))
 	base := fmt.Sprintf("/api/v1/tenants/acme/replays/%d", id)
 
-	e.Worker("w1")
-	e.WaitJob(id, "done", func(j domain.ReplayJob) bool { return j.Status == domain.ReplayDone })
+	webtest.Worker(e, "w1")
+	webtest.WaitJob(e, id, "done", func(j domain.ReplayJob) bool { return j.Status == domain.ReplayDone })
 	status, body = e.Get(base, token)
 	if status != http.StatusOK || body["status"] != "done" || body["done"] != float64(5) || body["finished_at"] == nil {
 		t.Fatalf("finished job %d %v", status, body)
@@ -71,7 +71,7 @@ func TestReplayJobAPI(t *testing.T) {
 		{`{"outcomes": "rejected"}`, "body must be a JSON object"},
 		{`{"from": "2026-12-01T00:00:00Z", "to": "2026-11-01T00:00:00Z"}`, "start of the time range"},
 	} {
-		status, body := e.StartReplay(token, tc.body)
+		status, body := webtest.StartReplay(e, token, tc.body)
 		webtest.AssertError(t, status, body, http.StatusBadRequest, tc.want)
 	}
 	status, body = e.Get("/api/v1/tenants/acme/replays/999", token)
@@ -87,29 +87,29 @@ func TestReplayJobResumesAfterRestart(t *testing.T) {
 	token := e.Token("acme")
 	const n = 300
 	e.RejectedHistory(n)
-	status, body := e.StartReplay(token, `{}`)
+	status, body := webtest.StartReplay(e, token, `{}`)
 	if status != http.StatusAccepted || body["total"] != float64(n) {
 		t.Fatalf("start: %d %v", status, body)
 	}
 	id := int64(body["id"].(float64))
 
-	stop := e.Worker("first")
-	e.WaitJob(id, "some progress", func(j domain.ReplayJob) bool { return j.Done >= 20 })
+	stop := webtest.Worker(e, "first")
+	webtest.WaitJob(e, id, "some progress", func(j domain.ReplayJob) bool { return j.Done >= 20 })
 	stop()
-	mid := e.Job(id)
+	mid := webtest.Job(e, id)
 	if mid.Status != domain.ReplayRunning || mid.Done >= n {
 		t.Fatalf("after the stop: %s with %d of %d done, want running mid-job", mid.Status, mid.Done, n)
 	}
-	if replays, _ := e.ReplayCounts(); replays != mid.Done {
+	if replays, _ := webtest.ReplayCounts(e); replays != mid.Done {
 		t.Fatalf("%d replays stored, the job counts %d", replays, mid.Done)
 	}
 
-	e.Worker("second")
-	done := e.WaitJob(id, "done", func(j domain.ReplayJob) bool { return j.Status == domain.ReplayDone })
+	webtest.Worker(e, "second")
+	done := webtest.WaitJob(e, id, "done", func(j domain.ReplayJob) bool { return j.Status == domain.ReplayDone })
 	if done.Done != n || done.Counts["applied"] != n || len(done.Counts) != 1 {
 		t.Fatalf("finished with %d done, counts %v; want %d applied", done.Done, done.Counts, n)
 	}
-	if replays, originals := e.ReplayCounts(); replays != n || originals != n {
+	if replays, originals := webtest.ReplayCounts(e); replays != n || originals != n {
 		t.Fatalf("%d replays of %d originals, want %d of %d", replays, originals, n, n)
 	}
 	t.Logf("stopped after %d of %d deliveries", mid.Done, n)
@@ -123,21 +123,21 @@ func TestReplayJobCancelWhileRunning(t *testing.T) {
 	token := e.Token("acme")
 	const n = 300
 	e.RejectedHistory(n)
-	_, body := e.StartReplay(token, `{}`)
+	_, body := webtest.StartReplay(e, token, `{}`)
 	id := int64(body["id"].(float64))
-	e.Worker("w1")
-	e.WaitJob(id, "some progress", func(j domain.ReplayJob) bool { return j.Done >= 10 })
+	webtest.Worker(e, "w1")
+	webtest.WaitJob(e, id, "some progress", func(j domain.ReplayJob) bool { return j.Done >= 10 })
 	status, body := e.Post(fmt.Sprintf("/api/v1/tenants/acme/replays/%d/cancel", id), nil,
 		map[string]string{"Authorization": "Bearer " + token})
 	if status != http.StatusOK || body["status"] != "cancelled" {
 		t.Fatalf("cancel: %d %v", status, body)
 	}
 	time.Sleep(200 * time.Millisecond) // the worker finds out at its next step
-	j := e.Job(id)
+	j := webtest.Job(e, id)
 	if j.Status != domain.ReplayCancelled || j.Done >= n {
 		t.Fatalf("after the cancel: %+v", j)
 	}
-	if replays, _ := e.ReplayCounts(); replays != j.Done {
+	if replays, _ := webtest.ReplayCounts(e); replays != j.Done {
 		t.Fatalf("%d replays stored, the cancelled job counts %d", replays, j.Done)
 	}
 	if got := e.AuditEntries(); len(got) != 2 || !strings.Contains(got[1], fmt.Sprintf("replay_cancel replay job %d: cancelled after", id)) {
@@ -238,10 +238,10 @@ func TestConsoleReplays(t *testing.T) {
 		t.Fatalf("a second job: %d, flash %q", status, webtest.ShownFlash(doc))
 	}
 
-	e.Worker("w1")
+	webtest.Worker(e, "w1")
 	var id int64
 	fmt.Sscanf(strings.TrimPrefix(loc, "/t/acme/replays/"), "%d", &id)
-	e.WaitJob(id, "done", func(j domain.ReplayJob) bool { return j.Status == domain.ReplayDone })
+	webtest.WaitJob(e, id, "done", func(j domain.ReplayJob) bool { return j.Status == domain.ReplayDone })
 	_, doc = b.Get(loc)
 	if doc.Find("#replay-progress[hx-get]").Length() != 0 || webtest.Text(doc, `td[data-count="applied"]`) != "3" {
 		t.Fatalf("a finished job's page polls, or its result is wrong: %q", webtest.Text(doc, "#replay-progress"))

@@ -19,7 +19,7 @@ func TestReplayOfAppliedIsDuplicate(t *testing.T) {
 	_, answer := e.Deliver1("m1", webtest.SnapshotBody("c-1", 1, `{"job_title":"CTO"}`))
 	orig := answer["delivery_id"].(string)
 
-	status, replayed := e.ReplayAPI(token, orig)
+	status, replayed := webtest.ReplayAPI(e, token, orig)
 	if got := webtest.Outcome(t, status, replayed); got != "duplicate" {
 		t.Fatalf("replay outcome %s, want duplicate", got)
 	}
@@ -37,7 +37,7 @@ func TestReplayOfAppliedIsDuplicate(t *testing.T) {
 	o, _ := e.DeliveryJSON(token, orig)
 	assertJSON(t, "replays", o["replays"], `["`+id+`"]`)
 
-	status, body := e.ReplayAPI(token, id)
+	status, body := webtest.ReplayAPI(e, token, id)
 	webtest.AssertError(t, status, body, http.StatusConflict, "itself a replay")
 	want := []string{"test delivery_replay delivery " + orig + ": replayed as delivery " + id + ": 1 duplicate"}
 	if got := e.AuditEntries(); strings.Join(got, "\n") != strings.Join(want, "\n") {
@@ -59,14 +59,14 @@ func TestReplayAfterEnablingScope(t *testing.T) {
 	}
 	orig := answer["delivery_id"].(string)
 	e.SetScope(true)
-	if got := e.ReplayOutcome(token, orig); got != "applied" {
+	if got := webtest.ReplayOutcome(e, token, orig); got != "applied" {
 		t.Fatalf("replay after enabling the scope: %s, want applied", got)
 	}
 	status, rec := e.Get("/api/v1/tenants/acme/contacts/crm/c-1", token)
 	if status != http.StatusOK || rec["revision"] != float64(4) {
 		t.Fatalf("record after the replay: %d %v", status, rec)
 	}
-	if got := e.ReplayOutcome(token, orig); got != "duplicate" {
+	if got := webtest.ReplayOutcome(e, token, orig); got != "duplicate" {
 		t.Fatalf("second replay: %s, want duplicate", got)
 	}
 }
@@ -82,13 +82,13 @@ func TestReplayUnparsableAnd404(t *testing.T) {
 	}
 	e.FlushRefusals()
 	d, _ := e.LatestDelivery(token, "crm")
-	status, body := e.ReplayAPI(token, d["id"].(string))
+	status, body := webtest.ReplayAPI(e, token, d["id"].(string))
 	webtest.AssertError(t, status, body, http.StatusConflict, `cannot be parsed by today's receiver: body has no "type"`)
 
 	other := e.Provider("other", "crm")
 	_, answer := e.Deliver("other", "crm", other, "x1", webtest.SnapshotBody("c-1", 1, `{}`))
 	for _, id := range []string{answer["delivery_id"].(string), "nope"} {
-		status, body := e.ReplayAPI(token, id)
+		status, body := webtest.ReplayAPI(e, token, id)
 		webtest.AssertError(t, status, body, http.StatusNotFound, "not found")
 	}
 	var n int

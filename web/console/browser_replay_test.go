@@ -29,7 +29,7 @@ func TestBrowserInspectorAndReplays(t *testing.T) {
 	e.FlushRefusals()
 	id := e.SignedWithHeaders("m-inspect", webtest.SnapshotBody("c-7", 3, `{"job_title":"Director","company":"Acme"}`),
 		map[string]string{"Authorization": "Bearer sk_live_0123456789abcdef", "User-Agent": "Provider-Hookshot/2.1"})
-	e.Worker("browser")
+	webtest.Worker(e, "browser")
 
 	step := stepper(ctx, t)
 	step("sign in",

@@ -221,7 +221,7 @@ func TestProviderTestEventSalesforceNetworks(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
 	b := e.Operator("ops@example.com", false, "acme")
-	e.SfProvider("sfnet", map[string]string{"org_id": webtest.SfOrg, "allowed_networks": "13.108.0.0/14", "revision_field": "SystemModstamp"})
+	webtest.SfProvider(e, "sfnet", map[string]string{"org_id": webtest.SfOrg, "allowed_networks": "13.108.0.0/14", "revision_field": "SystemModstamp"})
 	if flash := consoleTestEvent(t, b, "sfnet"); !strings.Contains(flash, "outcome applied") {
 		t.Fatalf("test event flash %q", flash)
 	}

@@ -51,7 +51,7 @@ func TestWebhookBodyLimitPerProvider(t *testing.T) {
 	}
 
 	// Salesforce's envelopes of 100 notifications get 5 MiB by default.
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	if status, answer, _ := sf.Post([]byte(strings.Repeat(" ", 2<<20))); status == http.StatusRequestEntityTooLarge {
 		t.Fatalf("2 MiB to a salesforce provider: 413 %q, want it read (5 MiB is the kind's default)", answer)
 	}

@@ -60,12 +60,12 @@ func TestQueuedAnswers(t *testing.T) {
 		t.Errorf("bad signature answered %d %v, want 401 as in synchronous mode", status, refused)
 	}
 
-	e.HubspotProvider(nil)
-	status, hs := e.HubspotPost(hubspotFixture(t, "batch_contact.json"), nil, time.Now())
+	webtest.HubspotProvider(e, nil)
+	status, hs := webtest.HubspotPost(e, hubspotFixture(t, "batch_contact.json"), nil, time.Now())
 	if status != http.StatusOK || hs["status"] != "queued" {
 		t.Errorf("HubSpot batch answered %d %v, want 200 queued", status, hs)
 	}
-	e.SfProvider("sf", nil).Acked(webtest.SfFixture(t, "contact.xml"))
+	webtest.SfProvider(e, "sf", nil).Acked(webtest.SfFixture(t, "contact.xml"))
 
 	if st, err := q.State(ctx, tenant.ID); err != nil || st.Depth != 3 {
 		t.Errorf("queue holds %+v, %v, want the 3 accepted deliveries", st, err)

@@ -22,11 +22,11 @@ import (
 func TestHubSpotPerPropertyOutcomes(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 	now := time.Now()
 	want := func(body string, outcomes ...string) {
 		t.Helper()
-		results := e.HubspotResults(e.HubspotPost([]byte(body), nil, now))
+		results := e.HubspotResults(webtest.HubspotPost(e, []byte(body), nil, now))
 		if len(results) != len(outcomes) {
 			t.Fatalf("%d results, want %d: %v", len(results), len(outcomes), results)
 		}
@@ -68,7 +68,7 @@ func TestHubSpotPerPropertyOutcomes(t *testing.T) {
 func TestHubSpotSignsThePublicURL(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 	const public = "https://hooks.example.com"
 	srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(e.Store),
 		Sessions: e.Store.SessionStore(), Ping: e.Store.Pool().Ping, PublicURL: public,

@@ -26,17 +26,17 @@ func hubspotFixture(t *testing.T, name string) []byte {
 func TestHubSpotSignatures(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 	body := hubspotFixture(t, "deletion.json")
 
-	if status, answer := e.HubspotPost(body, nil, time.Now()); status != http.StatusOK {
+	if status, answer := webtest.HubspotPost(e, body, nil, time.Now()); status != http.StatusOK {
 		t.Fatalf("good v3: %d %v", status, answer)
 	}
 	tampered := bytes.Replace(body, []byte("77002"), []byte("77003"), 1)
-	if status, _ := e.HubspotPost(tampered, body, time.Now()); status != http.StatusUnauthorized {
+	if status, _ := webtest.HubspotPost(e, tampered, body, time.Now()); status != http.StatusUnauthorized {
 		t.Errorf("changed body: %d, want 401", status)
 	}
-	if status, _ := e.HubspotPost(body, nil, time.Now().Add(-6*time.Minute)); status != http.StatusUnauthorized {
+	if status, _ := webtest.HubspotPost(e, body, nil, time.Now().Add(-6*time.Minute)); status != http.StatusUnauthorized {
 		t.Errorf("6 minutes old: %d, want 401", status)
 	}
 	ts := strconv.FormatInt(time.Now().UnixMilli(), 10)
@@ -67,10 +67,10 @@ func TestHubSpotSignatures(t *testing.T) {
 func TestHubSpotDeliveryOutcomes(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 
 	body := hubspotFixture(t, "batch_contact.json")
-	first := e.HubspotResults(e.HubspotPost(body, nil, time.Now()))
+	first := e.HubspotResults(webtest.HubspotPost(e, body, nil, time.Now()))
 	if len(first) != 5 {
 		t.Fatalf("results %v, want 5", first)
 	}
@@ -87,13 +87,13 @@ func TestHubSpotDeliveryOutcomes(t *testing.T) {
 	}
 	// A redelivery (HubSpot retries with another attemptNumber) is all duplicates.
 	retry := bytes.ReplaceAll(body, []byte(`"attemptNumber":0`), []byte(`"attemptNumber":1`))
-	for i, r := range e.HubspotResults(e.HubspotPost(retry, nil, time.Now())) {
+	for i, r := range e.HubspotResults(webtest.HubspotPost(e, retry, nil, time.Now())) {
 		if r["outcome"] != "duplicate" {
 			t.Errorf("redelivered result %d: %v, want duplicate", i, r)
 		}
 	}
 
-	results := e.HubspotResults(e.HubspotPost(hubspotFixture(t, "batch_malformed.json"), nil, time.Now()))
+	results := e.HubspotResults(webtest.HubspotPost(e, hubspotFixture(t, "batch_malformed.json"), nil, time.Now()))
 	if len(results) != 3 {
 		t.Fatalf("results %v, want 3", results)
 	}
@@ -107,7 +107,7 @@ func TestHubSpotDeliveryOutcomes(t *testing.T) {
 	}
 
 	for _, b := range []string{`{"eventId":1}`, `[` + strings.TrimSuffix(strings.Repeat(`{},`, 101), ",") + `]`} {
-		if status, answer := e.HubspotPost([]byte(b), nil, time.Now()); status != http.StatusBadRequest {
+		if status, answer := webtest.HubspotPost(e, []byte(b), nil, time.Now()); status != http.StatusBadRequest {
 			t.Errorf("%.30s: %d %v, want 400", b, status, answer)
 		}
 	}

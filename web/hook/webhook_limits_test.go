@@ -41,13 +41,13 @@ func hubspotEvents(t *testing.T, events ...map[string]any) []byte {
 func TestWebhookRefusesSalesforceRevisionsFromTheFuture(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	contact := webtest.SfFixture(t, "contact.xml")
 	// A message dated 9999-12-31 would make every genuine update stale.
 	forged := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxFAKE"))
 	forged = bytes.ReplaceAll(forged, []byte("2026-11-29T10:00:00.000Z"), []byte("9999-12-31T00:00:00.000Z"))
 	sf.Acked(forged) // acknowledged, so Salesforce does not retry it
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYxFAKE"); strings.Join(got, ",") != "rejected" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYxFAKE"); strings.Join(got, ",") != "rejected" {
 		t.Fatalf("forged modstamp: %v, want rejected", got)
 	}
 	var reason string
@@ -55,18 +55,18 @@ func TestWebhookRefusesSalesforceRevisionsFromTheFuture(t *testing.T) {
 	if !strings.Contains(reason, "ahead of the database clock; this provider accepts at most 5m0s") {
 		t.Fatalf("reason %q does not name the skew", reason)
 	}
-	if n := e.SfCount(`SELECT count(*) FROM records`); n != 0 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM records`); n != 0 {
 		t.Fatalf("a future revision left %d records", n)
 	}
 	// The genuine update that follows applies.
 	sf.Acked(contact)
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYxWAAV"); strings.Join(got, ",") != "applied" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYxWAAV"); strings.Join(got, ",") != "applied" {
 		t.Fatalf("genuine update: %v, want applied", got)
 	}
 	later := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxLATE"))
 	later = bytes.ReplaceAll(later, []byte("2026-11-29T10:00:00.000Z"), []byte(e.DbNow().UTC().Format("2006-01-02T15:04:05.000Z")))
 	sf.Acked(later)
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYxLATE"); strings.Join(got, ",") != "applied" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYxLATE"); strings.Join(got, ",") != "applied" {
 		t.Fatalf("later update: %v, want applied", got)
 	}
 }
@@ -74,13 +74,13 @@ func TestWebhookRefusesSalesforceRevisionsFromTheFuture(t *testing.T) {
 func TestWebhookRefusesHubSpotRevisionsFromTheFuture(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 	now := e.DbNow()
 	body := hubspotEvents(t,
 		hubspotChange(1, now.Add(10*time.Minute), "jobtitle", "From the future"),
 		hubspotChange(2, now.Add(time.Minute), "lifecyclestage", "lead"),
 		hubspotChange(3, now.Add(-time.Second), "jobtitle", "Director"))
-	status, answer := e.HubspotPost(body, nil, time.Now())
+	status, answer := webtest.HubspotPost(e, body, nil, time.Now())
 	results := e.WantResults(status, answer, "rejected", "applied", "applied")
 	if reason, _ := results[0]["reason"].(string); !strings.Contains(reason, "ahead of the database clock; this provider accepts at most 5m0s") {
 		t.Fatalf("reason %q does not name the skew", reason)
@@ -89,7 +89,7 @@ func TestWebhookRefusesHubSpotRevisionsFromTheFuture(t *testing.T) {
 	if _, err := e.Store.Pool().Exec(context.Background(), `UPDATE providers SET max_future_skew_seconds = 3600 WHERE name = 'hs'`); err != nil {
 		t.Fatal(err)
 	}
-	status, answer = e.HubspotPost(hubspotEvents(t, hubspotChange(4, now.Add(10*time.Minute), "jobtitle", "VP")), nil, time.Now())
+	status, answer = webtest.HubspotPost(e, hubspotEvents(t, hubspotChange(4, now.Add(10*time.Minute), "jobtitle", "VP")), nil, time.Now())
 	e.WantResults(status, answer, "applied")
 }
 
@@ -150,11 +150,11 @@ func TestWebhookRejectsWhatPostgreSQLWouldRefuse(t *testing.T) {
 		}
 	}
 	// The other events of a batch are processed as usual.
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 	now := e.DbNow()
 	nested := hubspotChange(2, now, "lifecyclestage", "lead")
 	nested["extra"] = json.RawMessage(deep)
-	status, answer := e.HubspotPost(hubspotEvents(t,
+	status, answer := webtest.HubspotPost(e, hubspotEvents(t,
 		hubspotChange(1, now, "jobtitle", "Director"), nested, hubspotChange(3, now, "city", "Paris")), nil, time.Now())
 	e.WantResults(status, answer, "applied", "rejected", "applied")
 }
@@ -165,7 +165,7 @@ func TestWebhookRejectsWhatPostgreSQLWouldRefuse(t *testing.T) {
 func TestWebhookAnswersProgramLimitErrors(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	e.HubspotProvider(nil)
+	webtest.HubspotProvider(e, nil)
 	_, err := e.Store.Pool().Exec(context.Background(), `
 CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
@@ -181,7 +181,7 @@ CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poi
 	now := e.DbNow()
 	poisoned := hubspotChange(2, now, "jobtitle", "Director")
 	poisoned["objectId"] = 666
-	status, answer := e.HubspotPost(hubspotEvents(t,
+	status, answer := webtest.HubspotPost(e, hubspotEvents(t,
 		hubspotChange(1, now, "jobtitle", "Director"), poisoned, hubspotChange(3, now, "city", "Paris")), nil, time.Now())
 	results := e.WantResults(status, answer, "applied", "rejected", "applied")
 	if reason, _ := results[1]["reason"].(string); !strings.Contains(reason, "index row size") {

@@ -27,7 +27,7 @@ func sfMicros(stamp string) float64 {
 func TestSalesforceContactLifecycle(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	token := e.Token("acme")
 	contact := webtest.SfFixture(t, "contact.xml")
 	const eventID = webtest.SfOrg + ":04l5e00000ZzYxWAAV"
@@ -45,7 +45,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 
 	// Salesforce redelivers the same message: a duplicate, still acknowledged.
 	sf.Acked(contact)
-	if got := e.SfOutcomes(eventID); strings.Join(got, ",") != "applied,duplicate" {
+	if got := webtest.SfOutcomes(e, eventID); strings.Join(got, ",") != "applied,duplicate" {
 		t.Fatalf("outcomes %v, want applied then duplicate", got)
 	}
 
@@ -54,7 +54,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 	older = bytes.ReplaceAll(older, []byte("2026-11-29T10:00:00.000Z"), []byte("2026-11-29T09:00:00.000Z"))
 	older = bytes.ReplaceAll(older, []byte("Lovelace &amp; Co"), []byte("Byron"))
 	sf.Acked(older)
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYxWAAW"); strings.Join(got, ",") != "stale" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYxWAAW"); strings.Join(got, ",") != "stale" {
 		t.Fatalf("older modstamp: %v, want stale", got)
 	}
 
@@ -62,7 +62,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 	newer := bytes.ReplaceAll(contact, []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAX"))
 	newer = bytes.ReplaceAll(newer, []byte("2026-11-29T10:00:00.000Z"), []byte("2026-11-29T11:30:00.123456Z"))
 	sf.Acked(newer)
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYxWAAX"); strings.Join(got, ",") != "applied" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYxWAAX"); strings.Join(got, ",") != "applied" {
 		t.Fatalf("newer modstamp: %v, want applied", got)
 	}
 	_, rec = e.Get("/api/v1/tenants/acme/records/sf/contact/0035e00000Q7kLmAAB", token)
@@ -72,7 +72,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 
 	// Without SystemModstamp: unversioned, and no record is created.
 	sf.Acked(webtest.SfFixture(t, "no_modstamp.xml"))
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYyAAAV"); strings.Join(got, ",") != "unversioned" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYyAAAV"); strings.Join(got, ",") != "unversioned" {
 		t.Fatalf("no modstamp: %v, want unversioned", got)
 	}
 	if status, _ := e.Get("/api/v1/tenants/acme/records/sf/contact/0035e00000Q7kLoAAB", token); status != 404 {
@@ -83,7 +83,7 @@ func TestSalesforceContactLifecycle(t *testing.T) {
 func TestSalesforceBatch(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	sf.Acked(webtest.SfFixture(t, "batch.xml"))
 	rows, err := e.Store.Pool().Query(context.Background(),
 		`SELECT seq, event_id, object_type, action, object_id, revision, outcome, convert_from(payload, 'UTF8') FROM events ORDER BY seq`)
@@ -121,7 +121,7 @@ func TestSalesforceBatch(t *testing.T) {
 	if n != 3 {
 		t.Fatalf("%d events, want 3", n)
 	}
-	if got := e.SfCount(`SELECT count(*) FROM records`); got != 3 {
+	if got := webtest.SfCount(e, `SELECT count(*) FROM records`); got != 3 {
 		t.Fatalf("%d records, want 3", got)
 	}
 }
@@ -129,7 +129,7 @@ func TestSalesforceBatch(t *testing.T) {
 func TestSalesforceRejectsSender(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	contact := webtest.SfFixture(t, "contact.xml")
 
 	wrong := bytes.ReplaceAll(contact, []byte("<OrganizationId>"+webtest.SfOrg), []byte("<OrganizationId>00D5e000000ZzZzEAK"))
@@ -140,28 +140,28 @@ func TestSalesforceRejectsSender(t *testing.T) {
 			t.Errorf("%s: %d %s, want 401 naming OrganizationId", name, status, answer)
 		}
 	}
-	if n := e.SfCount(`SELECT count(*) FROM events`) + e.SfCount(`SELECT count(*) FROM records`); n != 0 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM events`) + webtest.SfCount(e, `SELECT count(*) FROM records`); n != 0 {
 		t.Fatalf("%d events/records stored from refused deliveries", n)
 	}
 	e.FlushRefusals()
-	if n := e.SfCount(`SELECT sum(n) FROM outcome_counters WHERE outcome = 'delivery_rejected'`); n != 2 {
+	if n := webtest.SfCount(e, `SELECT sum(n) FROM outcome_counters WHERE outcome = 'delivery_rejected'`); n != 2 {
 		t.Fatalf("%d refused deliveries counted, want 2", n)
 	}
-	if n := e.SfCount(`SELECT count(*) FROM deliveries WHERE status = 401 AND signature IN ('invalid', 'missing') AND body IS NULL`); n == 0 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM deliveries WHERE status = 401 AND signature IN ('invalid', 'missing') AND body IS NULL`); n == 0 {
 		t.Fatal("no refused delivery sampled, want one a second")
 	}
 
 	// Sender networks: the test server sees 127.0.0.1.
-	far := e.SfProvider("sf-far", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8"})
+	far := webtest.SfProvider(e, "sf-far", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8"})
 	status, answer, _ := far.Post(contact)
 	if status != http.StatusUnauthorized || !strings.Contains(answer, "127.0.0.1") {
 		t.Fatalf("outside allowed networks: %d %s, want 401 naming the address", status, answer)
 	}
-	e.SfProvider("sf-near", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8, 127.0.0.0/8"}).Acked(contact)
+	webtest.SfProvider(e, "sf-near", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "10.0.0.0/8, 127.0.0.0/8"}).Acked(contact)
 
 	// A 15-character org id matches the 18-character one Salesforce sends.
-	e.SfProvider("sf-15", map[string]string{"org_id": webtest.SfOrg[:15]}).Acked(contact)
-	other := e.SfProvider("sf-15-other", map[string]string{"org_id": "00D5e000000AbCe"})
+	webtest.SfProvider(e, "sf-15", map[string]string{"org_id": webtest.SfOrg[:15]}).Acked(contact)
+	other := webtest.SfProvider(e, "sf-15-other", map[string]string{"org_id": "00D5e000000AbCe"})
 	if status, _, _ := other.Post(contact); status != http.StatusUnauthorized {
 		t.Fatalf("other 15-character org: %d, want 401", status)
 	}
@@ -170,7 +170,7 @@ func TestSalesforceRejectsSender(t *testing.T) {
 func TestSalesforceMalformed(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	contact := string(webtest.SfFixture(t, "contact.xml"))
 	for name, body := range map[string]string{
 		"truncated":        contact[:len(contact)/2],
@@ -187,7 +187,7 @@ func TestSalesforceMalformed(t *testing.T) {
 			t.Errorf("%s: %d %s, want 400", name, status, answer)
 		}
 	}
-	if n := e.SfCount(`SELECT count(*) FROM events`); n != 0 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM events`); n != 0 {
 		t.Fatalf("%d events stored from malformed deliveries", n)
 	}
 }
@@ -195,7 +195,7 @@ func TestSalesforceMalformed(t *testing.T) {
 func TestSalesforceRejectedNotifications(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	contact := webtest.SfFixture(t, "contact.xml")
 	for _, tc := range []struct {
 		name, old, new, reason string
@@ -214,10 +214,10 @@ func TestSalesforceRejectedNotifications(t *testing.T) {
 			t.Errorf("%s: reason %q (%v), want it to contain %q", tc.name, reason, err, tc.reason)
 		}
 	}
-	if n := e.SfCount(`SELECT count(*) FROM events WHERE outcome = 'rejected'`); n != 3 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM events WHERE outcome = 'rejected'`); n != 3 {
 		t.Fatalf("%d rejected events, want 3", n)
 	}
-	if n := e.SfCount(`SELECT count(*) FROM records`); n != 0 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM records`); n != 0 {
 		t.Fatalf("%d records from rejected notifications", n)
 	}
 }
@@ -225,7 +225,7 @@ func TestSalesforceRejectedNotifications(t *testing.T) {
 func TestSalesforceRevisionField(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", map[string]string{"org_id": webtest.SfOrg, "revision_field": "LastModifiedDate"})
+	sf := webtest.SfProvider(e, "sf", map[string]string{"org_id": webtest.SfOrg, "revision_field": "LastModifiedDate"})
 	body := bytes.ReplaceAll(webtest.SfFixture(t, "contact.xml"), []byte("SystemModstamp"), []byte("LastModifiedDate"))
 	sf.Acked(body)
 	_, rec := e.Get("/api/v1/tenants/acme/records/sf/contact/0035e00000Q7kLmAAB", e.Token("acme"))
@@ -235,7 +235,7 @@ func TestSalesforceRevisionField(t *testing.T) {
 	// The default field is then not a revision.
 	sf.Acked(webtest.SfFixture(t, "no_modstamp.xml"))
 	sf.Acked(bytes.ReplaceAll(webtest.SfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAAQ")))
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ZzYxWAAQ"); strings.Join(got, ",") != "unversioned" {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ZzYxWAAQ"); strings.Join(got, ",") != "unversioned" {
 		t.Fatalf("SystemModstamp with revision_field LastModifiedDate: %v, want unversioned", got)
 	}
 }
@@ -247,7 +247,7 @@ func TestSalesforceRevisionField(t *testing.T) {
 func TestSalesforceForgeryRefused(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", nil)
+	sf := webtest.SfProvider(e, "sf", nil)
 	contact := webtest.SfFixture(t, "contact.xml")
 	sf.Acked(contact)
 
@@ -270,17 +270,17 @@ func TestSalesforceForgeryRefused(t *testing.T) {
 	// Refusals are counted exactly and sampled (one per provider and
 	// second) for the recent-deliveries list, never with their body.
 	e.FlushRefusals()
-	if n := e.SfCount(`SELECT coalesce(sum(n), 0) FROM outcome_counters WHERE outcome = 'delivery_rejected'`); n != 3 {
+	if n := webtest.SfCount(e, `SELECT coalesce(sum(n), 0) FROM outcome_counters WHERE outcome = 'delivery_rejected'`); n != 3 {
 		t.Fatalf("%d refusals counted, want 3", n)
 	}
-	if n := e.SfCount(`SELECT count(*) FROM deliveries WHERE status = 401 AND body IS NULL AND reason LIKE '%token%'
+	if n := webtest.SfCount(e, `SELECT count(*) FROM deliveries WHERE status = 401 AND body IS NULL AND reason LIKE '%token%'
 	                   AND signature IN ('missing', 'invalid')`); n < 1 {
 		t.Fatalf("%d refused deliveries kept for the console, want at least 1", n)
 	}
-	if n := e.SfCount(`SELECT count(*) FROM deliveries WHERE status <> 401 OR body IS NOT NULL`); n != 1 {
+	if n := webtest.SfCount(e, `SELECT count(*) FROM deliveries WHERE status <> 401 OR body IS NOT NULL`); n != 1 {
 		t.Fatalf("%d deliveries besides the refusals and the genuine one", n-1)
 	}
-	if got := e.SfOutcomes(webtest.SfOrg + ":04l5e00000ForgedAAV"); len(got) != 0 {
+	if got := webtest.SfOutcomes(e, webtest.SfOrg+":04l5e00000ForgedAAV"); len(got) != 0 {
 		t.Fatalf("forged message has events %v", got)
 	}
 
@@ -300,7 +300,7 @@ func TestSalesforceTokenRotation(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
 	ctx := webtest.CliContext()
-	first := e.SfProvider("sf", nil)
+	first := webtest.SfProvider(e, "sf", nil)
 	p, err := e.Store.ProviderSummary(ctx, e.Tenant("acme").ID, "sf")
 	if err != nil {
 		t.Fatal(err)
@@ -353,7 +353,7 @@ func TestSalesforceTokenRotation(t *testing.T) {
 func TestSalesforceAllowedNetworksBehindProxy(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
-	sf := e.SfProvider("sf", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "13.108.0.0/14"})
+	sf := webtest.SfProvider(e, "sf", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "13.108.0.0/14"})
 	serve := func(trusted string) string {
 		prefixes, err := domain.ParseNetworks(trusted)
 		if err != nil {

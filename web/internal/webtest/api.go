@@ -243,15 +243,15 @@ func (e *Env) DeliveryJSON(token, id string) (map[string]any, string) {
 }
 
 // ReplayAPI posts POST deliveries/{id}/replay with token.
-func (e *Env) ReplayAPI(token, id string) (int, map[string]any) {
+func ReplayAPI(e *Env, token, id string) (int, map[string]any) {
 	e.T.Helper()
 	return e.Post("/api/v1/tenants/acme/deliveries/"+id+"/replay", nil, map[string]string{"Authorization": "Bearer " + token})
 }
 
 // ReplayOutcome replays a delivery of one event and returns its outcome.
-func (e *Env) ReplayOutcome(token, id string) string {
+func ReplayOutcome(e *Env, token, id string) string {
 	e.T.Helper()
-	status, body := e.ReplayAPI(token, id)
+	status, body := ReplayAPI(e, token, id)
 	return Outcome(e.T, status, body)
 }
 
@@ -308,7 +308,7 @@ func (e *Env) RejectedHistory(n int) {
 }
 
 // StartReplay posts POST replays with body.
-func (e *Env) StartReplay(token, body string) (int, map[string]any) {
+func StartReplay(e *Env, token, body string) (int, map[string]any) {
 	e.T.Helper()
 	return e.Post("/api/v1/tenants/acme/replays", []byte(body),
 		map[string]string{"Authorization": "Bearer " + token, "Content-Type": "application/json"})
@@ -316,7 +316,7 @@ func (e *Env) StartReplay(token, body string) (int, map[string]any) {
 
 // Worker runs a replay worker until the returned stop is called, which
 // waits for it to give its job back.
-func (e *Env) Worker(id string) (stop func()) {
+func Worker(e *Env, id string) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -330,7 +330,7 @@ func (e *Env) Worker(id string) (stop func()) {
 }
 
 // Job reads a replay job of acme.
-func (e *Env) Job(id int64) domain.ReplayJob {
+func Job(e *Env, id int64) domain.ReplayJob {
 	e.T.Helper()
 	j, err := e.Store.ReplayJob(context.Background(), e.Tenant("acme").ID, id)
 	if err != nil {
@@ -340,20 +340,20 @@ func (e *Env) Job(id int64) domain.ReplayJob {
 }
 
 // WaitJob polls a job until ok says so, for at most 30 s.
-func (e *Env) WaitJob(id int64, what string, ok func(domain.ReplayJob) bool) domain.ReplayJob {
+func WaitJob(e *Env, id int64, what string, ok func(domain.ReplayJob) bool) domain.ReplayJob {
 	e.T.Helper()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		if j := e.Job(id); ok(j) {
+		if j := Job(e, id); ok(j) {
 			return j
 		}
 	}
-	e.T.Fatalf("job %d: %s did not happen: %+v", id, what, e.Job(id))
+	e.T.Fatalf("job %d: %s did not happen: %+v", id, what, Job(e, id))
 	return domain.ReplayJob{}
 }
 
 // ReplayCounts returns how many replays are stored and of how many
 // distinct originals.
-func (e *Env) ReplayCounts() (replays, originals int64) {
+func ReplayCounts(e *Env) (replays, originals int64) {
 	e.T.Helper()
 	if err := e.Store.Pool().QueryRow(context.Background(),
 		`SELECT count(*), count(DISTINCT replay_of) FROM deliveries WHERE replay_of IS NOT NULL`).Scan(&replays, &originals); err != nil {

@@ -19,7 +19,7 @@ import (
 const HubspotSecret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
 
 // HubspotProvider creates acme/hs of kind hubspot with config.
-func (e *Env) HubspotProvider(config map[string]string) {
+func HubspotProvider(e *Env, config map[string]string) {
 	e.T.Helper()
 	if _, err := e.Store.ConnectProvider(CliContext(), e.Tenant("acme").ID, "hs", "hubspot", HubspotSecret, config); err != nil {
 		e.T.Fatal(err)
@@ -28,7 +28,7 @@ func (e *Env) HubspotProvider(config map[string]string) {
 
 // HubspotPost posts body to acme/hs with a v3 signature made at sent over
 // signedBody (nil: body).
-func (e *Env) HubspotPost(body, signedBody []byte, sent time.Time) (int, map[string]any) {
+func HubspotPost(e *Env, body, signedBody []byte, sent time.Time) (int, map[string]any) {
 	e.T.Helper()
 	if signedBody == nil {
 		signedBody = body
@@ -134,7 +134,7 @@ type SfHook struct {
 
 // SfProvider creates tenant acme (if needed) and a salesforce provider with
 // a generated token.
-func (e *Env) SfProvider(name string, config map[string]string) SfHook {
+func SfProvider(e *Env, name string, config map[string]string) SfHook {
 	e.T.Helper()
 	if config == nil {
 		config = map[string]string{"org_id": SfOrg, "revision_field": "SystemModstamp"}
@@ -187,7 +187,7 @@ func (h SfHook) Acked(body []byte) {
 }
 
 // SfOutcomes lists the outcomes of every event with this id, oldest first.
-func (e *Env) SfOutcomes(eventID string) []string {
+func SfOutcomes(e *Env, eventID string) []string {
 	e.T.Helper()
 	rows, err := e.Store.Pool().Query(context.Background(),
 		`SELECT outcome FROM events WHERE event_id = $1 ORDER BY received_at, delivery_id, seq`, eventID)
@@ -206,7 +206,7 @@ func (e *Env) SfOutcomes(eventID string) []string {
 	return out
 }
 
-func (e *Env) SfCount(sql string) int {
+func SfCount(e *Env, sql string) int {
 	e.T.Helper()
 	var n int
 	if err := e.Store.Pool().QueryRow(context.Background(), sql).Scan(&n); err != nil {
