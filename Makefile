@@ -26,4 +26,4 @@ lint:
 	$(GO) tool staticcheck ./...
 
 bench:
-	$(GO) test ./postgres -run '^$$' -bench . -benchtime 200x
+	$(GO) test ./postgres/... -run '^$$' -bench . -benchtime 200x

@@ -19,7 +19,7 @@ import (
 )
 
 // BenchmarkRecordSearch measures the records directory and the searches
-// of issue 14 on a tenant with 200,000 records and a million events over
+// of the records directory on a tenant with 200,000 records and a million events over
 // the last 30 days, beside 10 other tenants with 20,000 records and 50,000
 // events each in the same tables. Each query reports its p50 and p95
 // latency; the target is a p95 under 100 ms.

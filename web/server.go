@@ -25,7 +25,7 @@ import (
 )
 
 // DefaultMaxBody is the largest delivery body read for a provider without a
-// limit of its own whose kind declares no default (docs/contract.md section 1).
+// limit of its own whose kind declares no default (docs/contract/webhooks.md#body-limit).
 const DefaultMaxBody = provider.DefaultMaxBody
 
 // Services are the domain services the surfaces call, one per noun; the

@@ -1,4 +1,4 @@
-// Package api is the JSON API under /api/v1 (docs/contract.md section 4).
+// Package api is the JSON API under /api/v1 (docs/contract/api.md).
 // Every handler reads the tenant that requireToken put in the context and
 // passes it to the domain service, which answers ENOTFOUND for anything
 // outside it. routes.go holds the whole route table.

@@ -69,7 +69,7 @@ type recordSummaryJSON struct {
 	Provider         string   `json:"provider"`
 	ObjectType       string   `json:"object_type"`
 	ObjectID         string   `json:"object_id"`
-	Revision         *int64   `json:"revision"` // null while reset (7.12)
+	Revision         *int64   `json:"revision"` // null while reset (docs/contract/api.md#reset-a-record)
 	UpdatedAt        jsonTime `json:"updated_at"`
 	ApplicationCount int      `json:"application_count"`
 	OpenConflicts    int      `json:"open_conflicts"`

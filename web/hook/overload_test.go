@@ -49,7 +49,7 @@ func TestOverloadAnswers503(t *testing.T) {
 	}
 }
 
-// TestHostileTenantCannotStarveOthers is the claim of issue 9, section 5:
+// TestHostileTenantCannotStarveOthers is the claim of tenant isolation:
 // while tenant acme receives 2,000 concurrent deliveries with bad
 // signatures (from eight addresses) and a burst of valid ones, tenant
 // globex's deliveries are all answered 200 with p99 under 250 ms. The

@@ -13,7 +13,7 @@ import (
 // RefusalLimits bound how fast refused deliveries are answered with their
 // own status; past them the answer is 429 with Retry-After. Only refusals
 // use the budgets: an accepted delivery never does. Zero fields take the
-// defaults (docs/contract.md section 1).
+// defaults (docs/contract/webhooks.md#refusal-budgets).
 type RefusalLimits struct {
 	PerAddress   float64 // refusals a second from one client address (IPv6: one /64); default 20
 	AddressBurst int     // default 40

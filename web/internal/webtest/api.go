@@ -116,7 +116,7 @@ func AssertError(t *testing.T, status int, body map[string]any, wantStatus int, 
 	}
 }
 
-// APIRoute is one route of docs/contract.md section 4, with the resources named.
+// APIRoute is one route of docs/contract/api.md, with the resources named.
 type APIRoute struct {
 	Method, Path string
 }
