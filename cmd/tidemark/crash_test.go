@@ -12,8 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/internal/e2e"
-	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/internal/testdb"
 )
 
 // TestCrashSafety kills `tidemark serve` with SIGKILL in the middle of a
@@ -29,18 +27,13 @@ func TestCrashSafety(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 0))
 
-	dbURL := testdb.NewURL(t)
-	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": key}
-	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"})
-	pool := checkerPool(t, dbURL)
-	tenantID := int64(queryInt(t, pool, `SELECT id FROM tenants WHERE slug = $1`, crashTenant))
+	dbURL, secrets, pool, tenantID := crashSetup(t)
 
 	load := newCrashLoad(t, rng)
 	n := len(load.deliveries)
 	t.Logf("load: %d deliveries, %d events, %d records", n, load.events, len(load.maxRev))
 	exe := buildTidemark(t)
-	childEnv := serverEnv(dbURL, key)
+	childEnv := serverEnv(dbURL, crashKey)
 
 	// Kill after at least a hundred acknowledged deliveries, then again
 	// during the resend, then resend to the end.

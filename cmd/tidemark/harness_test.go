@@ -1,6 +1,10 @@
 package main
 
 import (
+	"github.com/tidemark/tidemark/internal/provider"
+
+	"github.com/tidemark/tidemark/internal/testdb"
+
 	"context"
 	"os"
 	"os/exec"
@@ -210,3 +214,17 @@ func crashProviders(t *testing.T, env map[string]string, kinds map[string]string
 	}
 	return secrets
 }
+
+// crashSetup creates the crash tenant with its standard and HubSpot
+// providers on a fresh database and returns its URL, the secrets, a
+// checker pool and the tenant's id.
+func crashSetup(t *testing.T) (string, map[string]string, *pgxpool.Pool, int64) {
+	t.Helper()
+	dbURL := testdb.NewURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": crashKey}
+	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"})
+	pool := checkerPool(t, dbURL)
+	return dbURL, secrets, pool, int64(queryInt(t, pool, `SELECT id FROM tenants WHERE slug = $1`, crashTenant))
+}
+
+const crashKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="

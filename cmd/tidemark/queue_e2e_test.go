@@ -24,9 +24,9 @@ func TestQueuedMode(t *testing.T) {
 	e2e.Require(t, "the go command and NATS with JetStream (the test builds tidemark and kills its worker mid-load)")
 	t.Parallel()
 	stream := queuetest.Stream(t)
-	dbURL, secrets, pool, tenantID := queuedSetup(t)
+	dbURL, secrets, pool, tenantID := crashSetup(t)
 	exe := buildTidemark(t)
-	env := serverEnv(dbURL, queueKey)
+	env := serverEnv(dbURL, crashKey)
 	queueArgs := []string{"--queue", queuetest.URL(), "--stream", stream}
 	srv := startServer(t, exe, env, queueArgs...)
 
@@ -124,9 +124,9 @@ func TestQueueServerRestart(t *testing.T) {
 	e2e.Require(t, "the go command and nats-server (the test restarts a NATS server of its own under load)")
 	t.Parallel()
 	nats := startNATS(t, 0, filepath.Join(t.TempDir(), "jetstream"))
-	dbURL, secrets, pool, tenantID := queuedSetup(t)
+	dbURL, secrets, pool, tenantID := crashSetup(t)
 	exe := buildTidemark(t)
-	env := serverEnv(dbURL, queueKey)
+	env := serverEnv(dbURL, crashKey)
 	queueArgs := []string{"--queue", nats.url()}
 	srv := startServer(t, exe, env, queueArgs...)
 

@@ -13,14 +13,10 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/internal/testdb"
 )
 
 // Queued mode's process-level tests: tidemark serve --queue and tidemark
 // worker as child processes, on NATS JetStream.
-
-const queueKey = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
 
 // queuedSenders each own their records, so each record's deliveries are
 // received in the order they were sent, and every event must be applied:
@@ -132,18 +128,6 @@ func sendQueued(t *testing.T, base string, l queuedLoad, secrets map[string]stri
 	}
 	wg.Wait()
 	return queued
-}
-
-// queuedSetup creates the crash tenant with its standard and HubSpot
-// providers on a fresh database and returns its URL, the secrets and a
-// checker pool.
-func queuedSetup(t *testing.T) (string, map[string]string, *pgxpool.Pool, int64) {
-	t.Helper()
-	dbURL := testdb.NewURL(t)
-	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": queueKey}
-	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"})
-	pool := checkerPool(t, dbURL)
-	return dbURL, secrets, pool, int64(queryInt(t, pool, `SELECT id FROM tenants WHERE slug = $1`, crashTenant))
 }
 
 // awaitApplied waits until the tenant has n deliveries logged.

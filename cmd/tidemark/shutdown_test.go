@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/e2e"
-	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/internal/testdb"
 )
 
 // shutdownOrder is the order in which serve stops its services on SIGTERM:
@@ -36,17 +34,12 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	t.Logf("seed %d", seed)
 	rng := rand.New(rand.NewPCG(uint64(seed), 2))
 
-	dbURL := testdb.NewURL(t)
-	const key = "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="
-	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": key}
-	secrets := crashProviders(t, env, map[string]string{crashStandard: provider.Standard.Name(), crashHubSpot: "hubspot"})
-	pool := checkerPool(t, dbURL)
-	tenantID := int64(queryInt(t, pool, `SELECT id FROM tenants WHERE slug = $1`, crashTenant))
+	dbURL, secrets, pool, tenantID := crashSetup(t)
 
 	load := newCrashLoad(t, rng)
 	n := len(load.deliveries)
 	exe := buildTidemark(t)
-	srv := startServer(t, exe, serverEnv(dbURL, key))
+	srv := startServer(t, exe, serverEnv(dbURL, crashKey))
 	order := make([]int, n)
 	for i := range order {
 		order[i] = i
@@ -88,7 +81,7 @@ func TestGracefulShutdownUnderLoad(t *testing.T) {
 	}
 
 	// A new serve takes everything, the answered deliveries as duplicates.
-	second := sendPass(t, startServer(t, exe, serverEnv(dbURL, key)), load, secrets, rng.Perm(n), 0)
+	second := sendPass(t, startServer(t, exe, serverEnv(dbURL, crashKey)), load, secrets, rng.Perm(n), 0)
 	if len(second.acked) != n {
 		t.Fatalf("the restarted serve acknowledged %d of %d deliveries", len(second.acked), n)
 	}

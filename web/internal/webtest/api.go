@@ -274,23 +274,9 @@ func (e *Env) SetScope(enabled bool) {
 // target: summary".
 func (e *Env) AuditEntries() []string {
 	e.T.Helper()
-	rows, err := e.Store.Pool().Query(context.Background(),
-		`SELECT actor || ' ' || action || ' ' || target || ': ' || summary FROM audit_log
+	return e.Strings(`SELECT actor || ' ' || action || ' ' || target || ': ' || summary FROM audit_log
 		 WHERE tenant_id = (SELECT id FROM tenants WHERE slug = 'acme')
 		   AND action IN ('delivery_replay', 'replay_start', 'replay_cancel', 'replay_done') ORDER BY id`)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			e.T.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // RejectedHistory delivers n events to acme/crm while its scope is

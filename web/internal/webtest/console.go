@@ -201,22 +201,9 @@ func (e *Env) Operator2(email string) *Browser {
 // entries, oldest first.
 func (e *Env) AuditLog(tenant string) []string {
 	e.T.Helper()
-	rows, err := e.Store.Pool().Query(context.Background(), `
+	return e.Strings(`
 SELECT actor || ' ' || action || ' ' || target || ': ' || summary FROM audit_log
 WHERE tenant_id = $1 ORDER BY id`, e.Tenant(tenant).ID)
-	if err != nil {
-		e.T.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			e.T.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	return out
 }
 
 // ReconcileBroken breaks two invariants of acme by hand (c-1's revision,

@@ -5,6 +5,8 @@
 package webtest
 
 import (
+	"github.com/jackc/pgx/v5"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -301,4 +303,18 @@ func SignupBody(email, name, campaign string) []byte {
 	data, _ := json.Marshal(map[string]string{"email": email, "name": name, "company": "Example",
 		"campaign": campaign, "source": "webinar"})
 	return []byte(`{"type":"lead.signup","data":` + string(data) + `}`)
+}
+
+// Strings runs sql and returns its one text column, row by row.
+func (e *Env) Strings(sql string, args ...any) []string {
+	e.T.Helper()
+	rows, err := e.Store.Pool().Query(context.Background(), sql, args...)
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.T.Fatal(err)
+	}
+	return out
 }
