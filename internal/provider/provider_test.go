@@ -215,11 +215,11 @@ func TestKindNamesStayHome(t *testing.T) {
 			return filepath.SkipDir
 		}
 		rel, _ := filepath.Rel(root, path)
-		// The web tests' kit (web/internal/webtest) is test code in
-		// non-test files: tests aside means it too.
+		// The tests' kits (webtest, pgtest, queuetest) are test code in
+		// non-test files: tests aside means them too.
 		if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") ||
-			strings.HasPrefix(rel, filepath.Join("internal", "provider")+string(filepath.Separator)) ||
-			strings.HasPrefix(rel, filepath.Join("web", "internal", "webtest")+string(filepath.Separator)) {
+			strings.HasSuffix(filepath.Base(filepath.Dir(path)), "test") ||
+			strings.HasPrefix(rel, filepath.Join("internal", "provider")+string(filepath.Separator)) {
 			return nil
 		}
 		src, err := os.ReadFile(path)
