@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,10 +29,9 @@ const shutdownTime = 25 * time.Second
 // the requests before it used up the shutdown time.
 const flushTime = 5 * time.Second
 
-// runNode runs services until ctx ends (SIGTERM or SIGINT) or one fails.
-func runNode(ctx context.Context, log *slog.Logger, services ...supervisor.Service) error {
-	return supervisor.New(log, shutdownTime).Run(ctx, services...)
-}
+// newNode is the supervisor of a node's services; run them with its Run,
+// which returns when ctx ends (SIGTERM or SIGINT) or one fails.
+func newNode(log *slog.Logger) *supervisor.Supervisor { return supervisor.New(log, shutdownTime) }
 
 // poolsService closes the database's pools (and stops the embedded
 // cluster) when the node stops: the last service to stop.
@@ -130,5 +130,25 @@ func newHTTPServer(h http.Handler) *http.Server {
 		ReadTimeout:       httpReadTimeout,
 		WriteTimeout:      httpWriteTimeout,
 		IdleTimeout:       httpIdleTimeout,
+	}
+}
+
+// serviceUpDesc is each service's health on /metrics: 1 while it runs.
+var serviceUpDesc = prometheus.NewDesc("tidemark_service_up",
+	"1 while the node's service runs; 0 while it starts, stops or after it failed.", []string{"service"}, nil)
+
+// healthCollector exports the supervisor's health on /metrics, so that a
+// background service that failed or hangs in its stop is seen.
+type healthCollector struct{ sup *supervisor.Supervisor }
+
+func (c healthCollector) Describe(ch chan<- *prometheus.Desc) { ch <- serviceUpDesc }
+
+func (c healthCollector) Collect(ch chan<- prometheus.Metric) {
+	for _, st := range c.sup.Health() {
+		up := 0.0
+		if st.State == supervisor.Running {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(serviceUpDesc, prometheus.GaugeValue, up, st.Name)
 	}
 }

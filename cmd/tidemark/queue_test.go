@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-
 )
 
 // Queued mode's process-level tests: tidemark serve --queue and tidemark

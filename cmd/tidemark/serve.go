@@ -135,9 +135,10 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	if err != nil {
 		return err
 	}
+	node := newNode(log)
 	cfg := web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics()}, IngestConns: int(store.Pool().Config().MaxConns),
+		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *o.metricsAddr != ""}
 	services := []supervisor.Service{poolsService(db), listenerService(store)}
 	if q != nil {
@@ -166,7 +167,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	}
 	services = append(services, httpService("http", handler.Handler(), ln))
 	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())
-	return runNode(ctx, log, services...)
+	return node.Run(ctx, services...)
 }
 
 // prepareStore readies the database for serving: migrations, the keys of

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"io"
+
 	"context"
 	"net/http"
 	"os"
@@ -78,9 +80,16 @@ func TestServeMetricsAddr(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("GET %s answered %d, want %d", url, resp.StatusCode, want)
+		}
+		// The node's health: every service runs.
+		for _, service := range []string{"http", "metrics http", "group committers", "database pools"} {
+			if line := `tidemark_service_up{service="` + service + `"} 1`; want == http.StatusOK && !strings.Contains(string(body), line) {
+				t.Errorf("/metrics lacks %s", line)
+			}
 		}
 	}
 	cancel()

@@ -80,7 +80,7 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 		return nil
 	})
 	fmt.Fprintf(e.stdout, "Tidemark worker is consuming stream %s on %s\n", q.Stream(), *qf.url)
-	return runNode(ctx, log, poolsService(db),
+	return newNode(log).Run(ctx, poolsService(db),
 		queueCloser(q), listenerService(db.store), workReport(stats, log), committersService(db.store), consume)
 }
 
