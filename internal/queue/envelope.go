@@ -54,3 +54,8 @@ func decode(data []byte) (domain.QueuedDelivery, error) {
 	return domain.QueuedDelivery{Delivery: env.Delivery, TenantSlug: env.Tenant, ProviderName: env.Provider,
 		ProviderKind: env.Kind, Events: env.Events}, nil
 }
+
+// claimOf is whom qd is for, as its message's headers say.
+func claimOf(qd domain.QueuedDelivery) claim {
+	return claim{TenantID: qd.Delivery.TenantID, TenantSlug: qd.TenantSlug, ProviderID: qd.Delivery.ProviderID, ProviderName: qd.ProviderName}
+}
