@@ -183,6 +183,9 @@ func TestQueuePasswordNeverShown(t *testing.T) {
 		time.Sleep(200 * time.Millisecond)
 	}
 	time.Sleep(time.Second) // the refused worker's reconnects log
+	if !strings.Contains(strings.ToLower(refused.errOut.String()), "authorization violation") {
+		t.Errorf("the refused worker's log does not say why:\n%s", refused.errOut.String())
+	}
 	cancel()
 	for _, p := range []*proc{srv, worker, refused} {
 		<-p.done

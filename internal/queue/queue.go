@@ -114,6 +114,9 @@ func Open(cfg Config) (*Queue, error) {
 		// No buffering while disconnected: a publish fails at once, and
 		// its delivery is answered 503, rather than waiting for a reconnect.
 		nats.ReconnectBufSize(-1),
+		// A refused account keeps being retried (as an unreachable server
+		// is): fixing the server's accounts then needs no restart.
+		nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: Close
 				q.log.Warn("NATS connection lost; reconnecting (meanwhile serve answers queued deliveries 503)", "err", err)
@@ -185,6 +188,9 @@ func (q *Queue) Ensure(ctx context.Context, update bool) error {
 			_, err = q.js.CreateStream(ctx, cfg)
 		}
 		if err != nil {
+			if last := q.nc.LastError(); last != nil && !errors.Is(err, last) {
+				err = fmt.Errorf("%w (the connection's last error: %w)", err, last)
+			}
 			return fmt.Errorf("stream %s on %s: %w", cfg.Name, Redact(q.cfg.URL), err)
 		}
 	}
