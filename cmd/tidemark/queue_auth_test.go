@@ -2,9 +2,17 @@ package main
 
 import (
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -202,5 +210,64 @@ func TestQueuePasswordNeverShown(t *testing.T) {
 	if _, _, err := tidemark(t, noKey, "", "worker", "--queue", s.url(), "--queue-nkey", seedFile); err == nil ||
 		!strings.Contains(err.Error(), "TIDEMARK_ENCRYPTION_KEY") {
 		t.Errorf("worker without TIDEMARK_ENCRYPTION_KEY: %v", err)
+	}
+}
+
+// TestQueueTLSCA: --queue-tls-ca verifies a NATS server whose certificate
+// a private CA signed; without it the connection is refused.
+func TestQueueTLSCA(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat(natsExe()); err != nil {
+		t.Skipf("needs nats-server: %v", err)
+	}
+	dir := t.TempDir()
+	caKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ca := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "test CA"}, IsCA: true,
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageCertSign}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKey, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	srv := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "nats"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}, KeyUsage: x509.KeyUsageDigitalSignature}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srv, ca, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKeyDER, _ := x509.MarshalECPrivateKey(srvKey)
+	write := func(name, typ string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	caFile := write("ca.pem", "CERTIFICATE", caDER)
+	port := freePort(t)
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, "listen: \"127.0.0.1:%d\"\njetstream { store_dir: %q }\ntls { cert_file: %q, key_file: %q }\n",
+		port, filepath.Join(dir, "js"), write("server.pem", "CERTIFICATE", srvDER), write("server.key", "EC PRIVATE KEY", srvKeyDER)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := runNATS(t, port, dir, "-c", conf)
+	for _, c := range []struct {
+		name, ca string
+		ok       bool
+	}{{"with the CA", caFile, true}, {"without", "", false}} {
+		q, err := queue.Open(queue.Config{URL: "tls://" + s.addr(), TLSCA: c.ca, Keys: queuetest.Keys, Stream: "TLSTEST",
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		err = q.Ensure(ctx, true)
+		cancel()
+		q.Close()
+		if c.ok != (err == nil) {
+			t.Errorf("%s: %v", c.name, err)
+		}
 	}
 }
