@@ -12,6 +12,10 @@
 // (and a HubSpot batch spanning records) keep their arrival order; tenants
 // of different partitions are applied in parallel. docs/scale.md explains
 // the choice.
+//
+// Trust: every message is signed and encrypted by serve under keys derived
+// from TIDEMARK_ENCRYPTION_KEY (seal.go); a worker applies nothing that
+// does not verify, so access to NATS neither reads nor forges deliveries.
 package queue
 
 import (
