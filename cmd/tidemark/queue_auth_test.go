@@ -211,6 +211,10 @@ func TestQueuePasswordNeverShown(t *testing.T) {
 		!strings.Contains(err.Error(), "TIDEMARK_ENCRYPTION_KEY") {
 		t.Errorf("worker without TIDEMARK_ENCRYPTION_KEY: %v", err)
 	}
+	if _, _, err := tidemark(t, noKey, "", "serve", "--addr", "127.0.0.1:0", "--queue", s.url(), "--queue-nkey", seedFile); err == nil ||
+		!strings.Contains(err.Error(), "TIDEMARK_ENCRYPTION_KEY") {
+		t.Errorf("serve --queue without TIDEMARK_ENCRYPTION_KEY: %v", err)
+	}
 }
 
 // TestQueueTLSCA: --queue-tls-ca verifies a NATS server whose certificate
