@@ -182,7 +182,8 @@ var metavars = map[string]string{
 	"access": "read|write", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
 	"contact": "ID", "email": "EMAIL", "expires": "90d", "history-retention": "DURATION", "id": "ID",
 	"max-body": "SIZE", "max-future-skew": "DURATION", "metrics-addr": "ADDR", "name": "NAME", "org-id": "ID",
-	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "revision": "N",
+	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
+	"queue-tls-ca": "FILE", "revision": "N",
 	"revision-field": "FIELD", "role": "viewer|operator|owner", "secret": "SECRET", "snapshot": "JSON",
 	"tenant": "SLUG", "trusted-proxies": "CIDR,...", "url": "URL",
 }

@@ -41,6 +41,7 @@ const (
 type database struct {
 	store    *postgres.Store
 	embedded *embedpg.Cluster // nil when DATABASE_URL is used
+	keys     [][]byte         // TIDEMARK_ENCRYPTION_KEY's keyring, which the queue uses too
 	release  func()
 	closed   sync.Once
 }
@@ -117,6 +118,7 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
 	keys, err := e.encryptionKeys(embedded)
+	db.keys = keys
 	if err == nil {
 		db.store, err = postgres.Open(pool, postgres.Options{Keys: keys, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	}

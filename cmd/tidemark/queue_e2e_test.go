@@ -66,23 +66,41 @@ type natsServer struct {
 // store dir (empty: a new one), and waits until it accepts connections.
 func startNATS(t *testing.T, port int, dir string) *natsServer {
 	t.Helper()
-	exe, err := exec.LookPath("nats-server")
-	if err != nil {
-		exe = "/usr/sbin/nats-server"
-	}
 	if port == 0 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port = ln.Addr().(*net.TCPAddr).Port
-		ln.Close()
+		port = freePort(t)
 	}
 	if dir == "" {
 		dir = t.TempDir()
 	}
+	return runNATS(t, port, dir, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir)
+}
+
+// freePort is a TCP port free a moment ago.
+func freePort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
+
+// natsExe is the nats-server binary.
+func natsExe() string {
+	if exe, err := exec.LookPath("nats-server"); err == nil {
+		return exe
+	}
+	return "/usr/sbin/nats-server"
+}
+
+// runNATS runs nats-server with args, which make it listen on port, and
+// waits until it accepts connections.
+func runNATS(t *testing.T, port int, dir string, args ...string) *natsServer {
+	t.Helper()
+	exe := natsExe()
 	s := &natsServer{exe: exe, dir: dir, port: port, proc: &child{stderr: &syncBuffer{}, exited: make(chan struct{})}}
-	s.proc.cmd = exec.Command(exe, "-a", "127.0.0.1", "-p", strconv.Itoa(port), "-js", "-sd", dir)
+	s.proc.cmd = exec.Command(exe, args...)
 	s.proc.cmd.Stdout, s.proc.cmd.Stderr = s.proc.stderr, s.proc.stderr
 	if err := s.proc.cmd.Start(); err != nil {
 		t.Fatalf("start nats-server: %v", err)

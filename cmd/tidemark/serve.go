@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/ingest"
@@ -131,7 +132,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		}
 	}
 
-	q, err := o.queue.open("tidemark serve", log)
+	q, err := o.queue.open("tidemark serve", log, db.keys, *o.retention)
 	if err != nil {
 		return err
 	}
@@ -145,7 +146,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		defer q.Close() // when serve stops early; else the queue's service closes it
 		cfg.Queue, cfg.Collectors = q, append(cfg.Collectors, q.Collector())
 		services = append(services, queueCloser(q), queueStreams(q))
-		log.Info("queued mode: accepted deliveries are stored in the delivery queue for tidemark worker", "queue", *o.queue.url, "stream", q.Stream())
+		log.Info("queued mode: accepted deliveries are stored in the delivery queue for tidemark worker", "queue", queue.Redact(*o.queue.url), "stream", q.Stream())
 	}
 	handler := web.New(cfg)
 	// Bulk replay jobs write like deliveries; on shutdown the worker gives

@@ -14,18 +14,21 @@ import (
 
 // queueFlags are the delivery queue's flags of serve and worker.
 type queueFlags struct {
-	url, stream *string
-	replicas    *int
-	duplicates  *time.Duration
+	url, stream, creds, nkey, tlsCA *string
+	replicas                        *int
+	duplicates                      *time.Duration
 }
 
-// addQueueFlags declares --queue and --stream, and with settings (serve,
-// which creates the stream or updates its settings) --stream-replicas and
-// --stream-duplicates.
+// addQueueFlags declares --queue, its credentials and --stream, and with
+// settings (serve, which creates the stream or updates its settings)
+// --stream-replicas and --stream-duplicates.
 func (e cliEnv) addQueueFlags(fs *flag.FlagSet, settings bool) queueFlags {
 	f := queueFlags{
 		url: fs.String("queue", e.getenv("TIDEMARK_QUEUE"),
 			"NATS server with JetStream (nats://HOST:4222) buffering deliveries for tidemark worker (queued mode)"),
+		creds:  fs.String("queue-creds", "", "NATS credentials file (user JWT and nkey seed) of the queue's connection"),
+		nkey:   fs.String("queue-nkey", "", "nkey seed file of the queue's connection (a NATS user authenticated by nkey)"),
+		tlsCA:  fs.String("queue-tls-ca", "", "CA certificates (PEM) to verify the NATS server's TLS certificate (tls://HOST:4222)"),
 		stream: fs.String("stream", queue.DefaultStream, "JetStream stream of queued deliveries; installations sharing one NATS use different names"),
 	}
 	if settings {
@@ -36,12 +39,18 @@ func (e cliEnv) addQueueFlags(fs *flag.FlagSet, settings bool) queueFlags {
 	return f
 }
 
-// open connects to the queue; nil without --queue.
-func (f queueFlags) open(name string, log *slog.Logger) (*queue.Queue, error) {
+// open connects to the queue; nil without --queue. Its messages are signed
+// and encrypted under keys (TIDEMARK_ENCRYPTION_KEY's), without which it
+// refuses; dead letters are kept deadMaxAge.
+func (f queueFlags) open(name string, log *slog.Logger, keys [][]byte, deadMaxAge time.Duration) (*queue.Queue, error) {
 	if *f.url == "" {
 		return nil, nil
 	}
-	cfg := queue.Config{URL: *f.url, Stream: *f.stream, Name: name, Logger: log}
+	if len(keys) == 0 {
+		return nil, fmt.Errorf("refusing to start: queued mode needs TIDEMARK_ENCRYPTION_KEY, which signs and encrypts the queued deliveries")
+	}
+	cfg := queue.Config{URL: *f.url, Stream: *f.stream, Name: name, Logger: log, Keys: keys, DeadMaxAge: deadMaxAge,
+		Credentials: *f.creds, NKey: *f.nkey, TLSCA: *f.tlsCA}
 	if f.replicas != nil {
 		cfg.Replicas, cfg.Duplicates = *f.replicas, *f.duplicates
 	}
@@ -68,7 +77,9 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 	if err := db.store.CheckSecrets(ctx); err != nil {
 		return fmt.Errorf("refusing to start: %w", err)
 	}
-	q, err := qf.open("tidemark worker", log)
+	// A worker that creates the dead-letter stream keeps dead letters the
+	// default retention; serve sets its own --retention.
+	q, err := qf.open("tidemark worker", log, db.keys, defaultRetention)
 	if err != nil {
 		return err
 	}
@@ -79,7 +90,7 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 		log.Info("worker stopped", "work", stats.String())
 		return nil
 	})
-	fmt.Fprintf(e.stdout, "Tidemark worker is consuming stream %s on %s\n", q.Stream(), *qf.url)
+	fmt.Fprintf(e.stdout, "Tidemark worker is consuming stream %s on %s\n", q.Stream(), queue.Redact(*qf.url))
 	return newNode(log).Run(ctx, poolsService(db),
 		queueCloser(q), listenerService(db.store), workReport(stats, log), committersService(db.store), consume)
 }

@@ -21,7 +21,8 @@ const envelopeVersion = 1
 // the request's headers and the provider's settings of that moment, and
 // synchronous mode decides on those, so a queued delivery is applied as it
 // would have been when it arrived. TestEnvelopeRoundTrip keeps every field
-// of both types carried.
+// of both types carried. It travels sealed (seal.go): encrypted, and
+// signed for its subject, tenant and provider.
 type envelope struct {
 	V        int             `json:"v"`
 	Tenant   string          `json:"tenant"`
@@ -53,4 +54,9 @@ func decode(data []byte) (domain.QueuedDelivery, error) {
 	}
 	return domain.QueuedDelivery{Delivery: env.Delivery, TenantSlug: env.Tenant, ProviderName: env.Provider,
 		ProviderKind: env.Kind, Events: env.Events}, nil
+}
+
+// claimOf is whom qd is for, as its message's headers say.
+func claimOf(qd domain.QueuedDelivery) claim {
+	return claim{TenantID: qd.Delivery.TenantID, TenantSlug: qd.TenantSlug, ProviderID: qd.Delivery.ProviderID, ProviderName: qd.ProviderName}
 }

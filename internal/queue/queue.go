@@ -12,6 +12,10 @@
 // (and a HubSpot batch spanning records) keep their arrival order; tenants
 // of different partitions are applied in parallel. docs/scale.md explains
 // the choice.
+//
+// Trust: every message is signed and encrypted by serve under keys derived
+// from TIDEMARK_ENCRYPTION_KEY (seal.go); a worker applies nothing that
+// does not verify, so access to NATS neither reads nor forges deliveries.
 package queue
 
 import (
@@ -52,14 +56,25 @@ type Config struct {
 	Duplicates time.Duration // the duplicate window; DefaultDuplicates when 0
 	Name       string        // the connection's name, shown by the server
 	Logger     *slog.Logger
+	// Keys are TIDEMARK_ENCRYPTION_KEY's keys (raw, 32 bytes each): the
+	// first signs and encrypts what serve publishes, every one opens.
+	// Required.
+	Keys [][]byte
+	// DeadMaxAge is how long dead letters are kept (serve's --retention);
+	// 0 keeps them until removed.
+	DeadMaxAge time.Duration
+	// Credentials, NKey and TLSCA are files: a NATS credentials file (JWT
+	// and seed), an nkey seed, and the CA certificates of the server's TLS.
+	Credentials, NKey, TLSCA string
 }
 
 // Queue is a connection to the stream of queued deliveries.
 type Queue struct {
-	cfg Config
-	nc  *nats.Conn
-	js  jetstream.JetStream
-	log *slog.Logger
+	cfg  Config
+	nc   *nats.Conn
+	js   jetstream.JetStream
+	log  *slog.Logger
+	keys keyring
 
 	mu      sync.Mutex
 	ensured bool // the streams exist, as far as this process knows
@@ -90,23 +105,35 @@ func Open(cfg Config) (*Queue, error) {
 	if cfg.Duplicates < time.Second {
 		return nil, fmt.Errorf("--stream-duplicates: the duplicate window must be at least 1s, got %s", cfg.Duplicates)
 	}
-	q := &Queue{cfg: cfg, log: cfg.Logger}
+	keys, err := newKeyring(cfg.Keys)
+	if err != nil {
+		return nil, err
+	}
+	q := &Queue{cfg: cfg, log: cfg.Logger, keys: keys}
 	if q.log == nil {
 		q.log = slog.Default()
 	}
-	nc, err := nats.Connect(cfg.URL, nats.Name(cfg.Name), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
-		nats.ReconnectWait(250*time.Millisecond),
+	opts := []nats.Option{nats.Name(cfg.Name), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1),
+		nats.ReconnectWait(250 * time.Millisecond),
 		// No buffering while disconnected: a publish fails at once, and
 		// its delivery is answered 503, rather than waiting for a reconnect.
 		nats.ReconnectBufSize(-1),
+		// A refused account keeps being retried (as an unreachable server
+		// is): fixing the server's accounts then needs no restart.
+		nats.IgnoreAuthErrorAbort(),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
 			if err != nil { // nil: Close
 				q.log.Warn("NATS connection lost; reconnecting (meanwhile serve answers queued deliveries 503)", "err", err)
 			}
 		}),
-		nats.ReconnectHandler(func(c *nats.Conn) { q.log.Info("NATS connection is back", "server", c.ConnectedUrlRedacted()) }))
+		nats.ReconnectHandler(func(c *nats.Conn) { q.log.Info("NATS connection is back", "server", c.ConnectedUrlRedacted()) })}
+	auth, err := authOptions(cfg)
 	if err != nil {
-		return nil, fmt.Errorf("--queue %s: %w", cfg.URL, err)
+		return nil, err
+	}
+	nc, err := nats.Connect(cfg.URL, append(opts, auth...)...)
+	if err != nil {
+		return nil, fmt.Errorf("--queue %s: %w", Redact(cfg.URL), err)
 	}
 	q.nc = nc
 	if q.js, err = jetstream.New(nc); err != nil {
@@ -148,6 +175,9 @@ func (q *Queue) deadConfig() jetstream.StreamConfig {
 		Storage:     jetstream.FileStorage,
 		Replicas:    q.cfg.Replicas,
 		Duplicates:  q.cfg.Duplicates,
+		// Dead letters hold tenants' deliveries: kept no longer than the
+		// database keeps them (erasure does not reach the stream).
+		MaxAge: q.cfg.DeadMaxAge,
 	}
 }
 
@@ -162,7 +192,10 @@ func (q *Queue) Ensure(ctx context.Context, update bool) error {
 			_, err = q.js.CreateStream(ctx, cfg)
 		}
 		if err != nil {
-			return fmt.Errorf("stream %s on %s: %w", cfg.Name, q.cfg.URL, err)
+			if last := q.nc.LastError(); last != nil && !errors.Is(err, last) {
+				err = fmt.Errorf("%w (the connection's last error: %w)", err, last)
+			}
+			return fmt.Errorf("stream %s on %s: %w", cfg.Name, Redact(q.cfg.URL), err)
 		}
 	}
 	q.mu.Lock()
@@ -226,11 +259,11 @@ func (q *Queue) Enqueue(ctx context.Context, qd domain.QueuedDelivery) (bool, er
 	if err != nil {
 		return false, err
 	}
-	if limit := q.nc.MaxPayload(); limit > 0 && int64(len(data)) > limit {
+	msg := q.keys.seal(q.subject(qd.Delivery.TenantID), claimOf(qd), data)
+	if limit := q.nc.MaxPayload(); limit > 0 && int64(len(msg.Data)) > limit {
 		return false, domain.Errorf(domain.EUNAVAILABLE, "the queued delivery takes %d bytes, more than the NATS server's max_payload "+
-			"of %d; raise max_payload in the server's configuration", len(data), limit)
+			"of %d; raise max_payload in the server's configuration", len(msg.Data), limit)
 	}
-	msg := &nats.Msg{Subject: q.subject(qd.Delivery.TenantID), Data: data, Header: nats.Header{}}
 	msg.Header.Set(headerDelivery, qd.Delivery.ID)
 	ack, err := q.js.PublishMsg(ctx, msg, jetstream.WithMsgID(qd.Identity), jetstream.WithExpectStream(q.cfg.Stream))
 	if err != nil {

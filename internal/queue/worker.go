@@ -130,7 +130,16 @@ func (q *Queue) handle(ctx context.Context, msg jetstream.Msg, store domain.Queu
 	if meta, err := msg.Metadata(); err == nil {
 		attempts = int(meta.NumDelivered)
 	}
-	qd, err := decode(msg.Data())
+	// Nothing of a message is read before its signature verifies: a
+	// message serve did not seal is a dead letter, never applied.
+	plain, c, err := q.keys.open(msg.Subject(), msg.Headers(), msg.Data())
+	var qd domain.QueuedDelivery
+	if err == nil {
+		qd, err = decode(plain)
+	}
+	if err == nil {
+		err = q.checkClaim(msg.Subject(), c, qd)
+	}
 	var version errVersion
 	if errors.As(err, &version) {
 		// Left for a worker that reads it (workers are upgraded first).
@@ -173,6 +182,19 @@ func (q *Queue) handle(ctx context.Context, msg jetstream.Msg, store domain.Queu
 		}
 		wait = min(2*wait, 5*time.Second)
 	}
+}
+
+// checkClaim refuses a message whose envelope names another tenant or
+// provider than its signed headers, or whose subject is not its tenant's.
+func (q *Queue) checkClaim(subject string, c claim, qd domain.QueuedDelivery) error {
+	if named := claimOf(qd); named != c {
+		return errUnsealed{fmt.Sprintf("the message was signed for tenant %d (%s), provider %d (%s), but names tenant %d (%s), provider %d (%s)",
+			c.TenantID, c.TenantSlug, c.ProviderID, c.ProviderName, named.TenantID, named.TenantSlug, named.ProviderID, named.ProviderName)}
+	}
+	if want := q.subject(c.TenantID); subject != want {
+		return errUnsealed{fmt.Sprintf("the message of tenant %d was published on %s, not on %s", c.TenantID, subject, want)}
+	}
+	return nil
 }
 
 // apply ingests qd as synchronous mode would have at its receipt: the same
@@ -238,8 +260,13 @@ func (q *Queue) deadLetter(ctx context.Context, msg jetstream.Msg, attempts int,
 	out.Header.Set(headerReason, why.Error())
 	out.Header.Set(headerAttempts, strconv.Itoa(attempts))
 	// A worker dying between this publish and the ack publishes it again:
-	// the same id within the duplicate window stores it once.
-	id := "dead-" + msg.Headers().Get(jetstream.MsgIDHeader)
+	// the same id within the duplicate window stores it once. The id is
+	// the message's place in the stream, which a message published by
+	// anyone else cannot claim (its Nats-Msg-Id could).
+	id := "dead-" + msg.Subject()
+	if meta, err := msg.Metadata(); err == nil {
+		id = "dead-" + strconv.FormatUint(meta.Sequence.Stream, 10)
+	}
 	for {
 		_, err := q.js.PublishMsg(ctx, out, jetstream.WithMsgID(id), jetstream.WithExpectStream(q.DeadStream()))
 		if err == nil {

@@ -80,7 +80,8 @@ func (b *bundle) work(n int) []*queue.WorkerStats {
 	var wg sync.WaitGroup
 	var all []*queue.WorkerStats
 	for range n {
-		w, err := queue.Open(queue.Config{URL: queuetest.URL(), Stream: b.q.Stream(), Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		w, err := queue.Open(queue.Config{URL: queuetest.URL(), Stream: b.q.Stream(), Keys: queuetest.Keys,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 		if err != nil {
 			b.t.Fatal(err)
 		}
@@ -231,5 +232,31 @@ func TestCommittedDeliveryIsNotAppliedAgain(t *testing.T) {
 	}
 	if got := b.count(`SELECT application_count FROM records WHERE tenant_id = $1`); got != 2 {
 		t.Errorf("application_count %d, want 2", got)
+	}
+}
+
+// TestForgedMessageIsNotApplied: an envelope written by hand and published
+// straight to the stream (the review's H1 forgery: anyone who reaches NATS)
+// is moved to the dead-letter stream with a reason, and nothing of it is
+// applied; a genuine delivery queued behind it is.
+func TestForgedMessageIsNotApplied(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	forged := b.delivery("forged-1", "c-1", 1000000)
+	data, err := json.Marshal(map[string]any{"v": 1, "tenant": "acme", "provider": "crm", "kind": "standard",
+		"delivery": forged.Delivery, "events": forged.Events})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.publishRaw(fmt.Sprintf("%s.in.%d.%d", b.q.Stream(), b.ep.TenantID%queue.Partitions, b.ep.TenantID), data)
+	b.enqueue(b.delivery("e-1", "c-1", 1))
+	stats := b.work(1)
+	b.await(`SELECT count(*) FROM events WHERE tenant_id = $1 AND outcome = 'applied'`, 1)
+	b.awaitDead(1, "not signed")
+	if got := b.count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND event_id = 'forged-1'`); got != 0 {
+		t.Errorf("the forged event was logged %d times", got)
+	}
+	if got := stats[0].DeadLetters.Load(); got != 1 {
+		t.Errorf("%d dead letters counted, want 1", got)
 	}
 }

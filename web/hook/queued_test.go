@@ -95,7 +95,7 @@ func TestQueuedAnswers(t *testing.T) {
 // synchronously instead); the overview says the queue cannot be reached.
 func TestQueueUnreachable(t *testing.T) {
 	t.Parallel()
-	q, err := queue.Open(queue.Config{URL: "nats://127.0.0.1:1", Logger: webtest.QuietLog()})
+	q, err := queue.Open(queue.Config{URL: "nats://127.0.0.1:1", Keys: queuetest.Keys, Logger: webtest.QuietLog()})
 	if err != nil {
 		t.Fatal(err)
 	}

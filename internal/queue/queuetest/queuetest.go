@@ -20,6 +20,9 @@ import (
 	"github.com/tidemark/tidemark/internal/queue"
 )
 
+// Keys are the queue keys of tests (TIDEMARK_ENCRYPTION_KEY's keyring).
+var Keys = [][]byte{[]byte("0123456789abcdef0123456789abcdef")}
+
 // URL is the NATS server tests use.
 func URL() string {
 	if u := os.Getenv("TIDEMARK_TEST_NATS_URL"); u != "" {
@@ -79,7 +82,7 @@ func Stream(t testing.TB) string {
 // connection closed when t ends.
 func New(t testing.TB) *queue.Queue {
 	t.Helper()
-	q, err := queue.Open(queue.Config{URL: URL(), Stream: Stream(t), Name: t.Name()})
+	q, err := queue.Open(queue.Config{URL: URL(), Stream: Stream(t), Name: t.Name(), Keys: Keys})
 	if err != nil {
 		t.Fatal(err)
 	}
