@@ -39,17 +39,20 @@ func (salesforce) RedactBody(body []byte) []byte {
 	d := xml.NewDecoder(bytes.NewReader(body))
 	var parents []xml.Name
 	var cuts [][2]int64 // content ranges to blank
+	// A body that stops being XML is refused unkept (Authenticate reads it
+	// first); what was found before still goes.
+scan:
 	for {
 		tok, err := d.Token()
 		if err != nil {
-			break // a body that is not XML is refused unkept, or has nothing to find
+			break
 		}
 		switch t := tok.(type) {
 		case xml.StartElement:
 			if t.Name == session && len(parents) > 0 && parents[len(parents)-1] == notifications {
 				start := d.InputOffset()
 				if d.Skip() != nil {
-					break
+					break scan
 				}
 				// The content ends where the element's end tag starts: the
 				// last "</" before the decoder's offset.
