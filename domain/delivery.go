@@ -75,16 +75,13 @@ func RedactValue(v string) string {
 }
 
 // CredentialName reports whether a header or query parameter of that name
-// carries a credential by the generic rule: authorization and cookies, and
-// any name with signature, token, secret, password or api key in it. Provider
-// kinds add the names they know (internal/provider).
+// carries a credential by the generic rule: any name with auth, key, sig,
+// token, secret, password, session, credential or cookie in it. The rule
+// errs on the side of redacting: a name it catches needlessly only shows
+// less. Provider kinds add the names they know (internal/provider).
 func CredentialName(name string) bool {
 	n := strings.ToLower(name)
-	switch n {
-	case "authorization", "proxy-authorization", "cookie", "set-cookie":
-		return true
-	}
-	for _, word := range []string{"signature", "token", "secret", "password", "apikey", "api-key", "api_key"} {
+	for _, word := range []string{"auth", "key", "sig", "token", "secret", "password", "session", "credential", "cookie"} {
 		if strings.Contains(n, word) {
 			return true
 		}

@@ -32,6 +32,9 @@ func TestCredentialName(t *testing.T) {
 		"Authorization": true, "Proxy-Authorization": true, "Cookie": true, "Webhook-Signature": true,
 		"X-Hubspot-Signature-V3": true, "Shippo-Auth-Signature": true, "X-Api-Key": true, "X-Access-Token": true,
 		"token": true, "client_secret": true, "Password": true,
+		// Names of credentials that carry none of the words above.
+		"X-Auth-Key": true, "X-Auth": true, "X-Gateway-Key": true, "X-Session": true, "sig": true, "key": true,
+		"access_key": true, "X-Credential": true, "X-Client-Credentials": true, "X-Session-Cookie": true, "Cookie2": true,
 		"Webhook-Id": false, "Webhook-Timestamp": false, "Content-Type": false, "User-Agent": false,
 		"X-Hubspot-Request-Timestamp": false, "X-Forwarded-For": false, "page": false,
 	} {

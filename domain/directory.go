@@ -3,6 +3,7 @@ package domain
 import (
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // MaxSearchBytes bounds a search query: longer text is refused rather than
@@ -27,14 +28,23 @@ type RecordQuery struct {
 
 // Validate returns an EINVALID error describing the first unusable filter.
 func (q RecordQuery) Validate() error {
+	if err := validUTF8("provider", q.Provider, "object type", q.ObjectType); err != nil {
+		return err
+	}
 	if !q.From.IsZero() && !q.Before.IsZero() && !q.From.Before(q.Before) {
 		return Errorf(EINVALID, "the start of the time range must be before its end")
 	}
 	return ValidateSearch(q.Search)
 }
 
-// ValidateSearch checks the text of a search box.
+// ValidateSearch checks the text of a search box (the q parameter of the
+// API and the console).
 func ValidateSearch(s string) error {
+	// PostgreSQL refuses text that is not UTF-8 with an error about stored
+	// values; the caller is told which field instead.
+	if !utf8.ValidString(s) {
+		return Errorf(EINVALID, "the search (q) is not valid UTF-8")
+	}
 	if len(s) > MaxSearchBytes {
 		return Errorf(EINVALID, "the search is %d bytes long; search for at most %d", len(s), MaxSearchBytes)
 	}
@@ -110,4 +120,15 @@ func HighlightParts(headline string) []HighlightPart {
 		matched = !matched
 	}
 	return parts
+}
+
+// validUTF8 refuses the first of the named filter values (name, value
+// pairs) that is not valid UTF-8, naming it.
+func validUTF8(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if !utf8.ValidString(pairs[i+1]) {
+			return Errorf(EINVALID, "the %s filter is not valid UTF-8", pairs[i])
+		}
+	}
+	return nil
 }

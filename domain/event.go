@@ -121,6 +121,9 @@ type EventLogQuery struct {
 
 // Validate returns an EINVALID error describing the first unusable filter.
 func (q EventLogQuery) Validate() error {
+	if err := validUTF8("provider", q.Provider, "object type", q.ObjectType, "record", q.ObjectID, "snapshot", string(q.Contains)); err != nil {
+		return err
+	}
 	if q.Outcome != "" && !ValidOutcome(string(q.Outcome)) {
 		return Errorf(EINVALID, "unknown outcome %q", q.Outcome)
 	}

@@ -16,7 +16,7 @@ func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	// The client's address first, so every handler and middleware keys on
 	// the client rather than on a proxy in front.
-	r.Use(httpx.ClientAddr(s.trusted), httpx.RecoverPanics(s.log))
+	r.Use(httpx.ClientAddr(s.trusted), httpx.RecoverPanics(s.log), httpx.NoSniff)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)

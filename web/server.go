@@ -130,7 +130,7 @@ func New(cfg Config) *Server {
 
 // MetricsHandler serves the Prometheus metrics, which Handler also serves
 // on /metrics unless Config.MetricsElsewhere is set.
-func (s *Server) MetricsHandler() http.Handler { return s.metrics.Handler() }
+func (s *Server) MetricsHandler() http.Handler { return httpx.NoSniff(s.metrics.Handler()) }
 
 // RunRefusalFlusher writes the webhook's refused deliveries every
 // Config.RefusalFlush until ctx ends. After the HTTP server has shut

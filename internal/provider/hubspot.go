@@ -199,7 +199,13 @@ func hubspotAuthenticateV3(r *http.Request, header string, body []byte, secrets 
 	uri := hubspotURI(r)
 	expected := macs(secrets, func(secret string) []byte { return hubspotV3MAC(secret, r.Method, uri, body, ts) })
 	if !matchAny([][]byte{got}, expected) {
-		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Signature-v3 matches no active client secret of this provider (signed URI %.300q; check --public-url)", uri)
+		// The URL without its query: the reason is answered and logged,
+		// and a query may carry a credential.
+		signed, query, _ := strings.Cut(uri, "?")
+		if query != "" {
+			signed += "?…"
+		}
+		return domain.SignatureInvalid, fmt.Errorf("X-HubSpot-Signature-v3 matches no active client secret of this provider (signed URI %.300q; check --public-url)", signed)
 	}
 	return domain.SignatureValid, nil
 }

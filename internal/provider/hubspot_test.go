@@ -139,3 +139,25 @@ func TestHubSpotSignatureFromOfficialClient(t *testing.T) {
 		t.Errorf("Authenticate = %s, %v; want valid", v, err)
 	}
 }
+
+// TestHubSpotReasonHidesQuery (review 3, F17): the 401 reason names the
+// signed URL with its query elided: the reason is answered and kept in the
+// delivery log, and a query may carry a credential of the sender's.
+func TestHubSpotReasonHidesQuery(t *testing.T) {
+	t.Parallel()
+	const secret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
+	body := []byte(hubspotResearchBody)
+	ts := strconv.FormatInt(testNow.UnixMilli(), 10)
+	r := httptest.NewRequest(http.MethodPost, "http://hooks.example.com/webhooks/acme/p?key=query-credential-0123456789", bytes.NewReader(body))
+	r.Header.Set("X-HubSpot-Signature-v3", SignHubSpotV3("other-secret", http.MethodPost, "http://hooks.example.com/webhooks/acme/p", body, ts))
+	r.Header.Set("X-HubSpot-Request-Timestamp", ts)
+	p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: "hubspot"}, Secrets: []string{secret}}
+	v, err := hubspot{}.Authenticate(r, body, p, testNow)
+	if v != domain.SignatureInvalid || err == nil {
+		t.Fatalf("Authenticate = %s, %v; want invalid", v, err)
+	}
+	if msg := err.Error(); strings.Contains(msg, "query-credential") || !strings.Contains(msg, `"http://hooks.example.com/webhooks/acme/p?…"`) ||
+		!strings.Contains(msg, "check --public-url") {
+		t.Fatalf("reason %q, want the signed URL without its query", msg)
+	}
+}

@@ -21,7 +21,8 @@ import (
 
 // Standard Webhooks (standardwebhooks.com): HMAC-SHA256 over
 // "{webhook-id}.{webhook-timestamp}.{body}" keyed with the base64-decoded
-// part of a "whsec_" secret.
+// part of a "whsec_" secret. Senders running on Svix name the same
+// headers svix-id, svix-timestamp and svix-signature.
 
 func init() { Register(Standard) }
 
@@ -45,7 +46,35 @@ func (standard) NewSecret(map[string]string) (string, error) { return NewStandar
 
 func (standard) HasSecrets() bool { return true }
 
-func (standard) Credentials() (headers, query []string) { return []string{"webhook-signature"}, nil }
+func (standard) Credentials() (headers, query []string) {
+	return []string{"webhook-signature", "svix-signature"}, nil
+}
+
+// standardNames is one set of the headers a standard delivery is signed
+// with: the Standard Webhooks names, or those of senders running on Svix.
+type standardNames struct{ id, timestamp, signature string }
+
+var (
+	webhookNames = standardNames{"webhook-id", "webhook-timestamp", "webhook-signature"}
+	svixNames    = standardNames{"svix-id", "svix-timestamp", "svix-signature"}
+)
+
+// standardHeaders picks the set a delivery uses: the webhook-* names when
+// any of them is sent (as Svix's own libraries accept either), else the
+// svix-* names. One set is read whole, never a mix.
+func standardHeaders(h http.Header) standardNames {
+	for _, name := range []string{webhookNames.id, webhookNames.timestamp, webhookNames.signature} {
+		if h.Get(name) != "" {
+			return webhookNames
+		}
+	}
+	for _, name := range []string{svixNames.id, svixNames.timestamp, svixNames.signature} {
+		if h.Get(name) != "" {
+			return svixNames
+		}
+	}
+	return webhookNames
+}
 
 // NewStandardSecret returns a fresh "whsec_" signing secret.
 func NewStandardSecret() string {
@@ -89,16 +118,20 @@ func standardMAC(key []byte, id string, timestamp int64, body []byte) []byte {
 }
 
 func (standard) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
-	id, ts, sigs := r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature")
+	n := standardHeaders(r.Header)
+	id, ts, sigs := r.Header.Get(n.id), r.Header.Get(n.timestamp), r.Header.Get(n.signature)
 	if id == "" || ts == "" || sigs == "" {
+		if n == svixNames {
+			return domain.SignatureMissing, fmt.Errorf("the svix-id, svix-timestamp and svix-signature headers are required together")
+		}
 		return domain.SignatureMissing, fmt.Errorf("the webhook-id, webhook-timestamp and webhook-signature headers are required")
 	}
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
-		return domain.SignatureInvalid, fmt.Errorf("webhook-timestamp must be unix seconds")
+		return domain.SignatureInvalid, fmt.Errorf("%s must be unix seconds", n.timestamp)
 	}
 	if skew, out := outsideWindow(now, time.Unix(sec, 0)); out {
-		return domain.SignatureExpired, fmt.Errorf("webhook-timestamp is %s from the server clock; more than 5 minutes is refused", skew.Round(time.Second).Abs())
+		return domain.SignatureExpired, fmt.Errorf("%s is %s from the server clock; more than 5 minutes is refused", n.timestamp, skew.Round(time.Second).Abs())
 	}
 	expected := macs(p.Secrets, func(secret string) []byte {
 		key, err := standardKey(secret)
@@ -118,7 +151,7 @@ func (standard) Authenticate(r *http.Request, body []byte, p domain.ProviderEndp
 		}
 	}
 	if !matchAny(sent, expected) {
-		return domain.SignatureInvalid, fmt.Errorf("no webhook-signature matches an active secret of this provider")
+		return domain.SignatureInvalid, fmt.Errorf("no %s matches an active secret of this provider", n.signature)
 	}
 	return domain.SignatureValid, nil
 }
@@ -137,9 +170,10 @@ func (standard) Parse(r *http.Request, body []byte, _ domain.ProviderEndpoint) (
 	if !utf8.Valid(body) {
 		return nil, fmt.Errorf("body is not valid UTF-8")
 	}
-	id := r.Header.Get("webhook-id")
+	n := standardHeaders(r.Header)
+	id := r.Header.Get(n.id)
 	if len(id) > 255 || !printable(id) {
-		return nil, fmt.Errorf("webhook-id must be at most 255 printable characters")
+		return nil, fmt.Errorf("%s must be at most 255 printable characters", n.id)
 	}
 	var env standardBody
 	if err := json.Unmarshal(body, &env); err != nil {

@@ -3,6 +3,7 @@ package provider
 import (
 	"bytes"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"testing"
@@ -92,4 +93,53 @@ func TestStandardParseErrors(t *testing.T) {
 		{name: "type without object", headers: id, body: []byte(`{"type":".snapshot"}`), wantErr: `"type" must be`},
 		{name: "type too long", headers: id, body: []byte(`{"type":"a.` + strings.Repeat("b", 200) + `"}`), wantErr: `"type" must be`},
 	})
+}
+
+// TestStandardSvixHeaders (issue 26, §8): senders running on Svix name the
+// headers svix-id, svix-timestamp and svix-signature; they are checked
+// exactly as the webhook-* names, which win when both are sent.
+func TestStandardSvixHeaders(t *testing.T) {
+	t.Parallel()
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	body := []byte(`{"type":"contact.snapshot","data":{"contact_id":"c-1","revision":1,"snapshot":{}}}`)
+	now := testNow.Unix()
+	svix := func(id string, at int64, body []byte) map[string]string {
+		sig, err := SignStandard(secret, id, at, body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return map[string]string{"svix-id": id, "svix-timestamp": strconv.FormatInt(at, 10), "svix-signature": sig}
+	}
+	good := svix("msg_svix", now, body)
+	both := svix("msg_svix", now, body)
+	sig, _ := SignStandard(secret, "msg_std", now, body)
+	both["webhook-id"], both["webhook-timestamp"], both["webhook-signature"] = "msg_std", strconv.FormatInt(now, 10), sig
+	partial := svix("msg_svix", now, body)
+	delete(partial, "svix-signature")
+	runAuthCases(t, standard{}, []authCase{
+		{name: "valid svix", secrets: []string{secret}, headers: good, body: body, wantVerdict: domain.SignatureValid},
+		{name: "both sets", secrets: []string{secret}, headers: both, body: body, wantVerdict: domain.SignatureValid},
+		{name: "svix without signature", secrets: []string{secret}, headers: partial, body: body, wantVerdict: domain.SignatureMissing,
+			wantErr: "svix-id, svix-timestamp and svix-signature"},
+		{name: "svix too old", secrets: []string{secret}, headers: svix("msg_svix", now-6*60, body), body: body,
+			wantVerdict: domain.SignatureExpired, wantErr: "svix-timestamp is 6m0s from the server clock"},
+		{name: "svix other secret", secrets: []string{NewStandardSecret()}, headers: good, body: body,
+			wantVerdict: domain.SignatureInvalid, wantErr: "no svix-signature matches an active secret"},
+		{name: "svix tampered body", secrets: []string{secret}, headers: good, body: bytes.Replace(body, []byte("c-1"), []byte("c-2"), 1),
+			wantVerdict: domain.SignatureInvalid, wantErr: "no svix-signature matches"},
+	})
+	r, _ := http.NewRequest(http.MethodPost, "/", nil)
+	for name, h := range map[string]map[string]string{"msg_svix": good, "msg_std": both} {
+		for k, v := range h {
+			r.Header.Set(k, v)
+		}
+		events, err := standard{}.Parse(r, body, domain.ProviderEndpoint{})
+		if err != nil || len(events) != 1 || events[0].EventID != name {
+			t.Errorf("parse: %+v %v, want event id %s", events, err, name)
+		}
+		r.Header = http.Header{}
+	}
+	if !CredentialHeader("standard", "Svix-Signature") {
+		t.Error("svix-signature is not redacted")
+	}
 }

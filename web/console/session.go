@@ -137,12 +137,13 @@ func (h *Handler) saveSession(w http.ResponseWriter, r *http.Request, cookie htt
 
 // sessionCookie is the session cookie for r, without its value. It is
 // Secure, with the __Host- prefix, unless the console is served over plain
-// HTTP on a loopback address (no https public URL, no TLS, and the
-// connection arrived on a loopback address), where a browser could not
-// send a Secure cookie back. It lasts as long as the browser session.
+// HTTP on a loopback address (no https public URL, no TLS, no trusted
+// proxy saying X-Forwarded-Proto: https, and the connection arrived on a
+// loopback address), where a browser could not send a Secure cookie back.
+// It lasts as long as the browser session.
 func (h *Handler) sessionCookie(r *http.Request) http.Cookie {
 	c := http.Cookie{Name: cookieName, Path: "/", HttpOnly: true, Secure: true, SameSite: http.SameSiteLaxMode}
-	if !h.httpsPublic && r.TLS == nil && arrivedOnLoopback(r) {
+	if !h.httpsPublic && r.TLS == nil && !httpx.ForwardedHTTPS(r) && arrivedOnLoopback(r) {
 		c.Name, c.Secure = cookieNamePlain, false
 	}
 	return c

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web"
 	"github.com/tidemark/tidemark/web/console"
 	"github.com/tidemark/tidemark/web/internal/webtest"
@@ -144,8 +145,9 @@ func TestLoginAudited(t *testing.T) {
 }
 
 // TestSessionCookie: the cookie is Secure with the __Host- prefix unless
-// the console is plain HTTP on a loopback address; an https public URL
-// adds HSTS.
+// the console is plain HTTP on a loopback address, which a trusted proxy
+// saying X-Forwarded-Proto: https denies (review 3, F12); an https public
+// URL adds HSTS.
 func TestSessionCookie(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
@@ -159,19 +161,32 @@ func TestSessionCookie(t *testing.T) {
 		tls       bool
 		cookie    string
 		hsts      bool
+		trusted   string // --trusted-proxies; the peer is 192.0.2.1
+		proto     string // X-Forwarded-Proto
 	}{
-		{"plain HTTP on loopback", "", loopback, false, "tidemark_session", false},
-		{"plain HTTP on another address", "", public, false, "__Host-tidemark_session", false},
-		{"TLS on loopback", "", loopback, true, "__Host-tidemark_session", false},
-		{"https public URL, proxied from loopback", "https://console.example.com", loopback, false, "__Host-tidemark_session", true},
+		{"plain HTTP on loopback", "", loopback, false, "tidemark_session", false, "", ""},
+		{"plain HTTP on another address", "", public, false, "__Host-tidemark_session", false, "", ""},
+		{"TLS on loopback", "", loopback, true, "__Host-tidemark_session", false, "", ""},
+		{"https public URL, proxied from loopback", "https://console.example.com", loopback, false, "__Host-tidemark_session", true, "", ""},
+		{"trusted proxy says https, on loopback", "", loopback, false, "__Host-tidemark_session", false, "192.0.2.0/24", "https"},
+		{"trusted proxy says http, on loopback", "", loopback, false, "tidemark_session", false, "192.0.2.0/24", "http"},
+		{"untrusted peer says https, on loopback", "", loopback, false, "tidemark_session", false, "10.0.0.0/8", "https"},
+		{"no trusted proxies, https said, on loopback", "", loopback, false, "tidemark_session", false, "", "https"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
+			trusted, err := domain.ParseNetworks(c.trusted)
+			if err != nil {
+				t.Fatal(err)
+			}
 			h := web.New(web.Config{Services: webtest.Services(e.Store), Sessions: e.Store.SessionStore(),
-				Logger: webtest.QuietLog(), PublicURL: c.publicURL}).Handler()
+				Logger: webtest.QuietLog(), PublicURL: c.publicURL, TrustedProxies: trusted}).Handler()
 			form := url.Values{"email": {"ops@example.com"}, "password": {webtest.TestPassword}}.Encode()
 			req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form))
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+			if c.proto != "" {
+				req.Header.Set("X-Forwarded-Proto", c.proto)
+			}
 			req = req.WithContext(context.WithValue(req.Context(), http.LocalAddrContextKey, c.local))
 			if c.tls {
 				req.TLS = &tls.ConnectionState{}

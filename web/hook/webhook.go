@@ -110,6 +110,9 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		reject(http.StatusUnauthorized, verdict, nil, err.Error())
 		return
 	}
+	// Credentials the kind declares inside bodies are blanked before the
+	// body is parsed, stored or queued; a replay parses what was stored.
+	body = provider.RedactBody(p.Kind, body)
 	events, err := replay.Parse(kind, r, body, p)
 	if err != nil {
 		reject(http.StatusBadRequest, verdict, body, err.Error())

@@ -171,3 +171,13 @@ func ClientAddress(r *http.Request) string {
 	}
 	return host
 }
+
+// NoSniff sets X-Content-Type-Options: nosniff on every answer, so that a
+// browser never reads a JSON or webhook answer echoing a sender's text as
+// HTML or script.
+func NoSniff(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
