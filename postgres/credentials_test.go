@@ -1,0 +1,67 @@
+package postgres
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/domain"
+)
+
+// TestOperatorTokensEndWithTheirAccess is the review's M1: a read-write
+// token an owner created kept answering after the owner was disabled, or
+// had their password reset. Each of disable, password reset and sign out
+// everywhere revokes the working tokens they created in every tenant, in
+// the same transaction, with an audit entry per token.
+func TestOperatorTokensEndWithTheirAccess(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	root := newOperator(t, s, "root@example.com", true)
+	other, err := s.CreateTenant(asTestCLI(context.Background()), "other", "Other")
+	if err != nil {
+		t.Fatal(err)
+	}
+	asRoot := asOperator(context.Background(), "root@example.com")
+	for _, c := range []struct {
+		name, email, why string
+		end              func(id int64) error
+	}{
+		{"disable", "ann@example.com", "its creator was disabled",
+			func(id int64) error { return s.SetDisabled(asRoot, root, id, true) }},
+		{"password reset", "bob@example.com", "its creator's password was reset",
+			func(int64) error { return s.ResetPassword(asRoot, "bob@example.com", "a brand new password") }},
+		{"sign out everywhere", "cyd@example.com", "its creator was signed out everywhere",
+			func(id int64) error { return s.SignOutEverywhere(asRoot, id) }},
+	} {
+		id := newMember(t, s, c.email, "acme", domain.RoleOwner)
+		if err := s.AddMembership(asTestCLI(context.Background()), domain.NewMembership{UserID: id, TenantSlug: "other", Role: domain.RoleOwner}); err != nil {
+			t.Fatal(err)
+		}
+		as := asOperator(context.Background(), c.email)
+		tokens := map[string]string{}
+		for slug, tenantID := range map[string]int64{"acme": p.TenantID, "other": other.ID} {
+			tok, err := s.CreateAPIToken(as, tenantID, domain.NewAPIToken{Name: c.email + " script", Access: domain.TokenWrite, CreatedBy: id})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.TenantForToken(as, slug, tok); err != nil {
+				t.Fatalf("%s: the token before: %v", c.name, err)
+			}
+			tokens[slug] = tok
+		}
+		if err := c.end(id); err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		for slug, tok := range tokens {
+			if _, err := s.TenantForToken(as, slug, tok); domain.ErrorCode(err) != domain.EUNAUTHORIZED {
+				t.Errorf("%s: %s's token after it: %v, want EUNAUTHORIZED", c.name, slug, err)
+			}
+		}
+		for _, tenantID := range []int64{p.TenantID, other.ID} {
+			log := strings.Join(auditEntries(t, s, tenantID), "\n")
+			if want := "token_revoke " + c.email + " script: " + c.why + " by root@example.com"; !strings.Contains(log, want) {
+				t.Errorf("%s: the audit log of tenant %d lacks %q:\n%s", c.name, tenantID, want, log)
+			}
+		}
+	}
+}
