@@ -65,3 +65,51 @@ func TestOperatorTokensEndWithTheirAccess(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenUseWrittenOncePerMinute is F17's residual: every API call
+// updated its token's last_used_at, a write per read. The row is written
+// at the first use and then at most once a minute.
+func TestTokenUseWrittenOncePerMinute(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	ctx := asTestCLI(context.Background())
+	tok, err := s.CreateAPIToken(ctx, p.TenantID, domain.NewAPIToken{Name: "poller", Access: domain.TokenRead})
+	if err != nil {
+		t.Fatal(err)
+	}
+	version := func() (xmin string, used bool) {
+		t.Helper()
+		err := s.pool.QueryRow(ctx, `SELECT xmin::text, last_used_at IS NOT NULL FROM api_tokens WHERE tenant_id = $1 AND name = 'poller'`,
+			p.TenantID).Scan(&xmin, &used)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return xmin, used
+	}
+	use := func() {
+		t.Helper()
+		if _, err := s.TenantForToken(ctx, "acme", tok); err != nil {
+			t.Fatal(err)
+		}
+	}
+	use()
+	first, used := version()
+	if !used {
+		t.Fatal("the first use was not recorded")
+	}
+	use()
+	use()
+	if again, _ := version(); again != first {
+		t.Fatalf("calls within a minute wrote the token's row again (xmin %s, then %s)", first, again)
+	}
+	// A use more than a minute after the last one recorded is written.
+	if _, err := s.pool.Exec(ctx, `UPDATE api_tokens SET last_used_at = now() - interval '61 seconds' WHERE tenant_id = $1 AND name = 'poller'`,
+		p.TenantID); err != nil {
+		t.Fatal(err)
+	}
+	aged, _ := version()
+	use()
+	if later, _ := version(); later == aged {
+		t.Fatal("a use a minute after the last was not recorded")
+	}
+}

@@ -162,14 +162,21 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) er
 	})
 }
 
-// tokenSQL resolves and touches a working API token of the tenant the
-// request names, in one statement on that tenant's rows.
+// tokenSQL resolves a working API token of the tenant the request names,
+// on that tenant's rows. It records the use at most once a minute, so that
+// API reads do not each write the token's row.
 const tokenSQL = `
-UPDATE api_tokens k SET last_used_at = now()
-FROM tenants t
-WHERE t.slug = @slug AND k.tenant_id = t.id AND k.token_hash = @token_hash
-  AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-RETURNING t.id, t.slug, t.name, t.created_at, k.name, k.access`
+WITH k AS (
+    SELECT t.id AS tenant_id, t.slug, t.name AS tenant_name, t.created_at, k.id, k.name, k.access, k.last_used_at
+    FROM api_tokens k JOIN tenants t ON t.id = k.tenant_id
+    WHERE t.slug = @slug AND k.token_hash = @token_hash
+      AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+), touched AS (
+    UPDATE api_tokens a SET last_used_at = now() FROM k
+    WHERE a.tenant_id = k.tenant_id AND a.id = k.id
+      AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute')
+)
+SELECT tenant_id, slug, tenant_name, created_at, id, name, access FROM k`
 
 // tokenElsewhereSQL tells, after tokenSQL missed, whether the token works
 // for some other tenant: the one lookup across tenants, on the error path.
@@ -182,7 +189,7 @@ func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain
 	var g domain.TokenGrant
 	args := pgx.NamedArgs{"slug": slug, "token_hash": tokenHash(token)}
 	err := s.read.QueryRow(ctx, tokenSQL, args).
-		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.Name, &g.Access)
+		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.ID, &g.Name, &g.Access)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return g, pg.Translate(err)
 	}
