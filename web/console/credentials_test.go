@@ -46,3 +46,32 @@ func TestOwnerTokensDieWithTheirAccess(t *testing.T) {
 		t.Error("the operators page does not say that disabling revokes tokens")
 	}
 }
+
+// TestConsoleSealsOnlyUnderTheKeyInUse is M6 for the console: a node whose
+// first key is not the one the active secrets use refuses to connect a
+// provider or rotate a secret, saying which keys, and stores nothing.
+func TestConsoleSealsOnlyUnderTheKeyInUse(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	b := e.Operator("ops@example.com", false, "acme")
+	// The active secrets as another node's key sealed them.
+	e.Exec(`UPDATE provider_secrets SET key_id = 'ffffffffffffffff'`)
+	active := func() []string { return e.Strings(`SELECT key_id FROM provider_secrets WHERE retired_at IS NULL ORDER BY id`) }
+
+	status, _, loc := b.Post("/t/acme/providers/crm/rotate", nil)
+	if status != http.StatusSeeOther || loc != "/t/acme/providers/crm" {
+		t.Fatalf("rotate: %d to %q", status, loc)
+	}
+	_, doc := b.Get(loc)
+	if flash := webtest.ShownFlash(doc); !strings.Contains(flash, "Cannot rotate") ||
+		!strings.Contains(flash, "stored under key id ffffffffffffffff (1 active secrets of 1 providers)") || !strings.Contains(flash, "--new-key") {
+		t.Fatalf("rotate flash %q", flash)
+	}
+	status, doc, _ = b.Post("/t/acme/providers", url.Values{"name": {"other"}, "kind": {"standard"}})
+	if msg := webtest.Text(doc, ".error"); status != http.StatusUnprocessableEntity || !strings.Contains(msg, "key id ffffffffffffffff") {
+		t.Fatalf("connect: %d %q", status, msg)
+	}
+	if got := active(); len(got) != 1 || got[0] != "ffffffffffffffff" {
+		t.Fatalf("the refusals stored secrets under %v", got)
+	}
+}
