@@ -56,7 +56,9 @@ func TestConsoleSealsOnlyUnderTheKeyInUse(t *testing.T) {
 	b := e.Operator("ops@example.com", false, "acme")
 	// The active secrets as another node's key sealed them.
 	e.Exec(`UPDATE provider_secrets SET key_id = 'ffffffffffffffff'`)
-	active := func() []string { return e.Strings(`SELECT key_id FROM provider_secrets WHERE retired_at IS NULL ORDER BY id`) }
+	active := func() []string {
+		return e.Strings(`SELECT key_id FROM provider_secrets WHERE retired_at IS NULL ORDER BY id`)
+	}
 
 	status, _, loc := b.Post("/t/acme/providers/crm/rotate", nil)
 	if status != http.StatusSeeOther || loc != "/t/acme/providers/crm" {
