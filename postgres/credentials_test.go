@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
@@ -111,5 +112,46 @@ func TestTokenUseWrittenOncePerMinute(t *testing.T) {
 	use()
 	if later, _ := version(); later == aged {
 		t.Fatal("a use a minute after the last was not recorded")
+	}
+}
+
+// TestTokenCreationRacesDisable: an owner creating API tokens while an
+// admin disables them keeps none that works, whichever commits first.
+func TestTokenCreationRacesDisable(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	root := newOperator(t, s, "root@example.com", true)
+	ann := newMember(t, s, "ann@example.com", "acme", domain.RoleOwner)
+	asAnn := asOperator(context.Background(), "ann@example.com")
+	asRoot := asOperator(context.Background(), "root@example.com")
+	for round := range 20 {
+		if err := s.SetDisabled(asRoot, root, ann, false); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range 3 {
+			wg.Go(func() {
+				<-start
+				_, err := s.CreateAPIToken(asAnn, p.TenantID, domain.NewAPIToken{Name: "race", Access: domain.TokenWrite, CreatedBy: ann})
+				if err != nil && domain.ErrorCode(err) != domain.EFORBIDDEN {
+					t.Errorf("round %d, creator %d: %v", round, i, err)
+				}
+			})
+		}
+		wg.Go(func() {
+			<-start
+			if err := s.SetDisabled(asRoot, root, ann, true); err != nil {
+				t.Errorf("round %d: disable: %v", round, err)
+			}
+		})
+		close(start)
+		wg.Wait()
+		var working int
+		err := s.pool.QueryRow(context.Background(),
+			`SELECT count(*) FROM api_tokens WHERE created_by_user_id = $1 AND revoked_at IS NULL`, ann).Scan(&working)
+		if err != nil || working != 0 {
+			t.Fatalf("round %d: %d of ann's tokens still work after she was disabled (%v)", round, working, err)
+		}
 	}
 }

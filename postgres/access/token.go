@@ -26,11 +26,13 @@ FROM api_tokens
 WHERE tenant_id = @tenant_id ORDER BY created_at DESC, id DESC`
 
 // tokenCreatorSQL answers whether an operator may still create a token:
-// an admin, or an owner of the tenant. The membership is locked until the
-// token is stored, so a change of role that revokes the operator's tokens
-// either waits for it or is seen by it (memberForUpdateSQL).
+// enabled, and an admin or an owner of the tenant. The operator's row and
+// membership are locked until the token is stored, so a change of role,
+// a disable or a password reset that revokes the operator's tokens either
+// waits for it or is seen by it (memberForUpdateSQL, lockUserSQL).
 const tokenCreatorSQL = `
-SELECT coalesce((SELECT is_admin FROM users WHERE id = @user_id), false),
+WITH u AS (SELECT is_admin, disabled_at IS NOT NULL AS disabled FROM users WHERE id = @user_id FOR SHARE)
+SELECT coalesce((SELECT is_admin FROM u), false), coalesce((SELECT disabled FROM u), true),
        coalesce((SELECT role FROM memberships WHERE tenant_id = @tenant_id AND user_id = @user_id FOR SHARE), '')`
 
 const createAPITokenSQL = `
@@ -119,17 +121,22 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.N
 	return token, nil
 }
 
-// checkTokenCreator refuses, with EFORBIDDEN, an operator who is neither
-// an admin nor an owner of the tenant any more, and holds their membership
-// until tx ends.
+// checkTokenCreator refuses, with EFORBIDDEN, an operator who is disabled,
+// or neither an admin nor an owner of the tenant any more, and holds their
+// row and membership until tx ends.
 func checkTokenCreator(ctx context.Context, tx pgx.Tx, tenantID, userID int64) error {
 	var (
-		admin bool
-		role  domain.Role
+		admin, disabled bool
+		role            domain.Role
 	)
-	err := tx.QueryRow(ctx, tokenCreatorSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&admin, &role)
-	if err != nil || admin {
+	err := tx.QueryRow(ctx, tokenCreatorSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&admin, &disabled, &role)
+	switch {
+	case err != nil:
 		return pg.Translate(err)
+	case disabled:
+		return domain.Errorf(domain.EFORBIDDEN, "a disabled operator cannot create API tokens")
+	case admin:
+		return nil
 	}
 	return domain.CheckRole(role, domain.RoleOwner)
 }
