@@ -21,6 +21,9 @@ type Actor struct {
 	Kind    string // ActorOperator, ActorToken or ActorCLI
 	Name    string // the operator's email, the token's name, or the OS user of the CLI
 	Address string // the client address, empty for the CLI
+	// ID is the operator's or the token's id, 0 for the CLI: a replay job
+	// re-checks its actor by it.
+	ID int64
 }
 
 type actorKey struct{}

@@ -111,16 +111,17 @@ type OperatorService interface {
 	// log with the actor of ctx. The last enabled admin can be neither
 	// disabled nor stripped of the admin flag (ECONFLICT).
 
-	// SetDisabled disables operator userID, ending their sessions at once,
-	// or enables them again, as actor; refused as CheckDisable says. An
+	// SetDisabled disables operator userID, ending their sessions at once
+	// and revoking the API tokens they created in every tenant, or enables
+	// them again (their tokens stay revoked), as actor; refused as CheckDisable says. An
 	// unknown operator is ENOTFOUND.
 	SetDisabled(ctx context.Context, actor User, userID int64, disabled bool) error
-	// ResetPassword sets the password of the operator with that email and
-	// ends their sessions. A password ValidatePassword refuses is EINVALID,
+	// ResetPassword sets the password of the operator with that email,
+	// ends their sessions and revokes the API tokens they created. A password ValidatePassword refuses is EINVALID,
 	// an unknown email ENOTFOUND.
 	ResetPassword(ctx context.Context, email, password string) error
-	// SignOutEverywhere ends every console session of operator userID; an
-	// unknown operator is ENOTFOUND.
+	// SignOutEverywhere ends every console session of operator userID and
+	// revokes the API tokens they created; an unknown operator is ENOTFOUND.
 	SignOutEverywhere(ctx context.Context, userID int64) error
 }
 

@@ -85,7 +85,9 @@ type ProviderService interface {
 	// ConnectProvider creates a provider with its kind-specific settings
 	// and, unless secret is empty (a kind that signs nothing), its first
 	// secret. A bad name or a kind that cannot be connected yet is EINVALID,
-	// a name already taken in the tenant ECONFLICT.
+	// a name already taken in the tenant ECONFLICT, and so is a secret the
+	// store would seal under a key none of the active secrets use (unless
+	// the store's context allows a new key).
 	ConnectProvider(ctx context.Context, tenantID int64, name, kind, secret string, config map[string]string) (Provider, error)
 	// ProviderSecrets lists the provider's active secrets, newest first,
 	// without their values.
@@ -95,12 +97,15 @@ type ProviderService interface {
 	NewestProviderSecret(ctx context.Context, tenantID, providerID int64) (string, error)
 	// RotateProviderSecret adds a new active secret; the newest previous one
 	// stays active and any older one is retired, so at most two are ever
-	// active. ENOTFOUND for an unknown provider.
+	// active (the newest previous one that decrypts, when one does not).
+	// ENOTFOUND for an unknown provider; ECONFLICT for a key the active
+	// secrets do not use, as for ConnectProvider.
 	RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error
 	// SetProviderLimits changes the limits that l sets and returns the
 	// provider with its limits. A limit out of bounds is EINVALID.
 	SetProviderLimits(ctx context.Context, tenantID, providerID int64, l ProviderLimits) (Provider, error)
-	// RetireProviderSecrets retires every active secret but the newest and
+	// RetireProviderSecrets retires every active secret but the newest one
+	// the store's keys decrypt (the newest when none does) and
 	// returns how many it retired; ENOTFOUND for an unknown provider.
 	RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error)
 	// UnshownProviderSecret returns the provider's newest active secret and

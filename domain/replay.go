@@ -171,4 +171,10 @@ type ReplayService interface {
 	FinishReplayJob(ctx context.Context, step ReplayStep, status, reason string) (ReplayJob, error)
 	// ReleaseReplayJob gives a job back for any worker to continue at once.
 	ReleaseReplayJob(ctx context.Context, jobTenantID, jobID int64, worker string) error
+	// CheckReplayActor answers EFORBIDDEN, saying why, when the actor who
+	// started job may no longer replay in its tenant: their API token was
+	// revoked, has expired or is gone; the operator was disabled, or is no
+	// longer an admin nor at least an operator of the tenant. A job's
+	// worker checks it for every slice it claims.
+	CheckReplayActor(ctx context.Context, job ReplayJob) error
 }

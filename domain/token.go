@@ -95,6 +95,7 @@ type NewAPIToken struct {
 // TokenGrant is what an API token gives its bearer.
 type TokenGrant struct {
 	Tenant Tenant
+	ID     int64  // the token's id, the actor a replay job re-checks
 	Name   string // the token's name, the actor the audit log records
 	Access TokenAccess
 }
@@ -113,7 +114,8 @@ type TokenService interface {
 	// RevokeAPIToken revokes a token at once; revoking a revoked token is a
 	// no-op, an unknown one ENOTFOUND.
 	RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error
-	// TenantForToken returns what an API token grants in the tenant slug.
+	// TenantForToken returns what an API token grants in the tenant slug,
+	// recording its use (LastUsedAt) at most once a minute.
 	// A token that works only for another tenant is ENOTFOUND, as that
 	// tenant's resources are to it; an unknown, expired or revoked token
 	// is EUNAUTHORIZED.

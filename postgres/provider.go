@@ -129,6 +129,9 @@ func (s *providers) ConnectProvider(ctx context.Context, tenantID int64, name, k
 			return pg.Translate(err)
 		}
 		if secret != "" {
+			if err := s.checkSealingKey(ctx, tx); err != nil {
+				return err
+			}
 			if err := s.addSecret(ctx, tx, tenantID, p.ID, secret); err != nil {
 				return err
 			}
@@ -234,7 +237,10 @@ func (s *providers) NewestProviderSecret(ctx context.Context, tenantID, provider
 // is locked so that concurrent rotations cannot leave three active secrets.
 func (s *providers) RotateProviderSecret(ctx context.Context, tenantID, providerID int64, secret string) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, retired, err := retireOlderSecrets(ctx, tx, tenantID, providerID)
+		if err := s.checkSealingKey(ctx, tx); err != nil {
+			return err
+		}
+		name, retired, err := s.retireOlderSecrets(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
@@ -246,20 +252,17 @@ func (s *providers) RotateProviderSecret(ctx context.Context, tenantID, provider
 	})
 }
 
-// retireOlderSecretsSQL retires every active secret of a provider but the
-// newest.
+// retireOlderSecretsSQL retires every active secret of a provider but one.
 const retireOlderSecretsSQL = `
 UPDATE provider_secrets SET retired_at = now()
-WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
-  AND id <> (SELECT max(id) FROM provider_secrets
-             WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL)`
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL AND id <> @keep`
 
 // RetireProviderSecrets implements domain.ProviderService: it ends a
-// rotation, so only the newest secret stays active.
+// rotation, so only the newest secret that decrypts stays active.
 func (s *providers) RetireProviderSecrets(ctx context.Context, tenantID, providerID int64) (int64, error) {
 	var retired int64
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, n, err := retireOlderSecrets(ctx, tx, tenantID, providerID)
+		name, n, err := s.retireOlderSecrets(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
@@ -270,13 +273,19 @@ func (s *providers) RetireProviderSecrets(ctx context.Context, tenantID, provide
 	return retired, err
 }
 
-// retireOlderSecrets locks the provider, retires its active secrets but the
-// newest, and returns its name and how many it retired.
-func retireOlderSecrets(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (name string, retired int64, err error) {
+// retireOlderSecrets locks the provider, retires its active secrets but
+// the newest that the store's keys decrypt (a secret sealed under a key no
+// node holds must not be the one kept), and returns its name and how many
+// it retired.
+func (s *providers) retireOlderSecrets(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (name string, retired int64, err error) {
 	if name, err = lockProvider(ctx, tx, tenantID, providerID); err != nil {
 		return "", 0, err
 	}
-	tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
+	keep, err := s.newestOpening(ctx, tx, tenantID, providerID)
+	if err != nil {
+		return "", 0, err
+	}
+	tag, err := tx.Exec(ctx, retireOlderSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID, "keep": keep})
 	if err != nil {
 		return "", 0, pg.Translate(err)
 	}

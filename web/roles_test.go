@@ -76,6 +76,9 @@ var routeNeeds = map[string]string{
 	"POST /api/v1/tenants/{tenant}/deliveries/{id}/replay":                             needWrite,
 	"POST /api/v1/tenants/{tenant}/replays":                                            needWrite,
 	"POST /api/v1/tenants/{tenant}/replays/{id}/cancel":                                needWrite,
+	// The audit log names operators and their addresses: owners only in
+	// the console, read-write tokens only in the API.
+	"GET /api/v1/tenants/{tenant}/audit": needWrite,
 }
 
 // routeNeed is who may use method pattern, and whether it is listed.

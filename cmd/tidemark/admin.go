@@ -161,6 +161,7 @@ func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
 // providerCreateOptions are provider create's flags.
 type providerCreateOptions struct {
 	tenant, name, kind, secret, publicURL, maxBody *string
+	newKey                                         *bool
 	settings                                       func() map[string]string // the kind flags given
 }
 
@@ -173,6 +174,7 @@ func (e cliEnv) providerCreateFlags(fs *flag.FlagSet) providerCreateOptions {
 		secret:    fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`),
 		publicURL: e.publicURLFlag(fs),
 		maxBody:   fs.String("max-body", "", maxBodyUsage),
+		newKey:    fs.Bool("new-key", false, newKeyUsage),
 		settings:  kindFlags(fs),
 	}
 }
@@ -199,6 +201,9 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	finalSecret, config, err := k.Setup(*secret, settings())
 	if err != nil {
 		return err
+	}
+	if *o.newKey {
+		ctx = postgres.AllowNewKey(ctx)
 	}
 	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
 		p, err := s.ConnectProvider(ctx, t.ID, *name, *kind, finalSecret, config)
@@ -261,22 +266,31 @@ func kindFlags(fs *flag.FlagSet) func() map[string]string {
 }
 
 // providerRotateFlags declares provider rotate's flags.
-func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, publicURL *string) {
+func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, publicURL *string, newKey *bool) {
 	return fs.String("tenant", "", "tenant slug (required)"),
 		fs.String("name", "", "provider name (required)"),
 		fs.String("secret", "", "new signing secret (default: generated; salesforce tokens are always generated)"),
-		e.publicURLFlag(fs)
+		e.publicURLFlag(fs),
+		fs.Bool("new-key", false, newKeyUsage)
 }
+
+// newKeyUsage explains --new-key, which lets create and rotate seal under a
+// key that the active secrets do not use.
+const newKeyUsage = "seal the secret under TIDEMARK_ENCRYPTION_KEY's first key even though the active provider secrets " +
+	"use another key (moving to a new key; then run tidemark secrets rekey)"
 
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	fs := e.flags("provider rotate")
-	tenant, name, secret, publicURL := e.providerRotateFlags(fs)
+	tenant, name, secret, publicURL, newKey := e.providerRotateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || *name == "" {
 		fs.Usage()
 		return fmt.Errorf("provider rotate: --tenant and --name are required")
+	}
+	if *newKey {
+		ctx = postgres.AllowNewKey(ctx)
 	}
 	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
 		p, err := s.ProviderSummary(ctx, t.ID, *name)

@@ -74,8 +74,8 @@ func commands() []command {
 			flags:   func(_ cliEnv, fs *flag.FlagSet) { userCreateFlags(fs) }, run: cliEnv.userCreate},
 		{name: "user password", required: []string{"email", "password-stdin"},
 			summary: "Set an operator's password from standard input and end their sessions.",
-			about: "Set a console operator's password, read from the first line of standard input, and end\n" +
-				"their sessions. The change is recorded in the audit log.",
+			about: "Set a console operator's password, read from the first line of standard input, end\n" +
+				"their sessions and revoke the API tokens they created. The change is recorded in the audit log.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { userPasswordFlags(fs) }, run: cliEnv.userPassword},
 		{name: "cleanup", summary: "Run one maintenance pass, then exit.",
 			about: "Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n" +

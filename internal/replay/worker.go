@@ -91,6 +91,19 @@ func (w Worker) runJob(ctx context.Context, job domain.ReplayJob) {
 			log.Warn("could not give back a replay job; it is taken up again when its lease ends", "err", err)
 		}
 	}
+	// The job acts with its actor's authority: it ends when theirs does.
+	if err := rp.replays.CheckReplayActor(ctx, job); domain.ErrorCode(err) == domain.EFORBIDDEN {
+		log.Warn("replay job failed: its actor may no longer replay", "err", err)
+		if _, err := rp.replays.FinishReplayJob(ctx, step, domain.ReplayFailed, domain.ErrorMessage(err)); err != nil &&
+			!errors.Is(err, domain.ErrReplayLeaseLost) {
+			release()
+		}
+		return
+	} else if err != nil {
+		log.Warn("replay worker could not check a job's actor", "err", err)
+		release()
+		return
+	}
 	end := time.Now().Add(w.Slice)
 	for time.Now().Before(end) && ctx.Err() == nil {
 		keys, err := rp.replays.NextReplayable(ctx, step.Job, w.Batch)

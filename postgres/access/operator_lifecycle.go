@@ -16,7 +16,8 @@ import (
 // The lifecycle of operators: disable, enable, password reset and sign out
 // everywhere. Each locks the operator's row, records the change and makes
 // it in one transaction. Ending sessions raises session_epoch, which the
-// console compares with the one a session stored at sign-in. That at least
+// console compares with the one a session stored at sign-in; each also
+// revokes the API tokens the operator created, in every tenant. That at least
 // one enabled admin remains is the database's rule (trigger
 // users_keep_an_admin, migration 00019), not a read before the write.
 
@@ -82,8 +83,10 @@ func (s *Users) SetDisabled(ctx context.Context, actor domain.User, userID int64
 		if err := pg.Audit(ctx, tx, 0, action, u.Email, summary); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled})
-		return lastAdmin(err)
+		if _, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled}); err != nil || !disabled {
+			return lastAdmin(err)
+		}
+		return revokeEveryCreatorToken(ctx, tx, userID, "its creator was disabled")
 	})
 }
 
@@ -109,8 +112,10 @@ func (s *Users) ResetPassword(ctx context.Context, email, password string) error
 		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorPassword, u.Email, "password reset; sessions ended"); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, setPasswordSQL, pgx.NamedArgs{"id": u.ID, "password_hash": string(hash)})
-		return pg.Translate(err)
+		if _, err = tx.Exec(ctx, setPasswordSQL, pgx.NamedArgs{"id": u.ID, "password_hash": string(hash)}); err != nil {
+			return pg.Translate(err)
+		}
+		return revokeEveryCreatorToken(ctx, tx, u.ID, "its creator's password was reset")
 	})
 }
 
@@ -126,7 +131,33 @@ func (s *Users) SignOutEverywhere(ctx context.Context, userID int64) error {
 		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorSignOut, u.Email, "every session ended"); err != nil {
 			return err
 		}
-		_, err = tx.Exec(ctx, endSessionsSQL, pgx.NamedArgs{"id": userID})
-		return pg.Translate(err)
+		if _, err = tx.Exec(ctx, endSessionsSQL, pgx.NamedArgs{"id": userID}); err != nil {
+			return pg.Translate(err)
+		}
+		return revokeEveryCreatorToken(ctx, tx, userID, "its creator was signed out everywhere")
 	})
+}
+
+// creatorTenantsSQL lists the tenants where an operator made API tokens
+// that still work. Operator administration, it looks across tenants.
+const creatorTenantsSQL = `
+SELECT DISTINCT k.tenant_id FROM api_tokens k
+WHERE k.created_by_user_id = @user_id AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+ORDER BY 1`
+
+// revokeEveryCreatorToken revokes, in tx, the working API tokens operator
+// userID created in every tenant: a token must not outlive the access of
+// the person it stands for (disabled, or their credentials suspect).
+func revokeEveryCreatorToken(ctx context.Context, tx pgx.Tx, userID int64, why string) error {
+	rows, _ := tx.Query(ctx, creatorTenantsSQL, pgx.NamedArgs{"user_id": userID})
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return pg.Translate(err)
+	}
+	for _, tenantID := range tenants {
+		if _, err := revokeCreatorTokens(ctx, tx, tenantID, userID, why); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -26,11 +26,13 @@ FROM api_tokens
 WHERE tenant_id = @tenant_id ORDER BY created_at DESC, id DESC`
 
 // tokenCreatorSQL answers whether an operator may still create a token:
-// an admin, or an owner of the tenant. The membership is locked until the
-// token is stored, so a change of role that revokes the operator's tokens
-// either waits for it or is seen by it (memberForUpdateSQL).
+// enabled, and an admin or an owner of the tenant. The operator's row and
+// membership are locked until the token is stored, so a change of role,
+// a disable or a password reset that revokes the operator's tokens either
+// waits for it or is seen by it (memberForUpdateSQL, lockUserSQL).
 const tokenCreatorSQL = `
-SELECT coalesce((SELECT is_admin FROM users WHERE id = @user_id), false),
+WITH u AS (SELECT is_admin, disabled_at IS NOT NULL AS disabled FROM users WHERE id = @user_id FOR SHARE)
+SELECT coalesce((SELECT is_admin FROM u), false), coalesce((SELECT disabled FROM u), true),
        coalesce((SELECT role FROM memberships WHERE tenant_id = @tenant_id AND user_id = @user_id FOR SHARE), '')`
 
 const createAPITokenSQL = `
@@ -119,17 +121,22 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.N
 	return token, nil
 }
 
-// checkTokenCreator refuses, with EFORBIDDEN, an operator who is neither
-// an admin nor an owner of the tenant any more, and holds their membership
-// until tx ends.
+// checkTokenCreator refuses, with EFORBIDDEN, an operator who is disabled,
+// or neither an admin nor an owner of the tenant any more, and holds their
+// row and membership until tx ends.
 func checkTokenCreator(ctx context.Context, tx pgx.Tx, tenantID, userID int64) error {
 	var (
-		admin bool
-		role  domain.Role
+		admin, disabled bool
+		role            domain.Role
 	)
-	err := tx.QueryRow(ctx, tokenCreatorSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&admin, &role)
-	if err != nil || admin {
+	err := tx.QueryRow(ctx, tokenCreatorSQL, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&admin, &disabled, &role)
+	switch {
+	case err != nil:
 		return pg.Translate(err)
+	case disabled:
+		return domain.Errorf(domain.EFORBIDDEN, "a disabled operator cannot create API tokens")
+	case admin:
+		return nil
 	}
 	return domain.CheckRole(role, domain.RoleOwner)
 }
@@ -162,14 +169,21 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) er
 	})
 }
 
-// tokenSQL resolves and touches a working API token of the tenant the
-// request names, in one statement on that tenant's rows.
+// tokenSQL resolves a working API token of the tenant the request names,
+// on that tenant's rows. It records the use at most once a minute, so that
+// API reads do not each write the token's row.
 const tokenSQL = `
-UPDATE api_tokens k SET last_used_at = now()
-FROM tenants t
-WHERE t.slug = @slug AND k.tenant_id = t.id AND k.token_hash = @token_hash
-  AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
-RETURNING t.id, t.slug, t.name, t.created_at, k.name, k.access`
+WITH k AS (
+    SELECT t.id AS tenant_id, t.slug, t.name AS tenant_name, t.created_at, k.id, k.name, k.access, k.last_used_at
+    FROM api_tokens k JOIN tenants t ON t.id = k.tenant_id
+    WHERE t.slug = @slug AND k.token_hash = @token_hash
+      AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+), touched AS (
+    UPDATE api_tokens a SET last_used_at = now() FROM k
+    WHERE a.tenant_id = k.tenant_id AND a.id = k.id
+      AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute')
+)
+SELECT tenant_id, slug, tenant_name, created_at, id, name, access FROM k`
 
 // tokenElsewhereSQL tells, after tokenSQL missed, whether the token works
 // for some other tenant: the one lookup across tenants, on the error path.
@@ -182,7 +196,7 @@ func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain
 	var g domain.TokenGrant
 	args := pgx.NamedArgs{"slug": slug, "token_hash": tokenHash(token)}
 	err := s.read.QueryRow(ctx, tokenSQL, args).
-		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.Name, &g.Access)
+		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.ID, &g.Name, &g.Access)
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return g, pg.Translate(err)
 	}

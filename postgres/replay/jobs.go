@@ -61,7 +61,7 @@ func Advance(ctx context.Context, tx pgx.Tx, step domain.ReplayStep, add map[str
 // replayJobColumns are a job's columns as scanReplayJob reads them.
 const replayJobColumns = `j.id, j.tenant_id, (SELECT slug FROM tenants WHERE id = j.tenant_id), j.filter, j.status,
        j.upto, j.total, j.done, j.counts, j.after_at, coalesce(j.after_id::text, ''), j.actor_kind, j.actor,
-       j.actor_address, j.created_at, j.started_at, j.finished_at, j.error`
+       j.actor_address, coalesce(j.actor_id, 0), j.created_at, j.started_at, j.finished_at, j.error`
 
 // filterJSON is a job's filter as its row stores it.
 type filterJSON struct {
@@ -79,7 +79,7 @@ func scanReplayJob(row pgx.CollectableRow) (domain.ReplayJob, error) {
 		afterAt, started, finished pgtype.Timestamptz
 	)
 	err := row.Scan(&j.ID, &j.TenantID, &j.TenantSlug, &filter, &j.Status, &j.Upto, &j.Total, &j.Done, &j.Counts,
-		&afterAt, &j.After.ID, &j.CreatedBy.Kind, &j.CreatedBy.Name, &j.CreatedBy.Address, &j.CreatedAt,
+		&afterAt, &j.After.ID, &j.CreatedBy.Kind, &j.CreatedBy.Name, &j.CreatedBy.Address, &j.CreatedBy.ID, &j.CreatedAt,
 		&started, &finished, &j.Error)
 	j.Filter = domain.DeliveryFilter{Provider: filter.Provider, Status: filter.Status, Outcome: domain.Outcome(filter.Outcome)}
 	if filter.From != nil {
@@ -106,8 +106,8 @@ const countReplayableSQL = `SELECT count(*) FROM deliveries d WHERE d.tenant_id 
 // startReplayJobSQL queues a job with the number of deliveries it matches
 // now; replay_jobs_one_active refuses a second active job of the tenant.
 const startReplayJobSQL = `
-INSERT INTO replay_jobs AS j (tenant_id, filter, upto, total, actor_kind, actor, actor_address)
-SELECT @tenant_id, @filter::jsonb, @upto, count(*), @actor_kind, @actor, @actor_address
+INSERT INTO replay_jobs AS j (tenant_id, filter, upto, total, actor_kind, actor, actor_address, actor_id)
+SELECT @tenant_id, @filter::jsonb, @upto, count(*), @actor_kind, @actor, @actor_address, nullif(@actor_id::bigint, 0)
 FROM deliveries d WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `%s
 RETURNING ` + replayJobColumns
 
@@ -153,7 +153,7 @@ func (q *Jobs) StartReplayJob(ctx context.Context, tenantID int64, f domain.Deli
 	}
 	raw, _ := json.Marshal(filter)
 	args := pgx.NamedArgs{"tenant_id": tenantID, "filter": string(raw), "upto": time.Now(), "actor_kind": actor.Kind,
-		"actor": actor.Name, "actor_address": actor.Address}
+		"actor": actor.Name, "actor_address": actor.Address, "actor_id": actor.ID}
 	sql := fmt.Sprintf(startReplayJobSQL, pg.DeliveryConds(f, args))
 	var job domain.ReplayJob
 	err := pg.WithTx(ctx, q.pool, func(tx pgx.Tx) error {

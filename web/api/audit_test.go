@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -83,5 +84,19 @@ func TestAPIAudit(t *testing.T) {
 	status, body = e.Get("/api/v1/tenants/globex/audit", globex)
 	if got := webtest.List(t, status, body, "entries"); len(got) != 1 || got[0]["action"] != "token_create" {
 		t.Fatalf("globex's log: %v", got)
+	}
+}
+
+// TestAPIAuditNeedsAWriteToken is the review's L3: a read-only token (one
+// handed to a BI tool) read the audit log, with actors and operators'
+// addresses, which the console shows only to owners.
+func TestAPIAuditNeedsAWriteToken(t *testing.T) {
+	t.Parallel()
+	e, d := webtest.APISetup(t)
+	read := e.TokenWith("acme", domain.NewAPIToken{Name: "bi", Access: domain.TokenRead})
+	status, body := e.Get(d.Base+"/audit", read)
+	webtest.AssertError(t, status, body, http.StatusForbidden, "read-only")
+	if status, body := e.Get(d.Base+"/audit", d.Token); status != http.StatusOK {
+		t.Fatalf("a read-write token: %d %v", status, body)
 	}
 }

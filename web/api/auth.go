@@ -45,7 +45,7 @@ func (h *Handler) requireToken(next http.Handler) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, g)
-		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorToken, Name: g.Name, Address: httpx.ClientAddress(r)})
+		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorToken, Name: g.Name, Address: httpx.ClientAddress(r), ID: g.ID})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

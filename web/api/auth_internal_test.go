@@ -47,7 +47,10 @@ func TestTokenIsTheActor(t *testing.T) {
 	req.Header.Set("Authorization", "Bearer "+token)
 	w := httptest.NewRecorder()
 	r.ServeHTTP(w, req)
-	want := domain.Actor{Kind: domain.ActorToken, Name: "billing sync", Address: "198.51.100.7"}
+	want := domain.Actor{Kind: domain.ActorToken, Name: "billing sync", Address: "198.51.100.7", ID: grant.ID}
+	if grant.ID == 0 {
+		t.Fatal("the grant does not name its token")
+	}
 	if w.Code != http.StatusOK || actor != want || grant.Access != domain.TokenRead || grant.Tenant.ID != tenant.ID {
 		t.Fatalf("%d: actor %+v, grant %+v; want %+v", w.Code, actor, grant, want)
 	}

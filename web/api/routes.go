@@ -20,7 +20,9 @@ func (h *Handler) Routes(r chi.Router) {
 	r.Get("/records", h.handleRecords)
 	r.Get("/records/{provider}/{object_type}/{object_id}", h.handleRecord)
 	r.Get("/people", h.handlePeople)
-	r.Get("/audit", h.handleAudit)
+	// The audit log names operators and their addresses: the console shows
+	// it to owners only, so read-only tokens (BI tools) do not read it.
+	r.With(requireWriteToken).Get("/audit", h.handleAudit)
 	r.Get("/deliveries", h.handleDeliveries)
 	r.Get("/deliveries/{id}", h.handleDelivery)
 	r.Get("/replays", h.handleReplayJobs)

@@ -84,7 +84,7 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 			return
 		}
 		ctx := context.WithValue(r.Context(), userKey{}, u)
-		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: u.Email, Address: httpx.ClientAddress(r)})
+		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: u.Email, Address: httpx.ClientAddress(r), ID: u.ID})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -67,6 +67,10 @@ func (h providerPages) handleRotateSecret(w http.ResponseWriter, r *http.Request
 		return
 	}
 	if err := h.providers.RotateProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID, secret); err != nil {
+		if domain.ErrorCode(err) == domain.ECONFLICT { // a key the active secrets do not use
+			h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+domain.ErrorMessage(err))
+			return
+		}
 		h.consoleError(w, r, err)
 		return
 	}
