@@ -34,6 +34,13 @@ FROM events
 WHERE tenant_id = @tenant_id AND received_at = @received_at AND delivery_id = @id::uuid
 ORDER BY seq`
 
+// replayBodySQL reads a replay's body from its original: a replay stores
+// none (its body is NULL) and refers to the original's. Originals are
+// older than their replays, which bounds the partitions probed.
+const replayBodySQL = `
+SELECT d.body FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND d.id = @replay_of::uuid AND d.received_at <= @received_at`
+
 const deliveryReplaysSQL = `
 SELECT id::text FROM deliveries
 WHERE tenant_id = @tenant_id AND replay_of = @id::uuid
@@ -81,6 +88,16 @@ func (s *deliveries) delivery(ctx context.Context, args pgx.NamedArgs) (domain.D
 	}
 	args["received_at"] = d.ReceivedAt
 	batch := &pgx.Batch{}
+	if d.Body == nil && d.ReplayOf != "" {
+		args["replay_of"] = d.ReplayOf
+		batch.Queue(replayBodySQL, args).Query(func(rows pgx.Rows) error {
+			body, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+			if len(body) == 1 {
+				d.Body = body[0]
+			}
+			return err
+		})
+	}
 	batch.Queue(deliveryEventsSQL, args).Query(func(rows pgx.Rows) (err error) {
 		d.Events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryEvent, error) {
 			var e domain.DeliveryEvent

@@ -93,8 +93,10 @@ func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step
 	if err != nil {
 		return "", nil, &unparsableError{err}
 	}
+	// No Body: a replay refers to its original's (ReplayOf), so that
+	// replays cannot copy bodies onto the disk.
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID,
-		ReceivedAt: rp.now(), Status: http.StatusOK, Signature: orig.Signature, Body: orig.Body,
+		ReceivedAt: rp.now(), Status: http.StatusOK, Signature: orig.Signature,
 		Request: orig.Request, ReplayOf: orig.ID}
 	var results []domain.Result
 	if step == nil {
