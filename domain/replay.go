@@ -139,8 +139,10 @@ type ReplayService interface {
 	// kept from an authenticated sender, replays excluded.
 	CountReplayable(ctx context.Context, tenantID int64, f DeliveryFilter) (int64, error)
 	// StartReplayJob queues a job and records ReplayStartAction. It is
-	// ECONFLICT while another job of the tenant is queued or running.
-	StartReplayJob(ctx context.Context, tenantID int64, f DeliveryFilter) (ReplayJob, error)
+	// ECONFLICT while another job of the tenant is queued or running, and
+	// EINVALID (ReplayNeedsConfirm) when the job would replay more than
+	// ReplayConfirmAbove deliveries and confirmed is false.
+	StartReplayJob(ctx context.Context, tenantID int64, f DeliveryFilter, confirmed bool) (ReplayJob, error)
 	// ReplayJob returns one job of the tenant, or ENOTFOUND.
 	ReplayJob(ctx context.Context, tenantID, id int64) (ReplayJob, error)
 	// ReplayJobs lists the tenant's jobs, newest first, a keyset page at a
@@ -171,4 +173,14 @@ type ReplayService interface {
 	FinishReplayJob(ctx context.Context, step ReplayStep, status, reason string) (ReplayJob, error)
 	// ReleaseReplayJob gives a job back for any worker to continue at once.
 	ReleaseReplayJob(ctx context.Context, jobTenantID, jobID int64, worker string) error
+}
+
+// ReplayConfirmAbove is the largest job that starts without an explicit
+// confirmation: a larger one writes that many deliveries.
+const ReplayConfirmAbove = 10000
+
+// ReplayNeedsConfirm refuses an unconfirmed job of n deliveries.
+func ReplayNeedsConfirm(n int64) error {
+	return Errorf(EINVALID, "this job would replay %d deliveries, more than %d: confirm it to start it "+
+		`(the API's "confirm": true)`, n, ReplayConfirmAbove)
 }

@@ -2,6 +2,7 @@ package api_test
 
 import (
 	"context"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -39,5 +40,29 @@ func TestReplayRefersToOriginalBody(t *testing.T) {
 		if d["body"] != o["body"] || d["replay_of"] != orig {
 			t.Fatalf("replay %s shows body of %d bytes, want the original's", id, len(d["body"].(string)))
 		}
+	}
+}
+
+// TestReplayJobAboveLimitNeedsConfirm (M7): a job of more than 10,000
+// deliveries starts only with "confirm": true; the refusal names the count
+// and the field.
+func TestReplayJobAboveLimitNeedsConfirm(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	token := e.Token("acme")
+	_, answer := e.Deliver1("m1", webtest.SnapshotBody("c-1", 1, `{}`))
+	e.Exec(`INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, event_count, body, method,
+            path, query, headers, client_address)
+        SELECT tenant_id, gen_random_uuid(), received_at, provider_id, status, signature, event_count, body, method,
+            path, query, headers, client_address
+        FROM deliveries, generate_series(1, 10000) WHERE id = '` + answer["delivery_id"].(string) + `'`)
+	status, body := webtest.StartReplay(e, token, `{"provider": "crm"}`)
+	webtest.AssertError(t, status, body, http.StatusBadRequest, `10001 deliveries`)
+	if msg := body["error"].(string); !strings.Contains(msg, `"confirm": true`) {
+		t.Fatalf("refusal %q does not name the field", msg)
+	}
+	if status, body = webtest.StartReplay(e, token, `{"provider": "crm", "confirm": true}`); status != http.StatusAccepted ||
+		body["total"] != float64(10001) {
+		t.Fatalf("confirmed start: %d %v", status, body)
 	}
 }

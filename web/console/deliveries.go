@@ -148,7 +148,7 @@ func (h deliveryPages) handleStartReplay(w http.ResponseWriter, r *http.Request)
 	f, err := consoleDeliveryFilter(filters)
 	if err == nil {
 		var job domain.ReplayJob
-		if job, err = h.replays.StartReplayJob(ctx, t.ID, f); err == nil {
+		if job, err = h.replays.StartReplayJob(ctx, t.ID, f, r.PostForm.Get("confirm") != ""); err == nil {
 			h.redirectWithFlash(w, r, "/t/"+t.Slug+views.ReplayJobPath(job.ID), "ok",
 				fmt.Sprintf("Replay job %d started for %d deliveries.", job.ID, job.Total))
 			return
