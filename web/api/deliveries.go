@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -143,6 +145,12 @@ func (h *Handler) handleReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, results, err := h.replayer.Replay(ctx, orig)
+	var limited *replay.LimitedError
+	if errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.Itoa(replay.RetryAfter(limited.Wait)))
+		httpx.WriteError(w, http.StatusTooManyRequests, limited.Error())
+		return
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

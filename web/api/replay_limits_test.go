@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
@@ -64,5 +65,49 @@ func TestReplayJobAboveLimitNeedsConfirm(t *testing.T) {
 	if status, body = webtest.StartReplay(e, token, `{"provider": "crm", "confirm": true}`); status != http.StatusAccepted ||
 		body["total"] != float64(10001) {
 		t.Fatalf("confirmed start: %d %v", status, body)
+	}
+}
+
+// TestReplayJobCountIsTimed (L1): the job's count runs on the read pool
+// under its statement timeout, so a slow count answers 503 instead of
+// holding an ingest connection without end.
+func TestReplayJobCountIsTimed(t *testing.T) {
+	t.Parallel()
+	e := webtest.SetupWith(t, 300*time.Millisecond, webtest.QuietLog())
+	token := e.Token("acme")
+	e.LockTable("deliveries")
+	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/api/v1/tenants/acme/replays", strings.NewReader(`{"provider": "crm"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, raw := e.Within(5*time.Second, req)
+	if resp.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("start with the log locked: %d %s", resp.StatusCode, raw)
+	}
+}
+
+// TestManualReplaysRateLimited (M7): replays by hand are budgeted per
+// tenant; past the budget the answer is 429 with Retry-After, and other
+// tenants are not affected.
+func TestManualReplaysRateLimited(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	token := e.Token("acme")
+	_, answer := e.Deliver1("m1", webtest.SnapshotBody("c-1", 1, `{}`))
+	orig := answer["delivery_id"].(string)
+	for i := range 30 {
+		if status, body := webtest.ReplayAPI(e, token, orig); status != http.StatusOK {
+			t.Fatalf("replay %d: %d %v", i+1, status, body)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/api/v1/tenants/acme/deliveries/"+orig+"/replay", nil)
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, raw := e.Within(5*time.Second, req)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" ||
+		!strings.Contains(string(raw), "too many replays") {
+		t.Fatalf("31st replay: %d Retry-After %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), raw)
+	}
+	var n int
+	e.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE replay_of IS NOT NULL`).Scan(&n)
+	if n != 30 {
+		t.Fatalf("%d replays stored, want 30", n)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -39,6 +40,11 @@ func (h deliveryPages) handleReplayDelivery(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	id, results, err := h.replayer.Replay(ctx, orig)
+	var limited *replay.LimitedError
+	if errors.As(err, &limited) {
+		h.redirectWithFlash(w, r, back, "error", limited.Error())
+		return
+	}
 	if code := domain.ErrorCode(err); code == domain.ECONFLICT || code == domain.ENOTFOUND {
 		h.redirectWithFlash(w, r, back, "error", domain.ErrorMessage(err))
 		return
