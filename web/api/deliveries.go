@@ -49,7 +49,10 @@ type deliveryJSON struct {
 	Body         *string             `json:"body"`
 	BodyEncoding *string             `json:"body_encoding"`
 	Events       []deliveryEventJSON `json:"events"`
-	Replays      []string            `json:"replays"`
+	// Replays is the first page of the replays' ids, oldest first; the
+	// rest are at deliveries/{id}/replays?cursor=ReplaysNextCursor.
+	Replays           []string `json:"replays"`
+	ReplaysNextCursor *string  `json:"replays_next_cursor"`
 }
 
 func newDeliveryBriefJSON(d domain.DeliveryBrief) deliveryBriefJSON {
@@ -61,7 +64,8 @@ func newDeliveryJSON(d domain.DeliveryDetail) deliveryJSON {
 	out := deliveryJSON{deliveryBriefJSON: newDeliveryBriefJSON(d.DeliveryBrief), Method: optionalString(d.Request.Method),
 		Path: optionalString(d.Request.Path), Query: optionalString(d.Request.Query), Headers: d.Request.Headers,
 		Truncated: d.Request.Truncated, ClientAddress: optionalString(d.Request.ClientAddress),
-		Events: make([]deliveryEventJSON, len(d.Events)), Replays: d.Replays}
+		Events: make([]deliveryEventJSON, len(d.Events)), Replays: d.Replays,
+		ReplaysNextCursor: nextCursor(d.MoreReplays)}
 	if out.Headers == nil {
 		out.Headers = map[string][]string{}
 	}
@@ -133,6 +137,15 @@ func (h *Handler) handleDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	httpx.WriteJSON(w, http.StatusOK, newDeliveryJSON(d))
+}
+
+// handleDeliveryReplays answers GET deliveries/{id}/replays: a page of
+// the ids of the deliveries that replayed it, oldest first.
+func (h *Handler) handleDeliveryReplays(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	listJSON(h, w, r, "replays", func(ctx context.Context, p domain.Page) ([]string, string, error) {
+		return h.deliveries.DeliveryReplays(ctx, tokenTenant(ctx).ID, id, p)
+	}, func(id string) string { return id })
 }
 
 // handleReplay answers POST deliveries/{id}/replay with the new

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -109,5 +110,39 @@ func TestManualReplaysRateLimited(t *testing.T) {
 	e.Store.Pool().QueryRow(context.Background(), `SELECT count(*) FROM deliveries WHERE replay_of IS NOT NULL`).Scan(&n)
 	if n != 30 {
 		t.Fatalf("%d replays stored, want 30", n)
+	}
+}
+
+// TestDeliveryReplaysPaged (M7): the inspector lists a delivery's replays
+// a page at a time.
+func TestDeliveryReplaysPaged(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	token := e.Token("acme")
+	_, answer := e.Deliver1("m1", webtest.SnapshotBody("c-1", 1, `{}`))
+	orig := answer["delivery_id"].(string)
+	webtest.ReplayOutcome(e, token, orig)
+	e.Exec(`INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, event_count, replay_of,
+            method, path, query, headers, client_address)
+        SELECT tenant_id, gen_random_uuid(), received_at + g * interval '1 ms', provider_id, status, signature, event_count,
+            replay_of, method, path, query, headers, client_address
+        FROM deliveries, generate_series(1, 59) AS g WHERE replay_of = '` + orig + `'`)
+	d, _ := e.DeliveryJSON(token, orig)
+	first, _ := d["replays"].([]any)
+	cursor, _ := d["replays_next_cursor"].(string)
+	if len(first) != 50 || cursor == "" {
+		t.Fatalf("inspector lists %d replays, cursor %q; want 50 and a cursor", len(first), cursor)
+	}
+	status, body := e.Get("/api/v1/tenants/acme/deliveries/"+orig+"/replays?cursor="+url.QueryEscape(cursor), token)
+	rest, _ := body["replays"].([]any)
+	if status != http.StatusOK || len(rest) != 10 || body["next_cursor"] != nil {
+		t.Fatalf("second page %d replays, next %v", len(rest), body["next_cursor"])
+	}
+	seen := map[any]bool{}
+	for _, id := range append(first, rest...) {
+		seen[id] = true
+	}
+	if len(seen) != 60 {
+		t.Fatalf("%d distinct replays, want 60", len(seen))
 	}
 }

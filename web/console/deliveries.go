@@ -23,6 +23,16 @@ func (h deliveryPages) handleDeliveryPage(w http.ResponseWriter, r *http.Request
 		return
 	}
 	p := views.DeliveryPage{Delivery: d}
+	if cursor := r.URL.Query().Get("replays"); cursor != "" {
+		// A later page of the replays, in place of the first.
+		ctx := r.Context()
+		p.Delivery.Replays, p.Delivery.MoreReplays, err = h.deliveries.DeliveryReplays(ctx, currentTenant(ctx).ID, d.ID,
+			domain.Page{Cursor: cursor})
+		if err != nil {
+			h.consoleError(w, r, err)
+			return
+		}
+	}
 	if err := d.Replayable(); err != nil {
 		p.NotReplayable = domain.ErrorMessage(err)
 	}
