@@ -159,6 +159,11 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if err := eraseContent(ctx, tx, args, &e); err != nil {
 			return err
 		}
+		bodies, _, err := eraseMentions(ctx, tx, args, ref.ObjectID, false)
+		if err != nil {
+			return err
+		}
+		e.Bodies += bodies
 		for _, st := range []struct {
 			sql string
 			n   *int64
@@ -202,6 +207,11 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 		if err := eraseContent(ctx, tx, args, &e); err != nil {
 			return err
 		}
+		bodies, events, err := eraseMentions(ctx, tx, args, email, true)
+		if err != nil {
+			return err
+		}
+		e.Bodies, e.Events = e.Bodies+bodies, e.Events+events
 		if e.People == 0 && e.Events == 0 {
 			return pg.NotFound("no person and no lead signup with this email")
 		}
