@@ -164,6 +164,9 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 			return err
 		}
 		e.Bodies += bodies
+		if err := writeTombstone(ctx, tx, tenantID, domain.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
+			return err
+		}
 		for _, st := range []struct {
 			sql string
 			n   *int64
@@ -212,6 +215,9 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 			return err
 		}
 		e.Bodies, e.Events = e.Bodies+bodies, e.Events+events
+		if err := writeTombstone(ctx, tx, tenantID, domain.LeadErasureKey(tenantID, email)); err != nil {
+			return err
+		}
 		if e.People == 0 && e.Events == 0 {
 			return pg.NotFound("no person and no lead signup with this email")
 		}
