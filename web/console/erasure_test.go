@@ -1,12 +1,14 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -76,5 +78,35 @@ func TestRecordEraseBlanksRefusedSamples(t *testing.T) {
 	}
 	if left := e.Strings(named); len(left) != 0 {
 		t.Fatalf("bodies still name c-1: %v", left)
+	}
+}
+
+// TestRepairAuditTargetsHashed (L7): the append-only audit log names the
+// records of resets, erasures and conflict resolutions by a hash of their
+// id, which may be personal (an email); the timeline still shows them.
+func TestRepairAuditTargetsHashed(t *testing.T) {
+	t.Parallel()
+	e, owner, _ := repairEnv(t)
+	const id = "zed@example.com"
+	conflict := e.ConflictOf(id, 7, `{"a":1}`, `{"a":2}`)
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	if _, err := e.Store.ResolveConflict(ctx, e.Tenant("acme").ID, conflict, domain.ResolveKeep, "", "test"); err != nil {
+		t.Fatal(err)
+	}
+	base := "/t/acme/records/crm/contact/" + url.PathEscape(id)
+	for _, step := range []struct{ path, confirm string }{{base + "/reset", id}, {base + "/erase", id}} {
+		if status, _, _ := owner.Post(step.path, url.Values{"confirm": {step.confirm}}); status != http.StatusSeeOther {
+			t.Fatalf("%s: %d", step.path, status)
+		}
+	}
+	if left := e.Strings(`SELECT action || ' ' || target FROM audit_log WHERE strpos(target, 'zed') > 0`); len(left) != 0 {
+		t.Fatalf("audit targets name the record: %v", left)
+	}
+	if n := len(e.Strings(`SELECT target FROM audit_log WHERE action IN ('record_reset', 'record_erase', 'conflict_resolve')`)); n != 3 {
+		t.Fatalf("%d repair entries, want 3", n)
+	}
+	_, doc := owner.Get("/t/acme/contacts/crm/" + url.PathEscape(id))
+	if got := webtest.Text(doc, "tr.repair"); !strings.Contains(got, "erased by owner@example.com") {
+		t.Fatalf("timeline repairs %q", got)
 	}
 }
