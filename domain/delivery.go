@@ -177,7 +177,8 @@ type DeliveryDetail struct {
 	Request      Request
 	Body         []byte // nil when it was not kept
 	Events       []DeliveryEvent
-	Replays      []string // ids of the deliveries that replayed this one, oldest first
+	Replays      []string // ids of the deliveries that replayed this one, oldest first: the first DefaultPageLimit
+	MoreReplays  string   // the cursor of DeliveryReplays' next page; "" when Replays lists them all
 }
 
 // BodyKept reports whether the delivery's body was stored: only an
@@ -269,6 +270,10 @@ type DeliveryService interface {
 	// Deliveries lists the tenant's deliveries that f matches, newest
 	// first, a keyset page at a time; the cursor is "" on the last page.
 	Deliveries(ctx context.Context, tenantID int64, f DeliveryFilter, p Page) ([]DeliveryBrief, string, error)
+	// DeliveryReplays lists the ids of the deliveries that replayed
+	// delivery id, oldest first, a keyset page at a time (Delivery has the
+	// first); the cursor is "" on the last page.
+	DeliveryReplays(ctx context.Context, tenantID int64, id string, p Page) ([]string, string, error)
 }
 
 // IngestService is what webhook receivers need from storage.

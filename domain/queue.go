@@ -54,6 +54,9 @@ type QueueStore interface {
 	// DeliveryRecorded reports whether the tenant's delivery log holds the
 	// delivery with that id and receipt time.
 	DeliveryRecorded(ctx context.Context, tenantID int64, id string, receivedAt time.Time) (bool, error)
+	// ErasureChecker: a queued delivery's events of a record or lead
+	// erased after its receipt are dropped (DropErased), not applied.
+	ErasureChecker
 }
 
 // DeliveryIdentity is what makes a provider's retry the same delivery: the

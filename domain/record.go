@@ -2,6 +2,8 @@ package domain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -39,8 +41,25 @@ type RecordRef struct {
 	ObjectID   string
 }
 
-// AuditTarget names the record in the audit log.
-func (r RecordRef) AuditTarget() string { return r.Provider + "/" + r.ObjectType + "/" + r.ObjectID }
+// AuditTarget names the record in the audit log, which is append-only
+// and outlives an erasure: by a hash of its id (HashedID), which may be
+// personal data such as an email.
+func (r RecordRef) AuditTarget() string {
+	return r.Provider + "/" + r.ObjectType + "/" + HashedID(r.ObjectID)
+}
+
+// LegacyAuditTarget is how entries written before ids were hashed name the
+// record.
+func (r RecordRef) LegacyAuditTarget() string {
+	return r.Provider + "/" + r.ObjectType + "/" + r.ObjectID
+}
+
+// HashedID is an object id as the audit log names it: "#" and the first 16
+// hex digits of its SHA-256, enough to tell records apart, not to read.
+func HashedID(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return "#" + hex.EncodeToString(sum[:8])
+}
 
 // Audit actions of record repair.
 const (

@@ -139,8 +139,10 @@ type ReplayService interface {
 	// kept from an authenticated sender, replays excluded.
 	CountReplayable(ctx context.Context, tenantID int64, f DeliveryFilter) (int64, error)
 	// StartReplayJob queues a job and records ReplayStartAction. It is
-	// ECONFLICT while another job of the tenant is queued or running.
-	StartReplayJob(ctx context.Context, tenantID int64, f DeliveryFilter) (ReplayJob, error)
+	// ECONFLICT while another job of the tenant is queued or running, and
+	// EINVALID (ReplayNeedsConfirm) when the job would replay more than
+	// ReplayConfirmAbove deliveries and confirmed is false.
+	StartReplayJob(ctx context.Context, tenantID int64, f DeliveryFilter, confirmed bool) (ReplayJob, error)
 	// ReplayJob returns one job of the tenant, or ENOTFOUND.
 	ReplayJob(ctx context.Context, tenantID, id int64) (ReplayJob, error)
 	// ReplayJobs lists the tenant's jobs, newest first, a keyset page at a
@@ -177,4 +179,14 @@ type ReplayService interface {
 	// longer an admin nor at least an operator of the tenant. A job's
 	// worker checks it for every slice it claims.
 	CheckReplayActor(ctx context.Context, job ReplayJob) error
+}
+
+// ReplayConfirmAbove is the largest job that starts without an explicit
+// confirmation: a larger one writes that many deliveries.
+const ReplayConfirmAbove = 10000
+
+// ReplayNeedsConfirm refuses an unconfirmed job of n deliveries.
+func ReplayNeedsConfirm(n int64) error {
+	return Errorf(EINVALID, "this job would replay %d deliveries, more than %d: confirm it to start it "+
+		`(the API's "confirm": true)`, n, ReplayConfirmAbove)
 }

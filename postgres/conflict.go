@@ -278,7 +278,8 @@ func (s *conflicts) ResolveConflict(ctx context.Context, tenantID, conflictID in
 		if err != nil {
 			return pg.Translate(err)
 		}
-		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType, c.ObjectID, c.Revision)
+		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType,
+			domain.HashedID(c.ObjectID), c.Revision)
 		return pg.Audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
 	})
 	return resolved, err

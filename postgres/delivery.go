@@ -34,10 +34,21 @@ FROM events
 WHERE tenant_id = @tenant_id AND received_at = @received_at AND delivery_id = @id::uuid
 ORDER BY seq`
 
+// replayBodySQL reads a replay's body from its original: a replay stores
+// none (its body is NULL) and refers to the original's. Originals are
+// older than their replays, which bounds the partitions probed.
+const replayBodySQL = `
+SELECT d.body FROM deliveries d
+WHERE d.tenant_id = @tenant_id AND d.id = @replay_of::uuid AND d.received_at <= @received_at`
+
+// deliveryReplaysSQL pages a delivery's replays, oldest first: their
+// number is bounded only by time (replay.ManualPerMinute).
 const deliveryReplaysSQL = `
-SELECT id::text FROM deliveries
+SELECT received_at, id::text FROM deliveries
 WHERE tenant_id = @tenant_id AND replay_of = @id::uuid
-ORDER BY received_at, id`
+  AND received_at >= @replays_after_at AND (received_at, id) > (@replays_after_at, @replays_after_id::uuid)
+ORDER BY received_at, id
+LIMIT @replays_limit`
 
 // Delivery implements domain.DeliveryService. An id that is not a UUID is
 // ENOTFOUND like any other unknown delivery.
@@ -81,6 +92,16 @@ func (s *deliveries) delivery(ctx context.Context, args pgx.NamedArgs) (domain.D
 	}
 	args["received_at"] = d.ReceivedAt
 	batch := &pgx.Batch{}
+	if d.Body == nil && d.ReplayOf != "" {
+		args["replay_of"] = d.ReplayOf
+		batch.Queue(replayBodySQL, args).Query(func(rows pgx.Rows) error {
+			body, err := pgx.CollectRows(rows, pgx.RowTo[[]byte])
+			if len(body) == 1 {
+				d.Body = body[0]
+			}
+			return err
+		})
+	}
 	batch.Queue(deliveryEventsSQL, args).Query(func(rows pgx.Rows) (err error) {
 		d.Events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryEvent, error) {
 			var e domain.DeliveryEvent
@@ -88,11 +109,69 @@ func (s *deliveries) delivery(ctx context.Context, args pgx.NamedArgs) (domain.D
 		})
 		return err
 	})
+	limit := replaysArgs(args, deliveryCursor{}, domain.Page{})
 	batch.Queue(deliveryReplaysSQL, args).Query(func(rows pgx.Rows) (err error) {
-		d.Replays, err = pgx.CollectRows(rows, pgx.RowTo[string])
+		d.Replays, d.MoreReplays, err = collectReplays(rows, limit)
 		return err
 	})
 	return d, s.read.SendBatch(ctx, batch).Close()
+}
+
+// replaysArgs sets deliveryReplaysSQL's page arguments: after c (the
+// start when zero), page's limit, which it returns.
+func replaysArgs(args pgx.NamedArgs, c deliveryCursor, page domain.Page) int {
+	args["replays_after_at"], args["replays_after_id"] = pg.NegInfinity(), uuid.Nil.String()
+	if c.ID != "" {
+		args["replays_after_at"], args["replays_after_id"] = c.ReceivedAt, c.ID
+	}
+	limit := pg.PageLimit(page)
+	args["replays_limit"] = limit + 1
+	return limit
+}
+
+func collectReplays(rows pgx.Rows, limit int) ([]string, string, error) {
+	keys, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (deliveryCursor, error) {
+		var c deliveryCursor
+		return c, row.Scan(&c.ReceivedAt, &c.ID)
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	keys, more := pg.Trim(keys, limit)
+	ids := make([]string, len(keys))
+	for i, k := range keys {
+		ids[i] = k.ID
+	}
+	if !more {
+		return ids, "", nil
+	}
+	return ids, pg.EncodeCursor(keys[len(keys)-1]), nil
+}
+
+// DeliveryReplays implements domain.DeliveryService, on the read pool. An
+// id that is not a UUID has no replays.
+func (s *deliveries) DeliveryReplays(ctx context.Context, tenantID int64, id string, page domain.Page) ([]string, string, error) {
+	parsed, err := uuid.Parse(id)
+	if err != nil {
+		return nil, "", deliveryNotFound(id)
+	}
+	var c deliveryCursor
+	if page.Cursor != "" {
+		if err := pg.DecodeCursor(page.Cursor, &c); err != nil {
+			return nil, "", err
+		}
+		if _, err := uuid.Parse(c.ID); err != nil || c.ReceivedAt.IsZero() {
+			return nil, "", pg.InvalidCursor()
+		}
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "id": parsed.String()}
+	limit := replaysArgs(args, c, page)
+	rows, err := s.read.Query(ctx, deliveryReplaysSQL, args)
+	if err != nil {
+		return nil, "", pg.Translate(err)
+	}
+	ids, next, err := collectReplays(rows, limit)
+	return ids, next, pg.Translate(err)
 }
 
 func deliveryNotFound(id string) error { return pg.NotFound("delivery %q not found", id) }

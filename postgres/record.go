@@ -153,14 +153,15 @@ func (s *records) RecordTimeline(ctx context.Context, tenantID int64, ref domain
 // from the audit log (index audit_log_repairs).
 const timelineRepairsSQL = `
 SELECT at, action, actor FROM audit_log
-WHERE tenant_id = @tenant_id AND target = @target AND action IN ('` + domain.ActionRecordReset + `', '` + domain.ActionRecordErase + `')
+WHERE tenant_id = @tenant_id AND target = ANY(@targets::text[]) AND action IN ('` + domain.ActionRecordReset + `', '` + domain.ActionRecordErase + `')
 ORDER BY at DESC
 LIMIT @limit`
 
 // withRepairs merges the record's resets and erasures into its timeline
 // entries, newest first, keeping the latest limit.
 func (s *records) withRepairs(ctx context.Context, tenantID int64, ref domain.RecordRef, entries []domain.TimelineEntry, limit int) ([]domain.TimelineEntry, error) {
-	rows, err := s.read.Query(ctx, timelineRepairsSQL, pgx.NamedArgs{"tenant_id": tenantID, "target": ref.AuditTarget(), "limit": limit})
+	rows, err := s.read.Query(ctx, timelineRepairsSQL, pgx.NamedArgs{"tenant_id": tenantID,
+		"targets": []string{ref.AuditTarget(), ref.LegacyAuditTarget()}, "limit": limit})
 	if err != nil {
 		return nil, pg.Translate(err)
 	}

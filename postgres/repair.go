@@ -159,6 +159,14 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if err := eraseContent(ctx, tx, args, &e); err != nil {
 			return err
 		}
+		bodies, _, err := eraseMentions(ctx, tx, args, ref.ObjectID, false)
+		if err != nil {
+			return err
+		}
+		e.Bodies += bodies
+		if err := writeTombstone(ctx, tx, tenantID, domain.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
+			return err
+		}
 		for _, st := range []struct {
 			sql string
 			n   *int64
@@ -200,6 +208,14 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 		}
 		e.People = tag.RowsAffected()
 		if err := eraseContent(ctx, tx, args, &e); err != nil {
+			return err
+		}
+		bodies, events, err := eraseMentions(ctx, tx, args, email, true)
+		if err != nil {
+			return err
+		}
+		e.Bodies, e.Events = e.Bodies+bodies, e.Events+events
+		if err := writeTombstone(ctx, tx, tenantID, domain.LeadErasureKey(tenantID, email)); err != nil {
 			return err
 		}
 		if e.People == 0 && e.Events == 0 {

@@ -80,7 +80,7 @@ func TestResetLetsTheNextEventApply(t *testing.T) {
 	if rev, snap, n := record(t, s, p, "c-1"); rev != 2 || snap != `{"job_title": "COO"}` || n != 2 {
 		t.Fatalf("record at %d %s (%d applications)", rev, snap, n)
 	}
-	if got := repairAudit(t, s, p.TenantID, domain.ActionRecordReset, "crm/contact/c-1"); len(got) != 1 ||
+	if got := repairAudit(t, s, p.TenantID, domain.ActionRecordReset, "crm/contact/"+domain.HashedID("c-1")); len(got) != 1 ||
 		got[0] != "owner@example.com: revision 5 forgotten" {
 		t.Fatalf("audit entries %q", got)
 	}
@@ -160,7 +160,7 @@ func TestEraseRemovesEveryCopy(t *testing.T) {
 			t.Errorf("%s: %d rows, want %d", c.what, got, c.want)
 		}
 	}
-	if got := repairAudit(t, s, p.TenantID, domain.ActionRecordErase, "crm/contact/c-1"); len(got) != 1 ||
+	if got := repairAudit(t, s, p.TenantID, domain.ActionRecordErase, "crm/contact/"+domain.HashedID("c-1")); len(got) != 1 ||
 		got[0] != "owner@example.com: 3 events, 2 accepted revisions, 1 conflicts, 3 delivery bodies" {
 		t.Fatalf("audit entries %q", got)
 	}

@@ -42,7 +42,6 @@ var filterTemplates = map[string]string{
 	"eventLogSQL":        "eventLog",
 	"deliveryLogSQL":     "deliveryLog",
 	"countReplayableSQL": "deliveryLog",
-	"startReplayJobSQL":  "deliveryLog",
 	"nextReplayableSQL":  "deliveryLog",
 }
 

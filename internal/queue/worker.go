@@ -222,7 +222,16 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 	if err != nil {
 		return err
 	}
-	results, err := store.Ingest(ctx, d, p, qd.Events)
+	// Events of a record or lead erased since the receipt are dropped, as
+	// the erase would have dropped them; the delivery is still recorded.
+	events, dropped, err := domain.DropErased(ctx, store, &d, qd.Events)
+	if err != nil {
+		return err
+	}
+	if dropped > 0 {
+		q.log.Info("queued events of an erased record or lead dropped", "delivery", d.ID, "events", dropped)
+	}
+	results, err := store.Ingest(ctx, d, p, events)
 	if err == nil {
 		stats.Applied.Add(1)
 		stats.Events.Add(int64(len(results)))

@@ -42,6 +42,7 @@ type Replayer struct {
 	replays   domain.ReplayService
 	now       func() time.Time
 	counted   func(kind string, results []domain.Result)
+	manual    budgets // replays by hand, per tenant
 }
 
 // Endpoints finds a provider's endpoint as the webhook does
@@ -66,8 +67,15 @@ func New(endpoints Endpoints, replays domain.ReplayService, now func() time.Time
 
 // Replay replays orig by hand, recorded in the audit log with the actor of
 // ctx. It returns the new delivery's id and the outcomes; a body today's
-// parser refuses is an ECONFLICT error.
+// parser refuses is an ECONFLICT error, and a tenant past ManualPerMinute
+// a *LimitedError.
 func (rp *Replayer) Replay(ctx context.Context, orig domain.DeliveryDetail) (string, []domain.Result, error) {
+	if err := orig.Replayable(); err != nil {
+		return "", nil, err
+	}
+	if wait, ok := rp.manual.take(orig.TenantSlug, rp.now()); !ok {
+		return "", nil, &LimitedError{Wait: wait}
+	}
 	return rp.replay(ctx, orig, nil)
 }
 
@@ -93,8 +101,10 @@ func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step
 	if err != nil {
 		return "", nil, &unparsableError{err}
 	}
+	// No Body: a replay refers to its original's (ReplayOf), so that
+	// replays cannot copy bodies onto the disk.
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID,
-		ReceivedAt: rp.now(), Status: http.StatusOK, Signature: orig.Signature, Body: orig.Body,
+		ReceivedAt: rp.now(), Status: http.StatusOK, Signature: orig.Signature,
 		Request: orig.Request, ReplayOf: orig.ID}
 	var results []domain.Result
 	if step == nil {

@@ -103,12 +103,12 @@ const replayableCond = `d.body IS NOT NULL AND d.body <> convert_to('` + domain.
 // conditions in %s (deliveryConds).
 const countReplayableSQL = `SELECT count(*) FROM deliveries d WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `%s`
 
-// startReplayJobSQL queues a job with the number of deliveries it matches
-// now; replay_jobs_one_active refuses a second active job of the tenant.
+// startReplayJobSQL queues a job with the number of deliveries it matches,
+// counted before on the read pool; replay_jobs_one_active refuses a second
+// active job of the tenant.
 const startReplayJobSQL = `
 INSERT INTO replay_jobs AS j (tenant_id, filter, upto, total, actor_kind, actor, actor_address, actor_id)
-SELECT @tenant_id, @filter::jsonb, @upto, count(*), @actor_kind, @actor, @actor_address, nullif(@actor_id::bigint, 0)
-FROM deliveries d WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `%s
+VALUES (@tenant_id, @filter::jsonb, @upto, @total, @actor_kind, @actor, @actor_address, nullif(@actor_id::bigint, 0))
 RETURNING ` + replayJobColumns
 
 // nextReplayableSQL lists the deliveries a job has yet to handle, in order,
@@ -128,7 +128,13 @@ func (q *Jobs) CountReplayable(ctx context.Context, tenantID int64, f domain.Del
 	if err := f.Validate(); err != nil {
 		return 0, err
 	}
-	args := pgx.NamedArgs{"tenant_id": tenantID, "upto": time.Now()}
+	return q.countReplayable(ctx, tenantID, f, time.Now())
+}
+
+// countReplayable counts on the read pool, under its statement timeout:
+// a request's count never holds an ingest connection.
+func (q *Jobs) countReplayable(ctx context.Context, tenantID int64, f domain.DeliveryFilter, upto time.Time) (int64, error) {
+	args := pgx.NamedArgs{"tenant_id": tenantID, "upto": upto}
 	var n int64
 	err := q.read.QueryRow(ctx, fmt.Sprintf(countReplayableSQL, pg.DeliveryConds(f, args)), args).Scan(&n)
 	return n, pg.Translate(err)
@@ -136,7 +142,7 @@ func (q *Jobs) CountReplayable(ctx context.Context, tenantID int64, f domain.Del
 
 // StartReplayJob implements domain.ReplayService. The job records the
 // actor of ctx, whose authority its worker acts under.
-func (q *Jobs) StartReplayJob(ctx context.Context, tenantID int64, f domain.DeliveryFilter) (domain.ReplayJob, error) {
+func (q *Jobs) StartReplayJob(ctx context.Context, tenantID int64, f domain.DeliveryFilter, confirmed bool) (domain.ReplayJob, error) {
 	if err := f.Validate(); err != nil {
 		return domain.ReplayJob{}, err
 	}
@@ -152,12 +158,19 @@ func (q *Jobs) StartReplayJob(ctx context.Context, tenantID int64, f domain.Deli
 		filter.Before = &f.Before
 	}
 	raw, _ := json.Marshal(filter)
-	args := pgx.NamedArgs{"tenant_id": tenantID, "filter": string(raw), "upto": time.Now(), "actor_kind": actor.Kind,
-		"actor": actor.Name, "actor_address": actor.Address, "actor_id": actor.ID}
-	sql := fmt.Sprintf(startReplayJobSQL, pg.DeliveryConds(f, args))
+	upto := time.Now()
 	var job domain.ReplayJob
-	err := pg.WithTx(ctx, q.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, sql, args)
+	total, err := q.countReplayable(ctx, tenantID, f, upto)
+	if err != nil {
+		return job, err
+	}
+	if total > domain.ReplayConfirmAbove && !confirmed {
+		return job, domain.ReplayNeedsConfirm(total)
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "filter": string(raw), "upto": upto, "total": total,
+		"actor_kind": actor.Kind, "actor": actor.Name, "actor_address": actor.Address, "actor_id": actor.ID}
+	err = pg.WithTx(ctx, q.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, startReplayJobSQL, args)
 		if err != nil {
 			return err
 		}

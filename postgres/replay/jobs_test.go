@@ -46,7 +46,7 @@ func TestReplayJobTakeover(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	keys := []domain.DeliveryKey{replayable(t, s, p, "m1"), replayable(t, s, p, "m2"), replayable(t, s, p, "m3")}
-	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{})
+	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}, false)
 	if err != nil || job.Total != 3 || job.Status != domain.ReplayQueued {
 		t.Fatalf("start: %+v, %v", job, err)
 	}
@@ -118,11 +118,11 @@ func TestReplayJobCancelRefusesStep(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	key := replayable(t, s, p, "m1")
-	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{Provider: "crm"})
+	job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{Provider: "crm"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}); domain.ErrorCode(err) != domain.ECONFLICT {
+	if _, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}, false); domain.ErrorCode(err) != domain.ECONFLICT {
 		t.Fatalf("second job: %v, want ECONFLICT", err)
 	}
 	held, _, err := s.ClaimReplayJob(ctx, "a", time.Minute)
@@ -146,7 +146,7 @@ func TestReplayJobCancelRefusesStep(t *testing.T) {
 	if _, err := s.CancelReplayJob(ctx, p.TenantID+1, job.ID); domain.ErrorCode(err) != domain.ENOTFOUND {
 		t.Fatalf("another tenant's cancel: %v", err)
 	}
-	if _, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}); err != nil {
+	if _, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}, false); err != nil {
 		t.Fatalf("a new job after the cancel: %v", err)
 	}
 }
@@ -158,7 +158,7 @@ func TestReplayJobClaimRace(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
 	for round := range 5 {
-		job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{})
+		job, err := s.StartReplayJob(ctx, p.TenantID, domain.DeliveryFilter{}, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"net/http"
 	"strconv"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -47,7 +49,10 @@ type deliveryJSON struct {
 	Body         *string             `json:"body"`
 	BodyEncoding *string             `json:"body_encoding"`
 	Events       []deliveryEventJSON `json:"events"`
-	Replays      []string            `json:"replays"`
+	// Replays is the first page of the replays' ids, oldest first; the
+	// rest are at deliveries/{id}/replays?cursor=ReplaysNextCursor.
+	Replays           []string `json:"replays"`
+	ReplaysNextCursor *string  `json:"replays_next_cursor"`
 }
 
 func newDeliveryBriefJSON(d domain.DeliveryBrief) deliveryBriefJSON {
@@ -59,7 +64,8 @@ func newDeliveryJSON(d domain.DeliveryDetail) deliveryJSON {
 	out := deliveryJSON{deliveryBriefJSON: newDeliveryBriefJSON(d.DeliveryBrief), Method: optionalString(d.Request.Method),
 		Path: optionalString(d.Request.Path), Query: optionalString(d.Request.Query), Headers: d.Request.Headers,
 		Truncated: d.Request.Truncated, ClientAddress: optionalString(d.Request.ClientAddress),
-		Events: make([]deliveryEventJSON, len(d.Events)), Replays: d.Replays}
+		Events: make([]deliveryEventJSON, len(d.Events)), Replays: d.Replays,
+		ReplaysNextCursor: nextCursor(d.MoreReplays)}
 	if out.Headers == nil {
 		out.Headers = map[string][]string{}
 	}
@@ -133,6 +139,15 @@ func (h *Handler) handleDelivery(w http.ResponseWriter, r *http.Request) {
 	httpx.WriteJSON(w, http.StatusOK, newDeliveryJSON(d))
 }
 
+// handleDeliveryReplays answers GET deliveries/{id}/replays: a page of
+// the ids of the deliveries that replayed it, oldest first.
+func (h *Handler) handleDeliveryReplays(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	listJSON(h, w, r, "replays", func(ctx context.Context, p domain.Page) ([]string, string, error) {
+		return h.deliveries.DeliveryReplays(ctx, tokenTenant(ctx).ID, id, p)
+	}, func(id string) string { return id })
+}
+
 // handleReplay answers POST deliveries/{id}/replay with the new
 // delivery's id and outcomes, as the webhook of a JSON kind answers.
 func (h *Handler) handleReplay(w http.ResponseWriter, r *http.Request) {
@@ -143,6 +158,12 @@ func (h *Handler) handleReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, results, err := h.replayer.Replay(ctx, orig)
+	var limited *replay.LimitedError
+	if errors.As(err, &limited) {
+		w.Header().Set("Retry-After", strconv.Itoa(replay.RetryAfter(limited.Wait)))
+		httpx.WriteError(w, http.StatusTooManyRequests, limited.Error())
+		return
+	}
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -138,7 +138,7 @@ func TestAPIDeliveries(t *testing.T) {
 
 	d, _ := e.DeliveryJSON(token, id1)
 	webtest.AssertKeys(t, d, "id", "provider", "received_at", "status", "signature", "reason", "event_count", "replay_of",
-		"method", "path", "query", "headers", "truncated", "client_address", "body", "body_encoding", "events", "replays")
+		"method", "path", "query", "headers", "truncated", "client_address", "body", "body_encoding", "events", "replays", "replays_next_cursor")
 	assertTime(t, d, "received_at")
 	if d["id"] != id1 || d["provider"] != "crm" || d["status"] != float64(200) || d["body"] != string(first) ||
 		d["body_encoding"] != "utf-8" || d["replay_of"] != nil || d["client_address"] != "127.0.0.1" {

@@ -64,8 +64,9 @@ func newReplayJobJSON(j domain.ReplayJob) replayJobJSON {
 const maxReplayRequest = 16 << 10
 
 // handleStartReplay answers POST replays: {"provider", "status",
-// "outcome", "from", "to"} starts a job (202 with the job), and with
-// "dry_run": true only counts what it would replay (200 {"total"}).
+// "outcome", "from", "to", "confirm"} starts a job (202 with the job;
+// above domain.ReplayConfirmAbove deliveries only with "confirm": true),
+// and with "dry_run": true only counts what it would replay (200 {"total"}).
 func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Provider string `json:"provider"`
@@ -74,12 +75,13 @@ func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 		From     string `json:"from"`
 		To       string `json:"to"`
 		DryRun   bool   `json:"dry_run"`
+		Confirm  bool   `json:"confirm"`
 	}
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxReplayRequest))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil || dec.Decode(&struct{}{}) != io.EOF {
 		httpx.WriteError(w, http.StatusBadRequest, `body must be a JSON object such as {"provider": "crm", "status": 200, `+
-			`"outcome": "rejected", "from": "2026-11-29T00:00:00Z", "to": "2026-11-30T00:00:00Z", "dry_run": true}; every field is optional`)
+			`"outcome": "rejected", "from": "2026-11-29T00:00:00Z", "to": "2026-11-30T00:00:00Z", "dry_run": true, "confirm": true}; every field is optional`)
 		return
 	}
 	status := ""
@@ -102,7 +104,7 @@ func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"total": n})
 		return
 	}
-	job, err := h.replays.StartReplayJob(ctx, tenant, f)
+	job, err := h.replays.StartReplayJob(ctx, tenant, f, req.Confirm)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -25,6 +25,7 @@ func (h *Handler) Routes(r chi.Router) {
 	r.With(requireWriteToken).Get("/audit", h.handleAudit)
 	r.Get("/deliveries", h.handleDeliveries)
 	r.Get("/deliveries/{id}", h.handleDelivery)
+	r.Get("/deliveries/{id}/replays", h.handleDeliveryReplays)
 	r.Get("/replays", h.handleReplayJobs)
 	r.Get("/replays/{id}", h.handleReplayJob)
 	r.Group(func(r chi.Router) {

@@ -10,6 +10,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -22,6 +23,16 @@ func (h deliveryPages) handleDeliveryPage(w http.ResponseWriter, r *http.Request
 		return
 	}
 	p := views.DeliveryPage{Delivery: d}
+	if cursor := r.URL.Query().Get("replays"); cursor != "" {
+		// A later page of the replays, in place of the first.
+		ctx := r.Context()
+		p.Delivery.Replays, p.Delivery.MoreReplays, err = h.deliveries.DeliveryReplays(ctx, currentTenant(ctx).ID, d.ID,
+			domain.Page{Cursor: cursor})
+		if err != nil {
+			h.consoleError(w, r, err)
+			return
+		}
+	}
 	if err := d.Replayable(); err != nil {
 		p.NotReplayable = domain.ErrorMessage(err)
 	}
@@ -39,6 +50,11 @@ func (h deliveryPages) handleReplayDelivery(w http.ResponseWriter, r *http.Reque
 		return
 	}
 	id, results, err := h.replayer.Replay(ctx, orig)
+	var limited *replay.LimitedError
+	if errors.As(err, &limited) {
+		h.redirectWithFlash(w, r, back, "error", limited.Error())
+		return
+	}
 	if code := domain.ErrorCode(err); code == domain.ECONFLICT || code == domain.ENOTFOUND {
 		h.redirectWithFlash(w, r, back, "error", domain.ErrorMessage(err))
 		return
@@ -148,7 +164,7 @@ func (h deliveryPages) handleStartReplay(w http.ResponseWriter, r *http.Request)
 	f, err := consoleDeliveryFilter(filters)
 	if err == nil {
 		var job domain.ReplayJob
-		if job, err = h.replays.StartReplayJob(ctx, t.ID, f); err == nil {
+		if job, err = h.replays.StartReplayJob(ctx, t.ID, f, r.PostForm.Get("confirm") != ""); err == nil {
 			h.redirectWithFlash(w, r, "/t/"+t.Slug+views.ReplayJobPath(job.ID), "ok",
 				fmt.Sprintf("Replay job %d started for %d deliveries.", job.ID, job.Total))
 			return
