@@ -29,12 +29,11 @@ const ingestBudget = 3 * time.Second
 // provider to retry, and 200 is written only after Ingest committed.
 func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	start := h.now()
-	// A client past its refusal budget is answered before any database work.
-	client := clientPrefix(r)
-	if over, wait := h.limits.addresses.exhausted(client, time.Now()); over {
-		h.tooMany(w, "unknown", "address", wait, start)
-		return
-	}
+	// Budgets are checked only once a request is refused: the endpoint
+	// comes from the in-memory cache, so authenticating first costs no
+	// database read, and a valid delivery is never answered 429 because of
+	// other requests' refusals.
+	client := httpx.ClientPrefix(r)
 	// Kinds that sign the URL verify against the public URL the provider
 	// called, which differs from r.Host behind a proxy.
 	r = r.WithContext(provider.WithPublicBase(r.Context(), httpx.BaseURL(h.publicURL, r)))
@@ -80,7 +79,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		d.Status, d.Signature, d.Reason, d.Body = status, verdict, msg, body
 		if over, wait := h.limits.refuse(client, p.ID, time.Now()); over != "" {
 			d.Status, msg = http.StatusTooManyRequests, tooManyMessage(over)
-			w.Header().Set("Retry-After", retryAfter(wait))
+			w.Header().Set("Retry-After", httpx.RetryAfter(wait))
 			h.metrics.Limited(over)
 		}
 		h.refusals.add(d)
@@ -150,7 +149,7 @@ func captureRequest(r *http.Request, kind string) domain.Request {
 func (h *Handler) tooMany(w http.ResponseWriter, kind, over string, wait time.Duration, start time.Time) {
 	h.metrics.Limited(over)
 	h.metrics.Delivery(kind, http.StatusTooManyRequests, time.Since(start).Seconds())
-	w.Header().Set("Retry-After", retryAfter(wait))
+	w.Header().Set("Retry-After", httpx.RetryAfter(wait))
 	httpx.WriteError(w, http.StatusTooManyRequests, tooManyMessage(over))
 }
 
