@@ -15,7 +15,7 @@ type RefusalLimits struct {
 	// PerAddress: refusals a second from one client address (IPv6: one
 	// /64) to one endpoint, or to unknown names; default 20.
 	PerAddress   float64
-	AddressBurst int // default 40
+	AddressBurst int     // default 40
 	PerProvider  float64 // refusals a second for one provider, from all addresses; default 100
 	// ProviderBurst defaults to 200.
 	ProviderBurst int
@@ -74,4 +74,3 @@ func (rl *refusalLimiter) refuse(addr netip.Prefix, providerID int64, now time.T
 	}
 	return "", 0
 }
-

@@ -65,4 +65,3 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("after the idle keys refilled: %v with %d buckets, want a place", ok, len(l.buckets))
 	}
 }
-
