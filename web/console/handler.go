@@ -7,6 +7,7 @@ package console
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/web/httpx"
 )
 
 // Services are the domain services the console calls.
@@ -74,6 +76,7 @@ type Handler struct {
 	publicURL   string
 	httpsPublic bool                 // the public URL is https
 	queue       domain.DeliveryQueue // nil: synchronous mode
+	signIns     *httpx.Budget[netip.Prefix]
 }
 
 // New returns the console's Handler for cfg.
@@ -83,7 +86,7 @@ func New(cfg Config) *Handler {
 		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
 		replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
-		queue: cfg.Queue}
+		queue: cfg.Queue, signIns: newSignInBudget()}
 	if h.now == nil {
 		h.now = time.Now
 	}

@@ -53,6 +53,17 @@ func (l *Budget[K]) Take(k K, now time.Time) (ok bool, wait time.Duration) {
 	return true, 0
 }
 
+// Give returns a token to k, as when what took it turned out to be no
+// refusal.
+func (l *Budget[K]) Give(k K, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if b, ok := l.buckets[k]; ok {
+		l.refill(b, now)
+		b.tokens = math.Min(l.burst, b.tokens+1)
+	}
+}
+
 // Exhausted reports, without using a token, whether k has none left.
 func (l *Budget[K]) Exhausted(k K, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
