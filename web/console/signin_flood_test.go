@@ -23,7 +23,9 @@ func TestSignInFloodAnsweredInMemory(t *testing.T) {
 	e := webtest.Setup(t)
 	e.Operator("ops@example.com", false, "acme") // signs in from 127.0.0.1 first
 	ctx := context.Background()
-	post := func(email, password string) (int, int) { return postFrom(t, http.DefaultClient, e.Srv.URL, email, password) }
+	post := func(email, password string) (int, int) {
+		return postFrom(t, http.DefaultClient, e.Srv.URL, email, password)
+	}
 	limited := 0
 	for i := range 100 {
 		status, wait := post(fmt.Sprintf("%s%d@nowhere.example", strings.Repeat("x", 200), i), "wrong password")
