@@ -73,6 +73,9 @@ type Config struct {
 	// endpoint lookups that miss the cache hold at most half of it at once.
 	// 0 means no cap.
 	IngestConns int
+	// WriteTimeout stops each statement of a write a console or API
+	// request starts; 0 means httpx.DefaultWriteTimeout.
+	WriteTimeout time.Duration
 	// ReadConns is the size of the console's and the API's read pool: their
 	// reads leave a few of its connections to sessions and sign-ins. 0
 	// means unknown: only the caps per tenant and caller apply.
@@ -101,12 +104,13 @@ type Server struct {
 	metrics          *httpx.Metrics
 	trusted          []netip.Prefix
 	metricsElsewhere bool
+	writeTimeout     time.Duration // of the writes console and API requests start
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{ping: cfg.Ping, log: cfg.Logger, metrics: httpx.NewMetrics(cfg.Collectors...),
-		trusted: cfg.TrustedProxies, metricsElsewhere: cfg.MetricsElsewhere}
+		trusted: cfg.TrustedProxies, metricsElsewhere: cfg.MetricsElsewhere, writeTimeout: cfg.WriteTimeout}
 	if s.log == nil {
 		s.log = slog.Default()
 	}

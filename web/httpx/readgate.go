@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"sync"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Read gate defaults: the console's and the API's reads share a small
@@ -139,6 +141,26 @@ func GateReads(g *ReadGate, keys func(*http.Request) (tenant, caller string), bu
 				return
 			}
 			defer release()
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+// DefaultWriteTimeout stops each statement of a write that a console or
+// API request starts.
+const DefaultWriteTimeout = 10 * time.Second
+
+// TimeWrites gives the writes of requests other than GET and HEAD a
+// statement timeout of d (0: DefaultWriteTimeout).
+func TimeWrites(d time.Duration) func(http.Handler) http.Handler {
+	if d <= 0 {
+		d = DefaultWriteTimeout
+	}
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method != http.MethodGet && r.Method != http.MethodHead {
+				r = r.WithContext(domain.WithWriteTimeout(r.Context(), d))
+			}
 			next.ServeHTTP(w, r)
 		})
 	}
