@@ -13,6 +13,9 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
+// setStatementTimeoutSQL is SET LOCAL statement_timeout with a parameter.
+const setStatementTimeoutSQL = `SELECT set_config('statement_timeout', @ms, true)`
+
 // WithTx runs fn in a transaction and commits it. The rollback uses a
 // context that survives the request's cancellation, so a cancelled request
 // never leaves a connection in a failed transaction. When ctx carries a
@@ -26,8 +29,8 @@ func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) e
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	timeout, timed := domain.WriteTimeout(ctx)
 	if timed {
-		if _, err := tx.Exec(ctx, `SELECT set_config('statement_timeout', $1, true)`,
-			strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)); err != nil {
+		if _, err := tx.Exec(ctx, setStatementTimeoutSQL,
+			pgx.NamedArgs{"ms": strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)}); err != nil {
 			return Translate(err)
 		}
 	}
