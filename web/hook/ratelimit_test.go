@@ -111,6 +111,30 @@ func TestRefusalBudgets(t *testing.T) {
 	if a := ask(t, scanner, forged(e.Srv.URL, "acme", "guess-6", "x")); a.status != http.StatusTooManyRequests {
 		t.Fatalf("sixth unknown provider answered %+v, want 429", a)
 	}
+	// Past that budget its made-up names cost no query (an instant 429 with
+	// the pool held), while a cached endpoint still authenticates.
+	if a := good(clientAt(t, "127.0.0.8", 1), "crm", e.Secret, "warm"); a.status != http.StatusOK { // crm is cached
+		t.Fatalf("valid delivery answered %+v", a)
+	}
+	held = held[:0]
+	for range 2 {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	began = time.Now()
+	a = ask(t, scanner, forged(e.Srv.URL, fmt.Sprint("tenant-", time.Now().UnixNano()), "crm", "x"))
+	for _, c := range held {
+		c.Release()
+	}
+	if a.status != http.StatusTooManyRequests || time.Since(began) > time.Second {
+		t.Fatalf("a made-up tenant from an address past its budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
+	}
+	if a := good(scanner, "crm", e.Secret, "scanner-valid"); a.status != http.StatusOK {
+		t.Fatalf("valid delivery from an address past its budget for unknown names answered %+v, want 200", a)
+	}
 
 	resp, err := http.Get(e.Srv.URL + "/metrics")
 	if err != nil {
@@ -118,7 +142,7 @@ func TestRefusalBudgets(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`tidemark_refusals_limited_total{limit="address"} 3`, `tidemark_refusals_limited_total{limit="provider"} 1`} {
+	for _, want := range []string{`tidemark_refusals_limited_total{limit="address"} 4`, `tidemark_refusals_limited_total{limit="provider"} 1`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %s", want)
 		}

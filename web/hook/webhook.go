@@ -41,14 +41,29 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	lookup, cancelLookup := context.WithTimeout(r.Context(), ingestBudget)
 	defer cancelLookup()
 
-	tenant := chi.URLParam(r, "tenant")
-	release, ok := h.tenantGate.acquire(lookup, tenant)
-	if !ok {
-		h.tenantBusy(w, "unknown", start)
-		return
+	tenant, name := chi.URLParam(r, "tenant"), chi.URLParam(r, "provider")
+	var p domain.ProviderEndpoint
+	var err error
+	if over, wait := h.limits.addresses.Exhausted(addressKey{client, 0}, time.Now()); over {
+		// Past its budget for unknown names, an address is served from the
+		// endpoint cache only: its made-up names cost no query.
+		var hit bool
+		if c, ok := h.ingest.(cachedEndpoints); ok {
+			p, hit, err = c.CachedEndpoint(tenant, name)
+		}
+		if !hit || err != nil {
+			h.tooMany(w, "unknown", "address", wait, start)
+			return
+		}
+	} else {
+		release, ok := h.tenantGate.acquire(lookup, tenant)
+		if !ok {
+			h.tenantBusy(w, "unknown", start)
+			return
+		}
+		p, err = h.ingest.Endpoint(lookup, tenant, name)
+		release()
 	}
-	p, err := h.ingest.Endpoint(lookup, tenant, chi.URLParam(r, "provider"))
-	release()
 	if err != nil {
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			// Guessing names is a refusal too, counted against the address.
@@ -134,6 +149,12 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	h.metrics.Events(p.Kind, results)
 	h.metrics.Delivery(p.Kind, http.StatusOK, time.Since(start).Seconds())
 	kind.Respond(w, d.ID, results)
+}
+
+// cachedEndpoints is an IngestService whose endpoints can be read from
+// memory alone (postgres/ingest's endpoint cache).
+type cachedEndpoints interface {
+	CachedEndpoint(tenantSlug, providerName string) (p domain.ProviderEndpoint, hit bool, err error)
 }
 
 // captureRequest is what the delivery log keeps of a delivery's request,
