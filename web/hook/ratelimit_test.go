@@ -113,9 +113,6 @@ func TestRefusalBudgets(t *testing.T) {
 	}
 	// Past that budget its made-up names cost no query (an instant 429 with
 	// the pool held), while a cached endpoint still authenticates.
-	if a := good(clientAt(t, "127.0.0.8", 1), "crm", e.Secret, "warm"); a.status != http.StatusOK { // crm is cached
-		t.Fatalf("valid delivery answered %+v", a)
-	}
 	held = held[:0]
 	for range 2 {
 		c, err := pool.Acquire(context.Background())
@@ -132,8 +129,21 @@ func TestRefusalBudgets(t *testing.T) {
 	if a.status != http.StatusTooManyRequests || time.Since(began) > time.Second {
 		t.Fatalf("a made-up tenant from an address past its budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
 	}
-	if a := good(scanner, "crm", e.Secret, "scanner-valid"); a.status != http.StatusOK {
-		t.Fatalf("valid delivery from an address past its budget for unknown names answered %+v, want 200", a)
+	// A notification of an earlier change may drop crm from the cache
+	// between two deliveries: the warm-up is retried.
+	warm, retried := clientAt(t, "127.0.0.8", 1), 0
+	for try := 1; ; try++ {
+		if a := good(warm, "crm", e.Secret, fmt.Sprint("warm-", try)); a.status != http.StatusOK { // crm is cached
+			t.Fatalf("valid delivery answered %+v", a)
+		}
+		a := good(scanner, "crm", e.Secret, fmt.Sprint("scanner-valid-", try))
+		if a.status == http.StatusOK {
+			break
+		}
+		if try == 5 {
+			t.Fatalf("valid delivery from an address past its budget for unknown names answered %+v, want 200", a)
+		}
+		retried++
 	}
 
 	resp, err := http.Get(e.Srv.URL + "/metrics")
@@ -142,7 +152,8 @@ func TestRefusalBudgets(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`tidemark_refusals_limited_total{limit="address"} 4`, `tidemark_refusals_limited_total{limit="provider"} 1`} {
+	for _, want := range []string{fmt.Sprintf(`tidemark_refusals_limited_total{limit="address"} %d`, 4+retried),
+		`tidemark_refusals_limited_total{limit="provider"} 1`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %s", want)
 		}
