@@ -2,8 +2,11 @@ package domain
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -32,6 +35,15 @@ const (
 	SignInUnknownAccount = "unknown account"
 	SignInThrottled      = "throttled"
 )
+
+// SignInAuditName is how the audit log names the email of a refused
+// sign-in that checked no real account's password: prefix and a short
+// hash, so the append-only log keeps neither attacker-chosen text nor a
+// name matching a real operator's, while equal emails still match.
+func SignInAuditName(prefix, email string) string {
+	sum := sha256.Sum256([]byte(strings.ToLower(NormalizeEmail(email))))
+	return prefix + ":" + hex.EncodeToString(sum[:8])
+}
 
 // CheckSignIn refuses an empty or over-long email or password (EINVALID),
 // so that such input costs neither a hash nor a query.

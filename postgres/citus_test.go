@@ -20,6 +20,7 @@ var tenantlessTables = map[string]string{
 	"enabled_admins":   "reference", // kept by a trigger on users
 	"sessions":         "local",
 	"login_throttle":   "local",
+	"sign_in_refusals": "local", // refused sign-ins counted per address and window
 	"goose_db_version": "local",
 	"search_progress":  "local", // IndexSearch's position
 }

@@ -28,7 +28,8 @@ func (s *Server) Handler() http.Handler {
 	s.hook.Routes(r) // POST /webhooks/{tenant}/{provider}
 
 	// The JSON API: a bearer token of the tenant.
-	r.Route("/api/v1/tenants/{tenant}", s.api.Routes)
+	// Writes it starts stop at the write timeout.
+	r.With(httpx.TimeWrites(s.writeTimeout)).Route("/api/v1/tenants/{tenant}", s.api.Routes)
 
 	r.Handle("/static/*", staticFiles())
 	// Browsers ask for /favicon.ico where a page names no icon (a JSON
@@ -40,7 +41,10 @@ func (s *Server) Handler() http.Handler {
 
 	// The console: sessions, cross-origin protection, the operator, the
 	// tenant from their membership; everything else.
-	r.Group(s.console.Routes)
+	r.Group(func(r chi.Router) {
+		r.Use(httpx.TimeWrites(s.writeTimeout))
+		s.console.Routes(r)
+	})
 	return r
 }
 

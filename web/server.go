@@ -73,6 +73,13 @@ type Config struct {
 	// endpoint lookups that miss the cache hold at most half of it at once.
 	// 0 means no cap.
 	IngestConns int
+	// WriteTimeout stops each statement of a write a console or API
+	// request starts; 0 means httpx.DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// ReadConns is the size of the console's and the API's read pool: their
+	// reads leave a few of its connections to sessions and sign-ins. 0
+	// means unknown: only the caps per tenant and caller apply.
+	ReadConns int
 	// RefusalLimits bound refused deliveries per client address and per
 	// provider; zero fields take the defaults.
 	RefusalLimits hook.RefusalLimits
@@ -97,12 +104,13 @@ type Server struct {
 	metrics          *httpx.Metrics
 	trusted          []netip.Prefix
 	metricsElsewhere bool
+	writeTimeout     time.Duration // of the writes console and API requests start
 }
 
 // New returns a Server for cfg.
 func New(cfg Config) *Server {
 	s := &Server{ping: cfg.Ping, log: cfg.Logger, metrics: httpx.NewMetrics(cfg.Collectors...),
-		trusted: cfg.TrustedProxies, metricsElsewhere: cfg.MetricsElsewhere}
+		trusted: cfg.TrustedProxies, metricsElsewhere: cfg.MetricsElsewhere, writeTimeout: cfg.WriteTimeout}
 	if s.log == nil {
 		s.log = slog.Default()
 	}
@@ -116,15 +124,17 @@ func New(cfg Config) *Server {
 		RefusalFlush: cfg.RefusalFlush})
 	// Replays are counted on /metrics like the deliveries they re-run.
 	s.replayer = replay.New(svc.Ingest, svc.Replays, now, s.metrics.Events)
+	// One gate for the console's and the API's reads: both use the read pool.
+	reads := httpx.NewReadGate(cfg.ReadConns)
 	s.api = api.New(api.Services{Tokens: svc.Tokens, Records: svc.Records, Events: svc.Events, Stats: svc.Stats,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Deliveries: svc.Deliveries,
-		Replays: svc.Replays}, s.replayer, s.log)
+		Replays: svc.Replays}, s.replayer, reads, s.log)
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
 		Deliveries: svc.Deliveries, Replays: svc.Replays},
 		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
-		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue})
+		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s
 }
 

@@ -31,7 +31,9 @@ const dataDir = ".tidemark"
 // of their own: they serve a handful of operators and scripts, and each
 // statement is stopped by the read timeout, so a burst of slow searches
 // cannot take connections from ingest, nor a saturated ingest pool lock
-// the operators out. Other commands open the ingest pool only.
+// the operators out. Within it the read gate (web/httpx/readgate.go) caps
+// each tenant and caller and keeps 2 connections for sessions and
+// sign-ins. Other commands open the ingest pool only.
 const (
 	ingestPoolConns = 16
 	readPoolConns   = 8

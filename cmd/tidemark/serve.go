@@ -140,7 +140,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	cfg := web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
 		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
-		MetricsElsewhere: *o.metricsAddr != ""}
+		MetricsElsewhere: *o.metricsAddr != "", ReadConns: readPoolConns}
 	services := []supervisor.Service{poolsService(db), listenerService(store)}
 	if q != nil {
 		defer q.Close() // when serve stops early; else the queue's service closes it

@@ -52,6 +52,16 @@ func (w *Writer) Endpoint(ctx context.Context, tenantSlug, providerName string) 
 	return p, err
 }
 
+// CachedEndpoint is Endpoint from the cache alone: hit is false when the
+// cache is down or holds nothing for the names, and nothing is queried.
+func (w *Writer) CachedEndpoint(tenantSlug, providerName string) (p domain.ProviderEndpoint, hit bool, err error) {
+	e, _ := w.endpoints.get(endpointKey{tenantSlug, providerName}, time.Now())
+	if e == nil {
+		return domain.ProviderEndpoint{}, false, nil
+	}
+	return e.p, true, e.err
+}
+
 func endpointNotFound(tenantSlug, providerName string) error {
 	return pg.NotFound("unknown tenant %q or provider %q", tenantSlug, providerName)
 }

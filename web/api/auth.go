@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/go-chi/chi/v5"
@@ -60,4 +61,16 @@ func requireWriteToken(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readKeys are the gate's keys of an API read: its tenant and its token.
+func readKeys(r *http.Request) (tenant, caller string) {
+	g := tokenGrant(r.Context())
+	id := strconv.FormatInt(g.Tenant.ID, 10)
+	return id, "token " + g.Name
+}
+
+// readsBusy answers a read the gate refused.
+func readsBusy(w http.ResponseWriter, r *http.Request) {
+	httpx.WriteError(w, http.StatusServiceUnavailable, httpx.ReadsBusy)
 }

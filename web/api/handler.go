@@ -39,16 +39,23 @@ type Handler struct {
 	deliveries domain.DeliveryService
 	replays    domain.ReplayService
 	replayer   *replay.Replayer // replays one delivery by hand
+	reads      *httpx.ReadGate  // bounds reads per tenant and token
 	log        *slog.Logger
 }
 
 // New returns the API's Handler.
-func New(s Services, replayer *replay.Replayer, log *slog.Logger) *Handler {
+// reads is shared with the console, so a tenant's console and API reads
+// share its slots; nil means a gate of its own.
+func New(s Services, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
+	if reads == nil {
+		reads = httpx.NewReadGate(0)
+	}
 	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
-		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, replayer: replayer, log: log}
+		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, replayer: replayer,
+		reads: reads, log: log}
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -11,7 +11,7 @@ import (
 // Routes registers the whole API under a router mounted at
 // /api/v1/tenants/{tenant}: every route needs a token of that tenant.
 func (h *Handler) Routes(r chi.Router) {
-	r.Use(h.requireToken)
+	r.Use(h.requireToken, httpx.GateReads(h.reads, readKeys, readsBusy))
 	r.Get("/contacts/{provider}/{contact_id}", h.handleContact)
 	r.Get("/contacts/{provider}/{contact_id}/revisions", h.handleRevisions)
 	r.Get("/events", h.handleEvents)

@@ -4,10 +4,12 @@ import (
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -130,4 +132,17 @@ func (h *Handler) requireRole(need domain.Role) func(http.Handler) http.Handler 
 			next.ServeHTTP(w, r)
 		})
 	}
+}
+
+// readKeys are the gate's keys of a tenant page: its tenant and the
+// operator.
+func readKeys(r *http.Request) (tenant, caller string) {
+	return strconv.FormatInt(currentMembership(r.Context()).Tenant.ID, 10),
+		"operator " + strconv.FormatInt(currentUser(r.Context()).ID, 10)
+}
+
+// readsBusy answers a page the read gate refused.
+func (h *Handler) readsBusy(w http.ResponseWriter, r *http.Request) {
+	h.render(w, r, http.StatusServiceUnavailable, views.Message(h.layout(r, "Busy", ""), "Busy",
+		"Too many pages of this workspace are loading at once. Try again in a moment."))
 }

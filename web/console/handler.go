@@ -7,6 +7,7 @@ package console
 import (
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"strings"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/web/httpx"
 )
 
 // Services are the domain services the console calls.
@@ -48,6 +50,9 @@ type Config struct {
 	PublicURL string
 	// Queue, when set, is queued mode: the overview shows what waits there.
 	Queue domain.DeliveryQueue
+	// Reads bounds the tenant pages' reads per tenant and operator,
+	// shared with the API; nil means a gate of its own.
+	Reads *httpx.ReadGate
 }
 
 // Handler serves the console.
@@ -74,6 +79,8 @@ type Handler struct {
 	publicURL   string
 	httpsPublic bool                 // the public URL is https
 	queue       domain.DeliveryQueue // nil: synchronous mode
+	signIns     *httpx.Budget[netip.Prefix]
+	reads       *httpx.ReadGate
 }
 
 // New returns the console's Handler for cfg.
@@ -83,7 +90,10 @@ func New(cfg Config) *Handler {
 		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
 		replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
-		queue: cfg.Queue}
+		queue: cfg.Queue, signIns: newSignInBudget(), reads: cfg.Reads}
+	if h.reads == nil {
+		h.reads = httpx.NewReadGate(0)
+	}
 	if h.now == nil {
 		h.now = time.Now
 	}

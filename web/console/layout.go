@@ -62,6 +62,8 @@ func (h *Handler) consoleError(w http.ResponseWriter, r *http.Request, err error
 		heading, text = "Database unavailable", "Tidemark cannot reach its database right now. Try again in a moment."
 		if errors.Is(err, domain.ErrReadTimeout) {
 			heading, text = "The page took too long", domain.ErrReadTimeout.Message
+		} else if errors.Is(err, domain.ErrWriteTimeout) {
+			heading, text = "The change took too long", domain.ErrWriteTimeout.Message
 		}
 	case http.StatusBadRequest, http.StatusConflict:
 		heading, text = "That did not work", domain.ErrorMessage(err)

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web/httpx"
 )
 
 // Routes registers every console page: forms capped, sessions,
@@ -53,7 +54,7 @@ func (h *Handler) Routes(r chi.Router) {
 		})
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
-			r.Use(h.requireTenant)
+			r.Use(h.requireTenant, httpx.GateReads(h.reads, readKeys, h.readsBusy))
 			r.Get("/", overview.handleOverview)
 
 			// Event history and event detail.

@@ -1,9 +1,12 @@
 package console
 
 import (
+	"fmt"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/tidemark/tidemark/domain"
@@ -19,6 +22,19 @@ func (h *Handler) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, views.Login("", "", r.URL.Query().Get("next")))
 }
 
+// The sign-in budget of a client address (IPv6: its /64), kept in memory
+// and spent by every attempt that is not a success: bursts of
+// signInBurst, then one every signInEvery. It is looser than PostgreSQL's
+// throttle (domain.MaxLoginChecks), which it shields from floods.
+const (
+	signInBurst = 10
+	signInEvery = 10 * time.Second
+)
+
+func newSignInBudget() *httpx.Budget[netip.Prefix] {
+	return httpx.NewBudget[netip.Prefix](float64(time.Second)/float64(signInEvery), signInBurst)
+}
+
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
 	if err := domain.CheckSignIn(email, password); err != nil {
@@ -26,6 +42,14 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 			email = ""
 		}
 		h.render(w, r, http.StatusBadRequest, views.Login(email, domain.ErrorMessage(err), safeNext(next)))
+		return
+	}
+	// Past its address's budget a sign-in costs no query, row or hash.
+	client := httpx.ClientPrefix(r)
+	if ok, wait := h.signIns.Take(client, time.Now()); !ok {
+		w.Header().Set("Retry-After", httpx.RetryAfter(wait))
+		h.render(w, r, http.StatusTooManyRequests, views.Login(email, fmt.Sprintf(
+			"Too many sign-in attempts from your network address. Wait %s seconds and try again.", httpx.RetryAfter(wait)), safeNext(next)))
 		return
 	}
 	// The person signing in is the actor of the sign_in audit entry.
@@ -43,6 +67,7 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, status, views.Login(email, msg, safeNext(next)))
 		return
 	}
+	h.signIns.Give(client, time.Now()) // only failures spend the budget
 	if err := h.startSession(r, u.ID); err != nil {
 		h.consoleError(w, r, err)
 		return

@@ -54,8 +54,8 @@ func TestOverloadAnswers503(t *testing.T) {
 // signatures (from eight addresses) and a burst of valid ones, tenant
 // globex's deliveries are all answered 200 with p99 under 250 ms. The
 // server's ingest pool has 8 connections; refusals cost no database
-// write, addresses past their refusal budget get 429 before any database
-// read, and acme holds at most 4 connections at once.
+// write, those past their address's budget for the endpoint get 429 with
+// no database read, and acme holds at most 4 connections at once.
 func TestHostileTenantCannotStarveOthers(t *testing.T) {
 	t.Parallel()
 	e, _ := serverOn(webtest.Setup(t), 8, web.Config{})

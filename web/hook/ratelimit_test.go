@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +17,9 @@ import (
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
-// TestRefusalBudgets: past its refusal budget an address is answered 429
-// with Retry-After, before any database read; other addresses are not;
+// TestRefusalBudgets: past its refusal budget for an endpoint an address's
+// refusals are answered 429 with Retry-After, without a database read; its
+// valid deliveries and other addresses are not;
 // accepted deliveries never spend the budget, so they pass again once it
 // refills and then leave it whole. Past a provider's budget its refusals
 // are answered 429 from every address while its valid deliveries pass.
@@ -43,8 +45,9 @@ func TestRefusalBudgets(t *testing.T) {
 	}
 	wait := time.Duration(a.retryAfter) * time.Second
 
-	// While it is over budget, the address is answered without a database
-	// read: with every connection held, the answer is still an instant 429.
+	// While it is over budget, its refusals are answered without a database
+	// read (the endpoint is cached): with every connection held, a bad
+	// signature is still an instant 429.
 	var held []interface{ Release() }
 	for range 2 {
 		c, err := pool.Acquire(context.Background())
@@ -54,12 +57,16 @@ func TestRefusalBudgets(t *testing.T) {
 		held = append(held, c)
 	}
 	began := time.Now()
-	a = good(attacker, "crm", e.Secret, "during")
+	a = ask(t, attacker, forged(e.Srv.URL, "acme", "crm", "during"))
 	for _, c := range held {
 		c.Release()
 	}
 	if a.status != http.StatusTooManyRequests || time.Since(began) > time.Second {
-		t.Fatalf("delivery from an address over budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
+		t.Fatalf("refusal from an address over budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
+	}
+	// A valid delivery from it is not refused for the others' refusals.
+	if a := good(attacker, "crm", e.Secret, "during"); a.status != http.StatusOK {
+		t.Fatalf("valid delivery from an address over its refusal budget answered %+v, want 200", a)
 	}
 
 	if a := ask(t, clientAt(t, "127.0.0.3", 1), forged(e.Srv.URL, "acme", "crm", "other")); a.status != http.StatusUnauthorized {
@@ -104,6 +111,40 @@ func TestRefusalBudgets(t *testing.T) {
 	if a := ask(t, scanner, forged(e.Srv.URL, "acme", "guess-6", "x")); a.status != http.StatusTooManyRequests {
 		t.Fatalf("sixth unknown provider answered %+v, want 429", a)
 	}
+	// Past that budget its made-up names cost no query (an instant 429 with
+	// the pool held), while a cached endpoint still authenticates.
+	held = held[:0]
+	for range 2 {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, c)
+	}
+	began = time.Now()
+	a = ask(t, scanner, forged(e.Srv.URL, fmt.Sprint("tenant-", time.Now().UnixNano()), "crm", "x"))
+	for _, c := range held {
+		c.Release()
+	}
+	if a.status != http.StatusTooManyRequests || time.Since(began) > time.Second {
+		t.Fatalf("a made-up tenant from an address past its budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
+	}
+	// A notification of an earlier change may drop crm from the cache
+	// between two deliveries: the warm-up is retried.
+	warm, retried := clientAt(t, "127.0.0.8", 1), 0
+	for try := 1; ; try++ {
+		if a := good(warm, "crm", e.Secret, fmt.Sprint("warm-", try)); a.status != http.StatusOK { // crm is cached
+			t.Fatalf("valid delivery answered %+v", a)
+		}
+		a := good(scanner, "crm", e.Secret, fmt.Sprint("scanner-valid-", try))
+		if a.status == http.StatusOK {
+			break
+		}
+		if try == 5 {
+			t.Fatalf("valid delivery from an address past its budget for unknown names answered %+v, want 200", a)
+		}
+		retried++
+	}
 
 	resp, err := http.Get(e.Srv.URL + "/metrics")
 	if err != nil {
@@ -111,7 +152,8 @@ func TestRefusalBudgets(t *testing.T) {
 	}
 	metrics, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	for _, want := range []string{`tidemark_refusals_limited_total{limit="address"} 3`, `tidemark_refusals_limited_total{limit="provider"} 1`} {
+	for _, want := range []string{fmt.Sprintf(`tidemark_refusals_limited_total{limit="address"} %d`, 4+retried),
+		`tidemark_refusals_limited_total{limit="provider"} 1`} {
 		if !strings.Contains(string(metrics), want) {
 			t.Errorf("metrics lack %s", want)
 		}
@@ -137,4 +179,59 @@ func ask(t *testing.T, c *http.Client, req *http.Request) answer {
 	a := answer{status: resp.StatusCode, error: body.Error}
 	a.retryAfter, _ = strconv.Atoi(resp.Header.Get("Retry-After"))
 	return a
+}
+
+// TestSharedAddressRefusalsSpareValidDeliveries: providers send every
+// tenant's webhooks from the same few addresses. From one address, acme's
+// provider gets 500 bad signatures (a rotated secret) while globex's valid
+// deliveries, and acme's own, come from the same address: every valid one
+// is answered 200, the bad ones 401 or 429.
+func TestSharedAddressRefusalsSpareValidDeliveries(t *testing.T) {
+	t.Parallel()
+	e, _ := serverOn(webtest.Setup(t), 4, web.Config{})
+	globex := e.Provider("globex", "crm")
+	shared := clientAt(t, "127.0.0.5", 8)
+	const badN, goodN = 500, 40
+	var bad, good sync.WaitGroup
+	var mu sync.Mutex
+	badStatus, goodStatus := map[int]int{}, map[int]int{}
+	for w := range 4 {
+		bad.Go(func() {
+			for i := w; i < badN; i += 4 {
+				a := ask(t, shared, forged(e.Srv.URL, "acme", "crm", fmt.Sprint("bad-", i)))
+				mu.Lock()
+				badStatus[a.status]++
+				mu.Unlock()
+			}
+		})
+	}
+	for i := range goodN {
+		good.Go(func() {
+			tenant, secret := "globex", globex
+			if i%2 == 1 {
+				tenant, secret = "acme", e.Secret
+			}
+			id := fmt.Sprint("good-", i)
+			a := ask(t, shared, signedTo(t, e.Srv.URL, tenant, "crm", secret, id, webtest.SnapshotBody("c-"+id, 1, `{"a":1}`)))
+			mu.Lock()
+			goodStatus[a.status]++
+			mu.Unlock()
+		})
+		time.Sleep(5 * time.Millisecond)
+	}
+	good.Wait()
+	bad.Wait()
+	// acme's own valid deliveries after the flood, while its budget is spent.
+	for i := range 5 {
+		id := fmt.Sprint("after-", i)
+		if a := ask(t, shared, signedTo(t, e.Srv.URL, "acme", "crm", e.Secret, id, webtest.SnapshotBody("c-"+id, 1, `{"a":1}`))); a.status != http.StatusOK {
+			t.Fatalf("acme's valid delivery after the flood answered %+v, want 200", a)
+		}
+	}
+	if goodStatus[http.StatusOK] != goodN {
+		t.Fatalf("valid deliveries from the flooding address answered %v, want all %d 200", goodStatus, goodN)
+	}
+	if badStatus[http.StatusTooManyRequests] == 0 || badStatus[http.StatusUnauthorized]+badStatus[http.StatusTooManyRequests] != badN {
+		t.Fatalf("bad signatures answered %v, want 401 then 429", badStatus)
+	}
 }

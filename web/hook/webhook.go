@@ -29,12 +29,11 @@ const ingestBudget = 3 * time.Second
 // provider to retry, and 200 is written only after Ingest committed.
 func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	start := h.now()
-	// A client past its refusal budget is answered before any database work.
-	client := clientPrefix(r)
-	if over, wait := h.limits.addresses.exhausted(client, time.Now()); over {
-		h.tooMany(w, "unknown", "address", wait, start)
-		return
-	}
+	// Budgets are checked only once a request is refused: the endpoint
+	// comes from the in-memory cache, so authenticating first costs no
+	// database read, and a valid delivery is never answered 429 because of
+	// other requests' refusals.
+	client := httpx.ClientPrefix(r)
 	// Kinds that sign the URL verify against the public URL the provider
 	// called, which differs from r.Host behind a proxy.
 	r = r.WithContext(provider.WithPublicBase(r.Context(), httpx.BaseURL(h.publicURL, r)))
@@ -42,14 +41,29 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	lookup, cancelLookup := context.WithTimeout(r.Context(), ingestBudget)
 	defer cancelLookup()
 
-	tenant := chi.URLParam(r, "tenant")
-	release, ok := h.tenantGate.acquire(lookup, tenant)
-	if !ok {
-		h.tenantBusy(w, "unknown", start)
-		return
+	tenant, name := chi.URLParam(r, "tenant"), chi.URLParam(r, "provider")
+	var p domain.ProviderEndpoint
+	var err error
+	if over, wait := h.limits.addresses.Exhausted(addressKey{client, 0}, time.Now()); over {
+		// Past its budget for unknown names, an address is served from the
+		// endpoint cache only: its made-up names cost no query.
+		var hit bool
+		if c, ok := h.ingest.(cachedEndpoints); ok {
+			p, hit, err = c.CachedEndpoint(tenant, name)
+		}
+		if !hit || err != nil {
+			h.tooMany(w, "unknown", "address", wait, start)
+			return
+		}
+	} else {
+		release, ok := h.tenantGate.acquire(lookup, tenant)
+		if !ok {
+			h.tenantBusy(w, "unknown", start)
+			return
+		}
+		p, err = h.ingest.Endpoint(lookup, tenant, name)
+		release()
 	}
-	p, err := h.ingest.Endpoint(lookup, tenant, chi.URLParam(r, "provider"))
-	release()
 	if err != nil {
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			// Guessing names is a refusal too, counted against the address.
@@ -80,7 +94,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		d.Status, d.Signature, d.Reason, d.Body = status, verdict, msg, body
 		if over, wait := h.limits.refuse(client, p.ID, time.Now()); over != "" {
 			d.Status, msg = http.StatusTooManyRequests, tooManyMessage(over)
-			w.Header().Set("Retry-After", retryAfter(wait))
+			w.Header().Set("Retry-After", httpx.RetryAfter(wait))
 			h.metrics.Limited(over)
 		}
 		h.refusals.add(d)
@@ -140,6 +154,12 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	kind.Respond(w, d.ID, results)
 }
 
+// cachedEndpoints is an IngestService whose endpoints can be read from
+// memory alone (postgres/ingest's endpoint cache).
+type cachedEndpoints interface {
+	CachedEndpoint(tenantSlug, providerName string) (p domain.ProviderEndpoint, hit bool, err error)
+}
+
 // captureRequest is what the delivery log keeps of a delivery's request,
 // with the credentials that its provider's kind, or the generic rule,
 // names redacted.
@@ -153,7 +173,7 @@ func captureRequest(r *http.Request, kind string) domain.Request {
 func (h *Handler) tooMany(w http.ResponseWriter, kind, over string, wait time.Duration, start time.Time) {
 	h.metrics.Limited(over)
 	h.metrics.Delivery(kind, http.StatusTooManyRequests, time.Since(start).Seconds())
-	w.Header().Set("Retry-After", retryAfter(wait))
+	w.Header().Set("Retry-After", httpx.RetryAfter(wait))
 	httpx.WriteError(w, http.StatusTooManyRequests, tooManyMessage(over))
 }
 

@@ -55,6 +55,8 @@ func Fail(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 		return
 	case errors.Is(err, domain.ErrReadTimeout):
 		log.Warn("read stopped by the read timeout", "method", r.Method, "path", r.URL.Path, "err", err)
+	case errors.Is(err, domain.ErrWriteTimeout):
+		log.Warn("write stopped by the write timeout", "method", r.Method, "path", r.URL.Path, "err", err)
 	case status == http.StatusServiceUnavailable:
 		log.Warn("database unavailable", "path", r.URL.Path, "err", err)
 		msg = "database unavailable, retry later"

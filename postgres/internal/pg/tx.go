@@ -2,22 +2,50 @@ package pg
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/domain"
 )
+
+// setStatementTimeoutSQL is SET LOCAL statement_timeout with a parameter.
+const setStatementTimeoutSQL = `SELECT set_config('statement_timeout', @ms, true)`
 
 // WithTx runs fn in a transaction and commits it. The rollback uses a
 // context that survives the request's cancellation, so a cancelled request
-// never leaves a connection in a failed transaction.
+// never leaves a connection in a failed transaction. When ctx carries a
+// write timeout (domain.WithWriteTimeout) each statement stops after it,
+// and the transaction answers domain.ErrWriteTimeout.
 func WithTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return Translate(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := fn(tx); err != nil {
-		return err
+	timeout, timed := domain.WriteTimeout(ctx)
+	if timed {
+		if _, err := tx.Exec(ctx, setStatementTimeoutSQL,
+			pgx.NamedArgs{"ms": strconv.FormatInt(max(timeout.Milliseconds(), 1), 10)}); err != nil {
+			return Translate(err)
+		}
 	}
-	return Translate(tx.Commit(ctx))
+	if err := fn(tx); err != nil {
+		return writeTimedOut(timed, err)
+	}
+	return writeTimedOut(timed, Translate(tx.Commit(ctx)))
+}
+
+// writeTimedOut names a statement stopped by the write timeout as such,
+// not as a read stopped by the read timeout.
+func writeTimedOut(timed bool, err error) error {
+	var pgErr *pgconn.PgError
+	if timed && (errors.Is(err, domain.ErrReadTimeout) || errors.As(err, &pgErr) && pgErr.Code == "57014") {
+		return fmt.Errorf("%w (%s)", domain.ErrWriteTimeout, err)
+	}
+	return err
 }

@@ -54,6 +54,12 @@ func QuietLog() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, n
 // and the server logging to log.
 func SetupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *Env {
 	t.Helper()
+	return SetupConfig(t, readTimeout, log, func(*web.Config) {})
+}
+
+// SetupConfig is SetupWith with the server's configuration edited by edit.
+func SetupConfig(t *testing.T, readTimeout time.Duration, log *slog.Logger, edit func(*web.Config)) *Env {
+	t.Helper()
 	pool := testdb.New(t)
 	store, err := postgres.New(pool, TestKey)
 	if err != nil {
@@ -65,8 +71,9 @@ func SetupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *Env {
 	}
 	t.Cleanup(reads.Close)
 	store.UseReadPool(reads)
-	s := web.New(web.Config{Services: Services(store), Sessions: store.SessionStore(),
-		Ping: store.Pool().Ping, Logger: log})
+	cfg := web.Config{Services: Services(store), Sessions: store.SessionStore(), Ping: store.Pool().Ping, Logger: log}
+	edit(&cfg)
+	s := web.New(cfg)
 	e := &Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.Srv.Close)
 	e.Secret = e.Provider("acme", "crm")

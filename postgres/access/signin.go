@@ -1,0 +1,190 @@
+package access
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"golang.org/x/crypto/bcrypt"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// dummyHash is compared against when the email is unknown, so a wrong
+// email takes as long as a wrong password.
+var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("tidemark timing equaliser"), bcrypt.DefaultCost)
+
+// compareHash checks a password; tests observe it.
+var compareHash = bcrypt.CompareHashAndPassword
+
+// reserveLoginCheckSQL takes one password check slot for the email (”
+// for all accounts) from the address key, unless max checks were taken
+// within the window: no row comes back then. The guarded upsert locks the
+// row, so concurrent attempts each see the slots taken before them. It
+// answers the slot's time, by which a success gives it back.
+const reserveLoginCheckSQL = `
+INSERT INTO login_throttle AS t (email, address_key, checks) VALUES (@email, @address_key, ARRAY[now()])
+ON CONFLICT (email, address_key) DO UPDATE
+SET checks = ARRAY(SELECT c FROM unnest(t.checks) c WHERE c > now() - @window::interval ORDER BY c) || now(),
+    last_at = now()
+WHERE (SELECT count(*) FROM unnest(t.checks) c WHERE c > now() - @window::interval) < @max::int
+RETURNING now()`
+
+// returnAddressCheckSQL gives the address's slot taken at @at back.
+const returnAddressCheckSQL = `
+UPDATE login_throttle
+SET checks = checks[:array_position(checks, @at::timestamptz) - 1] || checks[array_position(checks, @at::timestamptz) + 1:]
+WHERE email = '' AND address_key = @address_key AND @at::timestamptz = ANY(checks)`
+
+// forgetLoginChecksSQL clears the account's checks from the address after
+// a success, and drops up to a thousand rows nobody has used within the
+// window (skipping rows a sign-in in progress holds), so that each
+// success does a bounded share of the tidying.
+const forgetLoginChecksSQL = `
+WITH stale AS (
+    DELETE FROM login_throttle WHERE (email, address_key) IN (
+        SELECT email, address_key FROM login_throttle WHERE last_at < now() - @window::interval
+        LIMIT 1000 FOR UPDATE SKIP LOCKED)),
+old_counts AS (
+    DELETE FROM sign_in_refusals WHERE (address_key, window_start, outcome) IN (
+        SELECT address_key, window_start, outcome FROM sign_in_refusals WHERE window_start < now() - interval '30 days'
+        LIMIT 1000 FOR UPDATE SKIP LOCKED))
+DELETE FROM login_throttle WHERE email = @email AND address_key = @address_key`
+
+// countRefusalSQL counts a refused sign-in in its address's window and
+// answers whether it is the window's first of that outcome.
+const countRefusalSQL = `
+INSERT INTO sign_in_refusals AS r (address_key, window_start, outcome, attempts)
+VALUES (@address_key, date_bin(@window::interval, now(), timestamptz 'epoch'), @outcome, 1)
+ON CONFLICT (address_key, window_start, outcome) DO UPDATE SET attempts = r.attempts + 1, last_at = now()
+RETURNING r.attempts = 1`
+
+// userByEmailSQL finds an operator who may sign in: a disabled one is as
+// unknown as an email that matches no one.
+const userByEmailSQL = `SELECT id, password_hash, is_admin, session_epoch FROM users WHERE email = @email AND disabled_at IS NULL`
+
+// signInTimeout bounds a sign-in, which outlives the request that started
+// it: a client that hangs up after its password was checked must not
+// leave its outcome unrecorded.
+const signInTimeout = 30 * time.Second
+
+// Authenticate implements domain.AccessService. A sign-in is two short
+// transactions with the password check between them, when no connection
+// is held: the first takes the throttle slots and reads the account, the
+// second records the outcome. A slow hash never holds the pool.
+func (s *Sessions) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
+	email = domain.NormalizeEmail(email)
+	if err := domain.CheckSignIn(email, password); err != nil {
+		return domain.User{}, err
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signInTimeout)
+	defer cancel()
+	a := &attempt{email: email, args: pgx.NamedArgs{"email": email, "address_key": domain.LoginAddressKey(address),
+		"window": domain.LoginWindow.String()}}
+	var refusal error
+	if err := pg.WithTx(ctx, s.read, func(tx pgx.Tx) (err error) {
+		refusal, err = a.reserve(ctx, tx)
+		return pg.Translate(err)
+	}); err != nil {
+		return domain.User{}, err
+	}
+	if refusal != nil {
+		return domain.User{}, refusal
+	}
+	ok := compareHash(a.hash, []byte(password)) == nil && a.user.ID != 0
+	if err := pg.WithTx(ctx, s.read, func(tx pgx.Tx) error { return pg.Translate(a.record(ctx, tx, ok)) }); err != nil {
+		return domain.User{}, err
+	}
+	if !ok {
+		return domain.User{}, domain.Errorf(domain.EUNAUTHORIZED, "Wrong email or password.")
+	}
+	return a.user, nil
+}
+
+// attempt is one sign-in between its two transactions.
+type attempt struct {
+	email string
+	args  pgx.NamedArgs // email, address_key, window; at once the address's slot is taken
+	user  domain.User   // ID 0: no such operator
+	hash  []byte
+}
+
+// reserve takes the address's and the account's slots and reads the
+// account; it returns the refusal to show when a limit is reached.
+func (a *attempt) reserve(ctx context.Context, tx pgx.Tx) (refusal, err error) {
+	wait := int(domain.LoginWindow.Minutes())
+	take := func(email string, limit int) (at time.Time, ok bool, err error) {
+		args := pgx.NamedArgs{"email": email, "max": limit, "address_key": a.args["address_key"], "window": a.args["window"]}
+		err = tx.QueryRow(ctx, reserveLoginCheckSQL, args).Scan(&at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return at, false, nil
+		}
+		return at, err == nil, err
+	}
+	// The address's slot first: every sign-in takes the two rows in the
+	// same order, so none waits for another in a cycle.
+	at, ok, err := take("", domain.MaxLoginChecksAddress)
+	if err != nil || !ok {
+		return a.throttled(ctx, tx, err, "Too many failed sign-ins from your network address. Wait %d minutes and try again.", wait)
+	}
+	a.args["at"] = at
+	if _, ok, err := take(a.email, domain.MaxLoginChecks); err != nil || !ok {
+		if err == nil {
+			_, err = tx.Exec(ctx, returnAddressCheckSQL, a.args)
+		}
+		return a.throttled(ctx, tx, err, "Too many failed sign-ins for this account from your network address. Wait %d minutes and try again.", wait)
+	}
+	a.user.Email = a.email
+	var hash string
+	err = tx.QueryRow(ctx, userByEmailSQL, a.args).Scan(&a.user.ID, &hash, &a.user.IsAdmin, &a.user.SessionEpoch)
+	if errors.Is(err, pgx.ErrNoRows) {
+		a.user.ID, hash, err = 0, string(dummyHash), nil // a wrong email takes as long as a wrong password
+	}
+	a.hash = []byte(hash)
+	return nil, err
+}
+
+// throttled counts a throttled attempt, unless err.
+func (a *attempt) throttled(ctx context.Context, tx pgx.Tx, err error, format string, wait int) (refusal, _ error) {
+	if err != nil {
+		return nil, err
+	}
+	return domain.Errorf(domain.EUNAUTHORIZED, format, wait),
+		a.count(ctx, tx, domain.SignInThrottled, domain.SignInAuditName("email", a.email))
+}
+
+// record writes the outcome of the password check.
+func (a *attempt) record(ctx context.Context, tx pgx.Tx, ok bool) error {
+	switch {
+	case a.user.ID == 0:
+		return a.count(ctx, tx, domain.SignInUnknownAccount, domain.SignInAuditName("unknown", a.email))
+	case !ok:
+		return pg.Audit(ctx, tx, 0, "sign_in", a.email, domain.SignInWrongPassword)
+	}
+	if _, err := tx.Exec(ctx, returnAddressCheckSQL, a.args); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, forgetLoginChecksSQL, a.args); err != nil {
+		return err
+	}
+	return pg.Audit(ctx, tx, 0, "sign_in", a.email, domain.SignInSucceeded)
+}
+
+// count counts a refusal that checked no real account's password in its
+// address's window; only the window's first of each outcome is audited,
+// by name (a hash of the email typed) as actor and target, so a flood
+// adds a handful of rows to the append-only log, not one each.
+func (a *attempt) count(ctx context.Context, tx pgx.Tx, outcome, name string) error {
+	var first bool
+	args := pgx.NamedArgs{"address_key": a.args["address_key"], "window": a.args["window"], "outcome": outcome}
+	if err := tx.QueryRow(ctx, countRefusalSQL, args).Scan(&first); err != nil || !first {
+		return err
+	}
+	if actor, ok := domain.ActorFrom(ctx); ok {
+		actor.Name = name
+		ctx = domain.WithActor(ctx, actor)
+	}
+	return pg.Audit(ctx, tx, 0, "sign_in", name, outcome)
+}
