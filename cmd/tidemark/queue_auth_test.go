@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/jwt/v2"
 	"github.com/nats-io/nkeys"
 
 	"github.com/tidemark/tidemark/internal/queue"
@@ -120,6 +121,135 @@ func TestQueueCredentials(t *testing.T) {
 	if _, err := queue.Open(queue.Config{URL: s.url(), Keys: queuetest.Keys, Credentials: filepath.Join(t.TempDir(), "missing.creds")}); err == nil ||
 		!strings.Contains(err.Error(), "--queue-creds") {
 		t.Errorf("a missing credentials file: %v", err)
+	}
+}
+
+// operatorNATS is a private nats-server with JetStream in operator
+// (decentralized JWT) mode: it trusts a new operator, knows its system
+// account and one account with JetStream, and admits only users whose JWT
+// that account signed. It returns the credentials file of such a user.
+func operatorNATS(t *testing.T) (s *natsServer, credsFile string) {
+	t.Helper()
+	if _, err := os.Stat(natsExe()); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("needs nats-server: %v", err)
+		}
+		t.Skipf("needs nats-server: %v", err)
+	}
+	operator, err := nkeys.CreateOperator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	operatorPub, _ := operator.PublicKey()
+	operatorJWT, err := jwt.NewOperatorClaims(operatorPub).Encode(operator)
+	if err != nil {
+		t.Fatal(err)
+	}
+	account := func(name string, js bool) (nkeys.KeyPair, string, string) {
+		t.Helper()
+		kp, err := nkeys.CreateAccount()
+		if err != nil {
+			t.Fatal(err)
+		}
+		pub, _ := kp.PublicKey()
+		claims := jwt.NewAccountClaims(pub)
+		claims.Name = name
+		if js {
+			claims.Limits.JetStreamLimits = jwt.JetStreamLimits{MemoryStorage: -1, DiskStorage: -1, Streams: -1, Consumer: -1}
+		}
+		token, err := claims.Encode(operator)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return kp, pub, token
+	}
+	_, sysPub, sysJWT := account("SYS", false)
+	acct, acctPub, acctJWT := account("TIDEMARK", true)
+
+	dir := t.TempDir()
+	credsFile = userCreds(t, acct, filepath.Join(dir, "worker.creds"))
+	port := freePort(t)
+	conf := filepath.Join(dir, "nats.conf")
+	if err := os.WriteFile(conf, fmt.Appendf(nil, `listen: "127.0.0.1:%d"
+jetstream { store_dir: %q }
+operator: %q
+system_account: %q
+resolver: MEMORY
+resolver_preload: {
+  %s: %q
+  %s: %q
+}
+`, port, filepath.Join(dir, "js"), operatorJWT, sysPub, acctPub, acctJWT, sysPub, sysJWT), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return runNATS(t, port, dir, "-c", conf), credsFile
+}
+
+// userCreds writes to path the credentials file (JWT and seed) of a new
+// user whose JWT account signed, and returns path.
+func userCreds(t *testing.T, account nkeys.KeyPair, path string) string {
+	t.Helper()
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, _ := user.PublicKey()
+	seed, _ := user.Seed()
+	token, err := jwt.NewUserClaims(pub).Encode(account)
+	if err != nil {
+		t.Fatal(err)
+	}
+	creds, err := jwt.FormatUserConfig(token, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, creds, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// TestQueueCredsFile: --queue-creds connects the queue to a NATS server in
+// operator mode with the credentials file of a user of a known account,
+// which can create the stream; without credentials, or with those of a
+// user an unknown account signed, NATS refuses it.
+func TestQueueCredsFile(t *testing.T) {
+	t.Parallel()
+	s, credsFile := operatorNATS(t)
+	stranger, err := nkeys.CreateAccount()
+	if err != nil {
+		t.Fatal(err)
+	}
+	strangerCreds := userCreds(t, stranger, filepath.Join(t.TempDir(), "stranger.creds"))
+
+	for _, c := range []struct {
+		name, creds string
+		ok          bool
+	}{
+		{"credentials", credsFile, true},
+		{"nothing", "", false},
+		{"unknown account", strangerCreds, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			q, err := queue.Open(queue.Config{URL: s.url(), Credentials: c.creds, Keys: queuetest.Keys, Stream: "CREDSTEST",
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer q.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+			defer cancel()
+			err = q.Ensure(ctx, true)
+			if c.ok && err != nil {
+				t.Errorf("with the credentials file: %v\n%s", err, s.proc.stderr.String())
+			}
+			if !c.ok && err == nil {
+				t.Error("NATS admitted the queue without the credentials of a known account")
+			}
+			if err != nil && strings.Contains(err.Error(), "SUA") {
+				t.Errorf("the error shows a seed: %v", err)
+			}
+		})
 	}
 }
 
