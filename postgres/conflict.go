@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,7 +10,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // queueColumns are conflictColumns without the snapshots, which the queue

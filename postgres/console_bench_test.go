@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	ingestion "github.com/tidemark/tidemark/postgres/ingest"
-
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -27,6 +25,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	ingestion "github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/web"
 )

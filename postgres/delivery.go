@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // deliveryDetailSQL finds one delivery by id. The (tenant_id, id) index of

@@ -1,9 +1,6 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/search"
-
 	"context"
 	"fmt"
 	"strings"
@@ -12,6 +9,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/search"
 )
 
 // directorySQL pages through record_search (kept by IndexSearch) newest

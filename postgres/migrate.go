@@ -1,8 +1,6 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"fmt"
 	"io"
@@ -13,6 +11,7 @@ import (
 	"github.com/pressly/goose/v3/lock"
 
 	"github.com/tidemark/tidemark/migrations"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Migrate applies pending migrations under a PostgreSQL session advisory

@@ -1,15 +1,15 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"math"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 const personColumns = `p.id, p.email, p.name, p.source, p.created_at, a.id, a.domain, a.name`

@@ -1,14 +1,13 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-
 	"context"
 	"slices"
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 var wantCode = pgtest.WantCode

@@ -1,10 +1,6 @@
 package postgres
 
 import (
-	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/search"
-
 	"context"
 	"errors"
 	"fmt"
@@ -14,6 +10,10 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/queuecheck"
+	"github.com/tidemark/tidemark/postgres/search"
 )
 
 // Record repair: an owner's reset and erase of a record, and erase of a
@@ -164,7 +164,7 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 			return err
 		}
 		e.Bodies += bodies
-		if err := writeTombstone(ctx, tx, tenantID, domain.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
+		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, domain.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
 			return err
 		}
 		for _, st := range []struct {
@@ -215,7 +215,7 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 			return err
 		}
 		e.Bodies, e.Events = e.Bodies+bodies, e.Events+events
-		if err := writeTombstone(ctx, tx, tenantID, domain.LeadErasureKey(tenantID, email)); err != nil {
+		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, domain.LeadErasureKey(tenantID, email)); err != nil {
 			return err
 		}
 		if e.People == 0 && e.Events == 0 {

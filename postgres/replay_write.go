@@ -1,14 +1,13 @@
 package postgres
 
 import (
-	"github.com/tidemark/tidemark/postgres/replay"
-
 	"context"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/replay"
 )
 
 // Replays (domain/replay.go). A replay is written like any delivery

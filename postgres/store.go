@@ -20,9 +20,11 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres/access"
+	"github.com/tidemark/tidemark/postgres/auditlog"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
+	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
 	"github.com/tidemark/tidemark/postgres/search"
@@ -42,9 +44,9 @@ type Store struct {
 	*records
 	*conflicts
 	*people
-	*audit
+	*auditlog.Log
 	*deliveries
-	*queue
+	*queuecheck.Checker
 
 	*access.Users
 	*access.Sessions
@@ -84,9 +86,7 @@ type (
 	records    struct{ *db } // records, the directory, repairs
 	conflicts  struct{ *db }
 	people     struct{ *db }
-	audit      struct{ *db }
 	deliveries struct{ *db } // the delivery inspector's reads
-	queue      struct{ *db }
 )
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
@@ -121,9 +121,8 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, people: &people{d}, audit: &audit{d}, deliveries: &deliveries{d},
-		queue: &queue{d},
-		Users: users, Sessions: sessions, Tokens: tokens,
+		conflicts: &conflicts{d}, people: &people{d}, deliveries: &deliveries{d},
+		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Checker: queuecheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
 		Maintainer: maintain.New(pool),
@@ -145,6 +144,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Counters.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
+	s.Log.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -177,7 +177,6 @@ var (
 	_ domain.RecordService   = (*records)(nil)
 	_ domain.ConflictService = (*conflicts)(nil)
 	_ domain.PeopleService   = (*people)(nil)
-	_ domain.AuditService    = (*audit)(nil)
 	_ domain.DeliveryService = (*deliveries)(nil)
 
 	_ domain.AuditService          = (*Store)(nil)

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"sync"
-
 	"context"
 	"crypto/rand"
 	"encoding/base64"
@@ -12,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"

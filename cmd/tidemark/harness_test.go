@@ -1,10 +1,6 @@
 package main
 
 import (
-	"github.com/tidemark/tidemark/internal/provider"
-
-	"github.com/tidemark/tidemark/internal/testdb"
-
 	"context"
 	"os"
 	"os/exec"
@@ -17,6 +13,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/internal/testdb"
 )
 
 // The harness of the tests that run tidemark as a process: build it, start

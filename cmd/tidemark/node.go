@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"github.com/prometheus/client_golang/prometheus"
 	"log/slog"
 	"net"
 	"net/http"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"

@@ -1,14 +1,13 @@
 package main
 
 import (
-	"github.com/tidemark/tidemark/internal/supervisor"
-
 	"context"
 	"flag"
 	"fmt"
 	"log/slog"
 	"time"
 
+	"github.com/tidemark/tidemark/internal/supervisor"
 	"github.com/tidemark/tidemark/postgres"
 )
 

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+
 	"github.com/tidemark/tidemark/internal/provider"
 )
 

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/tidemark/tidemark/internal/supervisor"
-
 	"cmp"
 	"context"
 	"flag"
@@ -21,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/internal/supervisor"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/web"

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"io"
-
 	"context"
+	"io"
 	"net/http"
 	"os"
 	"regexp"

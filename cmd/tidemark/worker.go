@@ -1,8 +1,6 @@
 package main
 
 import (
-	"github.com/tidemark/tidemark/internal/supervisor"
-
 	"context"
 	"flag"
 	"fmt"
@@ -10,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/queue"
+	"github.com/tidemark/tidemark/internal/supervisor"
 )
 
 // queueFlags are the delivery queue's flags of serve and worker.

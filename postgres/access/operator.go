@@ -1,8 +1,6 @@
 package access
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
@@ -10,8 +8,10 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/tidemark/tidemark/domain"
 	"golang.org/x/crypto/bcrypt"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 const userSQL = `SELECT email, is_admin, disabled_at IS NOT NULL, session_epoch FROM users WHERE id = @id`

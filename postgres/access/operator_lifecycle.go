@@ -1,8 +1,6 @@
 package access
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 
@@ -11,6 +9,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // The lifecycle of operators: disable, enable, password reset and sign out

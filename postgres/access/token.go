@@ -1,8 +1,6 @@
 package access
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -12,7 +10,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 func tokenHash(token string) []byte {

@@ -1,12 +1,11 @@
 package ingest_test
 
 import (
-	"strings"
-
 	"context"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
 	"time"

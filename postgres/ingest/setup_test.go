@@ -5,10 +5,6 @@ package ingest_test
 // export_test.go.
 
 import (
-	"github.com/tidemark/tidemark/internal/testlog"
-
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-
 	"context"
 	"io"
 	"log/slog"
@@ -18,7 +14,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/testlog"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 // raceTimeout bounds every wait of the race tests, so a lost wake-up or an

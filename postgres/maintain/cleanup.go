@@ -4,8 +4,6 @@
 package maintain
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"cmp"
 	"context"
 	"errors"
@@ -18,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Maintenance: one pass (Cleanup) every hour from serve, or from

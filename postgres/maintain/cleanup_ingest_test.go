@@ -1,11 +1,6 @@
 package maintain_test
 
 import (
-	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-	"github.com/tidemark/tidemark/postgres/maintain"
-
 	"context"
 	"fmt"
 	"slices"
@@ -18,6 +13,10 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/maintain"
 )
 
 // While a long transaction keeps a read lock on one log, a maintenance pass

@@ -1,16 +1,16 @@
 package maintain_test
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-	"github.com/tidemark/tidemark/postgres/maintain"
-
 	"context"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/maintain"
 )
 
 // Migration 00010 replaces the DEFAULT partitions by daily ones and a

@@ -1,11 +1,6 @@
 package maintain_test
 
 import (
-	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-	"github.com/tidemark/tidemark/postgres/maintain"
-
 	"context"
 	"fmt"
 	"slices"
@@ -17,6 +12,10 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/maintain"
 )
 
 const testRetention = 30 * 24 * time.Hour

@@ -1,14 +1,14 @@
 package maintain
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // History retention, a step of the cleanup pass: accepted revisions and

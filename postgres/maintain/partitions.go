@@ -1,8 +1,6 @@
 package maintain
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +9,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // The partitions of the logs, and how a pass changes them without making

@@ -7,13 +7,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-	"github.com/tidemark/tidemark/postgres/reconcile"
-
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/reconcile"
 )
 
 func TestReconcileConsistentDatabase(t *testing.T) {

@@ -1,8 +1,6 @@
 package reconcile
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // The stored reports of reconciliation runs: the nightly one of serve and

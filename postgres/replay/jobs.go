@@ -4,8 +4,6 @@
 package replay
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Jobs is the replay job queue on pool; its console reads use the read pool.

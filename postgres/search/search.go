@@ -3,14 +3,14 @@
 package search
 
 import (
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Indexer brings the search tables up to date (IndexSearch).

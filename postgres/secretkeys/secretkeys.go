@@ -3,9 +3,6 @@
 package secretkeys
 
 import (
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"errors"
 	"fmt"
@@ -13,6 +10,9 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Rekeyer checks and rekeys the provider secrets of pool with keys.

@@ -1,14 +1,9 @@
 package secretkeys_test
 
 import (
-	"github.com/tidemark/tidemark/postgres"
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-	"github.com/tidemark/tidemark/postgres/internal/pgtest"
-
+	"context"
 	"crypto/aes"
 	"crypto/cipher"
-
-	"context"
 	"crypto/rand"
 	"errors"
 	"slices"
@@ -21,6 +16,9 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/internal/testlog"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 var otherKey = []byte("fedcba9876543210fedcba9876543210")

@@ -3,14 +3,14 @@
 package stats
 
 import (
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/tidemark/tidemark/postgres/internal/pg"
-
 	"context"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Counters reads the counters on the read pool and folds them on pool.

@@ -5,8 +5,6 @@
 package webtest
 
 import (
-	"github.com/jackc/pgx/v5"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -20,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"

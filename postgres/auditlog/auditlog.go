@@ -1,4 +1,6 @@
-package postgres
+// Package auditlog reads the audit log (domain.AuditService) on the read
+// pool; entries are written by pg.Audit in the transaction of each change.
+package auditlog
 
 import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -33,13 +36,26 @@ const (
 	auditLogBefore = `a.at < @before`
 )
 
+// Log reads the audit log.
+type Log struct {
+	read *pgxpool.Pool
+}
+
+// New returns a Log reading on pool until UseReadPool gives it the reads'.
+func New(pool *pgxpool.Pool) *Log { return &Log{read: pool} }
+
+// UseReadPool makes the log's reads use p.
+func (s *Log) UseReadPool(p *pgxpool.Pool) { s.read = p }
+
+var _ domain.AuditService = (*Log)(nil)
+
 type auditCursor struct {
 	At time.Time `json:"t"`
 	ID int64     `json:"i"`
 }
 
 // AuditLog implements domain.AuditService, on the read pool.
-func (s *audit) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, string, error) {
+func (s *Log) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, string, error) {
 	var after auditCursor
 	args := pgx.NamedArgs{"after_at": pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true},
 		"after_id": int64(math.MaxInt64)}
@@ -109,7 +125,7 @@ SELECT action FROM a WHERE action IS NOT NULL`
 )
 
 // AuditActions implements domain.AuditService.
-func (s *audit) AuditActions(ctx context.Context, q domain.AuditQuery) ([]string, error) {
+func (s *Log) AuditActions(ctx context.Context, q domain.AuditQuery) ([]string, error) {
 	sql, args := allAuditActionsSQL, []any{}
 	if !q.AllTenants {
 		sql, args = tenantAuditActionsSQL, []any{pgx.NamedArgs{"tenant_id": q.TenantID}}
