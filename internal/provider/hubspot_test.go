@@ -2,12 +2,8 @@ package provider
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -98,35 +94,14 @@ func TestHubSpotParseErrors(t *testing.T) {
 func TestHubSpotSignatureFromOfficialClient(t *testing.T) {
 	t.Parallel()
 	e2e.Require(t, "node and @hubspot/api-client")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed")
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "hubspot"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@hubspot", "api-client", "package.json")); err != nil {
-		t.Fatal("@hubspot/api-client is not installed: run npm ci --prefix internal/provider/testdata/hubspot")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
 	const secret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
 	body := readHubSpotFixture(t, "batch_contact.json")
 	now := time.Now()
 	ts := strconv.FormatInt(now.UnixMilli(), 10)
 	const base = "https://hooks.example.com"
 	uri := base + "/webhooks/acme/hs"
-	in, _ := json.Marshal(map[string]string{"secret": secret, "method": "POST", "uri": uri, "body": string(body), "timestamp": ts})
-	sign := exec.CommandContext(ctx, node, "sign.mjs")
-	sign.Dir = dir
-	sign.Stdin = bytes.NewReader(in)
-	out, err := sign.Output()
-	if err != nil {
-		t.Fatalf("node sign.mjs: %v %s", err, out)
-	}
-	sig := strings.TrimSpace(string(out))
+	sig := signWithNode(t, "hubspot", filepath.Join("@hubspot", "api-client"),
+		map[string]string{"secret": secret, "method": "POST", "uri": uri, "body": string(body), "timestamp": ts})
 	if sig != SignHubSpotV3(secret, "POST", uri, body, ts) {
 		t.Errorf("official signature %s differs from SignHubSpotV3", sig)
 	}

@@ -2,15 +2,9 @@ package provider
 
 import (
 	"bytes"
-	"context"
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -26,33 +20,11 @@ import (
 func TestStandardSignatureFromSvix(t *testing.T) {
 	t.Parallel()
 	e2e.Require(t, "node and svix")
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Fatal("node is not installed")
-	}
-	dir, err := filepath.Abs(filepath.Join("testdata", "svix"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "svix", "package.json")); err != nil {
-		t.Fatal("svix is not installed: run npm ci --prefix internal/provider/testdata/svix")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-
 	secret := NewStandardSecret()
 	body := []byte(`{"type":"contact.snapshot","data":{"contact_id":"c-1","revision":7,"snapshot":{"job_title":"Directrice générale"}}}`)
 	now := time.Now()
 	const id = "msg_2QwErTy"
-	in, _ := json.Marshal(map[string]any{"secret": secret, "id": id, "timestamp": now.Unix(), "body": string(body)})
-	sign := exec.CommandContext(ctx, node, "sign.mjs")
-	sign.Dir = dir
-	sign.Stdin = bytes.NewReader(in)
-	out, err := sign.Output()
-	if err != nil {
-		t.Fatalf("node sign.mjs: %v %s", err, out)
-	}
-	sig := strings.TrimSpace(string(out))
+	sig := signWithNode(t, "svix", "svix", map[string]any{"secret": secret, "id": id, "timestamp": now.Unix(), "body": string(body)})
 	if want, _ := SignStandard(secret, id, now.Unix(), body); sig != want {
 		t.Errorf("svix signature %s differs from SignStandard's %s", sig, want)
 	}
