@@ -1,0 +1,179 @@
+package domain
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Destinations receive a tenant's changes as they commit: each change a
+// destination selects is POSTed as a Standard Webhooks message (or
+// published to NATS JetStream), retried until answered 2xx, one change of
+// a record at a time (docs/contract/destinations.md).
+
+// Destination statuses.
+const (
+	DestinationActive  = "active"
+	DestinationPaused  = "paused"  // by an owner
+	DestinationFailing = "failing" // paused after failing for DestinationGiveUp
+)
+
+// Sending rules of every destination.
+const (
+	DestinationTimeout     = 10 * time.Second // for an answer to one message
+	DestinationFirstRetry  = 2 * time.Second  // the first backoff; each next one doubles
+	DestinationMaxBackoff  = 10 * time.Minute
+	DestinationGiveUp      = 72 * time.Hour // failing this long pauses the destination as failing
+	DefaultMaxInFlight     = 8              // changes in flight per destination, on different records
+	MaxMaxInFlight         = 64
+	DestinationSecretGrace = 24 * time.Hour // a rotated-out secret still signs this long
+)
+
+// DefaultDestinationTypes is what a destination receives when it names no
+// types.
+var DefaultDestinationTypes = []string{"record.*"}
+
+// Destination is where a tenant's changes are pushed.
+type Destination struct {
+	TenantID     int64
+	ID           int64
+	URL          string // an http(s) URL, or empty for NATS
+	NATSURL      string // a NATS server, with Subject the subject prefix
+	Subject      string
+	Provider     string // only this provider's changes, when set
+	ObjectType   string // only this object type's, when set
+	Types        []string
+	AllowPrivate bool
+	MaxInFlight  int
+	Status       string
+	StatusReason string
+	Cursor       int64 // the feed position taken into its queue
+	CreatedAt    time.Time
+	LastSuccess  *time.Time
+	// Pending counts the changes taken but not yet answered 2xx; Oldest is
+	// the commit time of the oldest of them, nil when none (the lag).
+	Pending int
+	Oldest  *time.Time
+}
+
+// Target is where the destination sends, for lists and logs.
+func (d Destination) Target() string {
+	if d.NATSURL != "" {
+		return d.NATSURL + " " + d.Subject + ".>"
+	}
+	return d.URL
+}
+
+// NewDestination is what an owner gives to create a destination.
+type NewDestination struct {
+	URL          string
+	NATSURL      string
+	Subject      string
+	Provider     string
+	ObjectType   string
+	Types        []string
+	AllowPrivate bool // only the CLI sets it
+	MaxInFlight  int  // 0: DefaultMaxInFlight
+}
+
+// DestinationAttempt is one attempt to deliver a change.
+type DestinationAttempt struct {
+	Position int64
+	ChangeID string
+	At       time.Time
+	Status   int // the HTTP status; 0 when there was no answer
+	Error    string
+	Duration time.Duration
+}
+
+// Delivered reports whether the attempt delivered its change.
+func (a DestinationAttempt) Delivered() bool { return a.Status >= 200 && a.Status < 300 }
+
+// Audit actions of destinations.
+const (
+	AuditDestinationCreate = "destination_create"
+	AuditDestinationRotate = "destination_rotate"
+	AuditDestinationPause  = "destination_pause"
+	AuditDestinationResume = "destination_resume"
+	AuditDestinationRewind = "destination_rewind"
+	AuditDestinationDelete = "destination_delete"
+)
+
+// DestinationService manages a tenant's destinations. Every state change is
+// audited with the actor of ctx.
+type DestinationService interface {
+	// CreateDestination stores a destination and returns it with its
+	// signing secret, shown this once.
+	CreateDestination(ctx context.Context, tenantID int64, nd NewDestination) (Destination, string, error)
+	Destinations(ctx context.Context, tenantID int64) ([]Destination, error)
+	Destination(ctx context.Context, tenantID, id int64) (Destination, error)
+	// RotateDestinationSecret returns a new secret; the previous one still
+	// signs for DestinationSecretGrace.
+	RotateDestinationSecret(ctx context.Context, tenantID, id int64) (string, error)
+	PauseDestination(ctx context.Context, tenantID, id int64) error
+	// ResumeDestination resumes a paused or failing destination; its
+	// pending changes are retried at once.
+	ResumeDestination(ctx context.Context, tenantID, id int64) error
+	// RewindDestination sends again every change after position: the queue
+	// is emptied and the cursor set there.
+	RewindDestination(ctx context.Context, tenantID, id, position int64) error
+	DeleteDestination(ctx context.Context, tenantID, id int64) error
+	// DestinationAttempts lists attempts, newest first.
+	DestinationAttempts(ctx context.Context, tenantID, id int64, page Page) ([]DestinationAttempt, string, error)
+}
+
+// CheckTypes validates a destination's type patterns: a change type, or a
+// family with ".*" (record.*).
+func CheckTypes(types []string) ([]string, error) {
+	if len(types) == 0 {
+		return DefaultDestinationTypes, nil
+	}
+	out := make([]string, 0, len(types))
+	for _, t := range types {
+		t = strings.TrimSpace(t)
+		if !knownTypePattern(t) {
+			return nil, Errorf(EINVALID, "types: %q is not a change type (record.applied, record.deleted, record.reset, record.erased) or record.*", t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+func knownTypePattern(t string) bool {
+	if t == "record.*" {
+		return true
+	}
+	for _, ct := range ChangeTypes {
+		if string(ct) == t {
+			return true
+		}
+	}
+	return false
+}
+
+// MatchesType reports whether a change type is selected by patterns.
+func MatchesType(patterns []string, t ChangeType) bool {
+	for _, p := range patterns {
+		if p == string(t) || (strings.HasSuffix(p, ".*") && strings.HasPrefix(string(t), strings.TrimSuffix(p, "*"))) {
+			return true
+		}
+	}
+	return false
+}
+
+// Backoff is the wait before attempt n+1 of a change after n failed
+// attempts: DestinationFirstRetry doubled each time, at most
+// DestinationMaxBackoff, and never less than retryAfter (the answer's
+// Retry-After, 0 when none).
+func Backoff(n int, retryAfter time.Duration) time.Duration {
+	d := DestinationFirstRetry
+	for i := 1; i < n && d < DestinationMaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, DestinationMaxBackoff)
+	return max(d, min(retryAfter, time.Hour))
+}
+
+// DestinationLabel names a destination in logs and the audit log.
+func DestinationLabel(id int64) string { return fmt.Sprintf("destination %d", id) }
