@@ -23,6 +23,9 @@ const (
 	// AADProvider: sealed with secretAAD(tenant, provider), so the
 	// ciphertext does not open in another provider's row.
 	AADProvider int16 = 1
+	// AADDestination: a destination's signing secret, sealed with
+	// destinationAAD(tenant, destination); ProviderID holds the destination.
+	AADDestination int16 = 2
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
@@ -100,6 +103,18 @@ func (k *Keyring) Seal(tenantID, providerID int64, plaintext string) (SealedSecr
 		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), secretAAD(tenantID, providerID))}, nil
 }
 
+// SealDestination encrypts a destination's signing secret under the first
+// key, bound to the tenant and destination.
+func (k *Keyring) SealDestination(tenantID, destinationID int64, plaintext string) (SealedSecret, error) {
+	if k.sealer == nil {
+		return SealedSecret{}, ErrNoKey
+	}
+	nonce := make([]byte, k.sealer.aead.NonceSize())
+	rand.Read(nonce)
+	return SealedSecret{TenantID: tenantID, ProviderID: destinationID, KeyID: k.sealer.keyID, AADVersion: AADDestination,
+		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), destinationAAD(tenantID, destinationID))}, nil
+}
+
 // ErrMissingKey wraps the error of a secret whose key the store lacks.
 var ErrMissingKey = errors.New("no configured encryption key has this key id")
 
@@ -118,6 +133,8 @@ func (k *Keyring) Open(s SealedSecret) (string, error) {
 	case AADNone:
 	case AADProvider:
 		aad = secretAAD(s.TenantID, s.ProviderID)
+	case AADDestination:
+		aad = destinationAAD(s.TenantID, s.ProviderID)
 	default:
 		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
 	}
@@ -140,6 +157,17 @@ func secretAAD(tenantID, providerID int64) []byte {
 	b = append(b, label...)
 	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
 	return binary.BigEndian.AppendUint64(b, uint64(providerID))
+}
+
+// destinationAAD binds a destination's secret to its tenant and
+// destination, under a label of its own: a destination's ciphertext never
+// opens as a provider's with the same ids.
+func destinationAAD(tenantID, destinationID int64) []byte {
+	const label = "tidemark destination secret v1\x00"
+	b := make([]byte, 0, len(label)+16)
+	b = append(b, label...)
+	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
+	return binary.BigEndian.AppendUint64(b, uint64(destinationID))
 }
 
 // CanSeal reports whether the keyring has a key, without which no secret
