@@ -59,6 +59,11 @@ func plan(group []*ingestJob, shard, shards int) []step {
 	for r, round := range inRounds(tenantID, events) {
 		steps = append(steps, roundSteps(tenantID, round, (shard+r)%shards)...)
 	}
+	// Last: it takes the tenant's change positions, whose lock is held
+	// until commit (changes.go).
+	if args, ok := changeArgs(tenantID, events); ok {
+		steps = append(steps, step{stmt: stChanges, args: args})
+	}
 	return steps
 }
 

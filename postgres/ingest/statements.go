@@ -26,6 +26,7 @@ const (
 	stOutcome
 	stLeadLock
 	stLead
+	stChanges
 	numStatements
 )
 
@@ -62,6 +63,8 @@ var ingestStatements = [numStatements]*statement{
 		return pgx.NamedArgs{"tenant_id": int64(0), "key": []byte{}, "delivery_id": nil, "seq": 0, "now": nil,
 			"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
 	}),
+	// No event: no change, and the head row is not touched.
+	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs(0, nil); return args }),
 }
 
 // LeadLockSQL takes one advisory lock of a lead signup; erasing a lead
