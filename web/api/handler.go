@@ -25,6 +25,7 @@ type Services struct {
 	Audit      domain.AuditService
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
+	Changes    domain.ChangeFeed
 }
 
 // Handler serves the API.
@@ -38,6 +39,7 @@ type Handler struct {
 	audit      domain.AuditService
 	deliveries domain.DeliveryService
 	replays    domain.ReplayService
+	changes    domain.ChangeFeed
 	replayer   *replay.Replayer // replays one delivery by hand
 	reads      *httpx.ReadGate  // bounds reads per tenant and token
 	log        *slog.Logger
@@ -54,7 +56,7 @@ func New(s Services, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog
 		reads = httpx.NewReadGate(0)
 	}
 	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
-		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, replayer: replayer,
+		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, replayer: replayer,
 		reads: reads, log: log}
 }
 

@@ -11,7 +11,21 @@ import (
 // Routes registers the whole API under a router mounted at
 // /api/v1/tenants/{tenant}: every route needs a token of that tenant.
 func (h *Handler) Routes(r chi.Router) {
-	r.Use(h.requireToken, httpx.GateReads(h.reads, readKeys, readsBusy))
+	r.Use(h.requireToken)
+	// The feed takes a read slot per read, not for a whole long poll.
+	r.Get("/changes", h.handleChanges)
+	r.Group(func(r chi.Router) { h.gatedRoutes(r) })
+
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { httpx.WriteError(w, http.StatusNotFound, "not found") })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+}
+
+// gatedRoutes are the routes whose reads take a slot of the read gate for
+// the whole request.
+func (h *Handler) gatedRoutes(r chi.Router) {
+	r.Use(httpx.GateReads(h.reads, readKeys, readsBusy))
 	r.Get("/contacts/{provider}/{contact_id}", h.handleContact)
 	r.Get("/contacts/{provider}/{contact_id}/revisions", h.handleRevisions)
 	r.Get("/events", h.handleEvents)
@@ -36,10 +50,5 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Post("/deliveries/{id}/replay", h.handleReplay)
 		r.Post("/replays", h.handleStartReplay)
 		r.Post("/replays/{id}/cancel", h.handleCancelReplay)
-	})
-
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) { httpx.WriteError(w, http.StatusNotFound, "not found") })
-	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		httpx.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
 	})
 }
