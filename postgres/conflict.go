@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -280,7 +281,12 @@ func (s *conflicts) ResolveConflict(ctx context.Context, tenantID, conflictID in
 		}
 		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType,
 			domain.HashedID(c.ObjectID), c.Revision)
-		return pg.Audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
+		err = pg.Audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
+		if err != nil || resolution != domain.ResolveAdopt {
+			return err
+		}
+		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: domain.ChangeApplied, ProviderID: providerID,
+			ObjectType: c.ObjectType, ObjectID: c.ObjectID, Revision: &c.Revision, EventID: c.ConflictingEventID})
 	})
 	return resolved, err
 }

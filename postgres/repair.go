@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/changefeed"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
@@ -57,7 +58,10 @@ func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if revision == domain.ForgottenRevision {
 			was = "revision already forgotten"
 		}
-		return pg.Audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(), was)
+		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(), was); err != nil {
+			return err
+		}
+		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: domain.ChangeReset, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
 	})
 	if err != nil {
 		return domain.Record{}, pg.Translate(err)
@@ -182,7 +186,10 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if e.Records == 0 && e.Events == 0 {
 			return recordNotFound(ref)
 		}
-		return pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(), erasureSummary(e))
+		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(), erasureSummary(e)); err != nil {
+			return err
+		}
+		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: domain.ChangeErased, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
 	})
 	return e, pg.Translate(err)
 }
