@@ -127,6 +127,21 @@ USING (SELECT tenant_id, received_at, delivery_id, seq FROM event_search
        WHERE tenant_id IN (SELECT id FROM tenants) AND received_at < @before LIMIT @limit) e
 WHERE s.tenant_id = e.tenant_id AND s.received_at = e.received_at AND s.delivery_id = e.delivery_id AND s.seq = e.seq`
 
+// deleteExpiredChangesSQL deletes, of each tenant's oldest changes, those
+// committed before @before that no destination still needs: every
+// destination's cursor has passed them and none waits to send them. The
+// feed is read from its oldest retained change, so the oldest go first.
+const deleteExpiredChangesSQL = `
+DELETE FROM changes c
+USING (SELECT x.tenant_id, x.position
+       FROM change_heads h
+       CROSS JOIN LATERAL (SELECT tenant_id, position, committed_at FROM changes
+                           WHERE tenant_id = h.tenant_id ORDER BY position LIMIT @limit) x
+       WHERE x.committed_at < @before
+         AND NOT EXISTS (SELECT FROM destinations d WHERE d.tenant_id = x.tenant_id AND d.cursor < x.position)
+         AND NOT EXISTS (SELECT FROM destination_queue q WHERE q.tenant_id = x.tenant_id AND q.position = x.position)) e
+WHERE c.tenant_id = e.tenant_id AND c.position = e.position`
+
 // Report says what one maintenance pass did.
 type Report struct {
 	Skipped           bool     // another process was running a pass; this one did nothing
@@ -139,6 +154,7 @@ type Report struct {
 	Deferred          []string // steps that gave up waiting for a lock; the next pass retries them
 	PrunedRevisions   int64    // accepted revisions past the history retention, deleted
 	PrunedConflicts   int64    // resolved conflicts past the history retention, deleted
+	ExpiredChanges    int64    // changes of the feed past retention that no destination needs, deleted
 }
 
 // String describes the report in one line.
@@ -162,6 +178,9 @@ func (r Report) String() string {
 	}
 	if r.FinishedReplays > 0 {
 		fmt.Fprintf(&b, "; removed %d finished replay jobs", r.FinishedReplays)
+	}
+	if r.ExpiredChanges > 0 {
+		fmt.Fprintf(&b, "; removed %d changes of the feed past retention", r.ExpiredChanges)
 	}
 	if r.DroppedSearch > 0 {
 		fmt.Fprintf(&b, "; removed the search words of %d events past retention", r.DroppedSearch)
@@ -218,6 +237,11 @@ func (mt *Maintainer) cleanup(ctx context.Context, now time.Time, retention time
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete finished replay jobs: %w", err)
+		}
+		r.ExpiredChanges, err = execBatches(ctx, m.conn, deleteExpiredChangesSQL,
+			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete changes past retention: %w", err)
 		}
 		r.DroppedSearch, err = execBatches(ctx, m.conn, deleteDroppedSearchSQL,
 			pgx.NamedArgs{"before": pg.UTCDay(now.Add(-retention)), "limit": batch})

@@ -486,3 +486,47 @@ VALUES ($1, '{}', $2, now(), 0, 'cli', 'test', $3)`, p.TenantID, job.status, job
 		t.Fatalf("%d jobs left, want the recent and the queued one", n)
 	}
 }
+
+// TestCleanupKeepsTheChangesDestinationsNeed: changes past retention go,
+// except those a destination has not taken yet or still has to send; the
+// feed then starts at the oldest retained change.
+func TestCleanupKeepsTheChangesDestinationsNeed(t *testing.T) {
+	t.Parallel()
+	s, p := pgtest.Setup(t, postgres.New)
+	ctx := context.Background()
+	now := time.Now()
+	for i := range 4 {
+		pgtest.Ingest(t, s, p, pgtest.Event(fmt.Sprint("e", i), fmt.Sprint("c", i), 1, `{}`))
+	}
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := s.Pool().Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	exec(`UPDATE changes SET committed_at = $2 WHERE tenant_id = $1 AND position <= 3`, p.TenantID, now.Add(-testRetention-time.Hour))
+	// A destination that has taken changes 1 and 2 and still has to send 2.
+	exec(`INSERT INTO destinations (tenant_id, url, types, cursor) VALUES ($1, 'https://203.0.113.1/', '{record.*}', 2)`, p.TenantID)
+	exec(`INSERT INTO destination_queue (tenant_id, destination_id, position, record_key, committed_at)
+	      SELECT $1, id, 2, 'k', now() FROM destinations WHERE tenant_id = $1`, p.TenantID)
+	remaining := func() []int64 {
+		t.Helper()
+		cs, err := s.Changes(ctx, p.TenantID, domain.ChangeQuery{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ps []int64
+		for _, c := range cs {
+			ps = append(ps, c.Position)
+		}
+		return ps
+	}
+	r, err := s.Cleanup(ctx, now, testRetention)
+	if err != nil || r.ExpiredChanges != 1 || !slices.Equal(remaining(), []int64{2, 3, 4}) {
+		t.Fatalf("with a destination behind: %v %+v, remaining %v, want 2 (queued), 3 (not taken) and 4 (recent)", err, r, remaining())
+	}
+	exec(`DELETE FROM destinations WHERE tenant_id = $1`, p.TenantID)
+	if r, err := s.Cleanup(ctx, now, testRetention); err != nil || r.ExpiredChanges != 2 || !slices.Equal(remaining(), []int64{4}) {
+		t.Fatalf("without: %v %+v, remaining %v", err, r, remaining())
+	}
+}
