@@ -21,6 +21,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/auditlog"
+	"github.com/tidemark/tidemark/postgres/destinations"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
@@ -57,6 +58,7 @@ type Store struct {
 	*reconcile.Reconciler
 	*search.Indexer
 	*replay.Jobs
+	*destinations.Manager
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -129,6 +131,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Reconciler: reconcile.New(pool, log),
 		Indexer:    search.New(pool),
 		Jobs:       replay.New(pool),
+		Manager:    destinations.New(pool, keys),
 		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
@@ -145,6 +148,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
 	s.Log.UseReadPool(p)
+	s.Manager.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -183,6 +187,7 @@ var (
 	_ domain.DeliveryService       = (*Store)(nil)
 	_ domain.ReconciliationService = (*Store)(nil)
 	_ domain.ReplayService         = (*Store)(nil)
+	_ domain.DestinationService    = (*Store)(nil)
 	_ domain.QueueStore            = (*Store)(nil)
 	_ domain.TenantService         = (*Store)(nil)
 	_ domain.ProviderService       = (*Store)(nil)
