@@ -1,0 +1,177 @@
+// Package egress makes the outbound connections that customers point
+// Tidemark at (destination URLs, NATS servers) refuse loopback, private,
+// link-local and other internal addresses, so that a destination cannot be
+// used to reach the service's own network or a cloud metadata endpoint
+// (server-side request forgery).
+//
+// Addresses are checked twice: by CheckURL when a destination is created,
+// for a clear error then, and by Dialer's hook on every connection after
+// DNS resolution, which is what holds: a name that resolved to a public
+// address at creation and to an internal one later (DNS rebinding) is
+// still refused.
+package egress
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// ErrPrivate is wrapped by every refusal of an address.
+var ErrPrivate = errors.New("connections to private or internal addresses are refused")
+
+var (
+	thisNetwork = netip.MustParsePrefix("0.0.0.0/8")     // 0.0.0.0 and "this network"
+	cgnat       = netip.MustParsePrefix("100.64.0.0/10") // shared address space (RFC 6598)
+	nat64       = netip.MustParsePrefix("64:ff9b::/96")  // reaches the IPv4 address in its last 32 bits
+)
+
+// kind names the refused range ip is in, with its article, or returns ""
+// when ip may be reached.
+func kind(ip netip.Addr) string {
+	ip = ip.WithZone("").Unmap()
+	if nat64.Contains(ip) {
+		b := ip.As16()
+		ip = netip.AddrFrom4([4]byte(b[12:]))
+	}
+	switch {
+	case !ip.IsValid():
+		return "an invalid address"
+	case ip.IsUnspecified() || thisNetwork.Contains(ip):
+		return "an unspecified address"
+	case ip.IsLoopback():
+		return "a loopback address"
+	case ip.IsPrivate(): // 10/8, 172.16/12, 192.168/16, fc00::/7 (incl. fd00:ec2::254)
+		return "a private address"
+	case ip.IsLinkLocalUnicast(): // 169.254/16 (incl. 169.254.169.254), fe80::/10
+		return "a link-local address"
+	case cgnat.Contains(ip):
+		return "a shared (CGNAT) address"
+	case ip.IsMulticast():
+		return "a multicast address"
+	}
+	return ""
+}
+
+// Blocked reports whether ip is in one of the refused ranges: loopback,
+// private, link-local, CGNAT, unspecified or multicast, also in their
+// IPv4-mapped IPv6 and NAT64 (64:ff9b::/96) forms.
+func Blocked(ip netip.Addr) bool { return kind(ip) != "" }
+
+// CheckURL validates a destination URL when it is created: scheme http or
+// https, a host, no user name or password; then, unless allowPrivate, it
+// resolves the host (ctx bounds the lookup) and refuses it, with an error
+// wrapping ErrPrivate, when any address it resolves to is Blocked. With
+// allowPrivate nothing is looked up. Errors never repeat the URL, which
+// may hold a credential in its query.
+func CheckURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, error) {
+	return check(ctx, raw, allowPrivate, "http", "https")
+}
+
+// CheckNATSURL is CheckURL for a NATS server: scheme nats or tls
+// (nats://host:4222); credentials are given apart from the URL.
+func CheckNATSURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, error) {
+	return check(ctx, raw, allowPrivate, "nats", "tls")
+}
+
+func check(ctx context.Context, raw string, allowPrivate bool, schemes ...string) (*url.URL, error) {
+	u, err := url.Parse(raw)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // without the URL itself
+		}
+		return nil, fmt.Errorf("url: %w", err)
+	}
+	if !slices.Contains(schemes, u.Scheme) {
+		return nil, fmt.Errorf("url: scheme must be %s or %s", schemes[0], schemes[1])
+	}
+	if u.User != nil {
+		return nil, errors.New("url: must not contain a user name or password")
+	}
+	host := u.Hostname()
+	if host == "" {
+		return nil, errors.New("url: a host is required")
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return nil, errors.New("url: port must be 1 to 65535")
+		}
+	}
+	if allowPrivate {
+		return u, nil
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if k := kind(ip); k != "" {
+			return nil, fmt.Errorf("url: host %s is %s: %w", host, k, ErrPrivate)
+		}
+		return u, nil
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil, fmt.Errorf("url: host %s does not resolve: %w", host, err)
+	}
+	for _, ip := range addrs {
+		if k := kind(ip); k != "" {
+			return nil, fmt.Errorf("url: host %s resolves to %s, %s: %w", host, ip, k, ErrPrivate)
+		}
+	}
+	return u, nil
+}
+
+// Dialer returns a dialer with the given connect timeout whose Control
+// hook, run on every connection attempt after DNS resolution, refuses a
+// Blocked address with an error wrapping ErrPrivate, unless allowPrivate.
+func Dialer(allowPrivate bool, timeout time.Duration) *net.Dialer {
+	d := &net.Dialer{Timeout: timeout}
+	if !allowPrivate {
+		d.Control = refuseBlocked
+	}
+	return d
+}
+
+// refuseBlocked is a net.Dialer Control hook; address is the resolved
+// "ip:port". What it cannot read as one is refused too.
+func refuseBlocked(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("egress: %s address %q is not an IP address and port: %w", network, address, ErrPrivate)
+	}
+	if k := kind(ap.Addr()); k != "" {
+		return fmt.Errorf("egress: %s is %s: %w", ap.Addr(), k, ErrPrivate)
+	}
+	return nil
+}
+
+// NewClient returns the client that sends to destinations: connections
+// through Dialer, timeout bounding each whole request, no cookie jar, and
+// redirects not followed (a 3xx is the destination's answer, returned as
+// is: following it would send the signed message somewhere the customer
+// did not configure). Proxy settings in the environment are ignored, as a
+// proxy would make the connection where Dialer cannot check it.
+func NewClient(allowPrivate bool, timeout time.Duration) *http.Client {
+	return &http.Client{
+		Timeout: timeout,
+		Transport: &http.Transport{
+			Proxy:                  nil,
+			DialContext:            Dialer(allowPrivate, timeout).DialContext,
+			TLSClientConfig:        &tls.Config{MinVersion: tls.VersionTLS12},
+			ForceAttemptHTTP2:      true,
+			MaxIdleConnsPerHost:    16,
+			IdleConnTimeout:        90 * time.Second,
+			TLSHandshakeTimeout:    10 * time.Second,
+			ExpectContinueTimeout:  time.Second,
+			MaxResponseHeaderBytes: 64 << 10, // the answer comes from a customer's server
+		},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+}
