@@ -10,5 +10,5 @@ import (
 func servicesOf(store *postgres.Store) web.Services {
 	return web.Services{Ingest: store, Access: store, Operators: store, Providers: store, Tokens: store,
 		Events: store, Stats: store, Records: store, Conflicts: store, People: store, Audit: store,
-		Reconciliation: store, Deliveries: store, Replays: store}
+		Reconciliation: store, Deliveries: store, Replays: store, Destinations: store}
 }

@@ -55,7 +55,7 @@ func TestCreateDestination(t *testing.T) {
 	t.Parallel()
 	s, tenant, ctx := setup(t)
 	commit(t, s, tenant, 1, 2)
-	d, secret := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://user:pw@hooks.example.com/tidemark",
+	d, secret := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://hooks.example.com/tidemark?token=abc",
 		Provider: "crm", ObjectType: "contact", Types: []string{"record.applied", " record.erased"}})
 	if !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 {
 		t.Fatalf("secret %q, want whsec_ and base64", secret)
@@ -87,6 +87,7 @@ func TestCreateDestination(t *testing.T) {
 	}{
 		{domain.NewDestination{}, "give url"},
 		{domain.NewDestination{URL: "ftp://example.com/"}, "scheme must be http or https"},
+		{domain.NewDestination{URL: "https://user:pw@example.com/"}, "must not contain a user name or password"},
 		{domain.NewDestination{URL: "https://example.com/", NATSURL: "nats://x:4222", Subject: "a"}, "not both"},
 		{domain.NewDestination{NATSURL: "nats://x:4222"}, "subject is required"},
 		{domain.NewDestination{NATSURL: "nats://x:4222", Subject: "crm.*"}, "wildcards"},
@@ -101,9 +102,9 @@ func TestCreateDestination(t *testing.T) {
 		}
 	}
 	audit := auditEntries(t, s)
-	if len(audit) != 2 || audit[0] != "destination_create: https://xxxxx@hooks.example.com/tidemark; types record.applied,record.erased; "+
+	if len(audit) != 2 || audit[0] != "destination_create: https://hooks.example.com/tidemark?…; types record.applied,record.erased; "+
 		"provider crm; object type contact; max in flight 8" {
-		t.Fatalf("audit %q; want the two creations, without the URL's password", audit)
+		t.Fatalf("audit %q; want the two creations, without the URL's query", audit)
 	}
 	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM destinations`); n != 2 {
 		t.Fatalf("%d destinations stored, want the 2 valid ones", n)
