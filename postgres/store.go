@@ -26,6 +26,7 @@ import (
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
+	"github.com/tidemark/tidemark/postgres/outbound"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
@@ -61,6 +62,7 @@ type Store struct {
 	*replay.Jobs
 	*changefeed.Feed
 	*destinations.Manager
+	*outbound.Outbox // the destination sender's
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -135,6 +137,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Jobs:       replay.New(pool),
 		Feed:       changefeed.New(pool),
 		Manager:    destinations.New(pool, keys),
+		Outbox:     outbound.New(pool, keys, log),
 		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
@@ -204,6 +207,7 @@ var (
 	_ domain.OperatorService       = (*Store)(nil)
 	_ domain.AccessService         = (*Store)(nil)
 	_ domain.IngestService         = (*Store)(nil)
+	_ domain.Outbox                = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
