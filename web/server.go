@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/api"
@@ -49,9 +50,9 @@ type Services struct {
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
 	// Changes serves the change feed.
-	Changes domain.ChangeFeed
+	Changes stream.ChangeFeed
 	// Destinations receive the tenant's changes (API).
-	Destinations domain.DestinationService
+	Destinations stream.DestinationService
 }
 
 // Config wires a Server to its dependencies.
