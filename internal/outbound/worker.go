@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 )
 
 // trimEvery is how often a worker trims its destination's attempts.
@@ -26,7 +26,7 @@ type worker struct {
 }
 
 // startWorker runs a worker for d, whose lease runs until until.
-func startWorker(ctx context.Context, s *Sender, d domain.LeasedDestination, until time.Time) *worker {
+func startWorker(ctx context.Context, s *Sender, d stream.LeasedDestination, until time.Time) *worker {
 	w := &worker{s: s, done: make(chan struct{}), log: s.o.Log.With("tenant_id", d.TenantID, "destination_id", d.ID)}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	w.lease.set(d, until)
@@ -34,9 +34,9 @@ func startWorker(ctx context.Context, s *Sender, d domain.LeasedDestination, unt
 	return w
 }
 
-func (w *worker) renew(d domain.LeasedDestination, until time.Time) { w.lease.set(d, until) }
+func (w *worker) renew(d stream.LeasedDestination, until time.Time) { w.lease.set(d, until) }
 
-func (w *worker) destination() domain.LeasedDestination {
+func (w *worker) destination() stream.LeasedDestination {
 	d, _ := w.lease.get()
 	return d
 }
@@ -60,7 +60,7 @@ func (w *worker) stop() {
 // did not deliver was cut off (the worker stops or its lease would end):
 // the change is left for whoever holds the lease next.
 type sent struct {
-	result  domain.AttemptResult
+	result  stream.AttemptResult
 	discard bool
 }
 
@@ -79,9 +79,9 @@ func (w *worker) run() {
 	d, _ := w.lease.get()
 	limit := d.MaxInFlight * prefetch
 	taken := map[int64]bool{} // picked, and not yet recorded
-	todo := make(chan domain.QueuedChange, limit)
+	todo := make(chan stream.QueuedChange, limit)
 	answers := make(chan sent, limit) // never full: each taken change has one answer
-	var pending []domain.AttemptResult
+	var pending []stream.AttemptResult
 	var senders sync.WaitGroup
 	for range d.MaxInFlight {
 		senders.Go(func() {
@@ -111,7 +111,7 @@ func (w *worker) run() {
 				}
 			case failing:
 				w.log.Warn("destination sender: a change failed for too long; the destination is failing and paused",
-					"give_up", domain.DestinationGiveUp)
+					"give_up", stream.DestinationGiveUp)
 				pending = nil
 				return
 			default:
@@ -150,7 +150,7 @@ func (w *worker) run() {
 
 // recordLast records, as the worker exits, the answers its last sends
 // got: a change delivered is not sent again by the next node.
-func (w *worker) recordLast(d domain.LeasedDestination, pending []domain.AttemptResult, answers <-chan sent) {
+func (w *worker) recordLast(d stream.LeasedDestination, pending []stream.AttemptResult, answers <-chan sent) {
 	for a := range answers {
 		if !a.discard {
 			pending = append(pending, a.result)
@@ -168,7 +168,7 @@ func (w *worker) recordLast(d domain.LeasedDestination, pending []domain.Attempt
 
 // take adds an answer to those to record; a discarded send just leaves
 // the taken.
-func (w *worker) take(a sent, pending []domain.AttemptResult, taken map[int64]bool) []domain.AttemptResult {
+func (w *worker) take(a sent, pending []stream.AttemptResult, taken map[int64]bool) []stream.AttemptResult {
 	if a.discard {
 		delete(taken, a.result.Position)
 		return pending
@@ -179,7 +179,7 @@ func (w *worker) take(a sent, pending []domain.AttemptResult, taken map[int64]bo
 // pick fills the queue and hands the due changes to the senders while
 // fewer than limit are taken and the lease has more than half its ttl
 // left.
-func (w *worker) pick(ctx context.Context, taken map[int64]bool, limit int, todo chan<- domain.QueuedChange) {
+func (w *worker) pick(ctx context.Context, taken map[int64]bool, limit int, todo chan<- stream.QueuedChange) {
 	d, until := w.lease.get()
 	room := limit - len(taken)
 	if room <= 0 || time.Until(until) < w.s.o.LeaseTTL/2 {
@@ -207,9 +207,9 @@ func (w *worker) pick(ctx context.Context, taken map[int64]bool, limit int, todo
 // send makes one attempt, cut off at the timeout or when the lease would
 // end. A change whose turn comes when the worker stops, or with less than
 // half the lease left, is not sent.
-func (w *worker) send(ctx context.Context, c domain.QueuedChange) sent {
+func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	d, until := w.lease.get()
-	r := domain.AttemptResult{DestinationAttempt: domain.DestinationAttempt{Position: c.Position, ChangeID: c.ID()}}
+	r := stream.AttemptResult{DestinationAttempt: stream.DestinationAttempt{Position: c.Position, ChangeID: c.ID()}}
 	if ctx.Err() != nil || time.Until(until) < w.s.o.LeaseTTL/2 {
 		return sent{result: r, discard: true}
 	}
@@ -231,7 +231,7 @@ func (w *worker) send(ctx context.Context, c domain.QueuedChange) sent {
 		return sent{result: r, discard: true}
 	}
 	if !r.Delivered() {
-		r.Retry = domain.Backoff(c.Attempts+1, a.retryAfter)
+		r.Retry = stream.Backoff(c.Attempts+1, a.retryAfter)
 		w.log.Debug("destination sender: attempt failed", "change", c.ID(), "attempts", c.Attempts+1,
 			"status", a.status, "err", a.err, "retry", r.Retry)
 	}

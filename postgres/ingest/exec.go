@@ -25,7 +25,9 @@ func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 		job.results = make([]domain.Result, len(job.events))
 	}
 	for _, s := range plan(group, shard, w.counterShards) {
-		s.queue(batch)
+		if s.stmt != stChanges || !w.withoutChanges {
+			s.queue(batch)
+		}
 	}
 }
 

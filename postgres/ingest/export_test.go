@@ -20,6 +20,10 @@ func (w *Writer) SetBeforeCommit(sql string) { w.beforeCommitSQL = sql }
 
 func (w *Writer) SetMaxQueued(n int) { w.maxQueued = n }
 
+// SetWithoutChanges leaves the changes statement out of every transaction,
+// for the benchmark of its cost.
+func (w *Writer) SetWithoutChanges(without bool) { w.withoutChanges = without }
+
 func (w *Writer) SetCounterShards(n int) { w.counterShards = n }
 
 // SetListenRetry sets the listener's first reconnection delay (0: the

@@ -31,12 +31,26 @@ func BenchmarkGroupCommit(b *testing.B) {
 			if grouped {
 				name = fmt.Sprintf("senders=%d/write=grouped", senders)
 			}
-			b.Run(name, func(b *testing.B) { benchmarkWrite(b, senders, grouped) })
+			b.Run(name, func(b *testing.B) { benchmarkWrite(b, senders, grouped, true) })
 		}
 	}
 }
 
-func benchmarkWrite(b *testing.B, senders int, grouped bool) {
+// BenchmarkChangeFeedCost is the change feed's cost on ingest: 32 senders
+// with and without the changes statement, twice in turn, in one command.
+//
+//	go test ./postgres/ingest -run '^$' -bench ChangeFeedCost -benchtime 6000x
+func BenchmarkChangeFeedCost(b *testing.B) {
+	for round := range 2 {
+		for _, changes := range []bool{false, true} {
+			b.Run(fmt.Sprintf("round=%d/changes=%v", round+1, changes), func(b *testing.B) { benchmarkWrite(b, 32, true, changes) })
+		}
+	}
+}
+
+// benchmarkWrite measures senders writing single-event deliveries, grouped
+// or alone, with or without their changes.
+func benchmarkWrite(b *testing.B, senders int, grouped, changes bool) {
 	s := storeConfigured(b, testdb.NewURL(b), func(cfg *pgxpool.Config) {
 		cfg.MaxConns, cfg.AfterConnect = 16, ingest.PrepareIngest // as serve's ingest pool
 	})
@@ -52,6 +66,7 @@ func benchmarkWrite(b *testing.B, senders int, grouped bool) {
 		b.Fatal(err)
 	}
 	p, _ = s.Endpoint(ctx, "acme", "crm")
+	s.SetWithoutChanges(!changes)
 	write := s.Ingest
 	if !grouped {
 		write = s.IngestAlone

@@ -53,6 +53,8 @@ type Writer struct {
 	// ingest transaction after all of its work and before it commits: an
 	// error injected there, or a lock wait that holds the transaction open.
 	beforeCommitSQL string
+	// withoutChanges, set by a benchmark, leaves the changes statement out.
+	withoutChanges bool
 }
 
 // Option configures a Writer beyond its defaults.

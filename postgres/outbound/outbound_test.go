@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
-func setup(t *testing.T, nd domain.NewDestination) (*postgres.Store, domain.ProviderEndpoint, domain.Destination) {
+func setup(t *testing.T, nd stream.NewDestination) (*postgres.Store, domain.ProviderEndpoint, stream.Destination) {
 	t.Helper()
 	s, p := pgtest.Setup(t, postgres.New)
 	if nd.URL == "" {
@@ -25,7 +26,7 @@ func setup(t *testing.T, nd domain.NewDestination) (*postgres.Store, domain.Prov
 	return s, p, d
 }
 
-func positions(due []domain.QueuedChange) []int64 {
+func positions(due []stream.QueuedChange) []int64 {
 	var ps []int64
 	for _, c := range due {
 		ps = append(ps, c.Position)
@@ -38,9 +39,9 @@ func positions(due []domain.QueuedChange) []int64 {
 // the lease comes with the secrets that sign now, two after a rotation.
 func TestLeaseIsExclusive(t *testing.T) {
 	t.Parallel()
-	s, p, d := setup(t, domain.NewDestination{})
+	s, p, d := setup(t, stream.NewDestination{})
 	ctx := context.Background()
-	lease := func(owner string, ttl time.Duration) []domain.LeasedDestination {
+	lease := func(owner string, ttl time.Duration) []stream.LeasedDestination {
 		t.Helper()
 		ds, err := s.LeaseDestinations(ctx, owner, ttl, 64)
 		if err != nil {
@@ -86,7 +87,7 @@ func TestLeaseIsExclusive(t *testing.T) {
 // waits its retry; only the lease holder fills or picks.
 func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 	t.Parallel()
-	s, p, d := setup(t, domain.NewDestination{Types: []string{"record.applied"}})
+	s, p, d := setup(t, stream.NewDestination{Types: []string{"record.applied"}})
 	ctx := context.Background()
 	for rev := int64(1); rev <= 3; rev++ {
 		for _, c := range []string{"x", "y"} {
@@ -110,9 +111,9 @@ func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 	if due, _ := s.DueChanges(ctx, "a", p.TenantID, d.ID, []int64{1}, 8); !slices.Equal(positions(due), []int64{2}) {
 		t.Fatalf("with 1 in flight, due %v, want 2 alone", positions(due))
 	}
-	results := []domain.AttemptResult{
-		{DestinationAttempt: domain.DestinationAttempt{Position: 1, Status: 200, Duration: time.Millisecond}},
-		{DestinationAttempt: domain.DestinationAttempt{Position: 2, Status: 500, Error: "answered 500"}, Retry: time.Hour},
+	results := []stream.AttemptResult{
+		{DestinationAttempt: stream.DestinationAttempt{Position: 1, Status: 200, Duration: time.Millisecond}},
+		{DestinationAttempt: stream.DestinationAttempt{Position: 2, Status: 500, Error: "answered 500"}, Retry: time.Hour},
 	}
 	if failing, err := s.RecordAttempts(ctx, p.TenantID, d.ID, results); err != nil || failing {
 		t.Fatalf("record: %v %v", failing, err)
@@ -130,7 +131,7 @@ func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 // type's changes, and a fill stops at the bound of the queue.
 func TestFillSelects(t *testing.T) {
 	t.Parallel()
-	s, p, d := setup(t, domain.NewDestination{ObjectType: "deal"})
+	s, p, d := setup(t, stream.NewDestination{ObjectType: "deal"})
 	ctx := context.Background()
 	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`)) // a contact
 	s.LeaseDestinations(ctx, "a", time.Minute, 64)
