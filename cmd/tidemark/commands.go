@@ -131,10 +131,11 @@ func commands() []command {
 				"the report becomes the last one, which the admin console and /metrics show; serve runs\n" +
 				"this check every night.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { auditFlags(fs) }, run: cliEnv.audit},
-		{name: "secrets rekey", summary: "Re-encrypt provider secrets under the first key of TIDEMARK_ENCRYPTION_KEY.",
-			about: "Re-encrypt every provider secret under the first key of TIDEMARK_ENCRYPTION_KEY, bound to\n" +
-				"its tenant and provider, and print how many changed. Secrets already there are left alone,\n" +
-				"so a second run changes 0. Afterwards the other keys can be dropped from the list.",
+		{name: "secrets rekey", summary: "Re-encrypt provider and destination secrets under the first key of TIDEMARK_ENCRYPTION_KEY.",
+			about: "Re-encrypt every provider and destination secret under the first key of TIDEMARK_ENCRYPTION_KEY,\n" +
+				"bound to its tenant and provider or destination, and print how many of each changed. Secrets\n" +
+				"already there are left alone, so a second run changes 0; expired destination secrets, which\n" +
+				"never sign again, are skipped. Afterwards the other keys can be dropped from the list.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { secretsRekeyFlags(fs) }, run: cliEnv.secretsRekey},
 		{name: "send", required: []string{"url", "secret"},
 			summary: "Send one delivery signed with Standard Webhooks and print the answer.",

@@ -23,9 +23,9 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 		return fmt.Errorf("secrets rekey: --batch must be at least 1")
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
-		changed, err := s.RekeySecrets(ctx, *batch)
-		if changed > 0 || err == nil {
-			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets\n", changed)
+		n, err := s.RekeySecrets(ctx, *batch)
+		if n.Providers+n.Destinations > 0 || err == nil {
+			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets and %d destination secrets\n", n.Providers, n.Destinations)
 		}
 		return err
 	})

@@ -82,16 +82,17 @@ func TestNoKeyWithDatabaseURL(t *testing.T) {
 	}
 }
 
-// TestServeChecksKeys: serve refuses to start without the key its secrets
-// are stored under and names it; after rekey with both keys, the new key
-// alone serves.
+// TestServeChecksKeys: serve refuses to start without the key its secrets,
+// of providers and of destinations, are stored under and names it; after
+// rekey with both keys, the new key alone serves.
 func TestServeChecksKeys(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewURL(t)
 	env := map[string]string{"DATABASE_URL": url, "TIDEMARK_ENCRYPTION_KEY": firstKey}
 	for _, args := range [][]string{{"tenant", "create", "acme"},
 		{"provider", "create", "--tenant", "acme", "--name", "crm", "--kind", "standard"},
-		{"provider", "create", "--tenant", "acme", "--name", "shop", "--kind", "shippo"}} {
+		{"provider", "create", "--tenant", "acme", "--name", "shop", "--kind", "shippo"},
+		{"destination", "create", "--tenant", "acme", "--url", "https://203.0.113.5/hook"}} {
 		if _, _, err := tidemark(t, env, "", args...); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
@@ -108,12 +109,13 @@ func TestServeChecksKeys(t *testing.T) {
 
 	second := map[string]string{"DATABASE_URL": url, "TIDEMARK_ENCRYPTION_KEY": secondKey}
 	listened, _, err := serveBriefly(t, second)
-	if listened || err == nil || !strings.Contains(err.Error(), "key id "+stored+" (2 active secrets of 2 providers)") {
+	if listened || err == nil || !strings.Contains(err.Error(), "key id "+stored+" (2 active secrets of 2 providers, 1 active secrets of 1 destinations)") {
 		t.Fatalf("serve with another key: listened %v, %v; want a refusal naming key id %s", listened, err, stored)
 	}
 
 	both := map[string]string{"DATABASE_URL": url, "TIDEMARK_ENCRYPTION_KEY": secondKey + ", " + firstKey}
-	for _, want := range []string{"re-encrypted 2 provider secrets", "re-encrypted 0 provider secrets"} {
+	for _, want := range []string{"re-encrypted 2 provider secrets and 1 destination secrets",
+		"re-encrypted 0 provider secrets and 0 destination secrets"} {
 		if out, _, err := tidemark(t, both, "", "secrets", "rekey"); err != nil || !strings.Contains(out, want) {
 			t.Fatalf("secrets rekey: %v, %q; want %q", err, out, want)
 		}

@@ -1,5 +1,6 @@
 // Package secretkeys checks that the keys a store opened with can open
-// every stored provider secret, and seals them all again under the newest.
+// every stored secret, of providers and of destinations, and seals them
+// all again under the newest.
 package secretkeys
 
 import (
@@ -15,7 +16,8 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Rekeyer checks and rekeys the provider secrets of pool with keys.
+// Rekeyer checks and rekeys the provider and destination secrets of pool
+// with keys.
 type Rekeyer struct {
 	pool    *pgxpool.Pool
 	keys    *pg.Keyring
@@ -27,30 +29,91 @@ func New(pool *pgxpool.Pool, keys *pg.Keyring, secrets *pg.Secrets) *Rekeyer {
 	return &Rekeyer{pool: pool, keys: keys, secrets: secrets}
 }
 
-// activeSecretsAllSQL reads every tenant's active secrets, for the start-up
-// check.
+// table is one kind of sealed secret: the check and the rekey run the same
+// code over each, so a new kind cannot be left out of one of them.
+type table struct {
+	owner     string // what a secret belongs to, in errors: "provider", "destination"
+	activeSQL string // every tenant's secrets in use, for the check
+	batchSQL  string // locks the next batch not under @key_id and @aad_version
+	updateSQL string // stores a batch re-sealed
+	aad       int16
+	seal      func(k *pg.Keyring, tenantID, ownerID int64, plaintext string) (pg.SealedSecret, error)
+	logFailed func(s *pg.Secrets, sec pg.SealedSecret, err error)
+	count     func(r *Rekeyed) *int64 // where a rekey reports how many it changed
+}
+
+var tables = []table{
+	{owner: "provider", activeSQL: activeSecretsAllSQL, batchSQL: rekeyBatchSQL, updateSQL: rekeySecretsSQL,
+		aad: pg.AADProvider, seal: (*pg.Keyring).Seal, logFailed: (*pg.Secrets).LogUndecryptable,
+		count: func(r *Rekeyed) *int64 { return &r.Providers }},
+	{owner: "destination", activeSQL: activeDestinationSecretsAllSQL, batchSQL: rekeyDestinationBatchSQL,
+		updateSQL: rekeyDestinationSecretsSQL, aad: pg.AADDestination, seal: (*pg.Keyring).SealDestination,
+		logFailed: (*pg.Secrets).LogUndecryptableDestination, count: func(r *Rekeyed) *int64 { return &r.Destinations }},
+}
+
+// activeSecretsAllSQL reads every tenant's active provider secrets, for the
+// start-up check.
 const activeSecretsAllSQL = `
 SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
 WHERE retired_at IS NULL
 ORDER BY tenant_id, id`
 
-// CheckSecrets tries every active provider secret with the store's keys, as
-// serve does before it starts. It returns pg.ErrNoKey on a store without keys,
-// and an error naming each key id that active secrets are stored under but
-// no key of the store has, with how many secrets and providers use it.
-// Secrets that fail under a key the store has are logged and skipped, as
-// at ingest: they stop no other provider.
+// activeDestinationSecretsAllSQL reads every tenant's destination secrets
+// that still sign: the current ones and those in their grace.
+const activeDestinationSecretsAllSQL = `
+SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM destination_secrets
+WHERE expires_at IS NULL OR expires_at > now()
+ORDER BY tenant_id, id`
+
+// CheckSecrets tries every active provider and destination secret with the
+// store's keys, as serve does before it starts. It returns pg.ErrNoKey on a
+// store without keys, and an error naming each key id that active secrets
+// are stored under but no key of the store has, with how many secrets and
+// providers or destinations use it. Secrets that fail under a key the store
+// has are logged and skipped, as at ingest: they stop nothing else.
 func (s *Rekeyer) CheckSecrets(ctx context.Context) error {
 	if !s.keys.CanSeal() {
 		return pg.ErrNoKey
 	}
-	rows, err := s.pool.Query(ctx, activeSecretsAllSQL)
+	missing := map[string][]string{} // key id to its uses, one per table
+	for _, tb := range tables {
+		uses, err := s.missingKeys(ctx, tb)
+		if err != nil {
+			return err
+		}
+		for id, u := range uses {
+			missing[id] = append(missing[id], fmt.Sprintf("%d active secrets of %d %ss", u.secrets, len(u.owners), tb.owner))
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	var parts []string
+	for id, uses := range missing {
+		parts = append(parts, fmt.Sprintf("key id %s (%s)", id, strings.Join(uses, ", ")))
+	}
+	sort.Strings(parts)
+	return fmt.Errorf("secrets are stored under keys that TIDEMARK_ENCRYPTION_KEY does not hold: %s; "+
+		"it holds key id %s. Set it to the key those secrets were stored with (several keys comma-separated, "+
+		"the one that seals new secrets first)", strings.Join(parts, ", "), strings.Join(s.keys.IDs(), ", "))
+}
+
+// keyUse counts what a missing key would open.
+type keyUse struct {
+	secrets int
+	owners  map[int64]bool // keyed by provider or destination id; ids are unique across tenants
+}
+
+// missingKeys opens the active secrets of tb and returns, by key id, those
+// under keys the store lacks; it logs the others that fail.
+func (s *Rekeyer) missingKeys(ctx context.Context, tb table) (map[string]*keyUse, error) {
+	rows, err := s.pool.Query(ctx, tb.activeSQL)
 	if err != nil {
-		return pg.Translate(err)
+		return nil, pg.Translate(err)
 	}
 	secrets, err := pgx.CollectRows(rows, pg.ScanSealedSecret)
 	if err != nil {
-		return pg.Translate(err)
+		return nil, pg.Translate(err)
 	}
 	missing := map[string]*keyUse{}
 	for _, sec := range secrets {
@@ -59,36 +122,20 @@ func (s *Rekeyer) CheckSecrets(ctx context.Context) error {
 		case errors.Is(err, pg.ErrMissingKey):
 			u := missing[sec.KeyID]
 			if u == nil {
-				u = &keyUse{providers: map[int64]bool{}}
+				u = &keyUse{owners: map[int64]bool{}}
 				missing[sec.KeyID] = u
 			}
 			u.secrets++
-			u.providers[sec.ProviderID] = true
+			u.owners[sec.ProviderID] = true
 		case err != nil:
-			s.secrets.LogUndecryptable(sec, err)
+			tb.logFailed(s.secrets, sec, err)
 		}
 	}
-	if len(missing) == 0 {
-		return nil
-	}
-	var parts []string
-	for id, u := range missing {
-		parts = append(parts, fmt.Sprintf("key id %s (%d active secrets of %d providers)", id, u.secrets, len(u.providers)))
-	}
-	sort.Strings(parts)
-	return fmt.Errorf("provider secrets are stored under keys that TIDEMARK_ENCRYPTION_KEY does not hold: %s; "+
-		"it holds key id %s. Set it to the key those secrets were stored with (several keys comma-separated, "+
-		"the one that seals new secrets first)", strings.Join(parts, ", "), strings.Join(s.keys.IDs(), ", "))
+	return missing, nil
 }
 
-// keyUse counts what a missing key would open.
-type keyUse struct {
-	secrets   int
-	providers map[int64]bool // keyed by provider id; ids are unique across tenants
-}
-
-// rekeyBatchSQL locks the next batch of secrets, retired ones included,
-// that are not sealed under @key_id bound to their provider.
+// rekeyBatchSQL locks the next batch of provider secrets, retired ones
+// included, that are not sealed under @key_id bound to their provider.
 const rekeyBatchSQL = `
 SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
 WHERE (tenant_id, id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
@@ -96,36 +143,86 @@ ORDER BY tenant_id, id
 LIMIT @limit
 FOR UPDATE`
 
-// rekeySecretsSQL stores a batch of re-sealed secrets.
+// rekeySecretsSQL stores a batch of re-sealed provider secrets.
 const rekeySecretsSQL = `
 UPDATE provider_secrets ps SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
-FROM unnest(@tenant_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[]) AS u(tenant_id, id, ciphertext)
-WHERE ps.tenant_id = u.tenant_id AND ps.id = u.id`
+FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
+     AS u(tenant_id, provider_id, id, ciphertext)
+WHERE ps.tenant_id = u.tenant_id AND ps.provider_id = u.provider_id AND ps.id = u.id`
+
+// rekeyDestinationBatchSQL locks the next batch of destination secrets not
+// sealed under @key_id bound to their destination. Expired ones are left
+// out: they never sign again, and the next rotation deletes them. Ids come
+// from one identity, so (tenant_id, id) orders the batches as for providers.
+const rekeyDestinationBatchSQL = `
+SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM destination_secrets
+WHERE (tenant_id, id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
+  AND (expires_at IS NULL OR expires_at > now())
+ORDER BY tenant_id, id
+LIMIT @limit
+FOR UPDATE`
+
+// rekeyDestinationSecretsSQL stores a batch of re-sealed destination secrets.
+const rekeyDestinationSecretsSQL = `
+UPDATE destination_secrets ds SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
+FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
+     AS u(tenant_id, destination_id, id, ciphertext)
+WHERE ds.tenant_id = u.tenant_id AND ds.destination_id = u.destination_id AND ds.id = u.id`
+
+// Rekeyed counts the secrets a rekey changed.
+type Rekeyed struct {
+	Providers, Destinations int64
+}
 
 // RekeySecrets re-encrypts every provider secret (retired ones included)
-// that is not yet sealed under the store's first key and bound to its
-// tenant and provider, batchSize (at least 1) secrets per transaction, and
-// returns how many it changed. A secret it cannot decrypt is left as it is
-// and logged; once the rest is done, such secrets make it return an error
+// and every destination secret that still signs, that is not yet sealed
+// under the store's first key and bound to its tenant and provider or
+// destination, batchSize (at least 1) secrets per transaction, and returns
+// how many it changed. A secret it cannot decrypt is left as it is and
+// logged; once the rest is done, such secrets make it return an error
 // saying how many there are and, for a missing key, its id. Without keys it
 // returns pg.ErrNoKey.
-func (s *Rekeyer) RekeySecrets(ctx context.Context, batchSize int) (int64, error) {
+func (s *Rekeyer) RekeySecrets(ctx context.Context, batchSize int) (Rekeyed, error) {
+	var done Rekeyed
 	if !s.keys.CanSeal() {
-		return 0, pg.ErrNoKey
+		return done, pg.ErrNoKey
 	}
-	var (
-		changed, failed int64
-		missing         = map[string]int{}
-		afterTenant     int64
-		afterID         int64
-	)
-	batchSize = max(batchSize, 1)
+	var left []string
+	for _, tb := range tables {
+		r := s.rekeyTable(ctx, tb, max(batchSize, 1))
+		*tb.count(&done) = r.changed
+		if r.err != nil {
+			return done, r.err
+		}
+		if msg := r.leftAsTheyWere(); msg != "" {
+			left = append(left, msg)
+		}
+	}
+	if len(left) > 0 {
+		return done, errors.New(strings.Join(left, ". "))
+	}
+	return done, nil
+}
+
+// tableRekey is how a rekey of one table went.
+type tableRekey struct {
+	owner   string
+	changed int64
+	failed  int64          // failed to decrypt under a key the store has
+	missing map[string]int // key id the store lacks to its secrets
+	err     error          // stopped the rekey of this table
+}
+
+// rekeyTable re-seals the secrets of tb batch by batch.
+func (s *Rekeyer) rekeyTable(ctx context.Context, tb table, batchSize int) tableRekey {
+	r := tableRekey{owner: tb.owner, missing: map[string]int{}}
+	var afterTenant, afterID int64
 	for {
 		var n int
 		var batchChanged int64
 		err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, rekeyBatchSQL, pgx.NamedArgs{"after_tenant": afterTenant, "after_id": afterID,
-				"key_id": s.keys.SealerID(), "aad_version": pg.AADProvider, "limit": batchSize})
+			rows, err := tx.Query(ctx, tb.batchSQL, pgx.NamedArgs{"after_tenant": afterTenant, "after_id": afterID,
+				"key_id": s.keys.SealerID(), "aad_version": tb.aad, "limit": batchSize})
 			if err != nil {
 				return pg.Translate(err)
 			}
@@ -135,49 +232,54 @@ func (s *Rekeyer) RekeySecrets(ctx context.Context, batchSize int) (int64, error
 			}
 			n = len(batch)
 			afterTenant, afterID = batch[n-1].TenantID, batch[n-1].ID
-			var tenantIDs, ids []int64
+			var tenantIDs, ownerIDs, ids []int64
 			var ciphertexts [][]byte
 			for _, sec := range batch {
 				plain, err := s.keys.Open(sec)
 				if errors.Is(err, pg.ErrMissingKey) {
-					missing[sec.KeyID]++
+					r.missing[sec.KeyID]++
 					continue
 				}
 				if err != nil {
-					s.secrets.LogUndecryptable(sec, err)
-					failed++
+					tb.logFailed(s.secrets, sec, err)
+					r.failed++
 					continue
 				}
-				sealed, err := s.keys.Seal(sec.TenantID, sec.ProviderID, plain)
+				sealed, err := tb.seal(s.keys, sec.TenantID, sec.ProviderID, plain)
 				if err != nil {
 					return err
 				}
-				tenantIDs, ids = append(tenantIDs, sec.TenantID), append(ids, sec.ID)
+				tenantIDs, ownerIDs, ids = append(tenantIDs, sec.TenantID), append(ownerIDs, sec.ProviderID), append(ids, sec.ID)
 				ciphertexts = append(ciphertexts, sealed.Ciphertext)
 			}
-			tag, err := tx.Exec(ctx, rekeySecretsSQL, pgx.NamedArgs{"key_id": s.keys.SealerID(), "aad_version": pg.AADProvider,
-				"tenant_ids": tenantIDs, "ids": ids, "ciphertexts": ciphertexts})
+			tag, err := tx.Exec(ctx, tb.updateSQL, pgx.NamedArgs{"key_id": s.keys.SealerID(), "aad_version": tb.aad,
+				"tenant_ids": tenantIDs, "owner_ids": ownerIDs, "ids": ids, "ciphertexts": ciphertexts})
 			batchChanged = tag.RowsAffected()
 			return pg.Translate(err)
 		})
 		if err != nil {
-			return changed, err
+			r.err = err
+			return r
 		}
-		changed += batchChanged
+		r.changed += batchChanged
 		if n < batchSize {
-			break
+			return r
 		}
 	}
-	if len(missing) == 0 && failed == 0 {
-		return changed, nil
+}
+
+// leftAsTheyWere says which secrets the rekey could not open, or "".
+func (r tableRekey) leftAsTheyWere() string {
+	if len(r.missing) == 0 && r.failed == 0 {
+		return ""
 	}
 	var parts []string
-	for id, count := range missing {
+	for id, count := range r.missing {
 		parts = append(parts, fmt.Sprintf("%d under key id %s, which TIDEMARK_ENCRYPTION_KEY does not hold", count, id))
 	}
 	sort.Strings(parts)
-	if failed > 0 {
-		parts = append(parts, fmt.Sprintf("%d that failed to decrypt (logged with their ids)", failed))
+	if r.failed > 0 {
+		parts = append(parts, fmt.Sprintf("%d that failed to decrypt (logged with their ids)", r.failed))
 	}
-	return changed, fmt.Errorf("some provider secrets were left as they were: %s", strings.Join(parts, "; "))
+	return fmt.Sprintf("some %s secrets were left as they were: %s", r.owner, strings.Join(parts, "; "))
 }

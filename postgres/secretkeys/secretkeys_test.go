@@ -19,6 +19,7 @@ import (
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+	"github.com/tidemark/tidemark/postgres/secretkeys"
 )
 
 var otherKey = []byte("fedcba9876543210fedcba9876543210")
@@ -169,11 +170,11 @@ func TestRekeySecrets(t *testing.T) {
 		t.Fatalf("check with only the new key: %v, want the old key id with its counts", err)
 	}
 
-	if n, err := both.RekeySecrets(ctx, 2); err != nil || n != 4 {
-		t.Fatalf("rekey: %d, %v; want 4 (three active, one retired)", n, err)
+	if n, err := both.RekeySecrets(ctx, 2); err != nil || n != (secretkeys.Rekeyed{Providers: 4}) {
+		t.Fatalf("rekey: %+v, %v; want 4 provider secrets (three active, one retired)", n, err)
 	}
-	if n, err := both.RekeySecrets(ctx, 2); err != nil || n != 0 {
-		t.Fatalf("second rekey: %d, %v; want 0", n, err)
+	if n, err := both.RekeySecrets(ctx, 2); err != nil || n != (secretkeys.Rekeyed{}) {
+		t.Fatalf("second rekey: %+v, %v; want 0", n, err)
 	}
 	if err := newOnly.CheckSecrets(ctx); err != nil {
 		t.Fatalf("check with only the new key after rekey: %v", err)
@@ -185,8 +186,8 @@ func TestRekeySecrets(t *testing.T) {
 	if err := oldOnly.CheckSecrets(ctx); err == nil || !strings.Contains(err.Error(), keyID(t, otherKey)) {
 		t.Fatalf("check with only the old key after rekey: %v, want the new key id", err)
 	}
-	if n, err := oldOnly.RekeySecrets(ctx, 10); err == nil || n != 0 || !strings.Contains(err.Error(), "4 under key id "+keyID(t, otherKey)) {
-		t.Fatalf("rekey without the key the secrets are under: %d, %v", n, err)
+	if n, err := oldOnly.RekeySecrets(ctx, 10); err == nil || n != (secretkeys.Rekeyed{}) || !strings.Contains(err.Error(), "4 under key id "+keyID(t, otherKey)) {
+		t.Fatalf("rekey without the key the secrets are under: %+v, %v", n, err)
 	}
 }
 
@@ -206,8 +207,8 @@ func TestRekeyBindsSecretsToProvider(t *testing.T) {
 	}
 	swapCiphertexts(t, s, a, b)
 
-	if n, err := s.RekeySecrets(ctx, 500); err != nil || n != 2 {
-		t.Fatalf("rekey: %d, %v", n, err)
+	if n, err := s.RekeySecrets(ctx, 500); err != nil || n.Providers != 2 {
+		t.Fatalf("rekey: %+v, %v", n, err)
 	}
 	if got := secretsOf(t, s, "acme", "a"); !slices.Equal(got, []string{"whsec_c2VjcmV0IGE="}) {
 		t.Fatalf("after rekey: %q", got)

@@ -19,7 +19,7 @@ type Secrets struct {
 	Keys *Keyring
 	log  *slog.Logger
 
-	undecryptable sync.Map // secret id to the time.Time it was last logged
+	undecryptable sync.Map // loggedSecret to the time.Time it was last logged
 }
 
 // NewSecrets returns Secrets opening with keys and logging to log.
@@ -46,20 +46,39 @@ func (s *Secrets) OpenAll(secrets []SealedSecret) ([]string, error) {
 	return out, nil
 }
 
-// LogUndecryptable logs a secret that cannot be decrypted by its ids, at
-// most once per secretLogEvery.
+// LogUndecryptable logs a provider secret that cannot be decrypted by its
+// ids, at most once per secretLogEvery.
 func (s *Secrets) LogUndecryptable(sec SealedSecret, err error) {
-	now := time.Now()
-	if last, ok := s.undecryptable.Load(sec.ID); ok && now.Sub(last.(time.Time)) < secretLogEvery {
-		return
-	}
-	s.undecryptable.Store(sec.ID, now)
-	s.log.Error("provider secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
-		"provider_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
+	s.logUndecryptable("provider", sec, err)
 }
 
-// ScanSealedSecret reads a row of provider_secrets: tenant_id, provider_id,
-// id, key_id, aad_version, ciphertext.
+// LogUndecryptableDestination logs a destination's secret likewise; its
+// ProviderID holds the destination id.
+func (s *Secrets) LogUndecryptableDestination(sec SealedSecret, err error) {
+	s.logUndecryptable("destination", sec, err)
+}
+
+// loggedSecret keys the log's memory: the two tables number their secrets
+// independently.
+type loggedSecret struct {
+	owner string
+	id    int64
+}
+
+func (s *Secrets) logUndecryptable(owner string, sec SealedSecret, err error) {
+	now := time.Now()
+	key := loggedSecret{owner, sec.ID}
+	if last, ok := s.undecryptable.Load(key); ok && now.Sub(last.(time.Time)) < secretLogEvery {
+		return
+	}
+	s.undecryptable.Store(key, now)
+	s.log.Error(owner+" secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
+		owner+"_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
+}
+
+// ScanSealedSecret reads a row of provider_secrets (tenant_id, provider_id,
+// id, key_id, aad_version, ciphertext) or of destination_secrets, its
+// destination_id in place of provider_id.
 func ScanSealedSecret(row pgx.CollectableRow) (SealedSecret, error) {
 	var sec SealedSecret
 	return sec, row.Scan(&sec.TenantID, &sec.ProviderID, &sec.ID, &sec.KeyID, &sec.AADVersion, &sec.Ciphertext)
