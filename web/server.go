@@ -50,6 +50,8 @@ type Services struct {
 	Replays    domain.ReplayService
 	// Changes serves the change feed.
 	Changes domain.ChangeFeed
+	// Destinations manages where the changes are pushed.
+	Destinations domain.DestinationService
 }
 
 // Config wires a Server to its dependencies.
@@ -134,7 +136,7 @@ func New(cfg Config) *Server {
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
-		Deliveries: svc.Deliveries, Replays: svc.Replays},
+		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations},
 		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
 		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s
