@@ -58,16 +58,20 @@ func checkTargetURL(field, raw string, schemes ...string) error {
 	if len(raw) > MaxDestinationURLBytes {
 		return Errorf(EINVALID, "%s is %d bytes; at most %d", field, len(raw), MaxDestinationURLBytes)
 	}
+	// The messages do not repeat the URL: its query may hold a credential.
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return Errorf(EINVALID, "%s %q is not an absolute URL such as %s://host.example.com/", field, raw, schemes[0])
+		return Errorf(EINVALID, "%s is not an absolute URL such as %s://host.example.com/", field, schemes[0])
+	}
+	if u.User != nil {
+		return Errorf(EINVALID, "%s must not contain a user name or password", field)
 	}
 	for _, s := range schemes {
 		if u.Scheme == s {
 			return nil
 		}
 	}
-	return Errorf(EINVALID, "%s %q: the scheme must be %s", field, raw, strings.Join(schemes, " or "))
+	return Errorf(EINVALID, "%s: the scheme must be %s", field, strings.Join(schemes, " or "))
 }
 
 // checkSubject checks a NATS subject prefix: dot-separated tokens without
@@ -93,15 +97,14 @@ func checkSubject(s string) error {
 	return nil
 }
 
-// RedactedTarget is Target with the user information of its URL replaced
-// by xxxxx: a password or token in the URL never reaches the audit log or
-// a listing.
+// RedactedTarget is Target without the query of its URL, which may hold a
+// credential, for the audit log and listings.
 func (d Destination) RedactedTarget() string {
 	redacted := d
 	for _, raw := range []*string{&redacted.URL, &redacted.NATSURL} {
-		if u, err := url.Parse(*raw); err == nil && u.User != nil {
-			u.User = url.User("xxxxx")
-			*raw = u.String()
+		if u, err := url.Parse(*raw); err == nil && (u.RawQuery != "" || u.ForceQuery) {
+			u.RawQuery, u.ForceQuery = "", false
+			*raw = u.String() + "?…"
 		}
 	}
 	return redacted.Target()

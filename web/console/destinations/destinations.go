@@ -9,7 +9,6 @@ package destinations
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -19,7 +18,7 @@ import (
 	"github.com/a-h/templ"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/destination"
 	"github.com/tidemark/tidemark/views"
 )
 
@@ -121,30 +120,14 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 		Form: views.DestinationForm{MaxInFlight: defaultMaxInFlight}})
 }
 
-// checkPublic checks the form of nd, then refuses a URL whose host is, or
-// resolves to, a loopback, private, link-local or metadata address.
+// checkPublic checks nd as the API and the CLI do, never allowing a
+// private address: the form has no such choice.
 func checkPublic(ctx context.Context, nd domain.NewDestination) error {
-	nd, err := nd.Check()
-	if err != nil {
-		return err
-	}
-	field, check, raw := "URL", egress.CheckURL, nd.URL
-	if nd.NATSURL != "" {
-		field, check, raw = "NATS URL", egress.CheckNATSURL, nd.NATSURL
-	}
 	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
 	defer cancel()
-	_, err = check(ctx, raw, false)
-	if err == nil {
-		return nil
-	}
-	msg := strings.TrimPrefix(err.Error(), "url: ")
-	if errors.Is(err, egress.ErrPrivate) {
-		return domain.Errorf(domain.EINVALID, "%s refused: %s. Destinations must be reachable on the internet: "+
-			"Tidemark never sends to loopback, private, link-local or cloud metadata addresses.",
-			field, strings.TrimSuffix(msg, ": "+egress.ErrPrivate.Error()))
-	}
-	return domain.Errorf(domain.EINVALID, "%s: %s", field, msg)
+	nd.AllowPrivate = false
+	_, err := destination.Check(ctx, nd)
+	return err
 }
 
 // logChange logs an owner's change of a destination; never its secret.
