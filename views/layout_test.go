@@ -18,19 +18,20 @@ func TestLayoutNav(t *testing.T) {
 		switcher   bool
 		tenantName string // shown beside the account, without a switcher
 	}{
-		{"owner in a tenant", acme("events"), 10, "/t/acme/events", false, false, "Acme Inc"},
-		{"viewer in a tenant: no members page nor audit log", acmeAs("events", domain.RoleViewer), 8, "/t/acme/events", false, false, "Acme Inc"},
-		{"operator in a tenant: no members page nor audit log", acmeAs("members", domain.RoleOperator), 8, "", false, false, "Acme Inc"},
-		{"members highlighted", acme("members"), 10, "/t/acme/members", false, false, "Acme Inc"},
-		{"audit log highlighted", acme("audit"), 10, "/t/acme/audit", false, false, "Acme Inc"},
-		{"overview highlighted", acme("overview"), 10, "/t/acme", false, false, "Acme Inc"},
-		{"records highlighted", acme("records"), 10, "/t/acme/records", false, false, "Acme Inc"},
-		{"admin", func() views.Layout { l := acme("admin"); l.IsAdmin = true; return l }(), 10, "/admin/users", true, false, "Acme Inc"},
+		{"owner in a tenant", acme("events"), 11, "/t/acme/events", false, false, "Acme Inc"},
+		{"viewer in a tenant: no members page, destinations nor audit log", acmeAs("events", domain.RoleViewer), 8, "/t/acme/events", false, false, "Acme Inc"},
+		{"operator in a tenant: no members page, destinations nor audit log", acmeAs("members", domain.RoleOperator), 8, "", false, false, "Acme Inc"},
+		{"members highlighted", acme("members"), 11, "/t/acme/members", false, false, "Acme Inc"},
+		{"destinations highlighted", acme("destinations"), 11, "/t/acme/destinations", false, false, "Acme Inc"},
+		{"audit log highlighted", acme("audit"), 11, "/t/acme/audit", false, false, "Acme Inc"},
+		{"overview highlighted", acme("overview"), 11, "/t/acme", false, false, "Acme Inc"},
+		{"records highlighted", acme("records"), 11, "/t/acme/records", false, false, "Acme Inc"},
+		{"admin", func() views.Layout { l := acme("admin"); l.IsAdmin = true; return l }(), 11, "/admin/users", true, false, "Acme Inc"},
 		{"two workspaces", func() views.Layout {
 			l := acme("conflicts")
 			l.Tenants = append(l.Tenants, domain.Tenant{Slug: "globex", Name: "Globex"})
 			return l
-		}(), 10, "/t/acme/conflicts", false, true, ""},
+		}(), 11, "/t/acme/conflicts", false, true, ""},
 		{"outside a tenant", views.Layout{Title: "Workspaces", UserEmail: "ops@example.com",
 			Tenants: []domain.Tenant{{Slug: "acme", Name: "Acme Inc"}}}, 0, "", false, true, ""},
 	} {

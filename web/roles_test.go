@@ -54,6 +54,15 @@ var routeNeeds = map[string]string{
 	"POST /t/{tenant}/members/{id}/remove":           string(domain.RoleOwner),
 	"GET /t/{tenant}/audit":                          string(domain.RoleOwner),
 
+	"GET /t/{tenant}/destinations":              string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations":             string(domain.RoleOwner),
+	"GET /t/{tenant}/destinations/{id}":         string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/pause":  string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/resume": string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/rewind": string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/rotate": string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/delete": string(domain.RoleOwner),
+
 	"POST /t/{tenant}/records/{provider}/{object_type}/{object_id}/reset": string(domain.RoleOwner),
 	"POST /t/{tenant}/records/{provider}/{object_type}/{object_id}/erase": string(domain.RoleOwner),
 	"GET /t/{tenant}/leads/erase":                                         string(domain.RoleOwner),

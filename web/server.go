@@ -51,7 +51,7 @@ type Services struct {
 	Replays    domain.ReplayService
 	// Changes serves the change feed.
 	Changes stream.ChangeFeed
-	// Destinations receive the tenant's changes (API).
+	// Destinations receive the tenant's changes (API and console).
 	Destinations stream.DestinationService
 }
 
@@ -137,7 +137,7 @@ func New(cfg Config) *Server {
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
-		Deliveries: svc.Deliveries, Replays: svc.Replays},
+		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations},
 		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
 		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s

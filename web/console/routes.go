@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/web/console/destinations"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -27,6 +28,7 @@ func (h *Handler) Routes(r chi.Router) {
 		provider = providerPages{h}
 		record   = recordPages{h}
 		token    = tokenPages{h}
+		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
 	)
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
@@ -101,6 +103,20 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/members", member.handleAddMember)
 				r.Post("/members/{id}/role", member.handleSetMemberRole)
 				r.Post("/members/{id}/remove", member.handleRemoveMember)
+			})
+
+			// Destinations, where the workspace's changes are pushed
+			// (web/console/destinations): owners only, reading included.
+			r.Group(func(r chi.Router) {
+				r.Use(h.requireRole(domain.RoleOwner))
+				r.Get("/destinations", dest.HandleList)
+				r.Post("/destinations", dest.HandleCreate)
+				r.Get("/destinations/{id}", dest.HandleDetail)
+				r.Post("/destinations/{id}/pause", dest.HandlePause)
+				r.Post("/destinations/{id}/resume", dest.HandleResume)
+				r.Post("/destinations/{id}/rewind", dest.HandleRewind)
+				r.Post("/destinations/{id}/rotate", dest.HandleRotate)
+				r.Post("/destinations/{id}/delete", dest.HandleDelete)
 			})
 
 			// The tenant's audit log: owners only (and admins).
