@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 )
 
 // DestinationForm is the create form: what was entered and why it was
@@ -33,14 +33,14 @@ type DestinationForm struct {
 // NewSecret is a destination's signing secret, shown once: after it was
 // created or rotated.
 type NewSecret struct {
-	Destination domain.Destination
+	Destination stream.Destination
 	Secret      string
 }
 
 // DestinationRow is a destination of the list with its newest attempt.
 type DestinationRow struct {
-	domain.Destination
-	Last *domain.DestinationAttempt // nil before the first
+	stream.Destination
+	Last *stream.DestinationAttempt // nil before the first
 }
 
 // DestinationsPage lists the tenant's destinations, for owners.
@@ -53,8 +53,8 @@ type DestinationsPage struct {
 
 // DestinationPage is one destination with a page of its attempts.
 type DestinationPage struct {
-	Destination domain.Destination
-	Attempts    []domain.DestinationAttempt
+	Destination stream.Destination
+	Attempts    []stream.DestinationAttempt
 	OlderURL    string // the next page of older attempts, "" when none
 	NewestURL   string // back to the newest, "" on the first page
 	Secret      string // rotated just now, shown once
@@ -74,7 +74,7 @@ func destinationURL(l Layout, id int64, suffix string) templ.SafeURL {
 
 // destinationLag is how far behind a destination is: the age of the oldest
 // change it has yet to deliver.
-func destinationLag(d domain.Destination, now time.Time) string {
+func destinationLag(d stream.Destination, now time.Time) string {
 	if d.Oldest == nil {
 		return "up to date"
 	}
@@ -89,7 +89,7 @@ func destinationTime(t *time.Time) time.Time {
 }
 
 // destinationFilter says which changes a destination selects.
-func destinationFilter(d domain.Destination) string {
+func destinationFilter(d stream.Destination) string {
 	parts := []string{strings.Join(d.Types, ", ")}
 	if d.Provider != "" {
 		parts = append(parts, "provider "+d.Provider)
@@ -100,7 +100,7 @@ func destinationFilter(d domain.Destination) string {
 	return strings.Join(parts, "; ")
 }
 
-func destinationTypeChosen(f DestinationForm, t domain.ChangeType) bool {
+func destinationTypeChosen(f DestinationForm, t stream.ChangeType) bool {
 	for _, c := range f.Types {
 		if c == string(t) {
 			return true
@@ -116,7 +116,7 @@ func attemptDuration(d time.Duration) string {
 	return d.Round(10 * time.Millisecond).String()
 }
 
-func destinationStatus(d domain.Destination) templ.Component {
+func destinationStatus(d stream.Destination) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -209,7 +209,7 @@ func destinationStatus(d domain.Destination) templ.Component {
 	})
 }
 
-func attemptStatus(a domain.DestinationAttempt) templ.Component {
+func attemptStatus(a stream.DestinationAttempt) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -274,7 +274,7 @@ func attemptStatus(a domain.DestinationAttempt) templ.Component {
 
 // destinationPauseResume is the form that pauses an active destination or
 // resumes a paused or failing one; back says which page to return to.
-func destinationPauseResume(l Layout, d domain.Destination, back string) templ.Component {
+func destinationPauseResume(l Layout, d stream.Destination, back string) templ.Component {
 	return templruntime.GeneratedTemplate(func(templ_7745c5c3_Input templruntime.GeneratedComponentInput) (templ_7745c5c3_Err error) {
 		templ_7745c5c3_W, ctx := templ_7745c5c3_Input.Writer, templ_7745c5c3_Input.Context
 		if templ_7745c5c3_CtxErr := ctx.Err(); templ_7745c5c3_CtxErr != nil {
@@ -291,7 +291,7 @@ func destinationPauseResume(l Layout, d domain.Destination, back string) templ.C
 		}
 		ctx = templ.InitializeContext(ctx)
 		ctx = templ.ClearChildren(ctx)
-		if d.Status == domain.DestinationActive {
+		if d.Status == stream.DestinationActive {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 12, "<form method=\"post\" action=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -773,7 +773,7 @@ func destinationCreateCard(l Layout, f DestinationForm) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		for _, t := range domain.ChangeTypes {
+		for _, t := range stream.ChangeTypes {
 			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 53, "<label class=\"check\"><input type=\"checkbox\" name=\"types\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
@@ -833,7 +833,7 @@ func destinationCreateCard(l Layout, f DestinationForm) templ.Component {
 			return templ_7745c5c3_Err
 		}
 		var templ_7745c5c3_Var38 string
-		templ_7745c5c3_Var38, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(domain.MaxMaxInFlight)).Resolve(ctx)
+		templ_7745c5c3_Var38, templ_7745c5c3_Err = templruntime.NewAttributeExpression(strconv.Itoa(stream.MaxMaxInFlight)).Resolve(ctx)
 		if templ_7745c5c3_Err != nil {
 			return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/destinations.templ`, Line: 260, Col: 119}
 		}
@@ -1005,7 +1005,7 @@ func DestinationView(l Layout, p DestinationPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var48 string
-			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(domain.FormatCursor(d.Cursor))
+			templ_7745c5c3_Var48, templ_7745c5c3_Err = templ.JoinStringErrs(stream.FormatCursor(d.Cursor))
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/destinations.templ`, Line: 293, Col: 89}
 			}
@@ -1064,7 +1064,7 @@ func DestinationView(l Layout, p DestinationPage) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			if d.Status == domain.DestinationActive {
+			if d.Status == stream.DestinationActive {
 				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 80, "Stops sending; changes keep queuing for it.")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
@@ -1168,7 +1168,7 @@ func DestinationView(l Layout, p DestinationPage) templ.Component {
 				return templ_7745c5c3_Err
 			}
 			var templ_7745c5c3_Var56 string
-			templ_7745c5c3_Var56, templ_7745c5c3_Err = templruntime.NewAttributeExpression(domain.FormatCursor(0)).Resolve(ctx)
+			templ_7745c5c3_Var56, templ_7745c5c3_Err = templruntime.NewAttributeExpression(stream.FormatCursor(0)).Resolve(ctx)
 			if templ_7745c5c3_Err != nil {
 				return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/destinations.templ`, Line: 329, Col: 127}
 			}
