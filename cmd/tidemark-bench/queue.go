@@ -140,7 +140,7 @@ func (e cliEnv) burstMode(ctx context.Context, cfg queueConfig, dbs *scratchData
 	defer srv.stop()
 	if mode != modeSync {
 		for i := range cfg.workers {
-			w, err := startWorker(filepath.Join(srv.binDir, "tidemark"), db, extra, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i+1)))
+			w, err := startWorker(srv.exe(), db, extra, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i+1)))
 			if err != nil {
 				return res, err
 			}
