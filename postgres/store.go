@@ -22,9 +22,11 @@ import (
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
+	"github.com/tidemark/tidemark/postgres/destinations"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
+	"github.com/tidemark/tidemark/postgres/outbound"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
@@ -59,6 +61,8 @@ type Store struct {
 	*search.Indexer
 	*replay.Jobs
 	*changefeed.Feed
+	*destinations.Manager
+	*outbound.Outbox // the destination sender's
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -132,6 +136,8 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Indexer:    search.New(pool),
 		Jobs:       replay.New(pool),
 		Feed:       changefeed.New(pool),
+		Manager:    destinations.New(pool, keys),
+		Outbox:     outbound.New(pool, keys, log),
 		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
@@ -149,6 +155,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Jobs.UseReadPool(p)
 	s.Log.UseReadPool(p)
 	s.Feed.UseReadPool(p)
+	s.Manager.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -187,6 +194,7 @@ var (
 	_ domain.DeliveryService       = (*Store)(nil)
 	_ domain.ReconciliationService = (*Store)(nil)
 	_ domain.ReplayService         = (*Store)(nil)
+	_ domain.DestinationService    = (*Store)(nil)
 	_ domain.QueueStore            = (*Store)(nil)
 	_ domain.TenantService         = (*Store)(nil)
 	_ domain.ProviderService       = (*Store)(nil)
@@ -199,6 +207,7 @@ var (
 	_ domain.OperatorService       = (*Store)(nil)
 	_ domain.AccessService         = (*Store)(nil)
 	_ domain.IngestService         = (*Store)(nil)
+	_ domain.Outbox                = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store

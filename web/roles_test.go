@@ -79,6 +79,16 @@ var routeNeeds = map[string]string{
 	// The audit log names operators and their addresses: owners only in
 	// the console, read-write tokens only in the API.
 	"GET /api/v1/tenants/{tenant}/audit": needWrite,
+	// Destinations, reads included, are the owners' (the console's too).
+	"POST /api/v1/tenants/{tenant}/destinations":              needWrite,
+	"GET /api/v1/tenants/{tenant}/destinations":               needWrite,
+	"GET /api/v1/tenants/{tenant}/destinations/{id}":          needWrite,
+	"GET /api/v1/tenants/{tenant}/destinations/{id}/attempts": needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/rotate":  needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/pause":   needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/resume":  needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/rewind":  needWrite,
+	"DELETE /api/v1/tenants/{tenant}/destinations/{id}":       needWrite,
 }
 
 // routeNeed is who may use method pattern, and whether it is listed.

@@ -50,6 +50,8 @@ type Services struct {
 	Replays    domain.ReplayService
 	// Changes serves the change feed.
 	Changes domain.ChangeFeed
+	// Destinations receive the tenant's changes (API).
+	Destinations domain.DestinationService
 }
 
 // Config wires a Server to its dependencies.
@@ -130,7 +132,7 @@ func New(cfg Config) *Server {
 	reads := httpx.NewReadGate(cfg.ReadConns)
 	s.api = api.New(api.Services{Tokens: svc.Tokens, Records: svc.Records, Events: svc.Events, Stats: svc.Stats,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Deliveries: svc.Deliveries,
-		Replays: svc.Replays, Changes: svc.Changes}, s.replayer, reads, s.log)
+		Replays: svc.Replays, Changes: svc.Changes, Destinations: svc.Destinations}, s.replayer, reads, s.log)
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,

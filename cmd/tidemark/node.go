@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
 	"github.com/tidemark/tidemark/postgres"
@@ -94,6 +95,12 @@ func searchIndexService(store *postgres.Store, log *slog.Logger) supervisor.Serv
 		}
 		return postgres.SearchIndexEvery
 	})
+}
+
+// senderService pushes the changes of the destinations this node leases;
+// stopped, it releases the leases for another node to take at once.
+func senderService(store *postgres.Store, log *slog.Logger) supervisor.Service {
+	return supervisor.Func("destination sender", outbound.New(store, outbound.Options{Log: log}).Run)
 }
 
 // refusalFlusher writes refused deliveries every few seconds, and once

@@ -154,7 +154,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	services = append(services,
 		cleanupService(store, *o.retention, log), reconcileService(store, log), searchIndexService(store, log),
 		refusalFlusher{handler: handler, log: log}, committersService(store),
-		supervisor.Func("replay worker", replays.Run))
+		supervisor.Func("replay worker", replays.Run), senderService(store, log))
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
 		if err != nil {

@@ -26,23 +26,26 @@ type Services struct {
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
 	Changes    domain.ChangeFeed
+	// Destinations are managed with read-write tokens only.
+	Destinations domain.DestinationService
 }
 
 // Handler serves the API.
 type Handler struct {
-	tokens     domain.TokenService
-	records    domain.RecordService
-	events     domain.EventService
-	stats      domain.StatsService
-	conflicts  domain.ConflictService
-	people     domain.PeopleService
-	audit      domain.AuditService
-	deliveries domain.DeliveryService
-	replays    domain.ReplayService
-	changes    domain.ChangeFeed
-	replayer   *replay.Replayer // replays one delivery by hand
-	reads      *httpx.ReadGate  // bounds reads per tenant and token
-	log        *slog.Logger
+	tokens       domain.TokenService
+	records      domain.RecordService
+	events       domain.EventService
+	stats        domain.StatsService
+	conflicts    domain.ConflictService
+	people       domain.PeopleService
+	audit        domain.AuditService
+	deliveries   domain.DeliveryService
+	replays      domain.ReplayService
+	destinations domain.DestinationService
+	changes      domain.ChangeFeed
+	replayer     *replay.Replayer // replays one delivery by hand
+	reads        *httpx.ReadGate  // bounds reads per tenant and token
+	log          *slog.Logger
 }
 
 // New returns the API's Handler.
@@ -56,7 +59,7 @@ func New(s Services, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog
 		reads = httpx.NewReadGate(0)
 	}
 	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
-		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, replayer: replayer,
+		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, destinations: s.Destinations, replayer: replayer,
 		reads: reads, log: log}
 }
 

@@ -50,5 +50,16 @@ func (h *Handler) gatedRoutes(r chi.Router) {
 		r.Post("/deliveries/{id}/replay", h.handleReplay)
 		r.Post("/replays", h.handleStartReplay)
 		r.Post("/replays/{id}/cancel", h.handleCancelReplay)
+		// Destinations, reads included: a destination's URL and status are
+		// the owners', as on the console.
+		r.Post("/destinations", h.handleCreateDestination)
+		r.Get("/destinations", h.handleDestinations)
+		r.Get("/destinations/{id}", h.handleDestination)
+		r.Get("/destinations/{id}/attempts", h.handleDestinationAttempts)
+		r.Post("/destinations/{id}/rotate", h.handleRotateDestination)
+		r.Post("/destinations/{id}/pause", h.handlePauseDestination)
+		r.Post("/destinations/{id}/resume", h.handleResumeDestination)
+		r.Post("/destinations/{id}/rewind", h.handleRewindDestination)
+		r.Delete("/destinations/{id}", h.handleDeleteDestination)
 	})
 }

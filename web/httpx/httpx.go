@@ -164,6 +164,16 @@ func ReplayJobID(r *http.Request) (int64, error) {
 	return id, nil
 }
 
+// DestinationID reads {id}; no destination can have an id that is not a
+// positive integer.
+func DestinationID(r *http.Request) (int64, error) {
+	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
+	if err != nil || id < 1 {
+		return 0, domain.Errorf(domain.ENOTFOUND, "destination not found")
+	}
+	return id, nil
+}
+
 // ClientAddress is the peer's IP (after ClientAddr), for login throttling,
 // the delivery log and the audit log.
 func ClientAddress(r *http.Request) string {

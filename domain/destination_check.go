@@ -1,0 +1,111 @@
+package domain
+
+import (
+	"net/url"
+	"strings"
+)
+
+// Bounds of what an owner gives for a destination.
+const (
+	MaxDestinationURLBytes = 2048
+	MaxSubjectBytes        = 200
+)
+
+// Check validates what an owner gives for a destination and returns it
+// with its defaults filled in (types, max in flight). It checks the form
+// of the URL only; whether it may be reached is internal/egress's to say,
+// after DNS resolution.
+func (nd NewDestination) Check() (NewDestination, error) {
+	switch {
+	case nd.URL != "" && (nd.NATSURL != "" || nd.Subject != ""):
+		return nd, Errorf(EINVALID, "give either url, or nats_url with subject, not both")
+	case nd.URL != "":
+		if err := checkTargetURL("url", nd.URL, "http", "https"); err != nil {
+			return nd, err
+		}
+	case nd.NATSURL != "":
+		if err := checkTargetURL("nats_url", nd.NATSURL, "nats", "tls"); err != nil {
+			return nd, err
+		}
+		if err := checkSubject(nd.Subject); err != nil {
+			return nd, err
+		}
+	case nd.Subject != "":
+		return nd, Errorf(EINVALID, "subject needs nats_url, the NATS server to publish to")
+	default:
+		return nd, Errorf(EINVALID, "give url (an http or https URL to POST to), or nats_url and subject")
+	}
+	if len(nd.ObjectType) > MaxObjectTypeBytes {
+		return nd, Errorf(EINVALID, "object_type is %d bytes; at most %d", len(nd.ObjectType), MaxObjectTypeBytes)
+	}
+	types, err := CheckTypes(nd.Types)
+	if err != nil {
+		return nd, err
+	}
+	nd.Types = types
+	switch {
+	case nd.MaxInFlight == 0:
+		nd.MaxInFlight = DefaultMaxInFlight
+	case nd.MaxInFlight < 1 || nd.MaxInFlight > MaxMaxInFlight:
+		return nd, Errorf(EINVALID, "max_in_flight must be from 1 to %d, got %d", MaxMaxInFlight, nd.MaxInFlight)
+	}
+	return nd, nil
+}
+
+// checkTargetURL checks that raw is an absolute URL of one of schemes with
+// a host.
+func checkTargetURL(field, raw string, schemes ...string) error {
+	if len(raw) > MaxDestinationURLBytes {
+		return Errorf(EINVALID, "%s is %d bytes; at most %d", field, len(raw), MaxDestinationURLBytes)
+	}
+	// The messages do not repeat the URL: its query may hold a credential.
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.Hostname() == "" {
+		return Errorf(EINVALID, "%s is not an absolute URL such as %s://host.example.com/", field, schemes[0])
+	}
+	if u.User != nil {
+		return Errorf(EINVALID, "%s must not contain a user name or password", field)
+	}
+	for _, s := range schemes {
+		if u.Scheme == s {
+			return nil
+		}
+	}
+	return Errorf(EINVALID, "%s: the scheme must be %s", field, strings.Join(schemes, " or "))
+}
+
+// checkSubject checks a NATS subject prefix: dot-separated tokens without
+// wildcards or spaces, to which the sender appends
+// .{tenant}.{provider}.{object_type}.
+func checkSubject(s string) error {
+	if s == "" {
+		return Errorf(EINVALID, "subject is required with nats_url: the prefix of the subjects to publish to, such as crm.changes")
+	}
+	if len(s) > MaxSubjectBytes {
+		return Errorf(EINVALID, "subject is %d bytes; at most %d", len(s), MaxSubjectBytes)
+	}
+	for _, token := range strings.Split(s, ".") {
+		if token == "" {
+			return Errorf(EINVALID, "subject %q has an empty token; separate tokens with single dots and do not end with one", s)
+		}
+		for _, r := range token {
+			if r == '*' || r == '>' || r <= ' ' || r == 0x7f {
+				return Errorf(EINVALID, "subject %q may not hold wildcards (* >), spaces or control characters", s)
+			}
+		}
+	}
+	return nil
+}
+
+// RedactedTarget is Target without the query of its URL, which may hold a
+// credential, for the audit log and listings.
+func (d Destination) RedactedTarget() string {
+	redacted := d
+	for _, raw := range []*string{&redacted.URL, &redacted.NATSURL} {
+		if u, err := url.Parse(*raw); err == nil && (u.RawQuery != "" || u.ForceQuery) {
+			u.RawQuery, u.ForceQuery = "", false
+			*raw = u.String() + "?…"
+		}
+	}
+	return redacted.Target()
+}

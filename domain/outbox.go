@@ -1,0 +1,71 @@
+package domain
+
+import (
+	"context"
+	"time"
+)
+
+// The sender (internal/outbound) pushes each destination's changes from
+// the node that holds the destination's lease; Outbox is what it needs of
+// storage. A lease lasts a ttl and is renewed while the node runs, so
+// across restarts, crashes and several nodes one node at a time sends a
+// destination's changes.
+
+// LeasedDestination is a destination whose lease a sender holds, with what
+// it needs to send: the secrets that sign now (two during a rotation) and
+// the tenant's slug for NATS subjects.
+type LeasedDestination struct {
+	TenantID     int64
+	ID           int64
+	TenantSlug   string
+	URL          string // an http(s) URL, or empty for NATS
+	NATSURL      string
+	Subject      string
+	AllowPrivate bool
+	MaxInFlight  int
+	Secrets      []string
+}
+
+// QueuedChange is a change of a destination's queue that is due.
+type QueuedChange struct {
+	Change
+	Attempts int // the attempts that failed before
+}
+
+// AttemptResult is the outcome of one attempt; Retry is when a failed one
+// is tried again (Backoff).
+type AttemptResult struct {
+	DestinationAttempt
+	Retry time.Duration
+}
+
+// Outbox is the storage of the sender. Every call on a destination but
+// RecordAttempts and TrimAttempts does nothing unless owner holds its
+// lease: a node that lost a lease can neither take changes into the queue
+// nor pick them to send.
+type Outbox interface {
+	// LeaseDestinations takes or renews, for ttl, the leases of up to
+	// limit active destinations that no other owner holds, and returns
+	// them. A destination owner held and that is not returned (paused,
+	// deleted, or taken after the lease ran out) is no longer its.
+	LeaseDestinations(ctx context.Context, owner string, ttl time.Duration, limit int) ([]LeasedDestination, error)
+	// ReleaseDestinations ends owner's leases of ds, for another node to
+	// take them at once.
+	ReleaseDestinations(ctx context.Context, owner string, ds []LeasedDestination) error
+	// FillQueue takes the changes after the destination's cursor into its
+	// queue, those it selects, and advances the cursor past those it
+	// scanned; it returns how many it scanned, 0 when none are new or the
+	// queue is full.
+	FillQueue(ctx context.Context, owner string, tenantID, id int64) (int, error)
+	// DueChanges lists up to limit changes of the queue due to be sent,
+	// lowest positions first: the first pending change of each record,
+	// when its retry is due, but none of the records of inFlight.
+	DueChanges(ctx context.Context, owner string, tenantID, id int64, inFlight []int64, limit int) ([]QueuedChange, error)
+	// RecordAttempts records attempts: one delivered leaves the queue, one
+	// failed is retried after its Retry. It reports whether the
+	// destination is failing: a change of it has failed for
+	// DestinationGiveUp, which pauses it.
+	RecordAttempts(ctx context.Context, tenantID, id int64, results []AttemptResult) (failing bool, err error)
+	// TrimAttempts forgets all but the latest attempts of a destination.
+	TrimAttempts(ctx context.Context, tenantID, id int64) error
+}

@@ -1,0 +1,34 @@
+// Package destination checks what an owner gives for a destination before
+// it is stored, where the API, the console and the CLI share it: the form
+// (domain.NewDestination.Check) and, after DNS resolution, whether its
+// address may be reached (internal/egress). Storage calls out to nothing,
+// so this check is not its.
+package destination
+
+import (
+	"context"
+	"strings"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/egress"
+)
+
+// Check validates nd and refuses a URL whose host is or resolves to a
+// loopback, private, link-local or metadata address unless
+// nd.AllowPrivate, which only the CLI sets. Every refusal is EINVALID; a
+// refused address is named (egress.ErrPrivate's message says why).
+func Check(ctx context.Context, nd domain.NewDestination) (domain.NewDestination, error) {
+	nd, err := nd.Check()
+	if err != nil {
+		return nd, err
+	}
+	field, check, raw := "url", egress.CheckURL, nd.URL
+	if nd.NATSURL != "" {
+		field, check, raw = "nats_url", egress.CheckNATSURL, nd.NATSURL
+	}
+	if _, err := check(ctx, raw, nd.AllowPrivate); err != nil {
+		// egress names the field "url" and never repeats the URL.
+		return nd, domain.Errorf(domain.EINVALID, "%s: %s", field, strings.TrimPrefix(err.Error(), "url: "))
+	}
+	return nd, nil
+}

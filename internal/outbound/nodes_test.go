@@ -1,0 +1,133 @@
+package outbound_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/outbound"
+	"github.com/tidemark/tidemark/internal/queue/queuetest"
+)
+
+// TestTwoSendersOneDestination: two senders (two nodes) on one database
+// deliver each change exactly once; when the one sending stops in the
+// middle of a send, the other takes over and nothing is skipped.
+func TestTwoSendersOneDestination(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	rc := newReceiver(t)
+	hold := make(chan struct{})
+	var holdOnce sync.Once
+	var held sync.WaitGroup
+	held.Add(1)
+	rc.setAnswer(func(a arrival, _ http.ResponseWriter, r *http.Request) int {
+		if a.position == 60 { // the first time, hang until the sender gives up
+			first := false
+			holdOnce.Do(func() { first = true })
+			if first {
+				held.Done()
+				select {
+				case <-hold:
+				case <-r.Context().Done():
+				}
+			}
+		}
+		return http.StatusOK
+	})
+	d := e.httpDestination(t, rc, 8)
+	owners := map[string]func(){}
+	for i := range 2 {
+		o := fast()
+		o.Owner = fmt.Sprint("node-", i)
+		owners[o.Owner] = e.run(t, o)
+	}
+	const records = 10
+	for rev := int64(1); rev <= 10; rev++ {
+		for r := range records {
+			e.ingest(t, fmt.Sprint("c", r), rev)
+		}
+	}
+	held.Wait()
+	var owner string
+	if err := e.store.Pool().QueryRow(context.Background(), `SELECT lease_owner FROM destinations WHERE tenant_id = $1 AND id = $2`,
+		e.p.TenantID, d.ID).Scan(&owner); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s is sending; stopping it in the middle of change 60", owner)
+	owners[owner]()
+	waitFor(t, 20*time.Second, "every change delivered", func() bool { _, got, _ := rc.got(); return len(got) >= 100 })
+	close(hold)
+	time.Sleep(300 * time.Millisecond)
+	_, delivered, _ := rc.got()
+	checkOrder(t, delivered, 100)
+	if len(delivered) != 100 {
+		t.Errorf("%d changes answered 2xx, want each of 100 once", len(delivered))
+	}
+}
+
+// TestPublishesToJetStream: a NATS destination publishes each change to
+// PREFIX.{tenant}.{provider}.{object_type} with Nats-Msg-Id, a record's
+// changes in order.
+func TestPublishesToJetStream(t *testing.T) {
+	t.Parallel()
+	prefix := queuetest.Stream(t) // a unique name; its stream is deleted when the test ends
+	nc, err := nats.Connect(queuetest.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, _ := jetstream.New(nc)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: prefix, Subjects: []string{prefix + ".>"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t)
+	e.destination(t, domain.NewDestination{NATSURL: queuetest.URL(), Subject: prefix, AllowPrivate: true})
+	e.run(t, fast())
+	for rev := int64(1); rev <= 5; rev++ {
+		for _, r := range []string{"a", "b.c", "d e"} {
+			e.ingest(t, r, rev)
+		}
+	}
+	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []arrival
+	for len(got) < 15 {
+		msg, err := cons.Next(jetstream.FetchMaxWait(10 * time.Second))
+		if err != nil {
+			t.Fatalf("after %d messages: %v", len(got), err)
+		}
+		if want := prefix + ".acme.crm.contact"; msg.Subject() != want {
+			t.Errorf("subject %s, want %s", msg.Subject(), want)
+		}
+		var pos int64
+		fmt.Sscanf(msg.Headers().Get(jetstream.MsgIDHeader), fmt.Sprintf("chg_%d_%%d", e.p.TenantID), &pos)
+		body := string(msg.Data())
+		record := body[strings.Index(body, `"object_id":"`)+13:]
+		record = record[:strings.IndexByte(record, '"')]
+		if !strings.Contains(body, fmt.Sprintf(`"id":"chg_%d_%d"`, e.p.TenantID, pos)) {
+			t.Errorf("message %s does not carry its Nats-Msg-Id %d", body, pos)
+		}
+		got = append(got, arrival{record: record, position: pos})
+	}
+	checkOrder(t, got, 15)
+}
+
+// TestTokens: what a NATS token cannot hold becomes "_".
+func TestTokens(t *testing.T) {
+	if got := outbound.Subject("p.q", "a.b", "c*d", "e> f"); got != "p.q.a_b.c_d.e__f" {
+		t.Errorf("subject %q", got)
+	}
+}

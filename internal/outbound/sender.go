@@ -1,0 +1,188 @@
+// Package outbound is the sender: it pushes each destination's changes,
+// as Standard Webhooks messages or JetStream messages, from the node that
+// holds the destination's lease (domain.Outbox). A record's changes go one
+// at a time, in position order, each retried until answered 2xx; changes
+// of different records go in parallel, up to the destination's
+// max_in_flight.
+package outbound
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/egress"
+)
+
+// Defaults of Options.
+const (
+	DefaultLeaseTTL   = 30 * time.Second
+	DefaultLeaseEvery = 2 * time.Second
+	DefaultPoll       = 100 * time.Millisecond
+	DefaultMaxLeases  = 64
+)
+
+// Options configure a Sender; zero fields take the defaults.
+type Options struct {
+	// Owner names this node in the leases it holds: NodeID() by default.
+	Owner string
+	// LeaseTTL is how long a lease lasts unless renewed; renewed every
+	// LeaseEvery. A send starts only while more than half the ttl is left,
+	// and is cut off when the lease would end, so no two nodes send a
+	// destination's changes at once.
+	LeaseTTL, LeaseEvery time.Duration
+	// Poll is how often a destination looks for new and due changes when
+	// nothing else wakes it: commit-to-send latency is about this.
+	Poll time.Duration
+	// Timeout bounds the wait for an answer (domain.DestinationTimeout).
+	Timeout time.Duration
+	// MaxLeases is how many destinations this node sends at most.
+	MaxLeases int
+	Log       *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.Owner == "" {
+		o.Owner = NodeID()
+	}
+	o.LeaseTTL = cmpOr(o.LeaseTTL, DefaultLeaseTTL)
+	o.LeaseEvery = cmpOr(o.LeaseEvery, DefaultLeaseEvery)
+	o.Poll = cmpOr(o.Poll, DefaultPoll)
+	o.Timeout = cmpOr(o.Timeout, domain.DestinationTimeout)
+	if o.MaxLeases == 0 {
+		o.MaxLeases = DefaultMaxLeases
+	}
+	if o.Log == nil {
+		o.Log = slog.Default()
+	}
+	return o
+}
+
+func cmpOr(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
+// NodeID names this process uniquely among the nodes of a database:
+// hostname, pid and a random part (a pid repeats across containers).
+func NodeID() string {
+	host, _ := os.Hostname()
+	b := make([]byte, 4)
+	rand.Read(b)
+	return fmt.Sprintf("%s-%d-%s", host, os.Getpid(), hex.EncodeToString(b))
+}
+
+// Sender sends the changes of the destinations it leases.
+type Sender struct {
+	store   domain.Outbox
+	o       Options
+	clients map[bool]*http.Client // by allow_private
+	nats    *natsConns
+}
+
+// New returns a Sender on store.
+func New(store domain.Outbox, o Options) *Sender {
+	o = o.withDefaults()
+	return &Sender{store: store, o: o,
+		clients: map[bool]*http.Client{false: egress.NewClient(false, o.Timeout), true: egress.NewClient(true, o.Timeout)},
+		nats:    newNATSConns(o.Timeout)}
+}
+
+// Owner is the name of this sender's leases.
+func (s *Sender) Owner() string { return s.o.Owner }
+
+type destKey struct{ tenantID, id int64 }
+
+// Run leases destinations every LeaseEvery and runs a worker for each one
+// held, until ctx ends; then it stops the workers and releases the leases,
+// so that another node takes them at once.
+func (s *Sender) Run(ctx context.Context) error {
+	workers := map[destKey]*worker{}
+	defer s.nats.close()
+	defer func() {
+		var held []domain.LeasedDestination
+		for _, w := range workers {
+			w.stop()
+			held = append(held, w.destination())
+		}
+		if len(held) == 0 {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		if err := s.store.ReleaseDestinations(rctx, s.o.Owner, held); err != nil {
+			s.o.Log.Warn("destination sender: could not release leases; they run out", "err", err, "ttl", s.o.LeaseTTL)
+		}
+	}()
+	for {
+		s.lease(ctx, workers)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(s.o.LeaseEvery):
+		}
+	}
+}
+
+// lease renews and takes leases: a worker starts for a destination newly
+// held, and stops for one no longer held. When the leases cannot be
+// renewed the workers go on until their leases would end, and then send
+// nothing.
+func (s *Sender) lease(ctx context.Context, workers map[destKey]*worker) {
+	start := time.Now()
+	leased, err := s.store.LeaseDestinations(ctx, s.o.Owner, s.o.LeaseTTL, s.o.MaxLeases)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.o.Log.Error("destination sender: lease", "err", err)
+		}
+		return
+	}
+	until := start.Add(s.o.LeaseTTL) // no later than the database's lease_until
+	held := map[destKey]bool{}
+	for _, d := range leased {
+		k := destKey{d.TenantID, d.ID}
+		held[k] = true
+		if w := workers[k]; w != nil && !w.exited() {
+			w.renew(d, until)
+			continue
+		}
+		workers[k] = startWorker(ctx, s, d, until)
+		s.o.Log.Info("destination sender: sending", "tenant_id", d.TenantID, "destination_id", d.ID)
+	}
+	for k, w := range workers {
+		if !held[k] {
+			w.stop()
+			delete(workers, k)
+			s.o.Log.Info("destination sender: stopped; lease not renewed (paused, failing, deleted or taken)",
+				"tenant_id", k.tenantID, "destination_id", k.id)
+		}
+	}
+}
+
+// sync.Mutex guards what the lease loop renews in a worker.
+type leaseState struct {
+	mu    sync.Mutex
+	d     domain.LeasedDestination
+	until time.Time
+}
+
+func (l *leaseState) get() (domain.LeasedDestination, time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.d, l.until
+}
+
+func (l *leaseState) set(d domain.LeasedDestination, until time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.d, l.until = d, until
+}

@@ -1,0 +1,215 @@
+package outbound
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/changejson"
+	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/whsig"
+)
+
+// answer is what an attempt got: an HTTP status (200 for a JetStream
+// acknowledgement, 0 for none), an error to record, and the wait the
+// destination asked for (Retry-After).
+type answer struct {
+	status     int
+	err        string
+	retryAfter time.Duration
+}
+
+// Bounds of what is read of an answer, and kept of it in an attempt's
+// error.
+const (
+	maxAnswerRead = 4 << 10
+	maxAnswerKept = 200
+)
+
+// post POSTs c to d's URL, signed with d's secrets.
+func (s *Sender) post(ctx context.Context, d domain.LeasedDestination, c domain.Change) answer {
+	body, err := changejson.MarshalMessage(c)
+	if err != nil {
+		return answer{err: "encode: " + err.Error()}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
+	if err != nil {
+		return answer{err: err.Error()}
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "Tidemark")
+	if err := whsig.Headers(req.Header, d.Secrets, c.ID(), time.Now(), body); err != nil {
+		return answer{err: err.Error()}
+	}
+	resp, err := s.clients[d.AllowPrivate].Do(req)
+	if err != nil {
+		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
+			return answer{err: fmt.Sprintf("timeout: no answer within %s", s.o.Timeout)}
+		}
+		return answer{err: err.Error()}
+	}
+	defer resp.Body.Close()
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerRead))
+	a := answer{status: resp.StatusCode, retryAfter: retryAfter(resp.Header.Get("Retry-After"))}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		a.err = fmt.Sprintf("answered %s", resp.Status)
+		if e := printable(excerpt); e != "" {
+			a.err += ": " + e
+		}
+	}
+	return a
+}
+
+func isTimeout(err error) bool {
+	var t interface{ Timeout() bool }
+	return errors.As(err, &t) && t.Timeout()
+}
+
+// retryAfter reads Retry-After: seconds or an HTTP date; 0 when absent or
+// unreadable.
+func retryAfter(v string) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if n, err := strconv.Atoi(strings.TrimSpace(v)); err == nil && n > 0 {
+		return time.Duration(n) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0)
+	}
+	return 0
+}
+
+// printable is the start of an answer's body as one line of text.
+func printable(b []byte) string {
+	var sb strings.Builder
+	for len(b) > 0 && sb.Len() < maxAnswerKept {
+		r, n := utf8.DecodeRune(b)
+		b = b[n:]
+		switch {
+		case r == utf8.RuneError:
+			sb.WriteRune('?')
+		case unicode.IsSpace(r):
+			sb.WriteByte(' ')
+		case unicode.IsPrint(r):
+			sb.WriteRune(r)
+		}
+	}
+	return strings.TrimSpace(sb.String())
+}
+
+// publish publishes c to d's JetStream, on the subject
+// PREFIX.{tenant}.{provider}.{object_type}, with the change id as
+// Nats-Msg-Id so that the stream drops a repeat within its duplicate window.
+func (s *Sender) publish(ctx context.Context, d domain.LeasedDestination, c domain.Change) answer {
+	body, err := changejson.MarshalMessage(c)
+	if err != nil {
+		return answer{err: "encode: " + err.Error()}
+	}
+	js, err := s.nats.get(d.NATSURL, d.AllowPrivate)
+	if err != nil {
+		return answer{err: err.Error()}
+	}
+	msg := &nats.Msg{Subject: Subject(d.Subject, d.TenantSlug, c.Provider, c.ObjectType), Data: body,
+		Header: nats.Header{}}
+	msg.Header.Set(jetstream.MsgIDHeader, c.ID())
+	if _, err := js.PublishMsg(ctx, msg); err != nil {
+		if errors.Is(err, context.DeadlineExceeded) {
+			return answer{err: fmt.Sprintf("timeout: no acknowledgement within %s", s.o.Timeout)}
+		}
+		return answer{err: err.Error()}
+	}
+	return answer{status: http.StatusOK}
+}
+
+// Subject is the subject of a change: prefix, then the tenant, provider and
+// object type, each made a single NATS token.
+func Subject(prefix, tenant, provider, objectType string) string {
+	return prefix + "." + token(tenant) + "." + token(provider) + "." + token(objectType)
+}
+
+// token replaces what a NATS token cannot hold (".", "*", ">", white
+// space) with "_".
+func token(s string) string {
+	if s == "" {
+		return "_"
+	}
+	return strings.Map(func(r rune) rune {
+		if r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || unicode.IsControl(r) {
+			return '_'
+		}
+		return r
+	}, s)
+}
+
+// natsConns are the sender's NATS connections, one per server URL (and
+// allow_private), shared by the destinations that publish there.
+type natsConns struct {
+	timeout time.Duration
+	mu      sync.Mutex
+	conns   map[natsKey]*natsConn
+}
+
+type natsKey struct {
+	url          string
+	allowPrivate bool
+}
+
+// natsConn is one connection; its own lock keeps a server that does not
+// answer from holding up the others.
+type natsConn struct {
+	mu sync.Mutex
+	nc *nats.Conn
+}
+
+func newNATSConns(timeout time.Duration) *natsConns {
+	return &natsConns{timeout: timeout, conns: map[natsKey]*natsConn{}}
+}
+
+// get returns JetStream on the connection to url, connecting if need be.
+func (n *natsConns) get(url string, allowPrivate bool) (jetstream.JetStream, error) {
+	n.mu.Lock()
+	c := n.conns[natsKey{url, allowPrivate}]
+	if c == nil {
+		c = &natsConn{}
+		n.conns[natsKey{url, allowPrivate}] = c
+	}
+	n.mu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.nc == nil || c.nc.IsClosed() {
+		nc, err := nats.Connect(url, nats.Name("tidemark destination sender"), nats.Timeout(n.timeout),
+			nats.SetCustomDialer(egress.Dialer(allowPrivate, n.timeout)), nats.MaxReconnects(-1))
+		if err != nil {
+			return nil, fmt.Errorf("connect to NATS: %w", err)
+		}
+		c.nc = nc
+	}
+	return jetstream.New(c.nc)
+}
+
+func (n *natsConns) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, c := range n.conns {
+		c.mu.Lock()
+		if c.nc != nil {
+			c.nc.Close()
+		}
+		c.mu.Unlock()
+	}
+	clear(n.conns)
+}

@@ -1,0 +1,148 @@
+// Package destinations manages a tenant's destinations: where its changes
+// are pushed, their signing secrets, pause, resume and rewind
+// (docs/contract/destinations.md). Sending is the sender's; whether a URL
+// may be reached is checked before a destination is stored here
+// (internal/destination), since storage calls out to nothing.
+package destinations
+
+import (
+	"context"
+	"errors"
+	"math"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// Manager implements domain.DestinationService on pool; its reads use the
+// read pool.
+type Manager struct {
+	pool *pgxpool.Pool
+	read *pgxpool.Pool // pool until UseReadPool
+	keys *pg.Keyring
+}
+
+// New returns the destinations of pool, whose secrets keys seal.
+func New(pool *pgxpool.Pool, keys *pg.Keyring) *Manager {
+	return &Manager{pool: pool, read: pool, keys: keys}
+}
+
+// UseReadPool makes the reads of destinations use p.
+func (m *Manager) UseReadPool(p *pgxpool.Pool) { m.read = p }
+
+var _ domain.DestinationService = (*Manager)(nil)
+
+// destinationColumns are a destination's columns as scanDestination reads
+// them. Its lag is the oldest change in its queue or, with the queue
+// empty, the first change of the feed after its cursor, which the sender
+// has yet to take.
+const destinationColumns = `d.tenant_id, d.id, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
+       coalesce((SELECT p.name FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id), ''),
+       coalesce(d.object_type, ''), d.types, d.allow_private, d.max_in_flight, d.status, coalesce(d.status_reason, ''),
+       d.cursor, d.created_at, d.last_success_at, q.pending,
+       coalesce(q.oldest, (SELECT c.committed_at FROM changes c
+                           WHERE c.tenant_id = d.tenant_id AND c.position > d.cursor ORDER BY c.position LIMIT 1))
+FROM destinations d
+CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest FROM destination_queue dq
+                    WHERE dq.tenant_id = d.tenant_id AND dq.destination_id = d.id) q`
+
+func scanDestination(row pgx.CollectableRow) (domain.Destination, error) {
+	var d domain.Destination
+	err := row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types,
+		&d.AllowPrivate, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.CreatedAt, &d.LastSuccess,
+		&d.Pending, &d.Oldest)
+	return d, err
+}
+
+const destinationsSQL = `SELECT ` + destinationColumns + `
+WHERE d.tenant_id = @tenant_id ORDER BY d.id`
+
+const destinationSQL = `SELECT ` + destinationColumns + `
+WHERE d.tenant_id = @tenant_id AND d.id = @id`
+
+// Destinations implements domain.DestinationService.
+func (m *Manager) Destinations(ctx context.Context, tenantID int64) ([]domain.Destination, error) {
+	rows, err := m.read.Query(ctx, destinationsSQL, pgx.NamedArgs{"tenant_id": tenantID})
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	ds, err := pgx.CollectRows(rows, scanDestination)
+	return ds, pg.Translate(err)
+}
+
+// Destination implements domain.DestinationService.
+func (m *Manager) Destination(ctx context.Context, tenantID, id int64) (domain.Destination, error) {
+	return destination(ctx, m.read, tenantID, id)
+}
+
+// destination reads one destination with q, a pool or a transaction.
+func destination(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, tenantID, id int64) (domain.Destination, error) {
+	rows, err := q.Query(ctx, destinationSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id})
+	if err != nil {
+		return domain.Destination{}, pg.Translate(err)
+	}
+	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return d, notFound(id)
+	}
+	return d, pg.Translate(err)
+}
+
+func notFound(id int64) error { return pg.NotFound("destination %d not found", id) }
+
+const destinationExistsSQL = `SELECT count(*) FROM destinations WHERE tenant_id = @tenant_id AND id = @id`
+
+const destinationAttemptsSQL = `
+SELECT a.id, a.position, a.attempted_at, a.status, coalesce(a.error, ''), a.duration_ms
+FROM destination_attempts a
+WHERE a.tenant_id = @tenant_id AND a.destination_id = @id AND a.id < @before_id
+ORDER BY a.id DESC LIMIT @limit`
+
+// DestinationAttempts implements domain.DestinationService: newest first,
+// paged by attempt id.
+func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, page domain.Page) ([]domain.DestinationAttempt, string, error) {
+	var before int64 = math.MaxInt64
+	if err := pg.DecodeCursor(page.Cursor, &before); err != nil {
+		return nil, "", err
+	}
+	var n int
+	if err := m.read.QueryRow(ctx, destinationExistsSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id}).Scan(&n); err != nil {
+		return nil, "", pg.Translate(err)
+	}
+	if n == 0 {
+		return nil, "", notFound(id)
+	}
+	limit := pg.PageLimit(page)
+	rows, err := m.read.Query(ctx, destinationAttemptsSQL,
+		pgx.NamedArgs{"tenant_id": tenantID, "id": id, "before_id": before, "limit": limit + 1})
+	if err != nil {
+		return nil, "", pg.Translate(err)
+	}
+	var ids []int64
+	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DestinationAttempt, error) {
+		var (
+			a          domain.DestinationAttempt
+			attemptID  int64
+			durationMS int64
+		)
+		err := row.Scan(&attemptID, &a.Position, &a.At, &a.Status, &a.Error, &durationMS)
+		a.ChangeID = domain.Change{TenantID: tenantID, Position: a.Position}.ID()
+		a.Duration = time.Duration(durationMS) * time.Millisecond
+		ids = append(ids, attemptID)
+		return a, err
+	})
+	if err != nil {
+		return nil, "", pg.Translate(err)
+	}
+	attempts, more := pg.Trim(attempts, limit)
+	if !more {
+		return attempts, "", nil
+	}
+	return attempts, pg.EncodeCursor(ids[limit-1]), nil
+}

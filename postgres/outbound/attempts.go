@@ -1,0 +1,89 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// recordSQL records a batch of attempts in one statement: a change answered
+// 2xx leaves the queue (if a rewind has not emptied it already), another
+// waits its retry; every attempt is logged. A change failing since
+// DestinationGiveUp or longer makes an active destination failing, which
+// pauses it. The destination's row is written only when something
+// delivered or it fails, not for every retry.
+const recordSQL = `
+WITH r AS (
+    SELECT * FROM unnest(@position::bigint[], @status::int[], @error::text[], @duration_ms::int[], @retry_ms::bigint[])
+        AS r (position, status, error, duration_ms, retry_ms)
+), delivered AS (
+    DELETE FROM destination_queue q USING r
+    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id AND q.position = r.position AND r.status BETWEEN 200 AND 299
+    RETURNING q.position
+), failed AS (
+    UPDATE destination_queue q SET attempts = q.attempts + 1, next_attempt_at = now() + r.retry_ms * interval '1 millisecond',
+        first_failed_at = coalesce(q.first_failed_at, now()), last_error = r.error
+    FROM r
+    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id AND q.position = r.position AND r.status NOT BETWEEN 200 AND 299
+    RETURNING q.position, q.first_failed_at, q.last_error
+), given_up AS (
+    SELECT position, first_failed_at, last_error FROM failed
+    WHERE first_failed_at <= now() - @give_up_ms * interval '1 millisecond'
+    ORDER BY first_failed_at LIMIT 1
+), logged AS (
+    INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
+    SELECT @tenant_id, @id, position, status, nullif(error, ''), duration_ms FROM r
+)
+UPDATE destinations d SET
+    last_success_at = CASE WHEN EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) THEN now() ELSE d.last_success_at END,
+    status = CASE WHEN d.status = 'active' AND EXISTS (SELECT FROM given_up) THEN 'failing' ELSE d.status END,
+    status_reason = CASE WHEN d.status = 'active' AND EXISTS (SELECT FROM given_up)
+        THEN (SELECT format('change %s has not been delivered since %s: %s', position,
+                            to_char(first_failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), last_error) FROM given_up)
+        ELSE d.status_reason END
+WHERE d.tenant_id = @tenant_id AND d.id = @id
+  AND (EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) OR EXISTS (SELECT FROM given_up))
+RETURNING d.status = 'failing'`
+
+// RecordAttempts implements domain.Outbox.
+func (o *Outbox) RecordAttempts(ctx context.Context, tenantID, id int64, results []domain.AttemptResult) (bool, error) {
+	n := len(results)
+	var (
+		position, retry  = make([]int64, n), make([]int64, n)
+		status, duration = make([]int32, n), make([]int32, n)
+		errs             = make([]string, n)
+	)
+	for i, r := range results {
+		position[i], status[i], errs[i] = r.Position, int32(r.Status), r.Error
+		duration[i], retry[i] = int32(r.Duration.Milliseconds()), r.Retry.Milliseconds()
+	}
+	var failing bool
+	err := o.pool.QueryRow(ctx, recordSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "position": position,
+		"status": status, "error": errs, "duration_ms": duration, "retry_ms": retry,
+		"give_up_ms": domain.DestinationGiveUp.Milliseconds()}).Scan(&failing)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil // nothing delivered and none given up
+	}
+	return failing, pg.Translate(err)
+}
+
+// keptAttempts is how many of a destination's latest attempts are kept.
+const keptAttempts = 1000
+
+// trimAttemptsSQL deletes a destination's attempts older than its latest
+// keptAttempts.
+const trimAttemptsSQL = `
+DELETE FROM destination_attempts
+WHERE tenant_id = @tenant_id AND destination_id = @id
+  AND id < (SELECT id FROM destination_attempts WHERE tenant_id = @tenant_id AND destination_id = @id
+            ORDER BY id DESC OFFSET @kept - 1 LIMIT 1)`
+
+// TrimAttempts implements domain.Outbox.
+func (o *Outbox) TrimAttempts(ctx context.Context, tenantID, id int64) error {
+	_, err := o.pool.Exec(ctx, trimAttemptsSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "kept": keptAttempts})
+	return pg.Translate(err)
+}

@@ -1,0 +1,134 @@
+package outbound
+
+import (
+	"context"
+	"errors"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/changefeed"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// Bounds of a destination's queue: a fill scans at most fillBatch changes,
+// and none while the queue holds maxPending, so that a destination that
+// fails does not copy the feed.
+const (
+	fillBatch  = 500
+	maxPending = 1000
+)
+
+// fillSQL takes the changes after the cursor into the queue, those the
+// destination selects (its provider, object type and types, as
+// domain.MatchesType reads them), and moves the cursor to the last change
+// scanned. It locks the destination's row first, and only while owner
+// holds the lease and the feed has moved past the cursor: a rewind, which
+// locks the row to empty the queue and set the cursor, comes wholly
+// before or after a fill, and an idle poll writes nothing. A record's key
+// is its provider id, object type and id as a JSON array: unambiguous, and
+// text PostgreSQL can hold.
+const fillSQL = `
+WITH d AS (
+    SELECT cursor, provider_id, object_type, types FROM destinations
+    WHERE tenant_id = @tenant_id AND id = @id AND lease_owner = @owner AND lease_until > now() AND status = 'active'
+      AND cursor < coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tenant_id), 0)
+    FOR UPDATE
+), room AS (
+    SELECT greatest(0, least(@batch::bigint, @max_pending::bigint - count(*))) AS n FROM destination_queue
+    WHERE tenant_id = @tenant_id AND destination_id = @id
+), scanned AS (
+    SELECT c.position, c.type, c.provider_id, c.object_type, c.object_id, c.committed_at
+    FROM d CROSS JOIN LATERAL (
+        SELECT * FROM changes c WHERE c.tenant_id = @tenant_id AND c.position > d.cursor
+        ORDER BY c.position LIMIT (SELECT n FROM room)) c
+), queued AS (
+    INSERT INTO destination_queue (tenant_id, destination_id, position, record_key, committed_at)
+    SELECT @tenant_id, @id, s.position, jsonb_build_array(s.provider_id, s.object_type, s.object_id)::text, s.committed_at
+    FROM scanned s, d
+    WHERE (d.provider_id IS NULL OR s.provider_id = d.provider_id) AND (d.object_type IS NULL OR s.object_type = d.object_type)
+      AND EXISTS (SELECT FROM unnest(d.types) t WHERE t = s.type OR (right(t, 2) = '.*' AND starts_with(s.type, left(t, -1))))
+)
+UPDATE destinations SET cursor = (SELECT max(position) FROM scanned)
+WHERE tenant_id = @tenant_id AND id = @id AND EXISTS (SELECT FROM scanned)
+RETURNING (SELECT count(*) FROM scanned)`
+
+// FillQueue implements domain.Outbox.
+func (o *Outbox) FillQueue(ctx context.Context, owner string, tenantID, id int64) (int, error) {
+	var scanned int
+	err := o.pool.QueryRow(ctx, fillSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
+		"batch": fillBatch, "max_pending": maxPending}).Scan(&scanned)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, nil
+	}
+	return scanned, pg.Translate(err)
+}
+
+// goneError is the attempt recorded for a change the retention removed
+// from the feed before it was delivered.
+const goneError = "not sent: the change was removed from the feed (retention) before it was delivered"
+
+// dueSQL picks the first pending change of each record, those due and not
+// in flight, lowest positions first, for owner while it holds the lease.
+// A change the retention removed leaves the queue with an attempt that
+// says so.
+const dueSQL = `
+WITH due AS (
+    SELECT position, attempts FROM (
+        SELECT DISTINCT ON (record_key) position, attempts, next_attempt_at FROM destination_queue
+        WHERE tenant_id = @tenant_id AND destination_id = @id
+        ORDER BY record_key, position) first
+    WHERE next_attempt_at <= now() AND position <> ALL(@in_flight::bigint[])
+      AND EXISTS (SELECT FROM destinations d WHERE d.tenant_id = @tenant_id AND d.id = @id
+                  AND d.lease_owner = @owner AND d.lease_until > now() AND d.status = 'active')
+    ORDER BY position LIMIT @limit
+), gone AS (
+    DELETE FROM destination_queue q USING due
+    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id AND q.position = due.position
+      AND NOT EXISTS (SELECT FROM changes c WHERE c.tenant_id = @tenant_id AND c.position = due.position)
+    RETURNING q.position
+), noted AS (
+    INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
+    SELECT @tenant_id, @id, position, 0, @gone_error, 0 FROM gone
+)
+SELECT due.attempts, ` + changefeed.Columns + `
+FROM due
+JOIN changes c ON c.tenant_id = @tenant_id AND c.position = due.position
+JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+ORDER BY c.position`
+
+// DueChanges implements domain.Outbox.
+func (o *Outbox) DueChanges(ctx context.Context, owner string, tenantID, id int64, inFlight []int64, limit int) ([]domain.QueuedChange, error) {
+	if inFlight == nil {
+		inFlight = []int64{}
+	}
+	rows, err := o.pool.Query(ctx, dueSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
+		"in_flight": inFlight, "limit": limit, "gone_error": goneError})
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	var attempts []int
+	changes, err := changefeed.ScanChanges(attemptsFirst{rows, &attempts})
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	due := make([]domain.QueuedChange, len(changes))
+	for i, c := range changes {
+		due[i] = domain.QueuedChange{Change: c, Attempts: attempts[i]}
+	}
+	return due, nil
+}
+
+// attemptsFirst reads dueSQL's rows: the attempts column, then a change's
+// Columns for changefeed.ScanChanges.
+type attemptsFirst struct {
+	pgx.Rows
+	attempts *[]int
+}
+
+func (r attemptsFirst) Scan(dest ...any) error {
+	var n int
+	err := r.Rows.Scan(append([]any{&n}, dest...)...)
+	*r.attempts = append(*r.attempts, n)
+	return err
+}

@@ -1,0 +1,234 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/destination"
+	"github.com/tidemark/tidemark/web/httpx"
+)
+
+// destinationJSON is a destination as the API shows it; never its secret.
+type destinationJSON struct {
+	ID              int64     `json:"id"`
+	URL             *string   `json:"url"`
+	NATSURL         *string   `json:"nats_url"`
+	Subject         *string   `json:"subject"`
+	Provider        *string   `json:"provider"`
+	ObjectType      *string   `json:"object_type"`
+	Types           []string  `json:"types"`
+	MaxInFlight     int       `json:"max_in_flight"`
+	Status          string    `json:"status"`
+	StatusReason    *string   `json:"status_reason"`
+	Cursor          string    `json:"cursor"`
+	Pending         int       `json:"pending"`
+	OldestPendingAt *jsonTime `json:"oldest_pending_at"`
+	LagSeconds      *int64    `json:"lag_seconds"`
+	CreatedAt       jsonTime  `json:"created_at"`
+	LastSuccessAt   *jsonTime `json:"last_success_at"`
+}
+
+func newDestinationJSON(d domain.Destination) destinationJSON {
+	j := destinationJSON{ID: d.ID, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
+		Subject: optionalString(d.Subject), Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
+		Types: d.Types, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
+		Cursor: domain.FormatCursor(d.Cursor), Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
+		CreatedAt: jsonTime(d.CreatedAt), LastSuccessAt: optionalTime(d.LastSuccess)}
+	if d.Oldest != nil {
+		lag := max(int64(time.Since(*d.Oldest)/time.Second), 0)
+		j.LagSeconds = &lag
+	}
+	return j
+}
+
+type destinationAttemptJSON struct {
+	ChangeID    string   `json:"change_id"`
+	AttemptedAt jsonTime `json:"attempted_at"`
+	Status      int      `json:"status"`
+	Delivered   bool     `json:"delivered"`
+	Error       *string  `json:"error"`
+	DurationMS  int64    `json:"duration_ms"`
+}
+
+func newDestinationAttemptJSON(a domain.DestinationAttempt) destinationAttemptJSON {
+	return destinationAttemptJSON{ChangeID: a.ChangeID, AttemptedAt: jsonTime(a.At), Status: a.Status,
+		Delivered: a.Delivered(), Error: optionalString(a.Error), DurationMS: a.Duration.Milliseconds()}
+}
+
+// maxDestinationRequest bounds a destination's request; a URL is at most
+// 2 KiB.
+const maxDestinationRequest = 16 << 10
+
+// decodeBody reads a JSON object into v, refusing unknown fields and
+// anything after it; on an error it answers 400 with example and returns
+// false.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any, example string) bool {
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxDestinationRequest))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil || dec.Decode(&struct{}{}) != io.EOF {
+		httpx.WriteError(w, http.StatusBadRequest, "body must be a JSON object such as "+example)
+		return false
+	}
+	return true
+}
+
+// handleCreateDestination answers POST destinations: 201 with the
+// destination and its signing secret, shown this once. The API never
+// allows private addresses.
+func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		URL         string   `json:"url"`
+		NATSURL     string   `json:"nats_url"`
+		Subject     string   `json:"subject"`
+		Provider    string   `json:"provider"`
+		ObjectType  string   `json:"object_type"`
+		Types       []string `json:"types"`
+		MaxInFlight *int     `json:"max_in_flight"`
+	}
+	if !decodeBody(w, r, &req, `{"url": "https://hooks.example.com/tidemark", "provider": "crm", "object_type": "contact", `+
+		`"types": ["record.*"], "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) {
+		return
+	}
+	nd := domain.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
+		ObjectType: req.ObjectType, Types: req.Types}
+	if req.MaxInFlight != nil {
+		if *req.MaxInFlight == 0 { // 0 is NewDestination's default, not a value to accept
+			h.fail(w, r, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got 0", domain.MaxMaxInFlight))
+			return
+		}
+		nd.MaxInFlight = *req.MaxInFlight
+	}
+	ctx := r.Context()
+	nd, err := destination.Check(ctx, nd)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	d, secret, err := h.destinations.CreateDestination(ctx, tokenTenant(ctx).ID, nd)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	httpx.WriteJSON(w, http.StatusCreated, struct {
+		destinationJSON
+		Secret string `json:"secret"`
+	}{newDestinationJSON(d), secret})
+}
+
+// handleDestinations answers GET destinations: every destination of the
+// tenant, in one page.
+func (h *Handler) handleDestinations(w http.ResponseWriter, r *http.Request) {
+	ds, err := h.destinations.Destinations(r.Context(), tokenTenant(r.Context()).ID)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	out := make([]destinationJSON, len(ds))
+	for i, d := range ds {
+		out[i] = newDestinationJSON(d)
+	}
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"destinations": out, "next_cursor": nil})
+}
+
+// handleDestination answers GET destinations/{id}.
+func (h *Handler) handleDestination(w http.ResponseWriter, r *http.Request) {
+	h.answerDestination(w, r, nil)
+}
+
+// answerDestination runs change, when given, on destination {id}, then
+// answers with the destination.
+func (h *Handler) answerDestination(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, tenant, id int64) error) {
+	ctx := r.Context()
+	tenant := tokenTenant(ctx).ID
+	id, err := httpx.DestinationID(r)
+	if err == nil && change != nil {
+		err = change(ctx, tenant, id)
+	}
+	if err == nil {
+		var d domain.Destination
+		if d, err = h.destinations.Destination(ctx, tenant, id); err == nil {
+			httpx.WriteJSON(w, http.StatusOK, newDestinationJSON(d))
+			return
+		}
+	}
+	h.fail(w, r, err)
+}
+
+// handleDestinationAttempts answers GET destinations/{id}/attempts, newest
+// first.
+func (h *Handler) handleDestinationAttempts(w http.ResponseWriter, r *http.Request) {
+	id, err := httpx.DestinationID(r)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	listJSON(h, w, r, "attempts", func(ctx context.Context, p domain.Page) ([]domain.DestinationAttempt, string, error) {
+		return h.destinations.DestinationAttempts(ctx, tokenTenant(ctx).ID, id, p)
+	}, newDestinationAttemptJSON)
+}
+
+// handleRotateDestination answers POST destinations/{id}/rotate with the
+// new secret; the previous one signs too for domain.DestinationSecretGrace.
+func (h *Handler) handleRotateDestination(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := httpx.DestinationID(r)
+	if err == nil {
+		var secret string
+		if secret, err = h.destinations.RotateDestinationSecret(ctx, tokenTenant(ctx).ID, id); err == nil {
+			w.Header().Set("Cache-Control", "no-store")
+			httpx.WriteJSON(w, http.StatusOK, map[string]string{"secret": secret})
+			return
+		}
+	}
+	h.fail(w, r, err)
+}
+
+func (h *Handler) handlePauseDestination(w http.ResponseWriter, r *http.Request) {
+	h.answerDestination(w, r, h.destinations.PauseDestination)
+}
+
+func (h *Handler) handleResumeDestination(w http.ResponseWriter, r *http.Request) {
+	h.answerDestination(w, r, h.destinations.ResumeDestination)
+}
+
+// handleRewindDestination answers POST destinations/{id}/rewind
+// {"after": cursor}: every change after the cursor is sent again ("" is
+// the start of the feed).
+func (h *Handler) handleRewindDestination(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		After *string `json:"after"`
+	}
+	if !decodeBody(w, r, &req, `{"after": "c1_42"}, a cursor of the change feed; "" for its start`) {
+		return
+	}
+	if req.After == nil {
+		httpx.WriteError(w, http.StatusBadRequest, `after is required: a cursor of the change feed, or "" for its start`)
+		return
+	}
+	position, err := domain.ParseCursor(*req.After)
+	if err != nil {
+		h.fail(w, r, err)
+		return
+	}
+	h.answerDestination(w, r, func(ctx context.Context, tenant, id int64) error {
+		return h.destinations.RewindDestination(ctx, tenant, id, position)
+	})
+}
+
+// handleDeleteDestination answers DELETE destinations/{id} with 204.
+func (h *Handler) handleDeleteDestination(w http.ResponseWriter, r *http.Request) {
+	ctx := r.Context()
+	id, err := httpx.DestinationID(r)
+	if err == nil {
+		if err = h.destinations.DeleteDestination(ctx, tokenTenant(ctx).ID, id); err == nil {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	h.fail(w, r, err)
+}
