@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/postgres"
 )
 
 // command is one tidemark command. Its flags are declared by one function,
@@ -68,6 +69,45 @@ func commands() []command {
 		{name: "token create", required: []string{"tenant"}, summary: "Create an API token for one tenant; prints it once.",
 			about: "Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenCreateFlags(fs) }, run: cliEnv.tokenCreate},
+		{name: "destination create", required: []string{"tenant"},
+			summary: "Push a tenant's changes to a URL or NATS; prints its signing secret.",
+			about: "Create a destination: each change of the tenant it selects is POSTed to --url as a Standard\n" +
+				"Webhooks message signed with the destination's secret, or published to --nats under --subject.\n" +
+				"Give --url, or --nats with --subject. It receives the changes committed after it is created.\n" +
+				"Loopback, private, link-local and metadata addresses are refused, after DNS resolution,\n" +
+				"unless --allow-private is given. Prints the signing secret as the last line (shown once).",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationCreateFlags(fs) }, run: cliEnv.destinationCreate},
+		{name: "destination list", required: []string{"tenant"},
+			summary: "List a tenant's destinations: status, target, filters, pending changes, lag.",
+			about: "List a tenant's destinations: id, status (active, paused or failing, with why), target,\n" +
+				"filters, pending changes (taken, not yet answered 2xx) and lag (how long the oldest has waited).",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationListFlags(fs) }, run: cliEnv.destinationList},
+		{name: "destination rotate", required: []string{"tenant", "id"},
+			summary: "Give a destination a new signing secret; the previous one still signs for 24h.",
+			about: "Give a destination a new signing secret. For 24 hours each message carries two signatures,\n" +
+				"one with each secret, so the consumer can switch without refusing one. Prints the new secret\n" +
+				"as the last line (shown once).",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) }, run: cliEnv.destinationRotate},
+		{name: "destination pause", required: []string{"tenant", "id"},
+			summary: "Stop sending to a destination; its changes wait.",
+			about:   "Stop sending to a destination. Its changes keep being taken and wait until it is resumed.",
+			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
+			run:     destinationAction("destination pause", (*postgres.Store).PauseDestination, "is paused; its changes wait until destination resume")},
+		{name: "destination resume", required: []string{"tenant", "id"},
+			summary: "Resume a paused or failing destination; its pending changes are retried now.",
+			about:   "Resume a paused or failing destination; its pending changes are retried now.",
+			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
+			run:     destinationAction("destination resume", (*postgres.Store).ResumeDestination, "is resumed; its pending changes are retried now")},
+		{name: "destination rewind", required: []string{"tenant", "id", "after"},
+			summary: "Send a destination every change after a feed cursor again.",
+			about: "Send a destination every change it selects after --after again, a cursor of the change feed\n" +
+				"(\"\" for the oldest change kept). Its pending changes are dropped and taken again from there.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationRewindFlags(fs) }, run: cliEnv.destinationRewind},
+		{name: "destination delete", required: []string{"tenant", "id"},
+			summary: "Delete a destination with its secrets, pending changes and attempts.",
+			about:   "Delete a destination with its secrets, pending changes and attempts.",
+			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
+			run:     destinationAction("destination delete", (*postgres.Store).DeleteDestination, "is deleted")},
 		{name: "user create", required: []string{"email", "password-stdin"},
 			summary: "Create a console operator; the password is read from standard input.",
 			about:   "Create a console operator. The password is read from the first line of standard input.",
@@ -179,13 +219,14 @@ func flagWord(f *flag.Flag) string {
 // metavars name the value of flags whose default does not show what to
 // give.
 var metavars = map[string]string{
-	"access": "read|write", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
+	"access": "read|write", "after": "CURSOR", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
 	"contact": "ID", "email": "EMAIL", "expires": "90d", "history-retention": "DURATION", "id": "ID",
-	"max-body": "SIZE", "max-future-skew": "DURATION", "metrics-addr": "ADDR", "name": "NAME", "org-id": "ID",
+	"max-body": "SIZE", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
+	"nats": "nats://HOST:4222", "object-type": "TYPE", "org-id": "ID",
 	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
 	"queue-tls-ca": "FILE", "revision": "N",
 	"revision-field": "FIELD", "role": "viewer|operator|owner", "secret": "SECRET", "snapshot": "JSON",
-	"tenant": "SLUG", "trusted-proxies": "CIDR,...", "url": "URL",
+	"subject": "PREFIX", "tenant": "SLUG", "trusted-proxies": "CIDR,...", "types": "record.*[,...]", "url": "URL",
 }
 
 // metavar is what a synopsis shows as f's value: its metavar, the kinds
