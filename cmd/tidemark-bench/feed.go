@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"sync"
@@ -33,7 +34,7 @@ func (e cliEnv) benchFeed(ctx context.Context, args []string) error {
 		return err
 	}
 	defer dbs.close(ctx)
-	name := fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3))
+	name := scratchName()
 	res := feedResult{}
 	if res.alone, err = e.feedPhase(ctx, cfg, dbs, name+"_alone", false); err != nil {
 		return err
@@ -111,15 +112,22 @@ func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatab
 		return ph, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
+	src := &standardLoad{target: srv.webhookURL(benchProvider), secret: db.secret, contacts: cfg.contacts, applying: true}
 	var rd *feedReaders
 	if reading {
 		if rd, err = startFeedReaders(ctx, cfg, srv); err != nil {
 			return ph, err
 		}
 		defer rd.stop()
+		// The destination is sent only once a node takes its lease: one
+		// change through both readers first, so the load meets them running.
+		if err := sendOne(ctx, src); err != nil {
+			return ph, err
+		}
+		if err := rd.awaitDrain(ctx, conn, cfg.drain); err != nil {
+			return ph, err
+		}
 	}
-
-	src := &standardLoad{target: srv.webhookURL(benchProvider), secret: db.secret, contacts: cfg.contacts, applying: true}
 	checkpoint(ctx, dbs.admin)
 	e.warmUp(ctx, cfg.warmup, src, cfg.senders)
 	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s, %s\n", cfg.senders, cfg.duration, phaseLabel(reading, cfg.consumers))
@@ -148,6 +156,19 @@ func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatab
 		}
 	}
 	return ph, nil
+}
+
+// sendOne sends one delivery of src, which must be answered 200.
+func sendOne(ctx context.Context, src loadSource) error {
+	req, err := src.request(ctx)
+	if err != nil {
+		return err
+	}
+	status, body, _, err := do(http.DefaultClient, req)
+	if err == nil && status != http.StatusOK {
+		err = fmt.Errorf("the first delivery was answered %d %s", status, body)
+	}
+	return err
 }
 
 // phaseLabel names a run in progress lines and the table.

@@ -41,7 +41,7 @@ func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
 	}
 	defer dbs.close(ctx)
 
-	res, err := e.sweep(ctx, cfg, dbs, fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3)))
+	res, err := e.sweep(ctx, cfg, dbs, scratchName())
 	if err != nil {
 		return err
 	}

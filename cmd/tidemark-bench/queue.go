@@ -93,7 +93,7 @@ func (e cliEnv) benchQueue(ctx context.Context, args []string) error {
 			return fmt.Errorf("build nats-server (run the bench from cmd/tidemark-bench): %w\n%s", err, out)
 		}
 	}
-	name := fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3))
+	name := scratchName()
 	var rows []queueRow
 	for _, mode := range cfg.modes {
 		r, err := e.burstMode(ctx, cfg, dbs, mode, name+"_"+strings.ReplaceAll(mode, "-", "_"), filepath.Join(tmp, mode))
