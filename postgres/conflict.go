@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
@@ -285,7 +286,7 @@ func (s *conflicts) ResolveConflict(ctx context.Context, tenantID, conflictID in
 		if err != nil || resolution != domain.ResolveAdopt {
 			return err
 		}
-		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: domain.ChangeApplied, ProviderID: providerID,
+		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeApplied, ProviderID: providerID,
 			ObjectType: c.ObjectType, ObjectID: c.ObjectID, Revision: &c.Revision, EventID: c.ConflictingEventID})
 	})
 	return resolved, err

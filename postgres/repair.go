@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -61,7 +62,7 @@ func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(), was); err != nil {
 			return err
 		}
-		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: domain.ChangeReset, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
+		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeReset, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
 	})
 	if err != nil {
 		return domain.Record{}, pg.Translate(err)
@@ -189,7 +190,7 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(), erasureSummary(e)); err != nil {
 			return err
 		}
-		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: domain.ChangeErased, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
+		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeErased, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
 	})
 	return e, pg.Translate(err)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
@@ -194,7 +195,7 @@ var (
 	_ domain.DeliveryService       = (*Store)(nil)
 	_ domain.ReconciliationService = (*Store)(nil)
 	_ domain.ReplayService         = (*Store)(nil)
-	_ domain.DestinationService    = (*Store)(nil)
+	_ stream.DestinationService    = (*Store)(nil)
 	_ domain.QueueStore            = (*Store)(nil)
 	_ domain.TenantService         = (*Store)(nil)
 	_ domain.ProviderService       = (*Store)(nil)
@@ -207,7 +208,7 @@ var (
 	_ domain.OperatorService       = (*Store)(nil)
 	_ domain.AccessService         = (*Store)(nil)
 	_ domain.IngestService         = (*Store)(nil)
-	_ domain.Outbox                = (*Store)(nil)
+	_ stream.Outbox                = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/api"
@@ -49,9 +50,9 @@ type Services struct {
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
 	// Changes serves the change feed.
-	Changes domain.ChangeFeed
+	Changes stream.ChangeFeed
 	// Destinations receive the tenant's changes (API).
-	Destinations domain.DestinationService
+	Destinations stream.DestinationService
 }
 
 // Config wires a Server to its dependencies.
@@ -132,7 +133,7 @@ func New(cfg Config) *Server {
 	reads := httpx.NewReadGate(cfg.ReadConns)
 	s.api = api.New(api.Services{Tokens: svc.Tokens, Records: svc.Records, Events: svc.Events, Stats: svc.Stats,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Deliveries: svc.Deliveries,
-		Replays: svc.Replays, Changes: svc.Changes, Destinations: svc.Destinations}, s.replayer, reads, s.log)
+		Replays: svc.Replays, Destinations: svc.Destinations, Changes: svc.Changes}, s.replayer, reads, s.log)
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/destination"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -34,7 +35,7 @@ func destinationCreateFlags(fs *flag.FlagSet) destinationCreateOptions {
 		provider:    fs.String("provider", "", "only the changes of this provider (default: every provider)"),
 		objectType:  fs.String("object-type", "", "only the changes of this object type, such as contact (default: every type)"),
 		types:       fs.String("types", "", "comma-separated change types: record.applied, record.deleted, record.reset, record.erased or record.* (default record.*)"),
-		maxInFlight: fs.Int("max-in-flight", 0, fmt.Sprintf("changes in flight at once, on different records, 1 to %d (default %d)", domain.MaxMaxInFlight, domain.DefaultMaxInFlight)),
+		maxInFlight: fs.Int("max-in-flight", 0, fmt.Sprintf("changes in flight at once, on different records, 1 to %d (default %d)", stream.MaxMaxInFlight, stream.DefaultMaxInFlight)),
 		allowPrivate: fs.Bool("allow-private", false,
 			"allow a loopback, private or link-local address (a consumer inside your own network); the API and the console never do"),
 	}
@@ -50,13 +51,13 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("destination create: --tenant is required, and --url, or --nats with --subject")
 	}
-	nd := domain.NewDestination{URL: *o.url, NATSURL: *o.nats, Subject: *o.subject, Provider: *o.provider,
+	nd := stream.NewDestination{URL: *o.url, NATSURL: *o.nats, Subject: *o.subject, Provider: *o.provider,
 		ObjectType: *o.objectType, MaxInFlight: *o.maxInFlight, AllowPrivate: *o.allowPrivate}
 	if *o.types != "" {
 		nd.Types = strings.Split(*o.types, ",")
 	}
 	if flagSet(fs, "max-in-flight") && nd.MaxInFlight == 0 {
-		return fmt.Errorf("--max-in-flight: give 1 to %d", domain.MaxMaxInFlight)
+		return fmt.Errorf("--max-in-flight: give 1 to %d", stream.MaxMaxInFlight)
 	}
 	nd, err := destination.Check(ctx, nd)
 	if err != nil {
@@ -111,7 +112,7 @@ func (e cliEnv) destinationList(ctx context.Context, args []string) error {
 }
 
 // destinationStatus is the status, with why it is failing.
-func destinationStatus(d domain.Destination) string {
+func destinationStatus(d stream.Destination) string {
 	if d.StatusReason != "" {
 		return d.Status + " (" + d.StatusReason + ")"
 	}
@@ -119,7 +120,7 @@ func destinationStatus(d domain.Destination) string {
 }
 
 // destinationFilters says which changes the destination selects.
-func destinationFilters(d domain.Destination) string {
+func destinationFilters(d stream.Destination) string {
 	parts := []string{"types=" + strings.Join(d.Types, ",")}
 	if d.Provider != "" {
 		parts = append(parts, "provider="+d.Provider)
@@ -132,7 +133,7 @@ func destinationFilters(d domain.Destination) string {
 
 // destinationLag is how long the oldest undelivered change has waited, "-"
 // when none waits.
-func destinationLag(d domain.Destination, now time.Time) string {
+func destinationLag(d stream.Destination, now time.Time) string {
 	if d.Oldest == nil {
 		return "-"
 	}
@@ -196,7 +197,7 @@ func (e cliEnv) destinationRotate(ctx context.Context, args []string) error {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "rotated the signing secret of destination %d; messages carry a signature with the previous one too for %s\n"+
-				"signing secret (shown once):\n%s\n", *id, shortDuration(domain.DestinationSecretGrace), secret)
+				"signing secret (shown once):\n%s\n", *id, shortDuration(stream.DestinationSecretGrace), secret)
 			return nil
 		})
 }
@@ -206,14 +207,14 @@ func (e cliEnv) destinationRewind(ctx context.Context, args []string) error {
 	tenant, id, after := destinationRewindFlags(fs)
 	return e.onDestination(ctx, fs, args, tenant, id, "--tenant, --id and --after are", func() bool { return flagSet(fs, "after") },
 		func(s *postgres.Store, tenantID int64) error {
-			position, err := domain.ParseCursor(*after)
+			position, err := stream.ParseCursor(*after)
 			if err != nil {
 				return err
 			}
 			if err := s.RewindDestination(ctx, tenantID, *id, position); err != nil {
 				return err
 			}
-			fmt.Fprintf(e.stdout, "destination %d is rewound: every change it selects after %s is sent again\n", *id, domain.FormatCursor(position))
+			fmt.Fprintf(e.stdout, "destination %d is rewound: every change it selects after %s is sent again\n", *id, stream.FormatCursor(position))
 			return nil
 		})
 }

@@ -21,6 +21,11 @@ func TestDestinationCommands(t *testing.T) {
 	}
 	secretLine := regexp.MustCompile(`^whsec_[A-Za-z0-9+/=]{40,}$`)
 
+	noKey := map[string]string{"DATABASE_URL": dbURL}
+	if _, _, err := tidemark(t, noKey, "", "destination", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/hook",
+		"--allow-private"); err == nil || !strings.Contains(err.Error(), "TIDEMARK_ENCRYPTION_KEY is not set") {
+		t.Fatalf("create without a key: %v; want a refusal saying how to set one", err)
+	}
 	out, _, err := tidemark(t, env, "", "destination", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/hook")
 	if err == nil || !strings.Contains(err.Error(), "url: host 127.0.0.1 is a loopback address") || out != "" {
 		t.Fatalf("create to loopback without --allow-private: %v, %q; want a refusal naming the address", err, out)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/internal/whsig"
@@ -73,7 +74,7 @@ func TestSenderSurvivesSIGKILL(t *testing.T) {
 		time.Sleep(2 * time.Millisecond)
 	}))
 	defer srv.Close()
-	d, s, err := store.CreateDestination(ctx, p.TenantID, domain.NewDestination{URL: srv.URL, AllowPrivate: true})
+	d, s, err := store.CreateDestination(ctx, p.TenantID, stream.NewDestination{URL: srv.URL, AllowPrivate: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 
 // shutdownOrder is the order in which serve stops its services on SIGTERM:
 // what accepts deliveries first, the pools last.
-var shutdownOrder = []string{"http", "replay worker", "group committers", "refusal flusher", "database pools"}
+var shutdownOrder = []string{"http", "destination sender", "replay worker", "group committers", "refusal flusher", "database pools"}
 
 var stoppedService = regexp.MustCompile(`msg=stopped service="?([^"=]+?)"? took=`)
 

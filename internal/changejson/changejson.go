@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 )
 
 // Change is a change as the feed and destinations show it.
@@ -27,7 +27,7 @@ type Change struct {
 
 // From is c's JSON form. Times are UTC RFC 3339 with microseconds, as
 // PostgreSQL keeps them, so that two changes of one second stay in order.
-func From(c domain.Change) Change {
+func From(c stream.Change) Change {
 	j := Change{ID: c.ID(), Type: string(c.Type), Provider: c.Provider, ObjectType: c.ObjectType, ObjectID: c.ObjectID,
 		Revision: c.Revision, PreviousRevision: c.PreviousRevision, Changed: c.Changed, Snapshot: c.Snapshot,
 		CommittedAt: Time(c.CommittedAt)}
@@ -58,7 +58,7 @@ type Message struct {
 }
 
 // MarshalMessage is the body of c's message.
-func MarshalMessage(c domain.Change) ([]byte, error) {
+func MarshalMessage(c stream.Change) ([]byte, error) {
 	j := From(c)
 	return json.Marshal(Message{Type: j.Type, Timestamp: j.CommittedAt, Data: j})
 }

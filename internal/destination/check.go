@@ -1,6 +1,6 @@
 // Package destination checks what an owner gives for a destination before
 // it is stored, where the API, the console and the CLI share it: the form
-// (domain.NewDestination.Check) and, after DNS resolution, whether its
+// (stream.NewDestination.Check) and, after DNS resolution, whether its
 // address may be reached (internal/egress). Storage calls out to nothing,
 // so this check is not its.
 package destination
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/egress"
 )
 
@@ -17,7 +18,7 @@ import (
 // loopback, private, link-local or metadata address unless
 // nd.AllowPrivate, which only the CLI sets. Every refusal is EINVALID; a
 // refused address is named (egress.ErrPrivate's message says why).
-func Check(ctx context.Context, nd domain.NewDestination) (domain.NewDestination, error) {
+func Check(ctx context.Context, nd stream.NewDestination) (stream.NewDestination, error) {
 	nd, err := nd.Check()
 	if err != nil {
 		return nd, err

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/internal/whsig"
@@ -72,7 +73,7 @@ func (e env) ingest(t testing.TB, contact string, rev int64) {
 
 // destination creates a destination; the URL may be a loopback address
 // only with allowPrivate (the CLI's --allow-private).
-func (e env) destination(t testing.TB, nd domain.NewDestination) (domain.Destination, string) {
+func (e env) destination(t testing.TB, nd stream.NewDestination) (stream.Destination, string) {
 	t.Helper()
 	d, secret, err := e.store.CreateDestination(asCLI, e.p.TenantID, nd)
 	if err != nil {
@@ -198,9 +199,9 @@ func (rc *receiver) got() (requests, delivered []arrival, maxInFlight int) {
 
 // httpDestination creates a destination posting to rc, private addresses
 // allowed (rc listens on loopback).
-func (e env) httpDestination(t testing.TB, rc *receiver, maxInFlight int) domain.Destination {
+func (e env) httpDestination(t testing.TB, rc *receiver, maxInFlight int) stream.Destination {
 	t.Helper()
-	d, secret := e.destination(t, domain.NewDestination{URL: rc.srv.URL + "/hook", AllowPrivate: true, MaxInFlight: maxInFlight})
+	d, secret := e.destination(t, stream.NewDestination{URL: rc.srv.URL + "/hook", AllowPrivate: true, MaxInFlight: maxInFlight})
 	rc.mu.Lock()
 	rc.secret = secret
 	rc.mu.Unlock()
@@ -220,7 +221,7 @@ func waitFor(t testing.TB, limit time.Duration, what string, cond func() bool) {
 }
 
 // attempts lists a destination's attempts, oldest first.
-func (e env) attempts(t testing.TB, id int64) []domain.DestinationAttempt {
+func (e env) attempts(t testing.TB, id int64) []stream.DestinationAttempt {
 	t.Helper()
 	as, _, err := e.store.DestinationAttempts(context.Background(), e.p.TenantID, id, domain.Page{Limit: domain.MaxPageLimit})
 	if err != nil {

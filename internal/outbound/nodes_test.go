@@ -12,7 +12,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue/queuetest"
 )
@@ -87,19 +87,19 @@ func TestPublishesToJetStream(t *testing.T) {
 	js, _ := jetstream.New(nc)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	stream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: prefix, Subjects: []string{prefix + ".>"}})
+	jsStream, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: prefix, Subjects: []string{prefix + ".>"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	e.destination(t, domain.NewDestination{NATSURL: queuetest.URL(), Subject: prefix, AllowPrivate: true})
+	e.destination(t, stream.NewDestination{NATSURL: queuetest.URL(), Subject: prefix, AllowPrivate: true})
 	e.run(t, fast())
 	for rev := int64(1); rev <= 5; rev++ {
 		for _, r := range []string{"a", "b.c", "d e"} {
 			e.ingest(t, r, rev)
 		}
 	}
-	cons, err := stream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
+	cons, err := jsStream.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/e2e"
 )
 
@@ -113,7 +113,7 @@ func TestNoAnswerIsATimeout(t *testing.T) {
 	o := fast()
 	o.LeaseTTL = 30 * time.Second // sends are cut off when the lease would end
 	e.run(t, o)
-	var at []domain.DestinationAttempt
+	var at []stream.DestinationAttempt
 	waitFor(t, 20*time.Second, "an attempt", func() bool { at = e.attempts(t, d.ID); return len(at) > 0 })
 	if at[0].Status != 0 || !strings.Contains(at[0].Error, "timeout") || at[0].Duration < 9*time.Second {
 		t.Errorf("attempt %+v, want status 0, a timeout after 10 s", at[0])
@@ -141,7 +141,7 @@ func TestGivesUpAfterThreeDays(t *testing.T) {
 	}
 	waitFor(t, 10*time.Second, "failing", func() bool {
 		got, err := e.store.Destination(ctx, e.p.TenantID, d.ID)
-		return err == nil && got.Status == domain.DestinationFailing
+		return err == nil && got.Status == stream.DestinationFailing
 	})
 	got, _ := e.store.Destination(ctx, e.p.TenantID, d.ID)
 	if !strings.Contains(got.StatusReason, "500") {
@@ -167,10 +167,10 @@ func TestPrivateAddressIsRefused(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	rc := newReceiver(t)
-	d, _ := e.destination(t, domain.NewDestination{URL: rc.srv.URL + "/hook"})
+	d, _ := e.destination(t, stream.NewDestination{URL: rc.srv.URL + "/hook"})
 	e.ingest(t, "a", 1)
 	e.run(t, fast())
-	var at []domain.DestinationAttempt
+	var at []stream.DestinationAttempt
 	waitFor(t, 10*time.Second, "an attempt", func() bool { at = e.attempts(t, d.ID); return len(at) > 0 })
 	if requests, _, _ := rc.got(); len(requests) > 0 || at[0].Status != 0 || !strings.Contains(at[0].Error, "private") {
 		t.Errorf("%d requests reached the server; attempt %+v, want a refused private address", len(requests), at[0])

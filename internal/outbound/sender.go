@@ -1,6 +1,6 @@
 // Package outbound is the sender: it pushes each destination's changes,
 // as Standard Webhooks messages or JetStream messages, from the node that
-// holds the destination's lease (domain.Outbox). A record's changes go one
+// holds the destination's lease (stream.Outbox). A record's changes go one
 // at a time, in position order, each retried until answered 2xx; changes
 // of different records go in parallel, up to the destination's
 // max_in_flight.
@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/egress"
 )
 
@@ -41,7 +41,7 @@ type Options struct {
 	// Poll is how often a destination looks for new and due changes when
 	// nothing else wakes it: commit-to-send latency is about this.
 	Poll time.Duration
-	// Timeout bounds the wait for an answer (domain.DestinationTimeout).
+	// Timeout bounds the wait for an answer (stream.DestinationTimeout).
 	Timeout time.Duration
 	// MaxLeases is how many destinations this node sends at most.
 	MaxLeases int
@@ -55,7 +55,7 @@ func (o Options) withDefaults() Options {
 	o.LeaseTTL = cmpOr(o.LeaseTTL, DefaultLeaseTTL)
 	o.LeaseEvery = cmpOr(o.LeaseEvery, DefaultLeaseEvery)
 	o.Poll = cmpOr(o.Poll, DefaultPoll)
-	o.Timeout = cmpOr(o.Timeout, domain.DestinationTimeout)
+	o.Timeout = cmpOr(o.Timeout, stream.DestinationTimeout)
 	if o.MaxLeases == 0 {
 		o.MaxLeases = DefaultMaxLeases
 	}
@@ -83,14 +83,14 @@ func NodeID() string {
 
 // Sender sends the changes of the destinations it leases.
 type Sender struct {
-	store   domain.Outbox
+	store   stream.Outbox
 	o       Options
 	clients map[bool]*http.Client // by allow_private
 	nats    *natsConns
 }
 
 // New returns a Sender on store.
-func New(store domain.Outbox, o Options) *Sender {
+func New(store stream.Outbox, o Options) *Sender {
 	o = o.withDefaults()
 	return &Sender{store: store, o: o,
 		clients: map[bool]*http.Client{false: egress.NewClient(false, o.Timeout), true: egress.NewClient(true, o.Timeout)},
@@ -109,7 +109,7 @@ func (s *Sender) Run(ctx context.Context) error {
 	workers := map[destKey]*worker{}
 	defer s.nats.close()
 	defer func() {
-		var held []domain.LeasedDestination
+		var held []stream.LeasedDestination
 		for _, w := range workers {
 			w.stop()
 			held = append(held, w.destination())
@@ -171,17 +171,17 @@ func (s *Sender) lease(ctx context.Context, workers map[destKey]*worker) {
 // sync.Mutex guards what the lease loop renews in a worker.
 type leaseState struct {
 	mu    sync.Mutex
-	d     domain.LeasedDestination
+	d     stream.LeasedDestination
 	until time.Time
 }
 
-func (l *leaseState) get() (domain.LeasedDestination, time.Time) {
+func (l *leaseState) get() (stream.LeasedDestination, time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.d, l.until
 }
 
-func (l *leaseState) set(d domain.LeasedDestination, until time.Time) {
+func (l *leaseState) set(d stream.LeasedDestination, until time.Time) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.d, l.until = d, until

@@ -17,7 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/changejson"
 	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/internal/whsig"
@@ -40,7 +40,7 @@ const (
 )
 
 // post POSTs c to d's URL, signed with d's secrets.
-func (s *Sender) post(ctx context.Context, d domain.LeasedDestination, c domain.Change) answer {
+func (s *Sender) post(ctx context.Context, d stream.LeasedDestination, c stream.Change) answer {
 	body, err := changejson.MarshalMessage(c)
 	if err != nil {
 		return answer{err: "encode: " + err.Error()}
@@ -114,7 +114,7 @@ func printable(b []byte) string {
 // publish publishes c to d's JetStream, on the subject
 // PREFIX.{tenant}.{provider}.{object_type}, with the change id as
 // Nats-Msg-Id so that the stream drops a repeat within its duplicate window.
-func (s *Sender) publish(ctx context.Context, d domain.LeasedDestination, c domain.Change) answer {
+func (s *Sender) publish(ctx context.Context, d stream.LeasedDestination, c stream.Change) answer {
 	body, err := changejson.MarshalMessage(c)
 	if err != nil {
 		return answer{err: "encode: " + err.Error()}

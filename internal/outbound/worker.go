@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 )
 
 // trimEvery is how often a worker trims its destination's attempts.
@@ -26,7 +26,7 @@ type worker struct {
 }
 
 // startWorker runs a worker for d, whose lease runs until until.
-func startWorker(ctx context.Context, s *Sender, d domain.LeasedDestination, until time.Time) *worker {
+func startWorker(ctx context.Context, s *Sender, d stream.LeasedDestination, until time.Time) *worker {
 	w := &worker{s: s, done: make(chan struct{}), log: s.o.Log.With("tenant_id", d.TenantID, "destination_id", d.ID)}
 	w.ctx, w.cancel = context.WithCancel(ctx)
 	w.lease.set(d, until)
@@ -34,9 +34,9 @@ func startWorker(ctx context.Context, s *Sender, d domain.LeasedDestination, unt
 	return w
 }
 
-func (w *worker) renew(d domain.LeasedDestination, until time.Time) { w.lease.set(d, until) }
+func (w *worker) renew(d stream.LeasedDestination, until time.Time) { w.lease.set(d, until) }
 
-func (w *worker) destination() domain.LeasedDestination {
+func (w *worker) destination() stream.LeasedDestination {
 	d, _ := w.lease.get()
 	return d
 }
@@ -60,24 +60,40 @@ func (w *worker) stop() {
 // did not deliver was cut off (the worker stops or its lease would end):
 // the change is left for whoever holds the lease next.
 type sent struct {
-	result  domain.AttemptResult
+	result  stream.AttemptResult
 	discard bool
 }
 
+// prefetch is how many changes a worker takes from the queue ahead of its
+// senders, per unit of max_in_flight: the database round trips of
+// recording answers and picking changes overlap the sends.
+const prefetch = 32
+
 // run loops until ctx ends, the worker is stopped or its destination is
 // failing: record the answers that came, take new changes into the queue,
-// start the due ones while there is room, and wait for an answer or the
-// next poll.
+// pick the due ones while fewer than prefetch are taken, and wait for an
+// answer or the next poll. max_in_flight senders send what is picked, in
+// the order picked.
 func (w *worker) run() {
 	ctx := w.ctx
 	d, _ := w.lease.get()
-	inFlight := map[int64]bool{}
-	answers := make(chan sent, domain.MaxMaxInFlight)
-	var pending []domain.AttemptResult
-	var sends sync.WaitGroup
+	limit := d.MaxInFlight * prefetch
+	taken := map[int64]bool{} // picked, and not yet recorded
+	todo := make(chan stream.QueuedChange, limit)
+	answers := make(chan sent, limit) // never full: each taken change has one answer
+	var pending []stream.AttemptResult
+	var senders sync.WaitGroup
+	for range d.MaxInFlight {
+		senders.Go(func() {
+			for c := range todo {
+				answers <- w.send(ctx, c)
+			}
+		})
+	}
 	defer func() {
 		w.cancel()
-		sends.Wait()
+		close(todo)
+		senders.Wait()
 		close(answers)
 		w.recordLast(d, pending, answers)
 		close(w.done)
@@ -95,18 +111,18 @@ func (w *worker) run() {
 				}
 			case failing:
 				w.log.Warn("destination sender: a change failed for too long; the destination is failing and paused",
-					"give_up", domain.DestinationGiveUp)
+					"give_up", stream.DestinationGiveUp)
 				pending = nil
 				return
 			default:
 				for _, r := range pending {
-					delete(inFlight, r.Position)
+					delete(taken, r.Position)
 				}
 				pending = nil
 			}
 		}
 		if len(pending) == 0 {
-			w.start(ctx, inFlight, answers, &sends)
+			w.pick(ctx, taken, limit, todo)
 		}
 		if time.Since(lastTrim) > trimEvery {
 			lastTrim = time.Now()
@@ -118,11 +134,11 @@ func (w *worker) run() {
 		case <-ctx.Done():
 			return
 		case a := <-answers:
-			pending = w.take(a, pending, inFlight)
+			pending = w.take(a, pending, taken)
 			for more := true; more; {
 				select {
 				case a := <-answers:
-					pending = w.take(a, pending, inFlight)
+					pending = w.take(a, pending, taken)
 				default:
 					more = false
 				}
@@ -134,7 +150,7 @@ func (w *worker) run() {
 
 // recordLast records, as the worker exits, the answers its last sends
 // got: a change delivered is not sent again by the next node.
-func (w *worker) recordLast(d domain.LeasedDestination, pending []domain.AttemptResult, answers <-chan sent) {
+func (w *worker) recordLast(d stream.LeasedDestination, pending []stream.AttemptResult, answers <-chan sent) {
 	for a := range answers {
 		if !a.discard {
 			pending = append(pending, a.result)
@@ -151,20 +167,21 @@ func (w *worker) recordLast(d domain.LeasedDestination, pending []domain.Attempt
 }
 
 // take adds an answer to those to record; a discarded send just leaves
-// the flight.
-func (w *worker) take(a sent, pending []domain.AttemptResult, inFlight map[int64]bool) []domain.AttemptResult {
+// the taken.
+func (w *worker) take(a sent, pending []stream.AttemptResult, taken map[int64]bool) []stream.AttemptResult {
 	if a.discard {
-		delete(inFlight, a.result.Position)
+		delete(taken, a.result.Position)
 		return pending
 	}
 	return append(pending, a.result)
 }
 
-// start fills the queue and starts the due changes while there is room and
-// the lease has more than half its ttl left.
-func (w *worker) start(ctx context.Context, inFlight map[int64]bool, answers chan<- sent, sends *sync.WaitGroup) {
+// pick fills the queue and hands the due changes to the senders while
+// fewer than limit are taken and the lease has more than half its ttl
+// left.
+func (w *worker) pick(ctx context.Context, taken map[int64]bool, limit int, todo chan<- stream.QueuedChange) {
 	d, until := w.lease.get()
-	room := d.MaxInFlight - len(inFlight)
+	room := limit - len(taken)
 	if room <= 0 || time.Until(until) < w.s.o.LeaseTTL/2 {
 		return
 	}
@@ -174,7 +191,7 @@ func (w *worker) start(ctx context.Context, inFlight map[int64]bool, answers cha
 		}
 		return
 	}
-	due, err := w.s.store.DueChanges(ctx, w.s.o.Owner, d.TenantID, d.ID, slices.Collect(maps.Keys(inFlight)), room)
+	due, err := w.s.store.DueChanges(ctx, w.s.o.Owner, d.TenantID, d.ID, slices.Collect(maps.Keys(taken)), room)
 	if err != nil {
 		if ctx.Err() == nil {
 			w.log.Error("destination sender: due changes", "err", err)
@@ -182,18 +199,20 @@ func (w *worker) start(ctx context.Context, inFlight map[int64]bool, answers cha
 		return
 	}
 	for _, c := range due {
-		inFlight[c.Position] = true
-		sends.Add(1)
-		go func() {
-			defer sends.Done()
-			answers <- w.send(ctx, d, c, until)
-		}()
+		taken[c.Position] = true
+		todo <- c
 	}
 }
 
 // send makes one attempt, cut off at the timeout or when the lease would
-// end.
-func (w *worker) send(ctx context.Context, d domain.LeasedDestination, c domain.QueuedChange, until time.Time) sent {
+// end. A change whose turn comes when the worker stops, or with less than
+// half the lease left, is not sent.
+func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
+	d, until := w.lease.get()
+	r := stream.AttemptResult{DestinationAttempt: stream.DestinationAttempt{Position: c.Position, ChangeID: c.ID()}}
+	if ctx.Err() != nil || time.Until(until) < w.s.o.LeaseTTL/2 {
+		return sent{result: r, discard: true}
+	}
 	deadline := time.Now().Add(w.s.o.Timeout)
 	if until.Before(deadline) {
 		deadline = until
@@ -207,13 +226,12 @@ func (w *worker) send(ctx context.Context, d domain.LeasedDestination, c domain.
 	} else {
 		a = w.s.post(sctx, d, c.Change)
 	}
-	r := domain.AttemptResult{DestinationAttempt: domain.DestinationAttempt{Position: c.Position, ChangeID: c.ID(),
-		At: start, Status: a.status, Error: a.err, Duration: time.Since(start)}}
+	r.At, r.Status, r.Error, r.Duration = start, a.status, a.err, time.Since(start)
 	if !r.Delivered() && (ctx.Err() != nil || !time.Now().Before(until)) {
 		return sent{result: r, discard: true}
 	}
 	if !r.Delivered() {
-		r.Retry = domain.Backoff(c.Attempts+1, a.retryAfter)
+		r.Retry = stream.Backoff(c.Attempts+1, a.retryAfter)
 		w.log.Debug("destination sender: attempt failed", "change", c.ID(), "attempts", c.Attempts+1,
 			"status", a.status, "err", a.err, "retry", r.Retry)
 	}

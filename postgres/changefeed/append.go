@@ -5,7 +5,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -59,7 +59,7 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @o
 
 // Owned is a change an owner made to a record.
 type Owned struct {
-	Type       domain.ChangeType
+	Type       stream.ChangeType
 	ProviderID int64
 	ObjectType string
 	ObjectID   string
@@ -72,7 +72,7 @@ type Owned struct {
 func Append(ctx context.Context, tx pgx.Tx, tenantID int64, c Owned) error {
 	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": c.ProviderID, "object_type": c.ObjectType,
 		"object_id": c.ObjectID, "type": string(c.Type), "revision": c.Revision, "event_id": pg.NullString(c.EventID)}
-	if c.Type == domain.ChangeErased {
+	if c.Type == stream.ChangeErased {
 		if _, err := tx.Exec(ctx, eraseSnapshotsSQL.SQL, eraseSnapshotsSQL.Args(args)...); err != nil {
 			return err
 		}

@@ -1,4 +1,4 @@
-// Package changefeed reads the change stream (domain.ChangeFeed): the
+// Package changefeed reads the change stream (stream.ChangeFeed): the
 // changes that ingest, resets, erasures and adoptions wrote at positions of
 // their tenant's feed (migration 00034). Positions are handed out in commit
 // order by AppendSQL's head row, so a reader lists them in position order
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -47,12 +48,12 @@ func New(pool *pgxpool.Pool) *Feed { return &Feed{read: pool} }
 // UseReadPool makes the feed's reads use p.
 func (f *Feed) UseReadPool(p *pgxpool.Pool) { f.read = p }
 
-var _ domain.ChangeFeed = (*Feed)(nil)
+var _ stream.ChangeFeed = (*Feed)(nil)
 
-// Changes implements domain.ChangeFeed.
-func (f *Feed) Changes(ctx context.Context, tenantID int64, q domain.ChangeQuery) ([]domain.Change, error) {
-	if q.Limit <= 0 || q.Limit > domain.MaxChangeLimit {
-		return nil, domain.Errorf(domain.EINVALID, "limit must be between 1 and %d", domain.MaxChangeLimit)
+// Changes implements stream.ChangeFeed.
+func (f *Feed) Changes(ctx context.Context, tenantID int64, q stream.ChangeQuery) ([]stream.Change, error) {
+	if q.Limit <= 0 || q.Limit > stream.MaxChangeLimit {
+		return nil, domain.Errorf(domain.EINVALID, "limit must be between 1 and %d", stream.MaxChangeLimit)
 	}
 	rows, err := f.read.Query(ctx, changesSQL, pgx.NamedArgs{"tenant_id": tenantID, "after": q.After,
 		"provider": pg.NullString(q.Provider), "object_type": pg.NullString(q.ObjectType), "limit": q.Limit})
@@ -63,7 +64,7 @@ func (f *Feed) Changes(ctx context.Context, tenantID int64, q domain.ChangeQuery
 	return changes, pg.Translate(err)
 }
 
-// ChangeHead implements domain.ChangeFeed.
+// ChangeHead implements stream.ChangeFeed.
 func (f *Feed) ChangeHead(ctx context.Context, tenantID int64) (int64, error) {
 	var head int64
 	err := f.read.QueryRow(ctx, headSQL, pgx.NamedArgs{"tenant_id": tenantID}).Scan(&head)
@@ -71,11 +72,11 @@ func (f *Feed) ChangeHead(ctx context.Context, tenantID int64) (int64, error) {
 }
 
 // ScanChanges reads rows of Columns.
-func ScanChanges(rows pgx.Rows) ([]domain.Change, error) {
+func ScanChanges(rows pgx.Rows) ([]stream.Change, error) {
 	defer rows.Close()
-	var changes []domain.Change
+	var changes []stream.Change
 	for rows.Next() {
-		var c domain.Change
+		var c stream.Change
 		var snapshot []byte
 		if err := rows.Scan(&c.TenantID, &c.Position, &c.Type, &c.Provider, &c.ObjectType, &c.ObjectID, &c.Revision,
 			&c.PreviousRevision, &c.Changed, &snapshot, &c.EventID, &c.DeliveryID, &c.CommittedAt); err != nil {

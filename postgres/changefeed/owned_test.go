@@ -7,21 +7,22 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
-func all(t *testing.T, s *postgres.Store, tenantID int64) []domain.Change {
+func all(t *testing.T, s *postgres.Store, tenantID int64) []stream.Change {
 	t.Helper()
-	cs, err := s.Changes(context.Background(), tenantID, domain.ChangeQuery{Limit: domain.MaxChangeLimit})
+	cs, err := s.Changes(context.Background(), tenantID, stream.ChangeQuery{Limit: stream.MaxChangeLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return cs
 }
 
-func describe(cs []domain.Change) []string {
+func describe(cs []stream.Change) []string {
 	var out []string
 	for _, c := range cs {
 		rev, prev := "-", "-"
@@ -71,7 +72,7 @@ func TestOwnersChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := all(t, s, p.TenantID)
-	if len(got) != 5 || got[4].Type != domain.ChangeErased || *got[4].PreviousRevision != 2 {
+	if len(got) != 5 || got[4].Type != stream.ChangeErased || *got[4].PreviousRevision != 2 {
 		t.Fatalf("after the erasure: %q", describe(got))
 	}
 	for _, c := range got {
@@ -93,20 +94,20 @@ func TestFeedFilters(t *testing.T) {
 	pgtest.Ingest(t, s, other, pgtest.Event("e2", "c2", 1, `{}`))
 	pgtest.Ingest(t, s, elsewhere, pgtest.Event("e3", "c3", 1, `{}`))
 	feed := changefeed.New(s.Pool())
-	got, err := feed.Changes(ctx, p.TenantID, domain.ChangeQuery{Limit: 10, ChangeFilter: domain.ChangeFilter{Provider: "other"}})
+	got, err := feed.Changes(ctx, p.TenantID, stream.ChangeQuery{Limit: 10, ChangeFilter: stream.ChangeFilter{Provider: "other"}})
 	if err != nil || len(got) != 1 || got[0].EventID != "e2" || got[0].Position != 2 {
 		t.Fatalf("provider filter: %v %v", describe(got), err)
 	}
-	if got, _ := feed.Changes(ctx, p.TenantID, domain.ChangeQuery{Limit: 10, ChangeFilter: domain.ChangeFilter{ObjectType: "deal"}}); len(got) != 0 {
+	if got, _ := feed.Changes(ctx, p.TenantID, stream.ChangeQuery{Limit: 10, ChangeFilter: stream.ChangeFilter{ObjectType: "deal"}}); len(got) != 0 {
 		t.Fatalf("object type filter: %v", describe(got))
 	}
-	if got, _ := feed.Changes(ctx, elsewhere.TenantID, domain.ChangeQuery{Limit: 10}); len(got) != 1 || got[0].EventID != "e3" || got[0].Position != 1 {
+	if got, _ := feed.Changes(ctx, elsewhere.TenantID, stream.ChangeQuery{Limit: 10}); len(got) != 1 || got[0].EventID != "e3" || got[0].Position != 1 {
 		t.Fatalf("globex's feed: %v", describe(got))
 	}
 	if head, err := feed.ChangeHead(ctx, p.TenantID); err != nil || head != 2 {
 		t.Fatalf("head %d %v, want 2", head, err)
 	}
-	if _, err := feed.Changes(ctx, p.TenantID, domain.ChangeQuery{Limit: 1001}); domain.ErrorCode(err) != domain.EINVALID {
+	if _, err := feed.Changes(ctx, p.TenantID, stream.ChangeQuery{Limit: 1001}); domain.ErrorCode(err) != domain.EINVALID {
 		t.Fatalf("limit 1001: %v", err)
 	}
 }

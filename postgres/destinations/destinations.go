@@ -15,10 +15,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Manager implements domain.DestinationService on pool; its reads use the
+// Manager implements stream.DestinationService on pool; its reads use the
 // read pool.
 type Manager struct {
 	pool *pgxpool.Pool
@@ -34,7 +35,7 @@ func New(pool *pgxpool.Pool, keys *pg.Keyring) *Manager {
 // UseReadPool makes the reads of destinations use p.
 func (m *Manager) UseReadPool(p *pgxpool.Pool) { m.read = p }
 
-var _ domain.DestinationService = (*Manager)(nil)
+var _ stream.DestinationService = (*Manager)(nil)
 
 // destinationColumns are a destination's columns as scanDestination reads
 // them. Its lag is the oldest change in its queue or, with the queue
@@ -50,8 +51,8 @@ FROM destinations d
 CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest FROM destination_queue dq
                     WHERE dq.tenant_id = d.tenant_id AND dq.destination_id = d.id) q`
 
-func scanDestination(row pgx.CollectableRow) (domain.Destination, error) {
-	var d domain.Destination
+func scanDestination(row pgx.CollectableRow) (stream.Destination, error) {
+	var d stream.Destination
 	err := row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types,
 		&d.AllowPrivate, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.CreatedAt, &d.LastSuccess,
 		&d.Pending, &d.Oldest)
@@ -64,8 +65,8 @@ WHERE d.tenant_id = @tenant_id ORDER BY d.id`
 const destinationSQL = `SELECT ` + destinationColumns + `
 WHERE d.tenant_id = @tenant_id AND d.id = @id`
 
-// Destinations implements domain.DestinationService.
-func (m *Manager) Destinations(ctx context.Context, tenantID int64) ([]domain.Destination, error) {
+// Destinations implements stream.DestinationService.
+func (m *Manager) Destinations(ctx context.Context, tenantID int64) ([]stream.Destination, error) {
 	rows, err := m.read.Query(ctx, destinationsSQL, pgx.NamedArgs{"tenant_id": tenantID})
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -74,18 +75,18 @@ func (m *Manager) Destinations(ctx context.Context, tenantID int64) ([]domain.De
 	return ds, pg.Translate(err)
 }
 
-// Destination implements domain.DestinationService.
-func (m *Manager) Destination(ctx context.Context, tenantID, id int64) (domain.Destination, error) {
+// Destination implements stream.DestinationService.
+func (m *Manager) Destination(ctx context.Context, tenantID, id int64) (stream.Destination, error) {
 	return destination(ctx, m.read, tenantID, id)
 }
 
 // destination reads one destination with q, a pool or a transaction.
 func destination(ctx context.Context, q interface {
 	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, tenantID, id int64) (domain.Destination, error) {
+}, tenantID, id int64) (stream.Destination, error) {
 	rows, err := q.Query(ctx, destinationSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id})
 	if err != nil {
-		return domain.Destination{}, pg.Translate(err)
+		return stream.Destination{}, pg.Translate(err)
 	}
 	d, err := pgx.CollectExactlyOneRow(rows, scanDestination)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -104,9 +105,9 @@ FROM destination_attempts a
 WHERE a.tenant_id = @tenant_id AND a.destination_id = @id AND a.id < @before_id
 ORDER BY a.id DESC LIMIT @limit`
 
-// DestinationAttempts implements domain.DestinationService: newest first,
+// DestinationAttempts implements stream.DestinationService: newest first,
 // paged by attempt id.
-func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, page domain.Page) ([]domain.DestinationAttempt, string, error) {
+func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, page domain.Page) ([]stream.DestinationAttempt, string, error) {
 	var before int64 = math.MaxInt64
 	if err := pg.DecodeCursor(page.Cursor, &before); err != nil {
 		return nil, "", err
@@ -125,14 +126,14 @@ func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, p
 		return nil, "", pg.Translate(err)
 	}
 	var ids []int64
-	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DestinationAttempt, error) {
+	attempts, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.DestinationAttempt, error) {
 		var (
-			a          domain.DestinationAttempt
+			a          stream.DestinationAttempt
 			attemptID  int64
 			durationMS int64
 		)
 		err := row.Scan(&attemptID, &a.Position, &a.At, &a.Status, &a.Error, &durationMS)
-		a.ChangeID = domain.Change{TenantID: tenantID, Position: a.Position}.ID()
+		a.ChangeID = stream.Change{TenantID: tenantID, Position: a.Position}.ID()
 		a.Duration = time.Duration(durationMS) * time.Millisecond
 		ids = append(ids, attemptID)
 		return a, err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
@@ -19,7 +20,7 @@ func setup(t *testing.T) (*postgres.Store, int64, context.Context) {
 	return s, p.TenantID, pgtest.AsCLI(context.Background())
 }
 
-func create(t *testing.T, s *postgres.Store, ctx context.Context, tenantID int64, nd domain.NewDestination) (domain.Destination, string) {
+func create(t *testing.T, s *postgres.Store, ctx context.Context, tenantID int64, nd stream.NewDestination) (stream.Destination, string) {
 	t.Helper()
 	d, secret, err := s.CreateDestination(ctx, tenantID, nd)
 	if err != nil {
@@ -55,13 +56,13 @@ func TestCreateDestination(t *testing.T) {
 	t.Parallel()
 	s, tenant, ctx := setup(t)
 	commit(t, s, tenant, 1, 2)
-	d, secret := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://hooks.example.com/tidemark?token=abc",
+	d, secret := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.example.com/tidemark?token=abc",
 		Provider: "crm", ObjectType: "contact", Types: []string{"record.applied", " record.erased"}})
 	if !strings.HasPrefix(secret, "whsec_") || len(secret) < 40 {
 		t.Fatalf("secret %q, want whsec_ and base64", secret)
 	}
 	if d.Provider != "crm" || d.ObjectType != "contact" || strings.Join(d.Types, ",") != "record.applied,record.erased" ||
-		d.MaxInFlight != domain.DefaultMaxInFlight || d.Status != domain.DestinationActive || d.Cursor != 2 ||
+		d.MaxInFlight != stream.DefaultMaxInFlight || d.Status != stream.DestinationActive || d.Cursor != 2 ||
 		d.Pending != 0 || d.Oldest != nil || d.AllowPrivate {
 		t.Fatalf("created %+v; want crm contact, the two types, 8 in flight, active at the head with nothing pending", d)
 	}
@@ -76,7 +77,7 @@ func TestCreateDestination(t *testing.T) {
 		t.Fatalf("%d secrets stored in the clear (%v)", clear, err)
 	}
 
-	nats, _ := create(t, s, ctx, tenant, domain.NewDestination{NATSURL: "nats://nats.example.com:4222", Subject: "crm.changes"})
+	nats, _ := create(t, s, ctx, tenant, stream.NewDestination{NATSURL: "nats://nats.example.com:4222", Subject: "crm.changes"})
 	if nats.Target() != "nats://nats.example.com:4222 crm.changes.>" || strings.Join(nats.Types, ",") != "record.*" {
 		t.Fatalf("NATS destination %+v", nats)
 	}
@@ -86,19 +87,19 @@ func TestCreateDestination(t *testing.T) {
 	}
 
 	for _, tc := range []struct {
-		nd   domain.NewDestination
+		nd   stream.NewDestination
 		want string
 	}{
-		{domain.NewDestination{}, "give url"},
-		{domain.NewDestination{URL: "ftp://example.com/"}, "scheme must be http or https"},
-		{domain.NewDestination{URL: "https://user:pw@example.com/"}, "must not contain a user name or password"},
-		{domain.NewDestination{URL: "https://example.com/", NATSURL: "nats://x:4222", Subject: "a"}, "not both"},
-		{domain.NewDestination{NATSURL: "nats://x:4222"}, "subject is required"},
-		{domain.NewDestination{NATSURL: "nats://x:4222", Subject: "crm.*"}, "wildcards"},
-		{domain.NewDestination{NATSURL: "nats://x:4222", Subject: "crm..x"}, "empty token"},
-		{domain.NewDestination{URL: "https://example.com/", Types: []string{"record.created"}}, `"record.created" is not a change type`},
-		{domain.NewDestination{URL: "https://example.com/", MaxInFlight: 65}, "max_in_flight must be from 1 to 64"},
-		{domain.NewDestination{URL: "https://example.com/", Provider: "nope"}, `provider "nope": this workspace has no provider`},
+		{stream.NewDestination{}, "give url"},
+		{stream.NewDestination{URL: "ftp://example.com/"}, "scheme must be http or https"},
+		{stream.NewDestination{URL: "https://user:pw@example.com/"}, "must not contain a user name or password"},
+		{stream.NewDestination{URL: "https://example.com/", NATSURL: "nats://x:4222", Subject: "a"}, "not both"},
+		{stream.NewDestination{NATSURL: "nats://x:4222"}, "subject is required"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm.*"}, "wildcards"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm..x"}, "empty token"},
+		{stream.NewDestination{URL: "https://example.com/", Types: []string{"record.created"}}, `"record.created" is not a change type`},
+		{stream.NewDestination{URL: "https://example.com/", MaxInFlight: 65}, "max_in_flight must be from 1 to 64"},
+		{stream.NewDestination{URL: "https://example.com/", Provider: "nope"}, `provider "nope": this workspace has no provider`},
 	} {
 		_, _, err := s.CreateDestination(ctx, tenant, tc.nd)
 		if domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(domain.ErrorMessage(err), tc.want) {
@@ -113,7 +114,7 @@ func TestCreateDestination(t *testing.T) {
 	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM destinations`); n != 2 {
 		t.Fatalf("%d destinations stored, want the 2 valid ones", n)
 	}
-	if _, _, err := s.CreateDestination(context.Background(), tenant, domain.NewDestination{URL: "https://example.com/"}); err == nil {
+	if _, _, err := s.CreateDestination(context.Background(), tenant, stream.NewDestination{URL: "https://example.com/"}); err == nil {
 		t.Fatal("created a destination without an actor to audit")
 	}
 }
@@ -124,7 +125,7 @@ func TestCreateDestination(t *testing.T) {
 func TestRotateDestinationSecret(t *testing.T) {
 	t.Parallel()
 	s, tenant, ctx := setup(t)
-	d, first := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://hooks.example.com/"})
+	d, first := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.example.com/"})
 	second, err := s.RotateDestinationSecret(ctx, tenant, d.ID)
 	if err != nil || second == first || !strings.HasPrefix(second, "whsec_") {
 		t.Fatalf("rotate: %q, %v", second, err)
@@ -133,7 +134,7 @@ func TestRotateDestinationSecret(t *testing.T) {
 		t.Fatalf("during the grace: %d secrets, want the new one then the previous one", len(got))
 	}
 	grace := pgtest.Scalar(t, s.Pool(), `SELECT round(extract(epoch FROM expires_at - now()))::int FROM destination_secrets WHERE expires_at IS NOT NULL`)
-	if want := int(domain.DestinationSecretGrace.Seconds()); grace < want-60 || grace > want {
+	if want := int(stream.DestinationSecretGrace.Seconds()); grace < want-60 || grace > want {
 		t.Fatalf("the previous secret expires in %d s, want %d", grace, want)
 	}
 	if _, err := s.Pool().Exec(ctx, `UPDATE destination_secrets SET expires_at = now() - interval '1 second' WHERE expires_at IS NOT NULL`); err != nil {
@@ -181,7 +182,7 @@ func queue(t *testing.T, s *postgres.Store, tenantID, id int64, positions ...int
 func TestDestinationLifecycle(t *testing.T) {
 	t.Parallel()
 	s, tenant, ctx := setup(t)
-	d, secret := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://hooks.example.com/"})
+	d, secret := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.example.com/"})
 	commit(t, s, tenant, 1, 2, 3)
 
 	got, err := s.Destination(ctx, tenant, d.ID)
@@ -196,7 +197,7 @@ func TestDestinationLifecycle(t *testing.T) {
 	if err := s.PauseDestination(ctx, tenant, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ = s.Destination(ctx, tenant, d.ID); got.Status != domain.DestinationPaused {
+	if got, _ = s.Destination(ctx, tenant, d.ID); got.Status != stream.DestinationPaused {
 		t.Fatalf("paused: status %s", got.Status)
 	}
 	if _, err := s.Pool().Exec(ctx, `UPDATE destinations SET status = 'failing', status_reason = 'HTTP 500 for 3 days'`); err != nil {
@@ -205,7 +206,7 @@ func TestDestinationLifecycle(t *testing.T) {
 	if err := s.ResumeDestination(ctx, tenant, d.ID); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ = s.Destination(ctx, tenant, d.ID); got.Status != domain.DestinationActive || got.StatusReason != "" {
+	if got, _ = s.Destination(ctx, tenant, d.ID); got.Status != stream.DestinationActive || got.StatusReason != "" {
 		t.Fatalf("resumed: %s (%s)", got.Status, got.StatusReason)
 	}
 	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM destination_queue WHERE next_attempt_at <= now() AND first_failed_at IS NULL`); n != 2 {
@@ -272,7 +273,7 @@ func auditEntries(t *testing.T, s *postgres.Store) []string {
 func TestDestinationAttempts(t *testing.T) {
 	t.Parallel()
 	s, tenant, ctx := setup(t)
-	d, _ := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://hooks.example.com/"})
+	d, _ := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.example.com/"})
 	_, err := s.Pool().Exec(ctx, `
 		INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
 		VALUES ($1, $2, 1, 0, 'timeout', 10000), ($1, $2, 1, 503, NULL, 40), ($1, $2, 1, 200, NULL, 35)`, tenant, d.ID)
@@ -281,7 +282,7 @@ func TestDestinationAttempts(t *testing.T) {
 	}
 	page, next, err := s.DestinationAttempts(ctx, tenant, d.ID, domain.Page{Limit: 2})
 	if err != nil || len(page) != 2 || next == "" || page[0].Status != 200 || !page[0].Delivered() || page[1].Status != 503 ||
-		page[0].ChangeID != (domain.Change{TenantID: tenant, Position: 1}).ID() || page[0].Duration != 35*time.Millisecond {
+		page[0].ChangeID != (stream.Change{TenantID: tenant, Position: 1}).ID() || page[0].Duration != 35*time.Millisecond {
 		t.Fatalf("first page %+v, next %q, %v", page, next, err)
 	}
 	page, next, err = s.DestinationAttempts(ctx, tenant, d.ID, domain.Page{Limit: 2, Cursor: next})
@@ -299,7 +300,7 @@ func TestDestinationTenantIsolation(t *testing.T) {
 	t.Parallel()
 	s, tenant, ctx := setup(t)
 	other := pgtest.Provider(t, s, "globex", "crm").TenantID
-	d, _ := create(t, s, ctx, tenant, domain.NewDestination{URL: "https://hooks.example.com/"})
+	d, _ := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.example.com/"})
 	commit(t, s, other, 1, 2)
 
 	if list, err := s.Destinations(ctx, other); err != nil || len(list) != 0 {
@@ -320,7 +321,7 @@ func TestDestinationTenantIsolation(t *testing.T) {
 		}
 	}
 	got, err := s.Destination(ctx, tenant, d.ID)
-	if err != nil || got.Status != domain.DestinationActive || got.Cursor != 0 {
+	if err != nil || got.Status != stream.DestinationActive || got.Cursor != 0 {
 		t.Fatalf("after the other tenant's tries: %+v, %v", got, err)
 	}
 	if secrets, _ := s.SigningSecrets(ctx, tenant, d.ID); len(secrets) != 1 {

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/whsig"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
@@ -26,10 +27,10 @@ VALUES (@tenant_id, @url::text, @nats_url::text, @subject::text, @provider_id::b
         coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tenant_id), 0))
 RETURNING id`
 
-// CreateDestination implements domain.DestinationService. Whether the URL
+// CreateDestination implements stream.DestinationService. Whether the URL
 // may be reached is the caller's to check first (internal/destination).
-func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd domain.NewDestination) (domain.Destination, string, error) {
-	var d domain.Destination
+func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stream.NewDestination) (stream.Destination, string, error) {
+	var d stream.Destination
 	nd, err := nd.Check()
 	if err != nil {
 		return d, "", err
@@ -65,17 +66,17 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd doma
 		if d, err = destination(ctx, tx, tenantID, id); err != nil {
 			return err
 		}
-		return pg.Audit(ctx, tx, tenantID, domain.AuditDestinationCreate, domain.DestinationLabel(id), describe(d))
+		return pg.Audit(ctx, tx, tenantID, stream.AuditDestinationCreate, stream.DestinationLabel(id), describe(d))
 	})
 	if err != nil {
-		return domain.Destination{}, "", pg.Translate(err)
+		return stream.Destination{}, "", pg.Translate(err)
 	}
 	return d, secret, nil
 }
 
 // describe sums up a destination for the audit log, without the user
 // information of its URL.
-func describe(d domain.Destination) string {
+func describe(d stream.Destination) string {
 	parts := []string{d.RedactedTarget(), "types " + strings.Join(d.Types, ",")}
 	if d.Provider != "" {
 		parts = append(parts, "provider "+d.Provider)
@@ -94,9 +95,9 @@ const pauseDestinationSQL = `
 UPDATE destinations SET status = 'paused', status_reason = NULL
 WHERE tenant_id = @tenant_id AND id = @id`
 
-// PauseDestination implements domain.DestinationService.
+// PauseDestination implements stream.DestinationService.
 func (m *Manager) PauseDestination(ctx context.Context, tenantID, id int64) error {
-	return m.change(ctx, tenantID, id, domain.AuditDestinationPause, func(tx pgx.Tx) (string, error) {
+	return m.change(ctx, tenantID, id, stream.AuditDestinationPause, func(tx pgx.Tx) (string, error) {
 		tag, err := tx.Exec(ctx, pauseDestinationSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id})
 		return "paused", found(tag.RowsAffected(), id, err)
 	})
@@ -110,11 +111,11 @@ const retryQueueNowSQL = `
 UPDATE destination_queue SET next_attempt_at = now(), first_failed_at = NULL
 WHERE tenant_id = @tenant_id AND destination_id = @id`
 
-// ResumeDestination implements domain.DestinationService. The pending
+// ResumeDestination implements stream.DestinationService. The pending
 // changes are retried at once, and the time they have been failing starts
 // again, so a resumed destination gets the whole DestinationGiveUp.
 func (m *Manager) ResumeDestination(ctx context.Context, tenantID, id int64) error {
-	return m.change(ctx, tenantID, id, domain.AuditDestinationResume, func(tx pgx.Tx) (string, error) {
+	return m.change(ctx, tenantID, id, stream.AuditDestinationResume, func(tx pgx.Tx) (string, error) {
 		args := pgx.NamedArgs{"tenant_id": tenantID, "id": id}
 		tag, err := tx.Exec(ctx, resumeDestinationSQL, args)
 		if err := found(tag.RowsAffected(), id, err); err != nil {
@@ -133,14 +134,14 @@ const clearQueueSQL = `DELETE FROM destination_queue WHERE tenant_id = @tenant_i
 
 const setCursorSQL = `UPDATE destinations SET cursor = @cursor WHERE tenant_id = @tenant_id AND id = @id`
 
-// RewindDestination implements domain.DestinationService. The row lock
+// RewindDestination implements stream.DestinationService. The row lock
 // orders it with the sender's fill, which moves the cursor only from the
 // value it read: a fill that read the old cursor changes nothing.
 func (m *Manager) RewindDestination(ctx context.Context, tenantID, id, position int64) error {
 	if position < 0 {
 		return domain.Errorf(domain.EINVALID, "after: a position of the feed is 0 or more")
 	}
-	return m.change(ctx, tenantID, id, domain.AuditDestinationRewind, func(tx pgx.Tx) (string, error) {
+	return m.change(ctx, tenantID, id, stream.AuditDestinationRewind, func(tx pgx.Tx) (string, error) {
 		args := pgx.NamedArgs{"tenant_id": tenantID, "id": id, "cursor": position}
 		var was, head int64
 		if err := tx.QueryRow(ctx, lockDestinationSQL, args).Scan(&was); errors.Is(err, pgx.ErrNoRows) {
@@ -153,7 +154,7 @@ func (m *Manager) RewindDestination(ctx context.Context, tenantID, id, position 
 		}
 		if position > head {
 			return "", domain.Errorf(domain.EINVALID, "after: %s is past the newest change of this workspace (%s)",
-				domain.FormatCursor(position), domain.FormatCursor(head))
+				stream.FormatCursor(position), stream.FormatCursor(head))
 		}
 		tag, err := tx.Exec(ctx, clearQueueSQL, args)
 		if err != nil {
@@ -163,16 +164,16 @@ func (m *Manager) RewindDestination(ctx context.Context, tenantID, id, position 
 			return "", err
 		}
 		return fmt.Sprintf("rewound to after %s (was %s); %d pending change(s) dropped to be taken again",
-			domain.FormatCursor(position), domain.FormatCursor(was), tag.RowsAffected()), nil
+			stream.FormatCursor(position), stream.FormatCursor(was), tag.RowsAffected()), nil
 	})
 }
 
 const deleteDestinationSQL = `DELETE FROM destinations WHERE tenant_id = @tenant_id AND id = @id`
 
-// DeleteDestination implements domain.DestinationService; its secrets,
+// DeleteDestination implements stream.DestinationService; its secrets,
 // queue and attempts go with it.
 func (m *Manager) DeleteDestination(ctx context.Context, tenantID, id int64) error {
-	return m.change(ctx, tenantID, id, domain.AuditDestinationDelete, func(tx pgx.Tx) (string, error) {
+	return m.change(ctx, tenantID, id, stream.AuditDestinationDelete, func(tx pgx.Tx) (string, error) {
 		d, err := destination(ctx, tx, tenantID, id)
 		if err != nil {
 			return "", err
@@ -190,7 +191,7 @@ func (m *Manager) change(ctx context.Context, tenantID, id int64, action string,
 		if err != nil {
 			return err
 		}
-		return pg.Audit(ctx, tx, tenantID, action, domain.DestinationLabel(id), summary)
+		return pg.Audit(ctx, tx, tenantID, action, stream.DestinationLabel(id), summary)
 	}))
 }
 

@@ -7,13 +7,13 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/whsig"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // A destination signs with its current secret (expires_at NULL) and, for
-// domain.DestinationSecretGrace after a rotation, the one before it, so
+// stream.DestinationSecretGrace after a rotation, the one before it, so
 // that a consumer can switch without refusing a message.
 
 const insertSecretSQL = `
@@ -44,15 +44,15 @@ const expireCurrentSecretSQL = `
 UPDATE destination_secrets SET expires_at = now() + make_interval(secs => @grace::float8)
 WHERE tenant_id = @tenant_id AND destination_id = @id AND expires_at IS NULL`
 
-// RotateDestinationSecret implements domain.DestinationService. A second
+// RotateDestinationSecret implements stream.DestinationService. A second
 // rotation within the grace ends the oldest secret at once.
 func (m *Manager) RotateDestinationSecret(ctx context.Context, tenantID, id int64) (string, error) {
 	if !m.keys.CanSeal() {
 		return "", pg.ErrNoKey
 	}
 	secret := whsig.NewSecret()
-	err := m.change(ctx, tenantID, id, domain.AuditDestinationRotate, func(tx pgx.Tx) (string, error) {
-		args := pgx.NamedArgs{"tenant_id": tenantID, "id": id, "grace": domain.DestinationSecretGrace.Seconds()}
+	err := m.change(ctx, tenantID, id, stream.AuditDestinationRotate, func(tx pgx.Tx) (string, error) {
+		args := pgx.NamedArgs{"tenant_id": tenantID, "id": id, "grace": stream.DestinationSecretGrace.Seconds()}
 		var locked int64
 		if err := tx.QueryRow(ctx, lockDestinationForRotateSQL, args).Scan(&locked); errors.Is(err, pgx.ErrNoRows) {
 			return "", notFound(id)
@@ -65,7 +65,7 @@ func (m *Manager) RotateDestinationSecret(ctx context.Context, tenantID, id int6
 		if _, err := tx.Exec(ctx, expireCurrentSecretSQL, args); err != nil {
 			return "", err
 		}
-		return "rotated the signing secret; the previous one signs for " + domain.DestinationSecretGrace.String() + " more",
+		return "rotated the signing secret; the previous one signs for " + stream.DestinationSecretGrace.String() + " more",
 			m.insertSecret(ctx, tx, tenantID, id, secret)
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/changefeed"
@@ -18,11 +19,11 @@ import (
 )
 
 // feed reads every change of the tenant after a position, in pages of limit.
-func feed(t *testing.T, s *postgres.Store, tenantID, after int64, limit int) []domain.Change {
+func feed(t *testing.T, s *postgres.Store, tenantID, after int64, limit int) []stream.Change {
 	t.Helper()
-	var all []domain.Change
+	var all []stream.Change
 	for {
-		page, err := changefeed.New(s.Pool()).Changes(context.Background(), tenantID, domain.ChangeQuery{After: after, Limit: limit})
+		page, err := changefeed.New(s.Pool()).Changes(context.Background(), tenantID, stream.ChangeQuery{After: after, Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +55,7 @@ func TestChangesOnlyForAcceptedEvents(t *testing.T) {
 	got := feed(t, s, p.TenantID, 0, 100)
 	type row struct {
 		pos      int64
-		typ      domain.ChangeType
+		typ      stream.ChangeType
 		rev      int64
 		prev     string
 		changed  string
@@ -70,14 +71,14 @@ func TestChangesOnlyForAcceptedEvents(t *testing.T) {
 		rows = append(rows, row{c.Position, c.Type, *c.Revision, prev, fmt.Sprint(c.Changed), c.EventID, string(c.Snapshot)})
 	}
 	want := []row{
-		{1, domain.ChangeApplied, 1, "null", "[city name]", "e1", `{"city": "Oslo", "name": "Ann"}`},
-		{2, domain.ChangeApplied, 3, "1", "[city]", "e2", `{"city": "Rome", "name": "Ann"}`},
-		{3, domain.ChangeApplied, 5, "null", "[city]", "h1", `{"city": "Paris"}`}, // contact c-1's first
+		{1, stream.ChangeApplied, 1, "null", "[city name]", "e1", `{"city": "Oslo", "name": "Ann"}`},
+		{2, stream.ChangeApplied, 3, "1", "[city]", "e2", `{"city": "Rome", "name": "Ann"}`},
+		{3, stream.ChangeApplied, 5, "null", "[city]", "h1", `{"city": "Paris"}`}, // contact c-1's first
 	}
 	if len(rows) != 4 || !slices.Equal(rows[:3], want) {
 		t.Fatalf("changes:\n%v\nwant the three applied, then the deletion:\n%v", rows, want)
 	}
-	if d := rows[3]; d.typ != domain.ChangeDeleted || d.rev != 6 || d.prev != "5" || d.event != "h2" {
+	if d := rows[3]; d.typ != stream.ChangeDeleted || d.rev != 6 || d.prev != "5" || d.event != "h2" {
 		t.Fatalf("deletion change %+v", d)
 	}
 	for _, c := range got {
@@ -201,7 +202,7 @@ func waiting(t *testing.T, s *postgres.Store, locktype string) bool {
 	return n > 0
 }
 
-func positions(cs []domain.Change) []int64 {
+func positions(cs []stream.Change) []int64 {
 	var ps []int64
 	for _, c := range cs {
 		ps = append(ps, c.Position)
@@ -247,7 +248,7 @@ func TestFeedUnderConcurrentNodes(t *testing.T) {
 	}
 	go func() { wg.Wait(); close(done) }()
 
-	var followed []domain.Change
+	var followed []stream.Change
 	var after int64
 	reader := changefeed.New(nodes[1].Pool())
 	for finished := false; ; {
@@ -256,7 +257,7 @@ func TestFeedUnderConcurrentNodes(t *testing.T) {
 			finished = true
 		default:
 		}
-		page, err := reader.Changes(ctx, p.TenantID, domain.ChangeQuery{After: after, Limit: 1 + rand.IntN(7)})
+		page, err := reader.Changes(ctx, p.TenantID, stream.ChangeQuery{After: after, Limit: 1 + rand.IntN(7)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
@@ -511,7 +512,7 @@ func TestCleanupKeepsTheChangesDestinationsNeed(t *testing.T) {
 	      SELECT $1, id, 2, 'k', now() FROM destinations WHERE tenant_id = $1`, p.TenantID)
 	remaining := func() []int64 {
 		t.Helper()
-		cs, err := s.Changes(ctx, p.TenantID, domain.ChangeQuery{Limit: 10})
+		cs, err := s.Changes(ctx, p.TenantID, stream.ChangeQuery{Limit: 10})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -49,8 +49,8 @@ WHERE d.tenant_id = @tenant_id AND d.id = @id
   AND (EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) OR EXISTS (SELECT FROM given_up))
 RETURNING d.status = 'failing'`
 
-// RecordAttempts implements domain.Outbox.
-func (o *Outbox) RecordAttempts(ctx context.Context, tenantID, id int64, results []domain.AttemptResult) (bool, error) {
+// RecordAttempts implements stream.Outbox.
+func (o *Outbox) RecordAttempts(ctx context.Context, tenantID, id int64, results []stream.AttemptResult) (bool, error) {
 	n := len(results)
 	var (
 		position, retry  = make([]int64, n), make([]int64, n)
@@ -64,7 +64,7 @@ func (o *Outbox) RecordAttempts(ctx context.Context, tenantID, id int64, results
 	var failing bool
 	err := o.pool.QueryRow(ctx, recordSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "position": position,
 		"status": status, "error": errs, "duration_ms": duration, "retry_ms": retry,
-		"give_up_ms": domain.DestinationGiveUp.Milliseconds()}).Scan(&failing)
+		"give_up_ms": stream.DestinationGiveUp.Milliseconds()}).Scan(&failing)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil // nothing delivered and none given up
 	}
@@ -82,7 +82,7 @@ WHERE tenant_id = @tenant_id AND destination_id = @id
   AND id < (SELECT id FROM destination_attempts WHERE tenant_id = @tenant_id AND destination_id = @id
             ORDER BY id DESC OFFSET @kept - 1 LIMIT 1)`
 
-// TrimAttempts implements domain.Outbox.
+// TrimAttempts implements stream.Outbox.
 func (o *Outbox) TrimAttempts(ctx context.Context, tenantID, id int64) error {
 	_, err := o.pool.Exec(ctx, trimAttemptsSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "kept": keptAttempts})
 	return pg.Translate(err)

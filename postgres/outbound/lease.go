@@ -1,4 +1,4 @@
-// Package outbound is the storage of the sender (domain.Outbox): leases
+// Package outbound is the storage of the sender (stream.Outbox): leases
 // of destinations, their queues filled from the change feed, and the
 // attempts to deliver (migration 00034).
 package outbound
@@ -11,11 +11,11 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Outbox implements domain.Outbox on a pool.
+// Outbox implements stream.Outbox on a pool.
 type Outbox struct {
 	pool *pgxpool.Pool
 	keys *pg.Keyring
@@ -27,7 +27,7 @@ func New(pool *pgxpool.Pool, keys *pg.Keyring, log *slog.Logger) *Outbox {
 	return &Outbox{pool: pool, keys: keys, log: log}
 }
 
-var _ domain.Outbox = (*Outbox)(nil)
+var _ stream.Outbox = (*Outbox)(nil)
 
 // leaseSQL renews owner's leases of active destinations and takes free
 // ones, up to limit in all. Its own are renewed even while its fill holds
@@ -62,16 +62,16 @@ const secretsSQL = `
 SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM destination_secrets
 WHERE tenant_id = ANY(@tenant_ids::bigint[]) AND id = ANY(@ids::bigint[])`
 
-// LeaseDestinations implements domain.Outbox. A destination none of whose
+// LeaseDestinations implements stream.Outbox. A destination none of whose
 // secrets opens is left out, and logged: it cannot sign.
-func (o *Outbox) LeaseDestinations(ctx context.Context, owner string, ttl time.Duration, limit int) ([]domain.LeasedDestination, error) {
+func (o *Outbox) LeaseDestinations(ctx context.Context, owner string, ttl time.Duration, limit int) ([]stream.LeasedDestination, error) {
 	rows, err := o.pool.Query(ctx, leaseSQL, pgx.NamedArgs{"owner": owner, "ttl_ms": ttl.Milliseconds(), "limit": limit})
 	if err != nil {
 		return nil, pg.Translate(err)
 	}
 	var tenantIDs, secretIDs []int64
-	leased, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.LeasedDestination, error) {
-		var d domain.LeasedDestination
+	leased, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.LeasedDestination, error) {
+		var d stream.LeasedDestination
 		var ids []int64
 		err := row.Scan(&d.TenantID, &d.ID, &d.TenantSlug, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &ids)
 		tenantIDs, secretIDs = append(tenantIDs, d.TenantID), append(secretIDs, ids...)
@@ -124,8 +124,8 @@ const releaseSQL = `
 UPDATE destinations SET lease_until = now()
 WHERE (tenant_id, id) IN (SELECT * FROM unnest(@tenant_ids::bigint[], @ids::bigint[])) AND lease_owner = @owner`
 
-// ReleaseDestinations implements domain.Outbox.
-func (o *Outbox) ReleaseDestinations(ctx context.Context, owner string, ds []domain.LeasedDestination) error {
+// ReleaseDestinations implements stream.Outbox.
+func (o *Outbox) ReleaseDestinations(ctx context.Context, owner string, ds []stream.LeasedDestination) error {
 	tenantIDs, ids := make([]int64, len(ds)), make([]int64, len(ds))
 	for i, d := range ds {
 		tenantIDs[i], ids[i] = d.TenantID, d.ID

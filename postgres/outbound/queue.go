@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
@@ -21,7 +21,7 @@ const (
 
 // fillSQL takes the changes after the cursor into the queue, those the
 // destination selects (its provider, object type and types, as
-// domain.MatchesType reads them), and moves the cursor to the last change
+// stream.MatchesType reads them), and moves the cursor to the last change
 // scanned. It locks the destination's row first, and only while owner
 // holds the lease and the feed has moved past the cursor: a rewind, which
 // locks the row to empty the queue and set the cursor, comes wholly
@@ -53,7 +53,7 @@ UPDATE destinations SET cursor = (SELECT max(position) FROM scanned)
 WHERE tenant_id = @tenant_id AND id = @id AND EXISTS (SELECT FROM scanned)
 RETURNING (SELECT count(*) FROM scanned)`
 
-// FillQueue implements domain.Outbox.
+// FillQueue implements stream.Outbox.
 func (o *Outbox) FillQueue(ctx context.Context, owner string, tenantID, id int64) (int, error) {
 	var scanned int
 	err := o.pool.QueryRow(ctx, fillSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
@@ -97,8 +97,8 @@ JOIN changes c ON c.tenant_id = @tenant_id AND c.position = due.position
 JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
 ORDER BY c.position`
 
-// DueChanges implements domain.Outbox.
-func (o *Outbox) DueChanges(ctx context.Context, owner string, tenantID, id int64, inFlight []int64, limit int) ([]domain.QueuedChange, error) {
+// DueChanges implements stream.Outbox.
+func (o *Outbox) DueChanges(ctx context.Context, owner string, tenantID, id int64, inFlight []int64, limit int) ([]stream.QueuedChange, error) {
 	if inFlight == nil {
 		inFlight = []int64{}
 	}
@@ -112,9 +112,9 @@ func (o *Outbox) DueChanges(ctx context.Context, owner string, tenantID, id int6
 	if err != nil {
 		return nil, pg.Translate(err)
 	}
-	due := make([]domain.QueuedChange, len(changes))
+	due := make([]stream.QueuedChange, len(changes))
 	for i, c := range changes {
-		due[i] = domain.QueuedChange{Change: c, Attempts: attempts[i]}
+		due[i] = stream.QueuedChange{Change: c, Attempts: attempts[i]}
 	}
 	return due, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/changejson"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -57,7 +58,7 @@ func (h *Handler) handleChanges(w http.ResponseWriter, r *http.Request) {
 }
 
 // readChanges reads one page under a read slot; busy when none was free.
-func (h *Handler) readChanges(r *http.Request, tenantID int64, q domain.ChangeQuery) ([]domain.Change, bool, error) {
+func (h *Handler) readChanges(r *http.Request, tenantID int64, q stream.ChangeQuery) ([]stream.Change, bool, error) {
 	tenant, caller := readKeys(r)
 	release, ok := h.reads.Acquire(r.Context(), tenant, caller)
 	if !ok {
@@ -95,39 +96,39 @@ func (h *Handler) awaitHead(ctx context.Context, tenantID, seen int64, deadline 
 	}
 }
 
-func writeChanges(w http.ResponseWriter, after int64, changes []domain.Change) {
+func writeChanges(w http.ResponseWriter, after int64, changes []stream.Change) {
 	out := make([]changejson.Change, len(changes))
 	next := after
 	for i, c := range changes {
 		out[i] = changejson.From(c)
 		next = c.Position
 	}
-	httpx.WriteJSON(w, http.StatusOK, map[string]any{"changes": out, "next_cursor": domain.FormatCursor(next)})
+	httpx.WriteJSON(w, http.StatusOK, map[string]any{"changes": out, "next_cursor": stream.FormatCursor(next)})
 }
 
 // changesQuery reads the feed's parameters; each out of range is a 400
 // that names it.
-func changesQuery(r *http.Request) (domain.ChangeQuery, time.Duration, error) {
+func changesQuery(r *http.Request) (stream.ChangeQuery, time.Duration, error) {
 	v := r.URL.Query()
-	q := domain.ChangeQuery{Limit: domain.DefaultChangeLimit,
-		ChangeFilter: domain.ChangeFilter{Provider: v.Get("provider"), ObjectType: v.Get("object_type")}}
+	q := stream.ChangeQuery{Limit: stream.DefaultChangeLimit,
+		ChangeFilter: stream.ChangeFilter{Provider: v.Get("provider"), ObjectType: v.Get("object_type")}}
 	var err error
-	if q.After, err = domain.ParseCursor(v.Get("after")); err != nil {
+	if q.After, err = stream.ParseCursor(v.Get("after")); err != nil {
 		return q, 0, err
 	}
 	if s := v.Get("limit"); s != "" {
 		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > domain.MaxChangeLimit {
-			return q, 0, domain.Errorf(domain.EINVALID, "limit must be an integer from 1 to %d, got %q", domain.MaxChangeLimit, s)
+		if err != nil || n < 1 || n > stream.MaxChangeLimit {
+			return q, 0, domain.Errorf(domain.EINVALID, "limit must be an integer from 1 to %d, got %q", stream.MaxChangeLimit, s)
 		}
 		q.Limit = n
 	}
 	var wait time.Duration
 	if s := v.Get("wait"); s != "" {
 		secs, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsNaN(secs) || secs < 0 || secs > domain.MaxChangeWait.Seconds() {
+		if err != nil || math.IsNaN(secs) || secs < 0 || secs > stream.MaxChangeWait.Seconds() {
 			return q, 0, domain.Errorf(domain.EINVALID, "wait must be a number of seconds from 0 to %d, got %q",
-				int(domain.MaxChangeWait.Seconds()), s)
+				int(stream.MaxChangeWait.Seconds()), s)
 		}
 		wait = time.Duration(secs * float64(time.Second))
 	}

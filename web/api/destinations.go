@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/destination"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -32,11 +33,11 @@ type destinationJSON struct {
 	LastSuccessAt   *jsonTime `json:"last_success_at"`
 }
 
-func newDestinationJSON(d domain.Destination) destinationJSON {
+func newDestinationJSON(d stream.Destination) destinationJSON {
 	j := destinationJSON{ID: d.ID, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
 		Subject: optionalString(d.Subject), Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
 		Types: d.Types, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
-		Cursor: domain.FormatCursor(d.Cursor), Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
+		Cursor: stream.FormatCursor(d.Cursor), Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
 		CreatedAt: jsonTime(d.CreatedAt), LastSuccessAt: optionalTime(d.LastSuccess)}
 	if d.Oldest != nil {
 		lag := max(int64(time.Since(*d.Oldest)/time.Second), 0)
@@ -54,7 +55,7 @@ type destinationAttemptJSON struct {
 	DurationMS  int64    `json:"duration_ms"`
 }
 
-func newDestinationAttemptJSON(a domain.DestinationAttempt) destinationAttemptJSON {
+func newDestinationAttemptJSON(a stream.DestinationAttempt) destinationAttemptJSON {
 	return destinationAttemptJSON{ChangeID: a.ChangeID, AttemptedAt: jsonTime(a.At), Status: a.Status,
 		Delivered: a.Delivered(), Error: optionalString(a.Error), DurationMS: a.Duration.Milliseconds()}
 }
@@ -93,11 +94,11 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		`"types": ["record.*"], "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) {
 		return
 	}
-	nd := domain.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
+	nd := stream.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
 		ObjectType: req.ObjectType, Types: req.Types}
 	if req.MaxInFlight != nil {
 		if *req.MaxInFlight == 0 { // 0 is NewDestination's default, not a value to accept
-			h.fail(w, r, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got 0", domain.MaxMaxInFlight))
+			h.fail(w, r, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got 0", stream.MaxMaxInFlight))
 			return
 		}
 		nd.MaxInFlight = *req.MaxInFlight
@@ -150,7 +151,7 @@ func (h *Handler) answerDestination(w http.ResponseWriter, r *http.Request, chan
 		err = change(ctx, tenant, id)
 	}
 	if err == nil {
-		var d domain.Destination
+		var d stream.Destination
 		if d, err = h.destinations.Destination(ctx, tenant, id); err == nil {
 			httpx.WriteJSON(w, http.StatusOK, newDestinationJSON(d))
 			return
@@ -167,13 +168,13 @@ func (h *Handler) handleDestinationAttempts(w http.ResponseWriter, r *http.Reque
 		h.fail(w, r, err)
 		return
 	}
-	listJSON(h, w, r, "attempts", func(ctx context.Context, p domain.Page) ([]domain.DestinationAttempt, string, error) {
+	listJSON(h, w, r, "attempts", func(ctx context.Context, p domain.Page) ([]stream.DestinationAttempt, string, error) {
 		return h.destinations.DestinationAttempts(ctx, tokenTenant(ctx).ID, id, p)
 	}, newDestinationAttemptJSON)
 }
 
 // handleRotateDestination answers POST destinations/{id}/rotate with the
-// new secret; the previous one signs too for domain.DestinationSecretGrace.
+// new secret; the previous one signs too for stream.DestinationSecretGrace.
 func (h *Handler) handleRotateDestination(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := httpx.DestinationID(r)
@@ -210,7 +211,7 @@ func (h *Handler) handleRewindDestination(w http.ResponseWriter, r *http.Request
 		httpx.WriteError(w, http.StatusBadRequest, `after is required: a cursor of the change feed, or "" for its start`)
 		return
 	}
-	position, err := domain.ParseCursor(*req.After)
+	position, err := stream.ParseCursor(*req.After)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -63,7 +64,7 @@ func TestDestinationAPI(t *testing.T) {
 	status, body = destinationCall(e, http.MethodPost, destinationsPath, token,
 		`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.changes"}`)
 	if status != http.StatusCreated || body["nats_url"] != "nats://203.0.113.11:4222" || body["subject"] != "crm.changes" ||
-		body["url"] != nil || body["max_in_flight"] != float64(domain.DefaultMaxInFlight) {
+		body["url"] != nil || body["max_in_flight"] != float64(stream.DefaultMaxInFlight) {
 		t.Fatalf("create NATS: %d %v", status, body)
 	}
 

@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -25,9 +26,9 @@ type Services struct {
 	Audit      domain.AuditService
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
-	Changes    domain.ChangeFeed
+	Changes    stream.ChangeFeed
 	// Destinations are managed with read-write tokens only.
-	Destinations domain.DestinationService
+	Destinations stream.DestinationService
 }
 
 // Handler serves the API.
@@ -40,9 +41,9 @@ type Handler struct {
 	people       domain.PeopleService
 	audit        domain.AuditService
 	deliveries   domain.DeliveryService
+	changes      stream.ChangeFeed
 	replays      domain.ReplayService
-	destinations domain.DestinationService
-	changes      domain.ChangeFeed
+	destinations stream.DestinationService
 	replayer     *replay.Replayer // replays one delivery by hand
 	reads        *httpx.ReadGate  // bounds reads per tenant and token
 	log          *slog.Logger

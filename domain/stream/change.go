@@ -1,4 +1,4 @@
-package domain
+package stream
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // The change stream out (docs/contract/changes.md): every accepted change
@@ -74,7 +76,7 @@ func ParseCursor(s string) (int64, error) {
 	rest, ok := strings.CutPrefix(s, cursorPrefix)
 	n, err := strconv.ParseInt(rest, 10, 64)
 	if !ok || err != nil || n < 0 || strconv.FormatInt(n, 10) != rest {
-		return 0, Errorf(EINVALID, "after: %q is not a cursor of this feed; pass a next_cursor the feed returned", s)
+		return 0, domain.Errorf(domain.EINVALID, "after: %q is not a cursor of this feed; pass a next_cursor the feed returned", s)
 	}
 	return n, nil
 }

@@ -1,4 +1,4 @@
-package domain
+package stream
 
 import (
 	"context"

@@ -1,8 +1,10 @@
-package domain
+package stream
 
 import (
 	"net/url"
 	"strings"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Bounds of what an owner gives for a destination.
@@ -18,7 +20,7 @@ const (
 func (nd NewDestination) Check() (NewDestination, error) {
 	switch {
 	case nd.URL != "" && (nd.NATSURL != "" || nd.Subject != ""):
-		return nd, Errorf(EINVALID, "give either url, or nats_url with subject, not both")
+		return nd, domain.Errorf(domain.EINVALID, "give either url, or nats_url with subject, not both")
 	case nd.URL != "":
 		if err := checkTargetURL("url", nd.URL, "http", "https"); err != nil {
 			return nd, err
@@ -31,12 +33,12 @@ func (nd NewDestination) Check() (NewDestination, error) {
 			return nd, err
 		}
 	case nd.Subject != "":
-		return nd, Errorf(EINVALID, "subject needs nats_url, the NATS server to publish to")
+		return nd, domain.Errorf(domain.EINVALID, "subject needs nats_url, the NATS server to publish to")
 	default:
-		return nd, Errorf(EINVALID, "give url (an http or https URL to POST to), or nats_url and subject")
+		return nd, domain.Errorf(domain.EINVALID, "give url (an http or https URL to POST to), or nats_url and subject")
 	}
-	if len(nd.ObjectType) > MaxObjectTypeBytes {
-		return nd, Errorf(EINVALID, "object_type is %d bytes; at most %d", len(nd.ObjectType), MaxObjectTypeBytes)
+	if len(nd.ObjectType) > domain.MaxObjectTypeBytes {
+		return nd, domain.Errorf(domain.EINVALID, "object_type is %d bytes; at most %d", len(nd.ObjectType), domain.MaxObjectTypeBytes)
 	}
 	types, err := CheckTypes(nd.Types)
 	if err != nil {
@@ -47,7 +49,7 @@ func (nd NewDestination) Check() (NewDestination, error) {
 	case nd.MaxInFlight == 0:
 		nd.MaxInFlight = DefaultMaxInFlight
 	case nd.MaxInFlight < 1 || nd.MaxInFlight > MaxMaxInFlight:
-		return nd, Errorf(EINVALID, "max_in_flight must be from 1 to %d, got %d", MaxMaxInFlight, nd.MaxInFlight)
+		return nd, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got %d", MaxMaxInFlight, nd.MaxInFlight)
 	}
 	return nd, nil
 }
@@ -56,22 +58,22 @@ func (nd NewDestination) Check() (NewDestination, error) {
 // a host.
 func checkTargetURL(field, raw string, schemes ...string) error {
 	if len(raw) > MaxDestinationURLBytes {
-		return Errorf(EINVALID, "%s is %d bytes; at most %d", field, len(raw), MaxDestinationURLBytes)
+		return domain.Errorf(domain.EINVALID, "%s is %d bytes; at most %d", field, len(raw), MaxDestinationURLBytes)
 	}
 	// The messages do not repeat the URL: its query may hold a credential.
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
-		return Errorf(EINVALID, "%s is not an absolute URL such as %s://host.example.com/", field, schemes[0])
+		return domain.Errorf(domain.EINVALID, "%s is not an absolute URL such as %s://host.example.com/", field, schemes[0])
 	}
 	if u.User != nil {
-		return Errorf(EINVALID, "%s must not contain a user name or password", field)
+		return domain.Errorf(domain.EINVALID, "%s must not contain a user name or password", field)
 	}
 	for _, s := range schemes {
 		if u.Scheme == s {
 			return nil
 		}
 	}
-	return Errorf(EINVALID, "%s: the scheme must be %s", field, strings.Join(schemes, " or "))
+	return domain.Errorf(domain.EINVALID, "%s: the scheme must be %s", field, strings.Join(schemes, " or "))
 }
 
 // checkSubject checks a NATS subject prefix: dot-separated tokens without
@@ -79,18 +81,18 @@ func checkTargetURL(field, raw string, schemes ...string) error {
 // .{tenant}.{provider}.{object_type}.
 func checkSubject(s string) error {
 	if s == "" {
-		return Errorf(EINVALID, "subject is required with nats_url: the prefix of the subjects to publish to, such as crm.changes")
+		return domain.Errorf(domain.EINVALID, "subject is required with nats_url: the prefix of the subjects to publish to, such as crm.changes")
 	}
 	if len(s) > MaxSubjectBytes {
-		return Errorf(EINVALID, "subject is %d bytes; at most %d", len(s), MaxSubjectBytes)
+		return domain.Errorf(domain.EINVALID, "subject is %d bytes; at most %d", len(s), MaxSubjectBytes)
 	}
 	for _, token := range strings.Split(s, ".") {
 		if token == "" {
-			return Errorf(EINVALID, "subject %q has an empty token; separate tokens with single dots and do not end with one", s)
+			return domain.Errorf(domain.EINVALID, "subject %q has an empty token; separate tokens with single dots and do not end with one", s)
 		}
 		for _, r := range token {
 			if r == '*' || r == '>' || r <= ' ' || r == 0x7f {
-				return Errorf(EINVALID, "subject %q may not hold wildcards (* >), spaces or control characters", s)
+				return domain.Errorf(domain.EINVALID, "subject %q may not hold wildcards (* >), spaces or control characters", s)
 			}
 		}
 	}

@@ -1,10 +1,12 @@
-package domain
+package stream
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Destinations receive a tenant's changes as they commit: each change a
@@ -120,7 +122,7 @@ type DestinationService interface {
 	RewindDestination(ctx context.Context, tenantID, id, position int64) error
 	DeleteDestination(ctx context.Context, tenantID, id int64) error
 	// DestinationAttempts lists attempts, newest first.
-	DestinationAttempts(ctx context.Context, tenantID, id int64, page Page) ([]DestinationAttempt, string, error)
+	DestinationAttempts(ctx context.Context, tenantID, id int64, page domain.Page) ([]DestinationAttempt, string, error)
 }
 
 // CheckTypes validates a destination's type patterns: a change type, or a
@@ -133,7 +135,7 @@ func CheckTypes(types []string) ([]string, error) {
 	for _, t := range types {
 		t = strings.TrimSpace(t)
 		if !knownTypePattern(t) {
-			return nil, Errorf(EINVALID, "types: %q is not a change type (record.applied, record.deleted, record.reset, record.erased) or record.*", t)
+			return nil, domain.Errorf(domain.EINVALID, "types: %q is not a change type (record.applied, record.deleted, record.reset, record.erased) or record.*", t)
 		}
 		out = append(out, t)
 	}

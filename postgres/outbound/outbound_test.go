@@ -1,0 +1,144 @@
+package outbound_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
+)
+
+func setup(t *testing.T, nd stream.NewDestination) (*postgres.Store, domain.ProviderEndpoint, stream.Destination) {
+	t.Helper()
+	s, p := pgtest.Setup(t, postgres.New)
+	if nd.URL == "" {
+		nd.URL = "https://203.0.113.1/hook"
+	}
+	d, _, err := s.CreateDestination(pgtest.AsCLI(context.Background()), p.TenantID, nd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, p, d
+}
+
+func positions(due []stream.QueuedChange) []int64 {
+	var ps []int64
+	for _, c := range due {
+		ps = append(ps, c.Position)
+	}
+	return ps
+}
+
+// TestLeaseIsExclusive: one owner at a time holds a destination; another
+// takes it once it is released or has run out; a paused one is nobody's;
+// the lease comes with the secrets that sign now, two after a rotation.
+func TestLeaseIsExclusive(t *testing.T) {
+	t.Parallel()
+	s, p, d := setup(t, stream.NewDestination{})
+	ctx := context.Background()
+	lease := func(owner string, ttl time.Duration) []stream.LeasedDestination {
+		t.Helper()
+		ds, err := s.LeaseDestinations(ctx, owner, ttl, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
+	a := lease("a", time.Minute)
+	if len(a) != 1 || a[0].ID != d.ID || a[0].TenantSlug != "acme" || len(a[0].Secrets) != 1 || a[0].MaxInFlight != 8 {
+		t.Fatalf("a leased %+v", a)
+	}
+	if b := lease("b", time.Minute); len(b) != 0 {
+		t.Fatalf("b leased %+v while a holds it", b)
+	}
+	if again := lease("a", time.Minute); len(again) != 1 {
+		t.Fatalf("a could not renew: %+v", again)
+	}
+	if err := s.ReleaseDestinations(ctx, "a", a); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(10 * time.Millisecond)
+	if b := lease("b", 500*time.Millisecond); len(b) != 1 {
+		t.Fatalf("b could not take a released lease: %+v", b)
+	}
+	time.Sleep(time.Second)
+	if _, err := s.RotateDestinationSecret(pgtest.AsCLI(ctx), p.TenantID, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if a := lease("a", time.Minute); len(a) != 1 || len(a[0].Secrets) != 2 {
+		t.Fatalf("a could not take a lease that ran out, with both secrets of the rotation: %+v", a)
+	}
+	if err := s.PauseDestination(pgtest.AsCLI(ctx), p.TenantID, d.ID); err != nil {
+		t.Fatal(err)
+	}
+	if a := lease("a", time.Minute); len(a) != 0 {
+		t.Fatalf("a renewed the lease of a paused destination: %+v", a)
+	}
+}
+
+// TestQueueSendsRecordsOneAtATime: the fill takes the selected changes;
+// of each record only the first pending change is due, and not while it
+// is in flight; a delivered change lets the next through, a failed one
+// waits its retry; only the lease holder fills or picks.
+func TestQueueSendsRecordsOneAtATime(t *testing.T) {
+	t.Parallel()
+	s, p, d := setup(t, stream.NewDestination{Types: []string{"record.applied"}})
+	ctx := context.Background()
+	for rev := int64(1); rev <= 3; rev++ {
+		for _, c := range []string{"x", "y"} {
+			pgtest.Ingest(t, s, p, pgtest.Event(fmt.Sprint(c, rev), c, rev, `{"a":1}`))
+		}
+	}
+	if n, err := s.FillQueue(ctx, "a", p.TenantID, d.ID); err != nil || n != 0 {
+		t.Fatalf("filled %d (%v) without the lease", n, err)
+	}
+	s.LeaseDestinations(ctx, "a", time.Minute, 64)
+	if due, err := s.DueChanges(ctx, "b", p.TenantID, d.ID, nil, 8); err != nil || len(due) != 0 {
+		t.Fatalf("b, without the lease, got %v (%v)", positions(due), err)
+	}
+	if n, err := s.FillQueue(ctx, "a", p.TenantID, d.ID); err != nil || n != 6 {
+		t.Fatalf("filled %d (%v), want the 6 changes", n, err)
+	}
+	due, err := s.DueChanges(ctx, "a", p.TenantID, d.ID, nil, 8)
+	if err != nil || !slices.Equal(positions(due), []int64{1, 2}) || due[0].ObjectID != "x" || *due[0].Revision != 1 {
+		t.Fatalf("due %v (%v), want 1 and 2, the first change of each record", positions(due), err)
+	}
+	if due, _ := s.DueChanges(ctx, "a", p.TenantID, d.ID, []int64{1}, 8); !slices.Equal(positions(due), []int64{2}) {
+		t.Fatalf("with 1 in flight, due %v, want 2 alone", positions(due))
+	}
+	results := []stream.AttemptResult{
+		{DestinationAttempt: stream.DestinationAttempt{Position: 1, Status: 200, Duration: time.Millisecond}},
+		{DestinationAttempt: stream.DestinationAttempt{Position: 2, Status: 500, Error: "answered 500"}, Retry: time.Hour},
+	}
+	if failing, err := s.RecordAttempts(ctx, p.TenantID, d.ID, results); err != nil || failing {
+		t.Fatalf("record: %v %v", failing, err)
+	}
+	if due, _ := s.DueChanges(ctx, "a", p.TenantID, d.ID, nil, 8); !slices.Equal(positions(due), []int64{3}) || due[0].Attempts != 0 {
+		t.Fatalf("due %v, want 3 (x's next), not 2 nor 4 (y waits its retry)", positions(due))
+	}
+	got, err := s.Destination(ctx, p.TenantID, d.ID)
+	if err != nil || got.Pending != 5 || got.LastSuccess == nil || got.Cursor != 6 {
+		t.Fatalf("destination %+v (%v), want 5 pending, a success, cursor 6", got, err)
+	}
+}
+
+// TestFillSelects: a destination receives only its provider's and object
+// type's changes, and a fill stops at the bound of the queue.
+func TestFillSelects(t *testing.T) {
+	t.Parallel()
+	s, p, d := setup(t, stream.NewDestination{ObjectType: "deal"})
+	ctx := context.Background()
+	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`)) // a contact
+	s.LeaseDestinations(ctx, "a", time.Minute, 64)
+	if n, err := s.FillQueue(ctx, "a", p.TenantID, d.ID); err != nil || n != 1 {
+		t.Fatalf("scanned %d (%v), want 1", n, err)
+	}
+	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Pending != 0 || got.Cursor != 1 {
+		t.Fatalf("a contact's change was taken by a deal destination: %+v", got)
+	}
+}
