@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/stream"
 )
 
 // feedConfig is the command line of feed.
@@ -198,7 +198,7 @@ func (ph feedPhase) problems() error {
 	}
 	for _, r := range ph.readers {
 		if r.missing > 0 {
-			errs = append(errs, fmt.Errorf("%s: %d changes never arrived", r.name, r.missing))
+			errs = append(errs, fmt.Errorf("%s: %d changes had not arrived by the end of --drain-timeout", r.name, r.missing))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -306,7 +306,7 @@ func readCommitted(ctx context.Context, conn *pgx.Conn) ([]committedChange, erro
 	if err != nil {
 		return nil, err
 	}
-	var c domain.Change
+	var c stream.Change
 	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (committedChange, error) {
 		var at time.Time
 		err := row.Scan(&c.TenantID, &c.Position, &at)

@@ -50,7 +50,8 @@ func printFeed(w io.Writer, cfg feedConfig, r feedResult) {
 		"  in the measured %s, first arrivals. The server and the bench share this machine's clock.\n",
 		feedWait, feedPageLimit, cfg.duration)
 	fmt.Fprintf(w, "backlog: changes committed and not yet arrived; early = the largest in the first half of the measured\n"+
-		"  load, end = when the senders stopped; keeps up = end <= early, drained within %s, none missing.\n", drainLimit)
+		"  load, end = when the senders stopped; keeps up = end <= early, drained within %s, none missing.\n"+
+		"  missing: committed and not arrived %s after the senders stopped (--drain-timeout).\n", drainLimit, cfg.drain)
 	for _, s := range r.read.readers {
 		fmt.Fprintf(w, "  %s, each second: %s\n", s.name, joinInts(s.backlog))
 	}

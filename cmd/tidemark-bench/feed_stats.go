@@ -33,7 +33,7 @@ type readerStats struct {
 	// drained is from the window's end until the last change arrived.
 	drained    time.Duration
 	duplicates int // arrivals of a change already arrived
-	missing    int // changes that never arrived
+	missing    int // changes that had not arrived when the readers stopped
 }
 
 // keepsUp: no growing lag. The backlog when the senders stopped is no
