@@ -41,7 +41,7 @@ func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
 	}
 	defer dbs.close(ctx)
 
-	res, err := e.sweep(ctx, cfg, dbs, fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3)))
+	res, err := e.sweep(ctx, cfg, dbs, scratchName())
 	if err != nil {
 		return err
 	}
@@ -224,7 +224,7 @@ func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratchDataba
 		m.batch = cfg.batch
 	}
 	checkpoint(ctx, dbs.admin)
-	e.warmUp(ctx, cfg, src, senders)
+	e.warmUp(ctx, cfg.warmup, src, senders)
 	before, err := srv.scrapeMetrics(ctx)
 	if err != nil {
 		return m, err
@@ -263,10 +263,10 @@ func (m measurement) label() string {
 // warmUp sends unmeasured load first, so the measurement does not include
 // the server opening its database connections and preparing its statements,
 // just as pgbench reports its rate without initial connection time.
-func (e cliEnv) warmUp(ctx context.Context, cfg benchConfig, src loadSource, senders int) {
-	if cfg.warmup <= 0 {
+func (e cliEnv) warmUp(ctx context.Context, warmup time.Duration, src loadSource, senders int) {
+	if warmup <= 0 {
 		return
 	}
-	res := runLoad(ctx, senders, cfg.warmup, src, io.Discard)
+	res := runLoad(ctx, senders, warmup, src, io.Discard)
 	fmt.Fprintf(e.stderr, "warm-up: %s deliveries in %s (not measured)\n", thousands(int64(res.ok)), res.elapsed.Round(time.Millisecond))
 }

@@ -144,22 +144,30 @@ func runSender(ctx context.Context, client *http.Client, src loadSource, deadlin
 type standardLoad struct {
 	target, secret string
 	contacts       int
-	sent           atomic.Int64 // numbers the delivery ids
+	// applying makes every delivery apply: delivery n carries revision n for
+	// contact n mod contacts, so a contact's revisions only go up (its
+	// deliveries are contacts apart, never in flight together). Otherwise
+	// contact and revision are drawn like the floor script's, and some
+	// events are stale.
+	applying bool
+	sent     atomic.Int64 // numbers the delivery ids
 }
 
 func (l *standardLoad) request(ctx context.Context) (*http.Request, error) {
-	return benchRequest(ctx, l.target, l.secret, "bench-"+strconv.FormatInt(l.sent.Add(1), 10), l.contacts)
+	n := l.sent.Add(1)
+	contact, revision := mathrand.IntN(l.contacts)+1, mathrand.IntN(1_000_000)+1
+	if l.applying {
+		contact, revision = int(n%int64(l.contacts))+1, int(n)
+	}
+	return benchRequest(ctx, l.target, l.secret, "bench-"+strconv.FormatInt(n, 10), contact, revision)
 }
 
-// benchRequest builds a signed contact.snapshot delivery for a random
-// contact and revision, drawn like the floor script's. The body is what
-// tidemark send builds for the same event.
-func benchRequest(ctx context.Context, target, secret, id string, contacts int) (*http.Request, error) {
-	r := mathrand.IntN(1_000_000) + 1
-	contact := "c-" + strconv.Itoa(mathrand.IntN(contacts)+1)
+// benchRequest builds a signed contact.snapshot delivery of contact at
+// revision r. The body is what tidemark send builds for the same event.
+func benchRequest(ctx context.Context, target, secret, id string, contact, r int) (*http.Request, error) {
 	snapshot := `{"company":"Co-` + strconv.Itoa(r) + `","job_title":"Director","lead_status":"customer"}`
 	body, err := json.Marshal(map[string]any{"type": "contact.snapshot", "timestamp": time.Now().UTC().Format(time.RFC3339),
-		"data": map[string]any{"contact_id": contact, "revision": r, "snapshot": json.RawMessage(snapshot)}})
+		"data": map[string]any{"contact_id": "c-" + strconv.Itoa(contact), "revision": r, "snapshot": json.RawMessage(snapshot)}})
 	if err != nil {
 		return nil, err
 	}
@@ -198,11 +206,16 @@ func do(client *http.Client, req *http.Request) (status int, body []byte, retryA
 		_, err = io.Copy(io.Discard, resp.Body)
 		return resp.StatusCode, nil, 0, err
 	}
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-		retryAfter = time.Duration(secs) * time.Second
-	}
 	body, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, body, retryAfter, nil
+	return resp.StatusCode, body, retryAfterOf(resp), nil
+}
+
+// retryAfterOf is the delay resp asks for in seconds, 0 for none.
+func retryAfterOf(resp *http.Response) time.Duration {
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	return 0
 }
 
 // startProgress rewrites one status line every second with the last

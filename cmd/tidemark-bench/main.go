@@ -1,7 +1,8 @@
 // Command tidemark-bench measures the tidemark receiver: its ingest rate
-// against the PostgreSQL floor, and what bursts of concurrent signups leave
-// behind. It is its own module so that its dependencies (a Redis client for
-// the redis-lock comparison) never reach the product's go.mod or binary.
+// against the PostgreSQL floor, what bursts of concurrent signups leave
+// behind, and how its change feed and destinations keep up with ingest. It
+// is its own module so that its dependencies (a Redis client for the
+// redis-lock comparison) never reach the product's go.mod or binary.
 package main
 
 import (
@@ -23,6 +24,7 @@ Usage:
   tidemark-bench ingest [flags]
   tidemark-bench burst [flags]
   tidemark-bench queue [flags]
+  tidemark-bench feed [flags]
 
 All build the tidemark server from this source tree and run it as a child
 process on a scratch database of the PostgreSQL server at --server-url.
@@ -61,6 +63,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return env.benchBurst(ctx, rest)
 	case "queue":
 		return env.benchQueue(ctx, rest)
+	case "feed":
+		return env.benchFeed(ctx, rest)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil

@@ -93,7 +93,7 @@ func (e cliEnv) benchQueue(ctx context.Context, args []string) error {
 			return fmt.Errorf("build nats-server (run the bench from cmd/tidemark-bench): %w\n%s", err, out)
 		}
 	}
-	name := fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3))
+	name := scratchName()
 	var rows []queueRow
 	for _, mode := range cfg.modes {
 		r, err := e.burstMode(ctx, cfg, dbs, mode, name+"_"+strings.ReplaceAll(mode, "-", "_"), filepath.Join(tmp, mode))
@@ -140,7 +140,7 @@ func (e cliEnv) burstMode(ctx context.Context, cfg queueConfig, dbs *scratchData
 	defer srv.stop()
 	if mode != modeSync {
 		for i := range cfg.workers {
-			w, err := startWorker(filepath.Join(srv.binDir, "tidemark"), db, extra, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i+1)))
+			w, err := startWorker(srv.exe(), db, extra, filepath.Join(dir, fmt.Sprintf("worker-%d.log", i+1)))
 			if err != nil {
 				return res, err
 			}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net"
 	"os"
@@ -71,8 +70,7 @@ func startBenchNATS(ctx context.Context, exe, dir string, syncAlways bool) (*chi
 // logPath, and waits until it consumes.
 func startWorker(exe string, db receiverDatabase, queueFlags []string, logPath string) (*child, error) {
 	cmd := exec.Command(exe, append([]string{"worker"}, queueFlags...)...)
-	cmd.Env = append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE"),
-		"DATABASE_URL="+db.url, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(db.key))
+	cmd.Env = tidemarkEnv(db.url, db.key)
 	c, err := startProcess(cmd, logPath)
 	if err != nil {
 		return nil, err

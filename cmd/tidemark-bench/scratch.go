@@ -111,6 +111,12 @@ func (s *scratchDatabases) createReceiver(ctx context.Context, name string) (rec
 	return db, err
 }
 
+// scratchName is a new name for a run's scratch databases, which its
+// commands suffix: when and a random part, so runs never collide.
+func scratchName() string {
+	return fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3))
+}
+
 func (s *scratchDatabases) create(ctx context.Context, name string) (string, error) {
 	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
 		return "", fmt.Errorf("create scratch database %s: %w", name, err)

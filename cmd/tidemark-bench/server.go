@@ -62,8 +62,7 @@ func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer, e
 	// The public URL is the address the bench calls, whatever the caller's
 	// TIDEMARK_PUBLIC_URL: HubSpot signatures cover it.
 	cmd := exec.Command(exe, append([]string{"serve", "--addr", addr, "--public-url", "http://" + addr}, extra...)...)
-	cmd.Env = append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY"),
-		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
+	cmd.Env = tidemarkEnv(dbURL, key)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -126,6 +125,30 @@ func freeAddr() (string, error) {
 	defer ln.Close()
 	return ln.Addr().String(), nil
 }
+
+// tidemarkEnv is the environment of a tidemark process on dbURL with key,
+// whatever the caller's own database, key and queue.
+func tidemarkEnv(dbURL string, key []byte) []string {
+	return append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE"),
+		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
+}
+
+// runCLI runs a command of the built tidemark binary on the server's
+// database and returns the last line it printed (where tidemark prints
+// tokens and secrets).
+func (p *serverProcess) runCLI(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, p.exe(), args...)
+	cmd.Env = p.cmd.Env
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("tidemark %s: %w%s", strings.Join(args, " "), err, exitStderr(err))
+	}
+	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
+	return lines[len(lines)-1], nil
+}
+
+// exe is the built tidemark binary.
+func (p *serverProcess) exe() string { return filepath.Join(p.binDir, "tidemark") }
 
 func withoutEnv(env []string, names ...string) []string {
 	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
