@@ -68,8 +68,11 @@ func TestTwoSendersOneDestination(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	_, delivered, _ := rc.got()
 	checkOrder(t, delivered, 100)
-	if len(delivered) != 100 {
-		t.Errorf("%d changes answered 2xx, want each of 100 once", len(delivered))
+	// The stopped node's held request is answered when the server lets it
+	// go, after the other node sent that change again: one repeat, which
+	// at-least-once delivery allows (the consumer drops it by webhook-id).
+	if len(delivered) < 100 || len(delivered) > 101 {
+		t.Errorf("%d changes answered 2xx, want each of 100 once, and at most the held one twice", len(delivered))
 	}
 }
 
