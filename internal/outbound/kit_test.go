@@ -36,7 +36,7 @@ type env struct {
 	p     domain.ProviderEndpoint
 }
 
-func newEnv(t *testing.T) env {
+func newEnv(t testing.TB) env {
 	t.Helper()
 	s, err := postgres.New(testdb.New(t), testKey)
 	if err != nil {

@@ -15,20 +15,26 @@ import (
 // waits its retry; every attempt is logged. A change failing since
 // DestinationGiveUp or longer makes an active destination failing, which
 // pauses it. The destination's row is written only when something
-// delivered or it fails, not for every retry.
+// delivered or it fails, not for every retry. The queue's rows are named
+// by arrays of positions, which its primary key finds: the queue churns
+// faster than its statistics follow, and a join with the batch was planned
+// as a nested loop over the whole queue.
 const recordSQL = `
 WITH r AS (
     SELECT * FROM unnest(@position::bigint[], @status::int[], @error::text[], @duration_ms::int[], @retry_ms::bigint[])
         AS r (position, status, error, duration_ms, retry_ms)
 ), delivered AS (
-    DELETE FROM destination_queue q USING r
-    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id AND q.position = r.position AND r.status BETWEEN 200 AND 299
+    DELETE FROM destination_queue q
+    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id
+      AND q.position = ANY (ARRAY(SELECT position FROM r WHERE status BETWEEN 200 AND 299))
     RETURNING q.position
 ), failed AS (
     UPDATE destination_queue q SET attempts = q.attempts + 1, next_attempt_at = now() + r.retry_ms * interval '1 millisecond',
         first_failed_at = coalesce(q.first_failed_at, now()), last_error = r.error
     FROM r
-    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id AND q.position = r.position AND r.status NOT BETWEEN 200 AND 299
+    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id
+      AND q.position = ANY (ARRAY(SELECT position FROM r WHERE status NOT BETWEEN 200 AND 299))
+      AND q.position = r.position AND r.status NOT BETWEEN 200 AND 299
     RETURNING q.position, q.first_failed_at, q.last_error
 ), given_up AS (
     SELECT position, first_failed_at, last_error FROM failed

@@ -83,9 +83,10 @@ WITH due AS (
                   AND d.lease_owner = @owner AND d.lease_until > now() AND d.status = 'active')
     ORDER BY position LIMIT @limit
 ), gone AS (
-    DELETE FROM destination_queue q USING due
-    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id AND q.position = due.position
-      AND NOT EXISTS (SELECT FROM changes c WHERE c.tenant_id = @tenant_id AND c.position = due.position)
+    DELETE FROM destination_queue q
+    WHERE q.tenant_id = @tenant_id AND q.destination_id = @id
+      AND q.position = ANY (ARRAY(SELECT due.position FROM due WHERE NOT EXISTS (
+          SELECT FROM changes c WHERE c.tenant_id = @tenant_id AND c.position = due.position)))
     RETURNING q.position
 ), noted AS (
     INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
