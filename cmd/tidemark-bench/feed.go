@@ -7,12 +7,11 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/feedread"
 )
 
 // feedConfig is the command line of feed.
@@ -80,10 +79,10 @@ func (e cliEnv) feedFlags(args []string) (feedConfig, error) {
 // feedPhase is one run of the senders, with or without readers.
 type feedPhase struct {
 	load      loadResult
-	window    window
-	committed int           // changes committed in the window
-	readers   []readerStats // none when nobody read
-	refused   int64         // messages the receiver refused
+	window    feedread.Window
+	committed int              // changes committed in the window
+	readers   []feedread.Stats // none when nobody read
+	refused   int64            // messages the receiver refused
 	whyRefused,
 	serverLog string
 	readErr error // a consumer's
@@ -113,18 +112,18 @@ func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatab
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	src := &standardLoad{target: srv.webhookURL(benchProvider), secret: db.secret, contacts: cfg.contacts, applying: true}
-	var rd *feedReaders
+	var rd *feedread.Readers
 	if reading {
 		if rd, err = startFeedReaders(ctx, cfg, srv); err != nil {
 			return ph, err
 		}
-		defer rd.stop()
+		defer rd.Stop()
 		// The destination is sent only once a node takes its lease: one
 		// change through both readers first, so the load meets them running.
 		if err := sendOne(ctx, src); err != nil {
 			return ph, err
 		}
-		if err := rd.awaitDrain(ctx, conn, cfg.drain); err != nil {
+		if err := rd.AwaitDrain(ctx, conn, cfg.drain); err != nil {
 			return ph, err
 		}
 	}
@@ -133,27 +132,24 @@ func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatab
 	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s, %s\n", cfg.senders, cfg.duration, phaseLabel(reading, cfg.consumers))
 	start := time.Now()
 	ph.load = runLoad(ctx, cfg.senders, cfg.duration, src, e.stderr)
-	ph.window = window{start: start, end: start.Add(ph.load.elapsed)}
+	ph.window = feedread.Window{Start: start, End: start.Add(ph.load.elapsed)}
 	if ctx.Err() != nil {
 		return ph, ctx.Err()
 	}
 	if rd != nil {
-		if err := rd.awaitDrain(ctx, conn, cfg.drain); err != nil {
+		if err := rd.AwaitDrain(ctx, conn, cfg.drain); err != nil {
 			return ph, err
 		}
 	}
-	changes, err := readCommitted(ctx, conn)
+	changes, err := feedread.ReadCommitted(ctx, conn)
 	if err != nil {
 		return ph, err
 	}
-	ph.committed = committedIn(changes, ph.window)
+	ph.committed = feedread.CommittedIn(changes, ph.window)
 	if rd != nil {
-		ph.readErr = rd.stop()
-		ph.readers = rd.stats(changes, ph.window)
-		ph.refused = rd.receiver.refused.Load()
-		if why := rd.receiver.firstRefusal.Load(); why != nil {
-			ph.whyRefused = *why
-		}
+		ph.readErr = rd.Stop()
+		ph.readers = rd.Stats(changes, ph.window)
+		ph.refused, ph.whyRefused = rd.Refused()
 	}
 	return ph, nil
 }
@@ -197,8 +193,8 @@ func (ph feedPhase) problems() error {
 		errs = append(errs, fmt.Errorf("the receiver refused %d messages, the first: %s", ph.refused, ph.whyRefused))
 	}
 	for _, r := range ph.readers {
-		if r.missing > 0 {
-			errs = append(errs, fmt.Errorf("%s: %d changes had not arrived by the end of --drain-timeout", r.name, r.missing))
+		if r.Missing > 0 {
+			errs = append(errs, fmt.Errorf("%s: %d changes had not arrived by the end of --drain-timeout", r.Name, r.Missing))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -207,109 +203,29 @@ func (ph feedPhase) problems() error {
 	return nil
 }
 
-// feedReaders are the consumers and the destination's receiver.
-type feedReaders struct {
-	receiver  *receiver
-	consumers []*sightings
-	errs      []error // each consumer's, once stopped
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
-	stopOnce  sync.Once
-	stopErr   error
-}
-
 // startFeedReaders creates the destination (pointing at a receiver of the
 // bench) and a read-only token with the tidemark CLI, and starts the
 // consumers at the start of the feed.
-func startFeedReaders(ctx context.Context, cfg feedConfig, srv *serverProcess) (*feedReaders, error) {
-	rc, err := startReceiver()
+func startFeedReaders(ctx context.Context, cfg feedConfig, srv *serverProcess) (*feedread.Readers, error) {
+	rc, err := feedread.StartReceiver()
 	if err != nil {
 		return nil, err
 	}
-	create := []string{"destination", "create", "--tenant", benchTenant, "--url", rc.url, "--allow-private"}
+	create := []string{"destination", "create", "--tenant", benchTenant, "--url", rc.URL, "--allow-private"}
 	if cfg.maxInFlight > 0 {
 		create = append(create, "--max-in-flight", strconv.Itoa(cfg.maxInFlight))
 	}
 	secret, err := srv.runCLI(ctx, create...)
 	if err == nil {
-		rc.secret.Store(&secret)
+		rc.SetSecret(secret)
 	}
 	token := ""
 	if err == nil {
 		token, err = srv.runCLI(ctx, "token", "create", "--tenant", benchTenant, "--access", "read", "--name", "tidemark-bench feed")
 	}
 	if err != nil {
-		rc.stop()
+		rc.Stop()
 		return nil, err
 	}
-	follow, cancel := context.WithCancel(ctx)
-	r := &feedReaders{receiver: rc, errs: make([]error, cfg.consumers), cancel: cancel}
-	for i := range cfg.consumers {
-		got := &sightings{}
-		r.consumers = append(r.consumers, got)
-		r.wg.Go(func() { r.errs[i] = followFeed(follow, srv.base, token, got) })
-	}
-	return r, nil
-}
-
-// awaitDrain waits until every reader has every change committed so far,
-// or timeout has passed.
-func (r *feedReaders) awaitDrain(ctx context.Context, conn *pgx.Conn, timeout time.Duration) error {
-	var total int
-	if err := conn.QueryRow(ctx, `SELECT count(*) FROM changes`).Scan(&total); err != nil {
-		return err
-	}
-	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); {
-		caughtUp := r.receiver.got.distinct() >= total
-		for _, c := range r.consumers {
-			caughtUp = caughtUp && c.distinct() >= total
-		}
-		if caughtUp {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
-	return nil
-}
-
-// stop ends the consumers and the receiver, and returns the consumers'
-// errors.
-func (r *feedReaders) stop() error {
-	r.stopOnce.Do(func() {
-		r.cancel()
-		r.wg.Wait()
-		r.stopErr = errors.Join(append(r.errs, r.receiver.stop())...)
-	})
-	return r.stopErr
-}
-
-// stats are each reader's, the consumers' first.
-func (r *feedReaders) stats(changes []committedChange, w window) []readerStats {
-	var out []readerStats
-	for i, c := range r.consumers {
-		name := "feed consumer"
-		if len(r.consumers) > 1 {
-			name += " " + strconv.Itoa(i+1)
-		}
-		out = append(out, readerStatsOf(name, changes, c.list(), w))
-	}
-	return append(out, readerStatsOf("destination", changes, r.receiver.got.list(), w))
-}
-
-// readCommitted reads every change of the scratch database.
-func readCommitted(ctx context.Context, conn *pgx.Conn) ([]committedChange, error) {
-	rows, err := conn.Query(ctx, `SELECT tenant_id, position, committed_at FROM changes`)
-	if err != nil {
-		return nil, err
-	}
-	var c stream.Change
-	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (committedChange, error) {
-		var at time.Time
-		err := row.Scan(&c.TenantID, &c.Position, &at)
-		return committedChange{id: c.ID(), at: at}, err
-	})
+	return feedread.Follow(ctx, rc, srv.base, benchTenant, token, cfg.consumers), nil
 }

@@ -6,6 +6,9 @@ import (
 	"io"
 	"strconv"
 	"strings"
+
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/feedread"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 )
 
 // feedResult is a whole feed run: the senders alone, then with readers.
@@ -33,12 +36,12 @@ func printFeed(w io.Writer, cfg feedConfig, r feedResult) {
 	rows = append(rows, append(phaseCells(phaseLabel(false, cfg.consumers), "-", r.alone, 1),
 		"-", "-", "-", "-", "-", "-", "-", "-", "-"))
 	for _, s := range r.read.readers {
-		rows = append(rows, append(phaseCells(phaseLabel(true, cfg.consumers), s.name, r.read, r.ratio()),
-			millis(percentile(s.latencies, 0.50)), millis(percentile(s.latencies, 0.99)), millis(percentile(s.latencies, 1)),
-			strconv.Itoa(s.early), strconv.Itoa(s.end), seconds(s.drained), yesNo(s.keepsUp()),
-			strconv.Itoa(s.duplicates), strconv.Itoa(s.missing)))
+		rows = append(rows, append(phaseCells(phaseLabel(true, cfg.consumers), s.Name, r.read, r.ratio()),
+			table.Millis(percentile(s.Latencies, 0.50)), table.Millis(percentile(s.Latencies, 0.99)), table.Millis(percentile(s.Latencies, 1)),
+			strconv.Itoa(s.Early), strconv.Itoa(s.End), table.Seconds(s.Drained), yesNo(s.KeepsUp()),
+			strconv.Itoa(s.Duplicates), strconv.Itoa(s.Missing)))
 	}
-	printTable(w, rows)
+	table.Print(w, rows)
 	fmt.Fprintln(w)
 
 	fmt.Fprintf(w, "each run: %d standard senders (one event per delivery, each applied) for %s after a %s warm-up,\n"+
@@ -48,12 +51,12 @@ func printFeed(w io.Writer, cfg feedConfig, r feedResult) {
 	fmt.Fprintf(w, "latency: from committed_at to the page holding the change read (feed consumer, wait=%d limit=%d),\n"+
 		"  or to the destination's message received and signature verified (answered 204); of the changes committed\n"+
 		"  in the measured %s, first arrivals. The server and the bench share this machine's clock.\n",
-		feedWait, feedPageLimit, cfg.duration)
+		feedread.Wait, feedread.PageLimit, cfg.duration)
 	fmt.Fprintf(w, "backlog: changes committed and not yet arrived; early = the largest in the first half of the measured\n"+
 		"  load, end = when the senders stopped; keeps up = end <= early, drained within %s, none missing.\n"+
-		"  missing: committed and not arrived %s after the senders stopped (--drain-timeout).\n", drainLimit, cfg.drain)
+		"  missing: committed and not arrived %s after the senders stopped (--drain-timeout).\n", feedread.DrainLimit, cfg.drain)
 	for _, s := range r.read.readers {
-		fmt.Fprintf(w, "  %s, each second: %s\n", s.name, joinInts(s.backlog))
+		fmt.Fprintf(w, "  %s, each second: %s\n", s.Name, joinInts(s.Backlog))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "README row:")
@@ -65,8 +68,8 @@ func printFeed(w io.Writer, cfg feedConfig, r feedResult) {
 // phaseCells are a row's run, reader, events/s, ratio, failures and
 // changes columns.
 func phaseCells(run, reader string, ph feedPhase, ratio float64) []string {
-	return []string{run, reader, thousands(int64(ph.load.perSecond() + 0.5)), fmt.Sprintf("%.2f", ratio),
-		failures(ph.load, 0), thousands(int64(ph.committed))}
+	return []string{run, reader, table.Thousands(int64(ph.load.perSecond() + 0.5)), fmt.Sprintf("%.2f", ratio),
+		failures(ph.load, 0), table.Thousands(int64(ph.committed))}
 }
 
 // readmeRow is the run as a row of the README's table: the first consumer
@@ -74,18 +77,18 @@ func phaseCells(run, reader string, ph feedPhase, ratio float64) []string {
 func readmeRow(cfg feedConfig, r feedResult) string {
 	cells := []string{strconv.Itoa(cfg.senders), commas(r.alone.load.perSecond()), commas(r.read.load.perSecond()),
 		fmt.Sprintf("%.2f", r.ratio())}
-	var feed, dest readerStats
+	var feed, dest feedread.Stats
 	if n := len(r.read.readers); n > 0 {
 		feed, dest = r.read.readers[0], r.read.readers[n-1]
 	}
-	for _, s := range []readerStats{feed, dest} {
-		cells = append(cells, compactMillis(percentile(s.latencies, 0.50))+" / "+compactMillis(percentile(s.latencies, 0.99)))
+	for _, s := range []feedread.Stats{feed, dest} {
+		cells = append(cells, table.CompactMillis(percentile(s.Latencies, 0.50))+" / "+table.CompactMillis(percentile(s.Latencies, 0.99)))
 	}
-	backlog := func(s readerStats) string {
-		return fmt.Sprintf("%d → %d, %s", s.early, s.end, seconds(s.drained))
+	backlog := func(s feedread.Stats) string {
+		return fmt.Sprintf("%d → %d, %s", s.Early, s.End, table.Seconds(s.Drained))
 	}
 	cells = append(cells, "feed "+backlog(feed)+"; destination "+backlog(dest),
-		strconv.Itoa(feed.duplicates+dest.duplicates), strconv.Itoa(feed.missing+dest.missing))
+		strconv.Itoa(feed.Duplicates+dest.Duplicates), strconv.Itoa(feed.Missing+dest.Missing))
 	return "| " + strings.Join(cells, " | ") + " |"
 }
 
@@ -100,7 +103,7 @@ func costPercent(ratio float64) string {
 
 // commas writes a rate as the README does: 1,284.
 func commas(perSecond float64) string {
-	return strings.ReplaceAll(thousands(int64(perSecond+0.5)), " ", ",")
+	return strings.ReplaceAll(table.Thousands(int64(perSecond+0.5)), " ", ",")
 }
 
 func yesNo(b bool) string {

@@ -1,22 +1,18 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	_ "embed"
-	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
-	"regexp"
-	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/pgbench"
 )
 
 // The PostgreSQL floor, the floor scripts in cmd/tidemark-bench/benchdata:
@@ -29,6 +25,9 @@ var (
 	//go:embed benchdata/floor-ingest.sql
 	floorIngest string
 )
+
+// floorLogPrefix names pgbench's per-transaction logs of the floor.
+const floorLogPrefix = "floor"
 
 // floorResult is pgbench's measurement of the floor.
 type floorResult struct {
@@ -55,7 +54,7 @@ type floorBench struct {
 // Without pgbench it says so and returns a floorBench whose results are
 // marked missing.
 func (e cliEnv) prepareFloor(ctx context.Context, dbs *scratchDatabases, name string) (*floorBench, error) {
-	f := &floorBench{bin: findPgbench(), dbs: dbs, log: e.stderr}
+	f := &floorBench{bin: pgbench.Find(), dbs: dbs, log: e.stderr}
 	if f.bin == "" {
 		fmt.Fprintln(e.stderr, "pgbench not found on PATH or under /usr/lib/postgresql/*/bin: skipping the floor baseline")
 		f.missing = true
@@ -99,7 +98,7 @@ func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*fl
 	// The logs go to pgbench's working directory, so that the printed
 	// command works wherever it is pasted.
 	args := []string{"-n", "-f", f.script, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)),
-		"-T", strconv.Itoa(seconds), "-l", "--log-prefix", "floor", f.dbURL}
+		"-T", strconv.Itoa(seconds), "-l", "--log-prefix", floorLogPrefix, f.dbURL}
 	checkpoint(ctx, f.dbs.admin)
 	fmt.Fprintf(f.log, "pgbench floor: %d clients for %ds\n", clients, seconds)
 	cmd := exec.CommandContext(ctx, f.bin, args...)
@@ -109,66 +108,16 @@ func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*fl
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w\n%s", shellJoin(res.command), err, out)
 	}
-	res.tps, res.latency, err = parsePgbench(out)
+	res.tps, res.latency, err = pgbench.ParseSummary(out)
 	if err != nil {
 		return nil, fmt.Errorf("%w\n%s", err, out)
 	}
-	latencies, err := readPgbenchLogs(logDir)
+	latencies, err := pgbench.ReadLogs(logDir, floorLogPrefix)
 	if err != nil {
 		return nil, err
 	}
 	res.p50, res.p99 = percentile(latencies, 0.50), percentile(latencies, 0.99)
 	return res, nil
-}
-
-// readPgbenchLogs reads the latencies of every transaction from the
-// per-transaction logs pgbench -l wrote into dir (one file per thread),
-// sorted.
-func readPgbenchLogs(dir string) ([]time.Duration, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "floor.*"))
-	if err != nil {
-		return nil, err
-	}
-	var latencies []time.Duration
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			return nil, err
-		}
-		latencies, err = parsePgbenchLog(f, latencies)
-		f.Close()
-		if err != nil {
-			return nil, fmt.Errorf("pgbench log %s: %w", name, err)
-		}
-	}
-	if len(latencies) == 0 {
-		return nil, fmt.Errorf("pgbench logged no transaction in %s", dir)
-	}
-	slices.Sort(latencies)
-	return latencies, nil
-}
-
-// parsePgbenchLog appends the latencies of a pgbench -l log to latencies.
-// Each line is "client_id transaction_no time script_no time_epoch time_us",
-// time in microseconds; pgbench writes "skipped" or "failed" there for a
-// transaction that did not run, which has no latency.
-func parsePgbenchLog(r io.Reader, latencies []time.Duration) ([]time.Duration, error) {
-	sc := bufio.NewScanner(r)
-	for n := 1; sc.Scan(); n++ {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 {
-			return nil, fmt.Errorf("line %d: %q is not a transaction of pgbench -l", n, sc.Text())
-		}
-		if fields[2] == "skipped" || fields[2] == "failed" {
-			continue
-		}
-		us, err := strconv.ParseInt(fields[2], 10, 64)
-		if err != nil {
-			return nil, fmt.Errorf("line %d: latency %q: %w", n, fields[2], err)
-		}
-		latencies = append(latencies, time.Duration(us)*time.Microsecond)
-	}
-	return latencies, sc.Err()
 }
 
 func loadFloorSchema(ctx context.Context, dbURL string) error {
@@ -194,42 +143,4 @@ func writeTemp(pattern, content string) (string, error) {
 		err = cerr
 	}
 	return f.Name(), err
-}
-
-// findPgbench prefers PATH, then the newest Debian-style install.
-func findPgbench() string {
-	if p, err := exec.LookPath("pgbench"); err == nil {
-		return p
-	}
-	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/pgbench")
-	version := func(p string) int {
-		n, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p))))
-		return n
-	}
-	slices.SortFunc(found, func(a, b string) int { return version(a) - version(b) })
-	if len(found) == 0 {
-		return ""
-	}
-	return found[len(found)-1]
-}
-
-var (
-	tpsLine     = regexp.MustCompile(`(?m)^tps = ([0-9.]+) \(without initial connection time\)`)
-	latencyLine = regexp.MustCompile(`(?m)^latency average = ([0-9.]+) ms`)
-)
-
-// parsePgbench reads the rate and average latency of pgbench's summary.
-func parsePgbench(out []byte) (tps, latencyMS float64, err error) {
-	m := tpsLine.FindSubmatch(out)
-	if m == nil {
-		return 0, 0, errors.New(`pgbench printed no "tps = ... (without initial connection time)" line`)
-	}
-	tps, err = strconv.ParseFloat(string(m[1]), 64)
-	if err != nil {
-		return 0, 0, err
-	}
-	if m := latencyLine.FindSubmatch(out); m != nil {
-		latencyMS, _ = strconv.ParseFloat(string(m[1]), 64)
-	}
-	return tps, latencyMS, nil
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procmem"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 )
@@ -132,7 +134,7 @@ func (m measurement) eventsPerSecond() float64 { return m.load.perSecond() * flo
 type sweepResult struct {
 	rows      []measurement
 	floors    []*floorResult // in the order they ran
-	mem       procMemory     // of the server after all the load
+	mem       procmem.Memory // of the server after all the load
 	serverLog string
 }
 
@@ -208,7 +210,7 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 	for i := range res.rows {
 		res.rows[i].floor = floors[min(res.rows[i].senders, cfg.floorClients)]
 	}
-	if res.mem, err = readProcMemory(srv.cmd.Process.Pid); err != nil {
+	if res.mem, err = procmem.Read(srv.cmd.Process.Pid); err != nil {
 		fmt.Fprintf(e.stderr, "server memory unknown: %v\n", err)
 	}
 	return res, nil
@@ -238,14 +240,14 @@ func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratchDataba
 	if err != nil {
 		return m, err
 	}
-	m.groupSize, m.groupKnown = after.groups().meanSince(before.groups())
-	m.rejected = after.since(before, eventsMetric, map[string]string{"outcome": string(domain.Rejected)})
-	m.busy = after.since(before, busyMetric, nil)
-	mem, err := readProcMemory(srv.cmd.Process.Pid)
+	m.groupSize, m.groupKnown = after.Histogram(groupSizeMetric).MeanSince(before.Histogram(groupSizeMetric))
+	m.rejected = after.Since(before, eventsMetric, map[string]string{"outcome": string(domain.Rejected)})
+	m.busy = after.Since(before, busyMetric, nil)
+	mem, err := procmem.Read(srv.cmd.Process.Pid)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "server memory unknown: %v\n", err)
 	}
-	m.rss = mem.current
+	m.rss = mem.Current
 	if first := m.load.firstError; first != "" {
 		fmt.Fprintf(e.stderr, "first error: %s\nserver log: %s\n", first, srv.logPath)
 	}
@@ -268,5 +270,5 @@ func (e cliEnv) warmUp(ctx context.Context, warmup time.Duration, src loadSource
 		return
 	}
 	res := runLoad(ctx, senders, warmup, src, io.Discard)
-	fmt.Fprintf(e.stderr, "warm-up: %s deliveries in %s (not measured)\n", thousands(int64(res.ok)), res.elapsed.Round(time.Millisecond))
+	fmt.Fprintf(e.stderr, "warm-up: %s deliveries in %s (not measured)\n", table.Thousands(int64(res.ok)), res.elapsed.Round(time.Millisecond))
 }

@@ -9,65 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procmem"
 	"github.com/tidemark/tidemark/internal/provider"
 )
 
-func TestBenchParsePgbench(t *testing.T) {
+func TestBenchShellJoin(t *testing.T) {
 	t.Parallel()
-	out := []byte(`pgbench (15.20 (Debian 15.20-0+deb12u1))
-transaction type: /tmp/floor.sql
-number of clients: 32
-number of failed transactions: 0 (0.000%)
-latency average = 3.851 ms
-initial connection time = 41.337 ms
-tps = 8310.482913 (without initial connection time)
-`)
-	tps, lat, err := parsePgbench(out)
-	if err != nil || tps != 8310.482913 || lat != 3.851 {
-		t.Fatalf("parsePgbench = %v, %v, %v", tps, lat, err)
-	}
-	if _, _, err := parsePgbench([]byte("FATAL: nope")); err == nil {
-		t.Fatal("parsePgbench accepted output without a tps line")
-	}
-}
-
-func TestBenchParsePgbenchLog(t *testing.T) {
-	t.Parallel()
-	// pgbench -l: client_id transaction_no time(us) script_no time_epoch time_us.
-	log := "0 0 812 0 1796197851 120001\n1 0 2500 0 1796197851 121003\n0 1 skipped 0 1796197851 122000\n"
-	got, err := parsePgbenchLog(strings.NewReader(log), []time.Duration{time.Millisecond})
-	want := []time.Duration{time.Millisecond, 812 * time.Microsecond, 2500 * time.Microsecond}
-	if err != nil || !slices.Equal(got, want) {
-		t.Fatalf("parsePgbenchLog = %v, %v; want %v", got, err, want)
-	}
-	for _, bad := range []string{"0 0 81x 0 1796197851 120001\n", "tps = 8310\n"} {
-		if _, err := parsePgbenchLog(strings.NewReader(bad), nil); err == nil {
-			t.Errorf("parsePgbenchLog(%q) accepted", bad)
-		}
-	}
-}
-
-func TestBenchParseProcStatus(t *testing.T) {
-	t.Parallel()
-	m, err := parseProcStatus(strings.NewReader("Name:\ttidemark\nVmPeak:\t 1000 kB\nVmHWM:\t   49152 kB\nVmRSS:\t   40960 kB\n"))
-	if err != nil || m.peak != 48<<20 || m.current != 40<<20 {
-		t.Fatalf("parseProcStatus = %+v, %v", m, err)
-	}
-	if _, err := parseProcStatus(strings.NewReader("Name:\tx\n")); err == nil {
-		t.Fatal("parseProcStatus accepted a status without VmHWM")
-	}
-}
-
-func TestBenchFormatting(t *testing.T) {
-	t.Parallel()
-	for n, want := range map[int64]string{0: "0", 999: "999", 1000: "1 000", 5431: "5 431", 1234567: "1 234 567", -1000: "-1 000"} {
-		if got := thousands(n); got != want {
-			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
-		}
-	}
-	if got := mib(48<<20 + 1); got != "48 MiB" {
-		t.Errorf("mib = %q", got)
-	}
 	if got := shellJoin([]string{"pgbench", "-c", "32", "postgres:///x?host=/s&a=b"}); got != "pgbench -c 32 'postgres:///x?host=/s&a=b'" {
 		t.Errorf("shellJoin = %q", got)
 	}
@@ -142,7 +89,7 @@ func TestBenchPrintSweep(t *testing.T) {
 			{kind: provider.HubSpot.Name(), batch: 100, senders: 32, load: load(210, map[int]int{}, 0), rss: 31 << 20, floor: floor32},
 		},
 		floors: []*floorResult{floor1, floor32},
-		mem:    procMemory{current: 31 << 20, peak: 40 << 20},
+		mem:    procmem.Memory{Current: 31 << 20, Peak: 40 << 20},
 	}
 	var b bytes.Buffer
 	printSweep(&b, benchConfig{duration: 5 * time.Second, warmup: time.Second, contacts: 20000, floorClients: 32}, res)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/retryafter"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 	"github.com/tidemark/tidemark/internal/provider"
 )
 
@@ -207,15 +209,7 @@ func do(client *http.Client, req *http.Request) (status int, body []byte, retryA
 		return resp.StatusCode, nil, 0, err
 	}
 	body, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, body, retryAfterOf(resp), nil
-}
-
-// retryAfterOf is the delay resp asks for in seconds, 0 for none.
-func retryAfterOf(resp *http.Response) time.Duration {
-	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
-		return time.Duration(secs) * time.Second
-	}
-	return 0
+	return resp.StatusCode, body, retryafter.Of(resp), nil
 }
 
 // startProgress rewrites one status line every second with the last
@@ -241,7 +235,7 @@ func startProgress(rec *recorder, start time.Time, w io.Writer) func() {
 				rate := float64(len(window)) / now.Sub(last).Seconds()
 				last = now
 				fmt.Fprintf(w, "\r  %3ds  %s deliveries/s  p99 %s    ",
-					int(now.Sub(start).Round(time.Second).Seconds()), thousands(int64(rate+0.5)), compactMillis(percentile(window, 0.99)))
+					int(now.Sub(start).Round(time.Second).Seconds()), table.Thousands(int64(rate+0.5)), table.CompactMillis(percentile(window, 0.99)))
 			}
 		}
 	}()

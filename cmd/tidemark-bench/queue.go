@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 )
 
 // queueConfig is the command line of queue.
@@ -265,17 +267,15 @@ func cmpErr(first, err error) error {
 
 // printBursts writes the table of a run and how it was obtained.
 func printBursts(w io.Writer, cfg queueConfig, rows []queueRow) {
-	table := [][]string{{"mode", "answers/s", "p50", "p99", "503s", "last answer", "last event applied"}}
+	cells := [][]string{{"mode", "answers/s", "p50", "p99", "503s", "last answer", "last event applied"}}
 	for _, r := range rows {
-		table = append(table, []string{modeLabels[r.mode], thousands(int64(float64(r.answered)/r.lastAnswer.Seconds() + 0.5)),
-			millis(percentile(r.latencies, 0.50)), millis(percentile(r.latencies, 0.99)), strconv.Itoa(r.unavailable),
-			seconds(r.lastAnswer), seconds(r.lastApplied)})
+		cells = append(cells, []string{modeLabels[r.mode], table.Thousands(int64(float64(r.answered)/r.lastAnswer.Seconds() + 0.5)),
+			table.Millis(percentile(r.latencies, 0.50)), table.Millis(percentile(r.latencies, 0.99)), strconv.Itoa(r.unavailable),
+			table.Seconds(r.lastAnswer), table.Seconds(r.lastApplied)})
 	}
-	printTable(w, table)
+	table.Print(w, cells)
 	fmt.Fprintf(w, "\n%s standard deliveries (one event each) from %d senders, each sent once and again after Retry-After when\n"+
 		"answered 503; times from the first request. Queued mode: %d tidemark worker process(es), each tenant's\n"+
 		"deliveries applied one at a time in order (one tenant here). One machine for everything.\n",
-		thousands(int64(cfg.deliveries)), cfg.senders, cfg.workers)
+		table.Thousands(int64(cfg.deliveries)), cfg.senders, cfg.workers)
 }
-
-func seconds(d time.Duration) string { return strconv.FormatFloat(d.Seconds(), 'f', 1, 64) + " s" }

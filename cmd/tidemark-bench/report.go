@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
-	"unicode/utf8"
+
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 )
 
 // printSweep writes the table of a run and how it was obtained.
@@ -24,18 +24,18 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 		}
 		floor, floorP99, ratio := floorCells(m)
 		rows = append(rows, []string{m.kind, strconv.Itoa(m.batch), strconv.Itoa(m.senders),
-			thousands(int64(l.perSecond() + 0.5)), thousands(int64(m.eventsPerSecond() + 0.5)),
-			millis(percentile(l.latencies, 0.50)), millis(percentile(l.latencies, 0.99)), failures(l, m.busy),
-			group, mib(m.rss), floor, floorP99, ratio})
+			table.Thousands(int64(l.perSecond() + 0.5)), table.Thousands(int64(m.eventsPerSecond() + 0.5)),
+			table.Millis(percentile(l.latencies, 0.50)), table.Millis(percentile(l.latencies, 0.99)), failures(l, m.busy),
+			group, table.MiB(m.rss), floor, floorP99, ratio})
 	}
-	printTable(w, rows)
+	table.Print(w, rows)
 	fmt.Fprintln(w)
 
 	if len(res.floors) > 0 && !res.floors[0].missing {
 		runs := make([]string, len(res.floors))
 		for i, f := range res.floors {
-			runs[i] = fmt.Sprintf("%s: %s tx/s (avg %.1f ms, p50 %s, p99 %s)", clients(f.clients), thousands(int64(f.tps+0.5)),
-				f.latency, millis(f.p50), millis(f.p99))
+			runs[i] = fmt.Sprintf("%s: %s tx/s (avg %.1f ms, p50 %s, p99 %s)", clients(f.clients), table.Thousands(int64(f.tps+0.5)),
+				f.latency, table.Millis(f.p50), table.Millis(f.p99))
 		}
 		fmt.Fprintf(w, "floor: pgbench running the seed's two statements (claim + guarded upsert: one event per transaction)\n"+
 			"  in this run, at min(senders, %d) clients (--floor-max-clients): %s\n", cfg.floorClients, strings.Join(runs, "; "))
@@ -43,9 +43,9 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 	}
 	fmt.Fprintf(w, "each row: %s of load after a %s warm-up over %s contacts; p50 and p99 per delivery;\n"+
 		"  failures by HTTP status, \"busy\": 503s the server counted as the tenant holding its share of the pool (%s)\n",
-		cfg.duration, cfg.warmup, thousands(int64(cfg.contacts)), busyMetric)
+		cfg.duration, cfg.warmup, table.Thousands(int64(cfg.contacts)), busyMetric)
 	fmt.Fprintf(w, "group size: mean deliveries per committed group (%s on /metrics), n/a when the server has none\n", groupSizeMetric)
-	fmt.Fprintf(w, "server RSS after all the load: %s (peak %s)\n", mib(res.mem.current), mib(res.mem.peak))
+	fmt.Fprintf(w, "server RSS after all the load: %s (peak %s)\n", table.MiB(res.mem.Current), table.MiB(res.mem.Peak))
 	if n := len(res.floors); n > 0 && !res.floors[n-1].missing {
 		fmt.Fprintf(w, "pgbench (at %s): %s\n", clients(res.floors[n-1].clients), shellJoin(res.floors[n-1].command))
 	}
@@ -68,7 +68,7 @@ func floorCells(m measurement) (floor, p99, ratio string) {
 	case f.tps <= 0:
 		return "0", "-", "-"
 	default:
-		return fmt.Sprintf("%s (%d)", thousands(int64(f.tps+0.5)), f.clients), millis(f.p99),
+		return fmt.Sprintf("%s (%d)", table.Thousands(int64(f.tps+0.5)), f.clients), table.Millis(f.p99),
 			fmt.Sprintf("%.2f", m.eventsPerSecond()/f.tps)
 	}
 }
@@ -103,62 +103,6 @@ func failures(l loadResult, busy float64) string {
 	return strings.Join(parts, " ")
 }
 
-// printTable writes rows in left-aligned columns two spaces apart.
-func printTable(w io.Writer, rows [][]string) {
-	var widths []int
-	for _, r := range rows {
-		for i, c := range r {
-			if i == len(widths) {
-				widths = append(widths, 0)
-			}
-			widths[i] = max(widths[i], utf8.RuneCountInString(c))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			b.WriteString(c)
-			if i < len(r)-1 {
-				b.WriteString(strings.Repeat(" ", widths[i]-utf8.RuneCountInString(c)+2))
-			}
-		}
-		fmt.Fprintln(w, b.String())
-	}
-}
-
-// thousands groups digits by three with spaces: 12 345.
-func thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteRune(c)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
-}
-
-func millis(d time.Duration) string {
-	return fmt.Sprintf("%.1f ms", float64(d)/float64(time.Millisecond))
-}
-
-func compactMillis(d time.Duration) string {
-	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
-}
-
-func mib(bytes int64) string {
-	if bytes == 0 {
-		return "?"
-	}
-	return fmt.Sprintf("%d MiB", (bytes+1<<19)>>20)
-}
-
 // shellJoin quotes arguments so the printed command can be pasted into a
 // shell (URLs carry & and ?).
 func shellJoin(args []string) string {
@@ -185,8 +129,8 @@ func printBurstResults(w io.Writer, results []burstResult) {
 			fmt.Sprintf("%.1f", dupPercent(r.people, r.distinctPeople)),
 			fmt.Sprintf("%.1f", dupPercent(r.accounts, r.distinctAccounts)),
 			fmt.Sprintf("%.1f", dupPercent(r.tasks, r.taskPeople)),
-			millis(percentile(r.latencies, 0.50)), millis(percentile(r.latencies, 0.99)),
-			millis(r.total), strconv.Itoa(r.unavailable), strconv.Itoa(r.errors))
+			table.Millis(percentile(r.latencies, 0.50)), table.Millis(percentile(r.latencies, 0.99)),
+			table.Millis(r.total), strconv.Itoa(r.unavailable), strconv.Itoa(r.errors))
 	}
 	fmt.Fprintln(w)
 	for _, r := range results {
@@ -213,7 +157,7 @@ func printBurstResults(w io.Writer, results []burstResult) {
 		}
 		same, distinct := percentile(r.latencies, 0.99), percentile(d.latencies, 0.99)
 		fmt.Fprintf(w, "lock overhead c=%-5d p99 same identity %s - distinct %s = %s\n",
-			r.concurrency, millis(same), millis(distinct), millis(same-distinct))
+			r.concurrency, table.Millis(same), table.Millis(distinct), table.Millis(same-distinct))
 	}
 	for _, r := range results {
 		if len(r.errorKinds) == 0 {

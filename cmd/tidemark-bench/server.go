@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -13,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -200,43 +198,4 @@ func (p *serverProcess) stop() {
 		p.cmd.Process.Kill()
 		<-p.exited
 	}
-}
-
-// procMemory is a process's resident memory, in bytes.
-type procMemory struct {
-	peak, current int64
-}
-
-func readProcMemory(pid int) (procMemory, error) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return procMemory{}, err
-	}
-	defer f.Close()
-	return parseProcStatus(f)
-}
-
-// parseProcStatus reads VmHWM (peak resident set) and VmRSS, given in kB.
-func parseProcStatus(r io.Reader) (procMemory, error) {
-	var m procMemory
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		key, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmHWM" && key != "VmRSS") {
-			continue
-		}
-		kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(value), "kB")), 10, 64)
-		if err != nil {
-			return m, fmt.Errorf("%s: %w", key, err)
-		}
-		if key == "VmHWM" {
-			m.peak = kb << 10
-		} else {
-			m.current = kb << 10
-		}
-	}
-	if m.peak == 0 {
-		return m, errors.New("no VmHWM in /proc status")
-	}
-	return m, sc.Err()
 }

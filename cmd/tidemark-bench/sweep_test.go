@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/pgbench"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 )
@@ -26,7 +27,7 @@ func TestBenchIngestSweep(t *testing.T) {
 	out := stdout.String()
 	// The floor's rate at the row's clients, its p99 from pgbench's log, the ratio.
 	ratio := `[\d ]+ \(\d\) +[\d.]+ ms +\d+\.\d\d$`
-	if findPgbench() == "" {
+	if pgbench.Find() == "" {
 		ratio = `no pgbench +- +-$`
 	}
 	for _, row := range []string{
@@ -41,7 +42,7 @@ func TestBenchIngestSweep(t *testing.T) {
 	if n := strings.Count(out, "\n"); n < 5 {
 		t.Errorf("only %d lines:\n%s", n, out)
 	}
-	if findPgbench() != "" && (!strings.Contains(out, "): 1 client: ") || !strings.Contains(out, "; 2 clients: ")) {
+	if pgbench.Find() != "" && (!strings.Contains(out, "): 1 client: ") || !strings.Contains(out, "; 2 clients: ")) {
 		t.Errorf("the floor did not run at 1 and 2 clients:\n%s", out)
 	}
 	if !regexp.MustCompile(`server RSS after all the load: \d+ MiB \(peak \d+ MiB\)`).MatchString(out) {

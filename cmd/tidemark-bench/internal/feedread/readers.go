@@ -1,4 +1,8 @@
-package main
+// Package feedread is the two readers of the feed bench, and what they got
+// of a run's changes: a consumer following a tenant's GET .../changes with
+// long polls, and the endpoint of a destination the server pushes every
+// change to, which checks each message's signature.
+package feedread
 
 import (
 	"context"
@@ -13,13 +17,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/retryafter"
 	"github.com/tidemark/tidemark/internal/changejson"
 	"github.com/tidemark/tidemark/internal/whsig"
 )
-
-// The two readers of the feed bench: a consumer following GET .../changes
-// with long polls, and the endpoint of a destination the server pushes
-// every change to.
 
 // sighting is one arrival of a change at a reader.
 type sighting struct {
@@ -58,18 +59,18 @@ func (s *sightings) distinct() int {
 
 // Feed pages as the contract's consumer asks for them.
 const (
-	feedPageLimit = 1000
-	feedWait      = 5 // seconds
+	PageLimit = 1000
+	Wait      = 5 // seconds
 )
 
-// followFeed reads the bench tenant's feed from its start, as a consumer
-// following the tail does, recording each change when its page has been
-// read, until ctx ends.
-func followFeed(ctx context.Context, base, token string, into *sightings) error {
-	client := &http.Client{Timeout: (feedWait + 30) * time.Second}
+// followFeed reads tenant's feed from its start, as a consumer following
+// the tail does, recording each change when its page has been read, until
+// ctx ends.
+func followFeed(ctx context.Context, base, tenant, token string, into *sightings) error {
+	client := &http.Client{Timeout: (Wait + 30) * time.Second}
 	cursor := ""
 	for {
-		page, err := readFeedPage(ctx, client, base, token, cursor)
+		page, err := readFeedPage(ctx, client, base, tenant, token, cursor)
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -96,9 +97,9 @@ type feedPage struct {
 
 // readFeedPage long-polls one page after cursor; a 503 (the tenant's read
 // slots busy) is asked again after its Retry-After.
-func readFeedPage(ctx context.Context, client *http.Client, base, token, cursor string) (feedPage, error) {
+func readFeedPage(ctx context.Context, client *http.Client, base, tenant, token, cursor string) (feedPage, error) {
 	target := fmt.Sprintf("%s/api/v1/tenants/%s/changes?limit=%d&wait=%d&after=%s",
-		base, benchTenant, feedPageLimit, feedWait, url.QueryEscape(cursor))
+		base, tenant, PageLimit, Wait, url.QueryEscape(cursor))
 	for {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 		if err != nil {
@@ -135,7 +136,7 @@ func readAll(client *http.Client, req *http.Request) (status int, body []byte, r
 	}
 	defer resp.Body.Close()
 	body, err = io.ReadAll(resp.Body)
-	return resp.StatusCode, body, retryAfterOf(resp), err
+	return resp.StatusCode, body, retryafter.Of(resp), err
 }
 
 // changeSighting is c arriving at seen.
@@ -147,13 +148,13 @@ func changeSighting(c changejson.Change, seen time.Time) (sighting, error) {
 	return sighting{id: c.ID, committed: committed, seen: seen}, nil
 }
 
-// receiver is the destination's endpoint on the loopback: it checks each
+// Receiver is the destination's endpoint on the loopback: it checks each
 // message's Standard Webhooks signature with the destination's secret and
 // that its webhook-id is its change's id, records its arrival, and answers
 // 204. A message it refuses is answered 400 and counted: the sender retries
 // it, and the run fails.
-type receiver struct {
-	url     string
+type Receiver struct {
+	URL     string                 // where the destination is to send
 	secret  atomic.Pointer[string] // set once the destination exists
 	got     sightings
 	refused atomic.Int64
@@ -167,18 +168,23 @@ type receiver struct {
 // receiver's clock, as the Standard Webhooks libraries allow by default.
 const signatureTolerance = 5 * time.Minute
 
-func startReceiver() (*receiver, error) {
+// StartReceiver listens on a free loopback port. Until SetSecret, every
+// message is answered 503.
+func StartReceiver() (*Receiver, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	rc := &receiver{url: "http://" + ln.Addr().String() + "/tidemark", served: make(chan error, 1)}
+	rc := &Receiver{URL: "http://" + ln.Addr().String() + "/tidemark", served: make(chan error, 1)}
 	rc.server = &http.Server{Handler: rc, ReadHeaderTimeout: 10 * time.Second}
 	go func() { rc.served <- rc.server.Serve(ln) }()
 	return rc, nil
 }
 
-func (rc *receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+// SetSecret is the destination's signing secret, once it exists.
+func (rc *Receiver) SetSecret(secret string) { rc.secret.Store(&secret) }
+
+func (rc *Receiver) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 	arrived := time.Now()
 	secret := rc.secret.Load()
@@ -214,8 +220,8 @@ func verifiedSighting(secret string, h http.Header, body []byte, arrived time.Ti
 	return changeSighting(m.Data, arrived)
 }
 
-// stop closes the endpoint at once: the run is over.
-func (rc *receiver) stop() error {
+// Stop closes the endpoint at once: the run is over.
+func (rc *Receiver) Stop() error {
 	rc.server.Close()
 	if err := <-rc.served; !errors.Is(err, http.ErrServerClosed) {
 		return err
