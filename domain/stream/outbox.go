@@ -40,7 +40,7 @@ type AttemptResult struct {
 }
 
 // Outbox is the storage of the sender. Every call on a destination but
-// RecordAttempts and TrimAttempts does nothing unless owner holds its
+// RecordAttempts and TrimAttempts takes or lists nothing unless owner holds its
 // lease: a node that lost a lease can neither take changes into the queue
 // nor pick them to send.
 type Outbox interface {
@@ -52,15 +52,14 @@ type Outbox interface {
 	// ReleaseDestinations ends owner's leases of ds, for another node to
 	// take them at once.
 	ReleaseDestinations(ctx context.Context, owner string, ds []LeasedDestination) error
-	// FillQueue takes the changes after the destination's cursor into its
-	// queue, those it selects, and advances the cursor past those it
-	// scanned; it returns how many it scanned, 0 when none are new or the
-	// queue is full.
-	FillQueue(ctx context.Context, owner string, tenantID, id int64) (int, error)
-	// DueChanges lists up to limit changes of the queue due to be sent,
-	// lowest positions first: the first pending change of each record,
-	// when its retry is due, but none of the records of inFlight.
-	DueChanges(ctx context.Context, owner string, tenantID, id int64, inFlight []int64, limit int) ([]QueuedChange, error)
+	// Step records the results of attempts (RecordAttempts), takes the
+	// changes after the destination's cursor into its queue, those it
+	// selects, advancing the cursor past those it scanned, and lists up to
+	// limit changes of the queue due to be sent, lowest positions first:
+	// the first pending change of each record, when its retry is due, but
+	// none of inFlight. It reports whether the destination is failing.
+	Step(ctx context.Context, owner string, tenantID, id int64, done []AttemptResult, inFlight []int64,
+		limit int) (failing bool, due []QueuedChange, err error)
 	// RecordAttempts records attempts: one delivered leaves the queue, one
 	// failed is retried after its Retry. It reports whether the
 	// destination is failing: a change of it has failed for

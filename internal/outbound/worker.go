@@ -3,8 +3,6 @@ package outbound
 import (
 	"context"
 	"log/slog"
-	"maps"
-	"slices"
 	"sync"
 	"time"
 
@@ -102,27 +100,8 @@ func (w *worker) run() {
 	defer poll.Stop()
 	lastTrim := time.Now()
 	for {
-		if len(pending) > 0 {
-			failing, err := w.s.store.RecordAttempts(ctx, d.TenantID, d.ID, pending)
-			switch {
-			case err != nil:
-				if ctx.Err() == nil {
-					w.log.Error("destination sender: record attempts; retrying", "err", err)
-				}
-			case failing:
-				w.log.Warn("destination sender: a change failed for too long; the destination is failing and paused",
-					"give_up", stream.DestinationGiveUp)
-				pending = nil
-				return
-			default:
-				for _, r := range pending {
-					delete(taken, r.Position)
-				}
-				pending = nil
-			}
-		}
-		if len(pending) == 0 {
-			w.pick(ctx, taken, limit, todo)
+		if w.cycle(ctx, d, &pending, taken, limit, todo) {
+			return
 		}
 		if time.Since(lastTrim) > trimEvery {
 			lastTrim = time.Now()
@@ -176,32 +155,58 @@ func (w *worker) take(a sent, pending []stream.AttemptResult, taken map[int64]bo
 	return append(pending, a.result)
 }
 
-// pick fills the queue and hands the due changes to the senders while
-// fewer than limit are taken and the lease has more than half its ttl
-// left.
-func (w *worker) pick(ctx context.Context, taken map[int64]bool, limit int, todo chan<- stream.QueuedChange) {
-	d, until := w.lease.get()
-	room := limit - len(taken)
-	if room <= 0 || time.Until(until) < w.s.o.LeaseTTL/2 {
-		return
+// cycle records the answers that came and, while fewer than limit changes
+// are taken and the lease has more than half its ttl left, takes new
+// changes into the queue and hands the due ones to the senders: one round
+// trip (Outbox.Step). Answers it could not record stay pending for the
+// next cycle. It reports whether the destination is failing.
+func (w *worker) cycle(ctx context.Context, d stream.LeasedDestination, pending *[]stream.AttemptResult,
+	taken map[int64]bool, limit int, todo chan<- stream.QueuedChange) bool {
+	_, until := w.lease.get()
+	room := limit - len(taken) + len(*pending) // the recorded leave taken
+	pick := room > 0 && time.Until(until) >= w.s.o.LeaseTTL/2
+	if len(*pending) == 0 && !pick {
+		return false
 	}
-	if _, err := w.s.store.FillQueue(ctx, w.s.o.Owner, d.TenantID, d.ID); err != nil {
-		if ctx.Err() == nil {
-			w.log.Error("destination sender: fill queue", "err", err)
+	var failing bool
+	var due []stream.QueuedChange
+	var err error
+	if pick {
+		inFlight := make([]int64, 0, len(taken))
+		recorded := map[int64]bool{}
+		for _, r := range *pending {
+			recorded[r.Position] = true
 		}
-		return
-	}
-	due, err := w.s.store.DueChanges(ctx, w.s.o.Owner, d.TenantID, d.ID, slices.Collect(maps.Keys(taken)), room)
-	if err != nil {
-		if ctx.Err() == nil {
-			w.log.Error("destination sender: due changes", "err", err)
+		for p := range taken {
+			if !recorded[p] {
+				inFlight = append(inFlight, p)
+			}
 		}
-		return
+		failing, due, err = w.s.store.Step(ctx, w.s.o.Owner, d.TenantID, d.ID, *pending, inFlight, room)
+	} else {
+		failing, err = w.s.store.RecordAttempts(ctx, d.TenantID, d.ID, *pending)
 	}
+	switch {
+	case err != nil:
+		if ctx.Err() == nil {
+			w.log.Error("destination sender: record attempts and pick changes; retrying", "err", err)
+		}
+		return false
+	case failing:
+		w.log.Warn("destination sender: a change failed for too long; the destination is failing and paused",
+			"give_up", stream.DestinationGiveUp)
+		*pending = nil
+		return true
+	}
+	for _, r := range *pending {
+		delete(taken, r.Position)
+	}
+	*pending = nil
 	for _, c := range due {
 		taken[c.Position] = true
 		todo <- c
 	}
+	return false
 }
 
 // send makes one attempt, cut off at the timeout or when the lease would

@@ -57,6 +57,12 @@ RETURNING d.status = 'failing'`
 
 // RecordAttempts implements stream.Outbox.
 func (o *Outbox) RecordAttempts(ctx context.Context, tenantID, id int64, results []stream.AttemptResult) (bool, error) {
+	var failing bool
+	return failing, scanFailing(o.pool.QueryRow(ctx, recordSQL, recordArgs(tenantID, id, results)), &failing)
+}
+
+// recordArgs are recordSQL's parameters for results.
+func recordArgs(tenantID, id int64, results []stream.AttemptResult) pgx.NamedArgs {
 	n := len(results)
 	var (
 		position, retry  = make([]int64, n), make([]int64, n)
@@ -67,14 +73,17 @@ func (o *Outbox) RecordAttempts(ctx context.Context, tenantID, id int64, results
 		position[i], status[i], errs[i] = r.Position, int32(r.Status), r.Error
 		duration[i], retry[i] = int32(r.Duration.Milliseconds()), r.Retry.Milliseconds()
 	}
-	var failing bool
-	err := o.pool.QueryRow(ctx, recordSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "position": position,
-		"status": status, "error": errs, "duration_ms": duration, "retry_ms": retry,
-		"give_up_ms": stream.DestinationGiveUp.Milliseconds()}).Scan(&failing)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil // nothing delivered and none given up
+	return pgx.NamedArgs{"tenant_id": tenantID, "id": id, "position": position, "status": status, "error": errs,
+		"duration_ms": duration, "retry_ms": retry, "give_up_ms": stream.DestinationGiveUp.Milliseconds()}
+}
+
+// scanFailing reads recordSQL's answer: no row when nothing was delivered
+// and none given up.
+func scanFailing(row pgx.Row, failing *bool) error {
+	if err := row.Scan(failing); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return pg.Translate(err)
 	}
-	return failing, pg.Translate(err)
+	return nil
 }
 
 // keptAttempts is how many of a destination's latest attempts are kept.

@@ -94,32 +94,41 @@ func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 			pgtest.Ingest(t, s, p, pgtest.Event(fmt.Sprint(c, rev), c, rev, `{"a":1}`))
 		}
 	}
-	if n, err := s.FillQueue(ctx, "a", p.TenantID, d.ID); err != nil || n != 0 {
-		t.Fatalf("filled %d (%v) without the lease", n, err)
+	step := func(owner string, done []stream.AttemptResult, inFlight []int64) []int64 {
+		t.Helper()
+		failing, due, err := s.Step(ctx, owner, p.TenantID, d.ID, done, inFlight, 8)
+		if err != nil || failing {
+			t.Fatalf("step of %s: failing %v, %v", owner, failing, err)
+		}
+		for _, c := range due {
+			if c.Attempts != 0 || *c.Revision != (c.Position+1)/2 {
+				t.Fatalf("due %+v", c)
+			}
+		}
+		return positions(due)
+	}
+	if due := step("a", nil, nil); len(due) != 0 {
+		t.Fatalf("a, without the lease, got %v", due)
+	}
+	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Cursor != 0 || got.Pending != 0 {
+		t.Fatalf("filled without the lease: %+v", got)
 	}
 	s.LeaseDestinations(ctx, "a", time.Minute, 64)
-	if due, err := s.DueChanges(ctx, "b", p.TenantID, d.ID, nil, 8); err != nil || len(due) != 0 {
-		t.Fatalf("b, without the lease, got %v (%v)", positions(due), err)
+	if due := step("b", nil, nil); len(due) != 0 {
+		t.Fatalf("b, without the lease, got %v", due)
 	}
-	if n, err := s.FillQueue(ctx, "a", p.TenantID, d.ID); err != nil || n != 6 {
-		t.Fatalf("filled %d (%v), want the 6 changes", n, err)
+	if due := step("a", nil, nil); !slices.Equal(due, []int64{1, 2}) {
+		t.Fatalf("due %v, want 1 and 2, the first change of each record", due)
 	}
-	due, err := s.DueChanges(ctx, "a", p.TenantID, d.ID, nil, 8)
-	if err != nil || !slices.Equal(positions(due), []int64{1, 2}) || due[0].ObjectID != "x" || *due[0].Revision != 1 {
-		t.Fatalf("due %v (%v), want 1 and 2, the first change of each record", positions(due), err)
-	}
-	if due, _ := s.DueChanges(ctx, "a", p.TenantID, d.ID, []int64{1}, 8); !slices.Equal(positions(due), []int64{2}) {
-		t.Fatalf("with 1 in flight, due %v, want 2 alone", positions(due))
+	if due := step("a", nil, []int64{1}); !slices.Equal(due, []int64{2}) {
+		t.Fatalf("with 1 in flight, due %v, want 2 alone", due)
 	}
 	results := []stream.AttemptResult{
 		{DestinationAttempt: stream.DestinationAttempt{Position: 1, Status: 200, Duration: time.Millisecond}},
 		{DestinationAttempt: stream.DestinationAttempt{Position: 2, Status: 500, Error: "answered 500"}, Retry: time.Hour},
 	}
-	if failing, err := s.RecordAttempts(ctx, p.TenantID, d.ID, results); err != nil || failing {
-		t.Fatalf("record: %v %v", failing, err)
-	}
-	if due, _ := s.DueChanges(ctx, "a", p.TenantID, d.ID, nil, 8); !slices.Equal(positions(due), []int64{3}) || due[0].Attempts != 0 {
-		t.Fatalf("due %v, want 3 (x's next), not 2 nor 4 (y waits its retry)", positions(due))
+	if due := step("a", results, nil); !slices.Equal(due, []int64{3}) {
+		t.Fatalf("due %v, want 3 (x's next), not 2 nor 4 (y waits its retry)", due)
 	}
 	got, err := s.Destination(ctx, p.TenantID, d.ID)
 	if err != nil || got.Pending != 5 || got.LastSuccess == nil || got.Cursor != 6 {
@@ -135,8 +144,8 @@ func TestFillSelects(t *testing.T) {
 	ctx := context.Background()
 	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`)) // a contact
 	s.LeaseDestinations(ctx, "a", time.Minute, 64)
-	if n, err := s.FillQueue(ctx, "a", p.TenantID, d.ID); err != nil || n != 1 {
-		t.Fatalf("scanned %d (%v), want 1", n, err)
+	if _, due, err := s.Step(ctx, "a", p.TenantID, d.ID, nil, nil, 8); err != nil || len(due) != 0 {
+		t.Fatalf("due %d (%v), want none", len(due), err)
 	}
 	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Pending != 0 || got.Cursor != 1 {
 		t.Fatalf("a contact's change was taken by a deal destination: %+v", got)
