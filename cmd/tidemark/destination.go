@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/destination"
+	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/postgres"
 )
 
@@ -60,6 +62,9 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 		return fmt.Errorf("--max-in-flight: give 1 to %d", stream.MaxMaxInFlight)
 	}
 	nd, err := destination.Check(ctx, nd)
+	if errors.Is(err, egress.ErrPrivate) {
+		return fmt.Errorf("%s; pass --allow-private if the consumer is inside your own network", domain.ErrorMessage(err))
+	}
 	if err != nil {
 		return cliError(err)
 	}

@@ -7,6 +7,7 @@ package destination
 
 import (
 	"context"
+	"errors"
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
@@ -29,7 +30,18 @@ func Check(ctx context.Context, nd stream.NewDestination) (stream.NewDestination
 	}
 	if _, err := check(ctx, raw, nd.AllowPrivate); err != nil {
 		// egress names the field "url" and never repeats the URL.
-		return nd, domain.Errorf(domain.EINVALID, "%s: %s", field, strings.TrimPrefix(err.Error(), "url: "))
+		refusal := domain.Errorf(domain.EINVALID, "%s: %s", field, strings.TrimPrefix(err.Error(), "url: "))
+		if errors.Is(err, egress.ErrPrivate) {
+			return nd, privateRefusal{refusal}
+		}
+		return nd, refusal
 	}
 	return nd, nil
 }
+
+// privateRefusal is the refusal of a private address: EINVALID, and
+// egress.ErrPrivate too, so that the CLI can point at --allow-private.
+type privateRefusal struct{ refusal *domain.Error }
+
+func (r privateRefusal) Error() string   { return r.refusal.Error() }
+func (r privateRefusal) Unwrap() []error { return []error{r.refusal, egress.ErrPrivate} }
