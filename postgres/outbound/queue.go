@@ -94,7 +94,11 @@ const goneError = "not sent: the change was removed from the feed (retention) be
 // dueSQL picks the first pending change of each record, those due and not
 // in flight, lowest positions first, for owner while it holds the lease.
 // A change the retention removed leaves the queue with an attempt that
-// says so.
+// says so. Each change is looked up by its position in a LATERAL subquery
+// with LIMIT 1, which the planner keeps a per-row primary key lookup: the
+// statement's plan is made once, generic, often while the feed is still
+// small, and a plain join was planned as a scan of all the tenant's
+// changes for each row due (460 ms a cycle at 9,000 changes).
 const dueSQL = `
 WITH due AS (
     SELECT position, attempts FROM (
@@ -108,8 +112,11 @@ WITH due AS (
 ), gone AS (
     DELETE FROM destination_queue q
     WHERE q.tenant_id = @tenant_id AND q.destination_id = @id
-      AND q.position = ANY (ARRAY(SELECT due.position FROM due WHERE NOT EXISTS (
-          SELECT FROM changes c WHERE c.tenant_id = @tenant_id AND c.position = due.position)))
+      AND q.position = ANY (ARRAY(
+          SELECT due.position FROM due
+          LEFT JOIN LATERAL (SELECT true AS found FROM changes c
+                             WHERE c.tenant_id = @tenant_id AND c.position = due.position LIMIT 1) c ON true
+          WHERE c.found IS NULL))
     RETURNING q.position
 ), noted AS (
     INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
@@ -117,8 +124,8 @@ WITH due AS (
 )
 SELECT due.attempts, ` + changefeed.Columns + `
 FROM due
-JOIN changes c ON c.tenant_id = @tenant_id AND c.position = due.position
-JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+JOIN LATERAL (SELECT * FROM changes c WHERE c.tenant_id = @tenant_id AND c.position = due.position LIMIT 1) c ON true
+JOIN providers p ON p.tenant_id = @tenant_id AND p.id = c.provider_id
 ORDER BY c.position`
 
 // attemptsFirst reads dueSQL's rows: the attempts column, then a change's
