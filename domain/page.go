@@ -1,9 +1,13 @@
 package domain
 
-// Page asks for one page of a keyset-paginated list.
+// Page asks for one page of a keyset-paginated list, newest first. Cursor
+// continues after a position (older entries); Before asks for the page just
+// before one (newer entries, still listed newest first). At most one of
+// them is set; neither is the newest page.
 type Page struct {
 	Limit  int
 	Cursor string
+	Before string
 }
 
 // Page size bounds of the API.
