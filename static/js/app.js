@@ -1,10 +1,14 @@
 // Tidemark console: progressive enhancements only; every page works without it.
 document.addEventListener("click", function (e) {
-  var button = e.target.closest("[data-copy]");
-  if (!button) return;
-  var source = document.getElementById(button.getAttribute("data-copy"));
-  if (!source || !navigator.clipboard) return;
-  navigator.clipboard.writeText(source.textContent.trim()).then(function () {
+  var button = e.target.closest("[data-copy], [data-copy-text]");
+  if (!button || !navigator.clipboard) return;
+  var text = button.getAttribute("data-copy-text");
+  if (text === null) {
+    var source = document.getElementById(button.getAttribute("data-copy"));
+    if (!source) return;
+    text = source.textContent.trim();
+  }
+  navigator.clipboard.writeText(text).then(function () {
     var label = button.textContent;
     button.textContent = "Copied";
     setTimeout(function () { button.textContent = label; }, 1500);
