@@ -24,6 +24,9 @@ type RecordQuery struct {
 	// Search matches record ids by prefix and the words of the current
 	// snapshot (websearch syntax: "quoted phrases", -excluded words, or).
 	Search string
+	// WithTests lists the records of console test events too (IsTestRecord),
+	// which are left out otherwise (RecordDirectoryPage only).
+	WithTests bool
 }
 
 // Validate returns an EINVALID error describing the first unusable filter.
@@ -75,6 +78,29 @@ type RecordSummary struct {
 	// matches between HighlightStart and HighlightStop; empty without a
 	// search or when only the id matched.
 	Headline string
+	// Name is the record's display name (domain/snapshot.DisplayName), and
+	// Matches the fields of the snapshot that matched the search, for
+	// people to read; Test marks a test event's record (RecordDirectoryPage
+	// only).
+	Name    string
+	Matches []FieldMatch
+	Test    bool
+}
+
+// FieldMatch is a field of a snapshot that a search matched: its name (a
+// dotted path when nested) and its value cut into matched and other parts.
+type FieldMatch struct {
+	Field string
+	Parts []HighlightPart
+}
+
+// TestRecordID is the object id of the record a console test event writes
+// ("tidemark-test"; Shippo's is "tidemark:tidemark-test").
+const TestRecordID = "tidemark-test"
+
+// IsTestRecord reports whether objectID is a console test event's record.
+func IsTestRecord(objectID string) bool {
+	return objectID == TestRecordID || strings.HasSuffix(objectID, ":"+TestRecordID)
 }
 
 // Ref names the summarised record.

@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/destinations"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
+	"github.com/tidemark/tidemark/postgres/lists"
 	"github.com/tidemark/tidemark/postgres/maintain"
 	"github.com/tidemark/tidemark/postgres/outbound"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
@@ -49,6 +50,7 @@ type Store struct {
 	*conflicts
 	*people
 	*auditlog.Log
+	*lists.Lists // the event log and the records directory
 	*deliveries
 	*queuecheck.Checker
 
@@ -129,7 +131,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
 		conflicts: &conflicts{d}, people: &people{d}, deliveries: &deliveries{d},
-		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Checker: queuecheck.New(pool),
+		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
 		Maintainer: maintain.New(pool),
@@ -155,6 +157,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
 	s.Log.UseReadPool(p)
+	s.Lists.UseReadPool(p)
 	s.Feed.UseReadPool(p)
 	s.Manager.UseReadPool(p)
 }
@@ -185,8 +188,6 @@ func ReadPoolConfig(cfg *pgxpool.Config, maxConns int32, timeout time.Duration) 
 var (
 	_ domain.TenantService   = (*tenants)(nil)
 	_ domain.ProviderService = (*providers)(nil)
-	_ domain.EventService    = (*events)(nil)
-	_ domain.RecordService   = (*records)(nil)
 	_ domain.ConflictService = (*conflicts)(nil)
 	_ domain.PeopleService   = (*people)(nil)
 	_ domain.DeliveryService = (*deliveries)(nil)

@@ -170,7 +170,7 @@ func ShellWord(s string) string {
 }
 
 // sampleContact is the record a console test event writes.
-const sampleContact = "tidemark-test"
+const sampleContact = domain.TestRecordID
 
 // sampleTime is the fixed time of the sample bodies in shell snippets, so
 // the page shows the same snippet every time.

@@ -6,7 +6,9 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"time"
 
@@ -54,19 +56,29 @@ type auditCursor struct {
 	ID int64     `json:"i"`
 }
 
-// AuditLog implements domain.AuditService, on the read pool.
+// AuditLog implements domain.AuditService, for the API.
 func (s *Log) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, string, error) {
-	var after auditCursor
-	args := pgx.NamedArgs{"after_at": pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true},
-		"after_id": int64(math.MaxInt64)}
-	if page.Cursor != "" {
-		if err := pg.DecodeCursor(page.Cursor, &after); err != nil || after.At.IsZero() {
-			return nil, "", pg.InvalidCursor()
-		}
-		args["after_at"], args["after_id"] = after.At, after.ID
-	}
-	limit := pg.PageLimit(page)
-	args["limit"] = limit + 1
+	page.Before, page.Count = "", 0
+	entries, info, err := s.AuditLogPage(ctx, q, page)
+	return entries, info.Older, err
+}
+
+// auditCountSQL counts, up to @bound, the entries auditLogSQL pages
+// through with the same conditions (%s), and how many of them are newer
+// than the first of the page shown (@first_, NULL without one).
+const auditCountSQL = `
+SELECT count(*), count(*) FILTER (WHERE (c.at, c.id) > (@first_at, @first_id))
+FROM (
+    SELECT a.at, a.id FROM audit_log a
+    WHERE true%s
+    ORDER BY a.at DESC, a.id DESC
+    LIMIT @bound
+) c`
+
+// AuditLogPage implements domain.AuditService, on the read pool, for the
+// console; a count the read timeout stops is left out.
+func (s *Log) AuditLogPage(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, domain.PageInfo, error) {
+	args := pgx.NamedArgs{}
 	c := pg.NewConds(args)
 	if !q.AllTenants {
 		c.Add(auditLogTenant, "tenant_id", q.TenantID)
@@ -83,24 +95,48 @@ func (s *Log) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Pag
 	if !q.Before.IsZero() {
 		c.Add(auditLogBefore, "before", q.Before)
 	}
-	rows, err := s.read.Query(ctx, fmt.Sprintf(auditLogSQL, c.SQL("  ")), args)
-	if err != nil {
-		return nil, "", pg.Translate(err)
-	}
-	entries, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.AuditEntry, error) {
-		var e domain.AuditEntry
-		return e, row.Scan(&e.ID, &e.At, &e.TenantID, &e.TenantSlug, &e.ActorKind, &e.Actor, &e.Action, &e.Target,
-			&e.Summary, &e.ClientAddress)
+	conds := c.SQL("  ")
+	keyed, info, err := pg.Both(page, func(after auditCursor, start, newer bool, limit int) ([]pg.Keyed[domain.AuditEntry, auditCursor], error) {
+		a := maps.Clone(args)
+		a["limit"] = limit + 1
+		a["after_at"], a["after_id"] = any(after.At), after.ID
+		if !start {
+			a["after_at"], a["after_id"] = pgtype.Timestamptz{InfinityModifier: pgtype.Infinity, Valid: true}, int64(math.MaxInt64)
+		} else if after.At.IsZero() {
+			return nil, pg.InvalidCursor()
+		}
+		sql := fmt.Sprintf(auditLogSQL, conds)
+		if newer {
+			sql = pg.Ascending(sql)
+		}
+		rows, err := s.read.Query(ctx, sql, a)
+		if err != nil {
+			return nil, err
+		}
+		return pgx.CollectRows(rows, func(row pgx.CollectableRow) (pg.Keyed[domain.AuditEntry, auditCursor], error) {
+			var e domain.AuditEntry
+			err := row.Scan(&e.ID, &e.At, &e.TenantID, &e.TenantSlug, &e.ActorKind, &e.Actor, &e.Action, &e.Target,
+				&e.Summary, &e.ClientAddress)
+			return pg.Keyed[domain.AuditEntry, auditCursor]{Row: e, Key: auditCursor{At: e.At, ID: e.ID}}, err
+		})
 	})
 	if err != nil {
-		return nil, "", pg.Translate(err)
+		return nil, info, pg.Translate(err)
 	}
-	entries, more := pg.Trim(entries, limit)
-	if !more {
-		return entries, "", nil
+	if page.Count > 0 {
+		a := maps.Clone(args)
+		a["bound"] = page.Count + 1
+		a["first_at"], a["first_id"] = nil, nil
+		if len(keyed) > 0 {
+			a["first_at"], a["first_id"] = keyed[0].Key.At, keyed[0].Key.ID
+		}
+		if err := s.read.QueryRow(ctx, fmt.Sprintf(auditCountSQL, conds), a).Scan(&info.Total, &info.Offset); err == nil {
+			info.Counted = true
+		} else if !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
+			return nil, info, pg.Translate(err)
+		}
 	}
-	last := entries[len(entries)-1]
-	return entries, pg.EncodeCursor(auditCursor{At: last.At, ID: last.ID}), nil
+	return pg.Rows(keyed), info, nil
 }
 
 // The actions recorded, by a skip scan of the action indexes: one index

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"slices"
+	"strings"
 
 	"github.com/tidemark/tidemark/domain"
 )
@@ -51,3 +53,81 @@ func DecodeCursor(cursor string, key any) error {
 }
 
 func InvalidCursor() error { return domain.Errorf(domain.EINVALID, "invalid cursor") }
+
+// Keyed is a row of a list with its sort key, which a cursor encodes.
+type Keyed[T, K any] struct {
+	Row T
+	Key K
+}
+
+// Fetch reads up to limit+1 rows of a list from a position (the zero key
+// and start false: from the newest): newest first after it, or, with
+// newer, oldest first before it.
+type Fetch[T, K any] func(after K, start, newer bool, limit int) ([]Keyed[T, K], error)
+
+// Both pages a list both ways: page.Cursor continues after its key,
+// page.Before reads the rows just newer than its key (a page of fewer
+// than limit rows there is the newest page instead). The rows come back
+// newest first with where the pages around them start.
+func Both[T, K any](page domain.Page, fetch Fetch[T, K]) ([]Keyed[T, K], domain.PageInfo, error) {
+	var (
+		info  domain.PageInfo
+		after K
+	)
+	limit := PageLimit(page)
+	if page.Before != "" {
+		if err := DecodeCursor(page.Before, &after); err != nil {
+			return nil, info, err
+		}
+		rows, err := fetch(after, true, true, limit)
+		if err != nil {
+			return nil, info, err
+		}
+		if len(rows) >= limit {
+			rows, more := Trim(rows, limit)
+			slices.Reverse(rows)
+			info.Older = EncodeCursor(rows[len(rows)-1].Key)
+			if more {
+				info.Newer = EncodeCursor(rows[0].Key)
+			}
+			return rows, info, nil
+		}
+		page.Cursor = ""
+	}
+	if err := DecodeCursor(page.Cursor, &after); err != nil {
+		return nil, info, err
+	}
+	rows, err := fetch(after, page.Cursor != "", false, limit)
+	if err != nil {
+		return nil, info, err
+	}
+	rows, more := Trim(rows, limit)
+	if more {
+		info.Older = EncodeCursor(rows[len(rows)-1].Key)
+	}
+	if page.Cursor != "" {
+		info.Newer = page.Cursor
+		if len(rows) > 0 {
+			info.Newer = EncodeCursor(rows[0].Key)
+		}
+	}
+	return rows, info, nil
+}
+
+// Rows are the rows of keyed rows.
+func Rows[T, K any](keyed []Keyed[T, K]) []T {
+	out := make([]T, len(keyed))
+	for i, k := range keyed {
+		out[i] = k.Row
+	}
+	return out
+}
+
+// Ascending turns a list statement that reads newest first after a
+// position into one that reads oldest first before it: its keyset
+// comparisons against @after_ parameters and its sort order are reversed.
+func Ascending(sql string) string {
+	return ascending.Replace(sql)
+}
+
+var ascending = strings.NewReplacer(" DESC", " ASC", "<= @after_at", ">= @after_at", ") < (@after_", ") > (@after_")
