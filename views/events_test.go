@@ -20,20 +20,20 @@ func TestEventLogRows(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		event domain.LoggedEvent
-		cells []string // the row's cells as a user reads them
+		cells []string // the row's cells as a user reads them (⧉ copies an id)
 	}{
 		{"applied",
 			domain.LoggedEvent{DeliveryID: "d1", Seq: 0, EventID: "m1", Provider: "crm", ObjectType: "contact", Action: "snapshot",
 				ObjectID: "c-1", Revision: &rev, Outcome: domain.Applied, ReceivedAt: at},
-			[]string{"2026-11-29 10:00:00 UTC", "crm", "contact.snapshot", "c-1", "12", "applied", "", "m1", "d1"}},
+			[]string{"2026-11-29 10:00:00 UTC", "crm", "contact.snapshot", "c-1 ⧉", "12", "applied", "", "m1 ⧉", "d1 ⧉"}},
 		{"conflict links to its review",
 			domain.LoggedEvent{DeliveryID: "d2", Seq: 1, EventID: "m2", Provider: "crm", ObjectType: "contact", Action: "snapshot",
 				ObjectID: "c-1", Revision: &rev, Outcome: domain.RevisionConflict, ConflictID: 7, ReceivedAt: at},
-			[]string{"2026-11-29 10:00:00 UTC", "crm", "contact.snapshot", "c-1", "12", "revision conflict conflict #7", "", "m2", "d2"}},
+			[]string{"2026-11-29 10:00:00 UTC", "crm", "contact.snapshot", "c-1 ⧉", "12", "revision conflict conflict #7", "", "m2 ⧉", "d2 ⧉"}},
 		{"rejected, hostile reason shown as text",
 			domain.LoggedEvent{DeliveryID: "d3", Seq: 0, EventID: hostile, Provider: "crm", ObjectType: "contact", Action: "snapshot",
 				Outcome: domain.Rejected, Reason: hostile, ReceivedAt: at},
-			[]string{"2026-11-29 10:00:00 UTC", "crm", "contact.snapshot", "none", "none", "rejected", hostile, hostile, "d3"}},
+			[]string{"2026-11-29 10:00:00 UTC", "crm", "contact.snapshot", "none", "none", "rejected", hostile, hostile + " ⧉", "d3 ⧉"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -73,7 +73,10 @@ func TestEventLogEmpty(t *testing.T) {
 		want string // the message shown instead of a table
 	}{
 		{"no events yet", views.EventLogPage{}, "No events yet."},
-		{"filters match nothing", views.EventLogPage{Filters: views.EventLogFilters{Outcome: "stale"}}, "No events match these filters."},
+		{"filters match nothing", views.EventLogPage{Filters: views.EventLogFilters{Outcome: "stale"}},
+			"No events match these filters: outcome stale. Clear some filters to see more."},
+		{"a time range matches nothing", views.EventLogPage{Filters: views.EventLogFilters{Outcome: "stale", From: "2026-11-29T10:00"}},
+			"No events match these filters: outcome stale, received from 2026-11-29 10:00 UTC. Widen the time range or clear some filters."},
 		{"search error", views.EventLogPage{Error: "The search took too long"}, "The search took too long"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/lists"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -137,12 +138,12 @@ func consoleDeliveryFilter(v views.ReplayFilters) (domain.DeliveryFilter, error)
 	}
 	var err error
 	if v.From != "" {
-		if f.From, _, err = parseLocalTime("from", v.From); err != nil {
+		if f.From, _, err = lists.ParseLocalTime("from", v.From); err != nil {
 			return f, err
 		}
 	}
 	if v.To != "" {
-		to, precision, err := parseLocalTime("to", v.To)
+		to, precision, err := lists.ParseLocalTime("to", v.To)
 		if err != nil {
 			return f, err
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // frame is the console as a family of pages kept in a package of its own
-// (web/console/destinations) uses it: that package cannot import this one,
+// (web/console/destinations, web/console/lists) uses it: that package cannot import this one,
 // which registers its routes, so it names what it needs in an interface
 // and frame supplies it.
 type frame struct{ *Handler }

@@ -110,14 +110,12 @@ func New(cfg Config) *Handler {
 // holds what they share: the services, the sessions, the layout.
 type (
 	overviewPages struct{ *Handler }
-	eventPages    struct{ *Handler }
 	recordPages   struct{ *Handler } // the directory, timelines and repairs
 	conflictPages struct{ *Handler }
 	peoplePages   struct{ *Handler }
 	providerPages struct{ *Handler } // providers, secrets, scopes, test deliveries
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }
-	auditPages    struct{ *Handler }
 	deliveryPages struct{ *Handler } // the inspector and replays
 	adminPages    struct{ *Handler } // operators and the reconciliation report
 )

@@ -12,57 +12,6 @@ import (
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
-// recordsPageSize is how many records one page of the directory shows.
-const recordsPageSize = 50
-
-// handleRecords shows one page of the records directory, most recently
-// changed first. Filters the operator got wrong are explained above the
-// results, as on the event history.
-func (h recordPages) handleRecords(w http.ResponseWriter, r *http.Request) {
-	ctx := r.Context()
-	t := currentTenant(ctx)
-	values := r.URL.Query()
-	f := views.ReadRecordFilters(values)
-	f.Search = strings.TrimSpace(f.Search)
-	p := views.RecordsPage{Filters: f}
-	var err error
-	if p.Choices, err = h.events.EventLogChoices(ctx, t.ID); err != nil {
-		h.consoleError(w, r, err)
-		return
-	}
-	page := consolePage(values, recordsPageSize)
-	if page.Cursor != "" {
-		p.FirstURL = "/t/" + t.Slug + views.DirectoryPath(f, values.Get("limit"), "")
-	}
-	q, err := directoryQuery(f)
-	if err == nil {
-		var next string
-		p.Records, next, err = h.records.RecordDirectory(ctx, t.ID, q, page)
-		if next != "" {
-			p.NextURL = "/t/" + t.Slug + views.DirectoryPath(f, values.Get("limit"), next)
-		}
-	}
-	status, shown := listStatus(err)
-	if !shown {
-		h.consoleError(w, r, err)
-		return
-	}
-	if err != nil {
-		p.Error = domain.ErrorMessage(err)
-	}
-	h.render(w, r, status, views.RecordsView(h.layout(r, "Records", "records"), p))
-}
-
-// directoryQuery reads the console directory's filters into a query.
-func directoryQuery(f views.RecordFilters) (domain.RecordQuery, error) {
-	q := domain.RecordQuery{Provider: f.Provider, ObjectType: f.ObjectType, OpenConflicts: f.OpenConflicts, Search: f.Search}
-	var err error
-	if q.From, q.Before, err = parseLocalRange(f.From, f.To); err != nil {
-		return q, err
-	}
-	return q, q.Validate()
-}
-
 // directoryBack is the directory link a timeline shows: the filters the
 // operator came from (the back parameter), read and written again so
 // that nothing but filters reaches the link.

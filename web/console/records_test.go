@@ -20,7 +20,7 @@ func directoryRows(doc *goquery.Document) []string {
 	var rows []string
 	doc.Find("table.records tbody tr").Each(func(_ int, tr *goquery.Selection) {
 		cells := tr.Find("td")
-		rows = append(rows, strings.TrimSpace(cells.Eq(1).Text())+"/"+strings.TrimSpace(cells.Eq(2).Text())+"/"+
+		rows = append(rows, strings.TrimSpace(cells.Eq(2).Text())+"/"+strings.TrimSpace(cells.Eq(3).Text())+"/"+
 			strings.TrimSpace(tr.Find("a.record-link").Text()))
 	})
 	return rows

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/console/destinations"
+	"github.com/tidemark/tidemark/web/console/lists"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -18,10 +19,8 @@ func (h *Handler) Routes(r chi.Router) {
 	// Each family of pages is a small type over h.
 	var (
 		admin    = adminPages{h}
-		audit    = auditPages{h}
 		conflict = conflictPages{h}
 		delivery = deliveryPages{h}
-		event    = eventPages{h}
 		member   = memberPages{h}
 		overview = overviewPages{h}
 		people   = peoplePages{h}
@@ -29,6 +28,7 @@ func (h *Handler) Routes(r chi.Router) {
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
+		list     = lists.Pages{Console: frame{h}, Events: h.events, Records: h.records, Audit: h.audit}
 	)
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
@@ -51,7 +51,7 @@ func (h *Handler) Routes(r chi.Router) {
 			r.Post(operatorsPath+"/{id}/enable", admin.handleSetDisabled(false))
 			r.Post(operatorsPath+"/{id}/password", admin.handleResetPassword)
 			r.Post(operatorsPath+"/{id}/sign-out", admin.handleSignOutEverywhere)
-			r.Get(adminAuditPath, audit.handleAdminAudit)
+			r.Get(lists.AdminAuditPath, list.HandleAdminAudit)
 			r.Get(reconciliationPath, admin.handleReconciliation)
 		})
 
@@ -59,12 +59,12 @@ func (h *Handler) Routes(r chi.Router) {
 			r.Use(h.requireTenant, httpx.GateReads(h.reads, readKeys, h.readsBusy))
 			r.Get("/", overview.handleOverview)
 
-			// Event history and event detail.
-			r.Get("/events", event.handleEventLog)
-			r.Get("/events/{delivery_id}/{seq}", event.handleEventDetail)
+			// Event history and event detail (web/console/lists).
+			r.Get("/events", list.HandleEventLog)
+			r.Get("/events/{delivery_id}/{seq}", list.HandleEventDetail)
 
 			// The records directory and the record timelines.
-			r.Get("/records", record.handleRecords)
+			r.Get("/records", list.HandleRecords)
 			r.Get("/records/{provider}/{object_type}/{object_id}", record.handleTimeline)
 			r.Get("/contacts", record.handleContactSearch)
 			r.Get("/contacts/{provider}/{contact_id}", record.handleTimeline)
@@ -120,7 +120,7 @@ func (h *Handler) Routes(r chi.Router) {
 			})
 
 			// The tenant's audit log: owners only (and admins).
-			r.With(h.requireRole(domain.RoleOwner)).Get("/audit", audit.handleTenantAudit)
+			r.With(h.requireRole(domain.RoleOwner)).Get("/audit", list.HandleTenantAudit)
 
 			// Record repair: reset and erase of a record, erase of a lead,
 			// each after a typed confirmation; owners only.
