@@ -142,4 +142,3 @@ func (s *events) EventOutcome(ctx context.Context, tenantID, providerID int64, e
 	}
 	return domain.Outcome(o), nil
 }
-

@@ -251,6 +251,9 @@ func eraseContent(ctx context.Context, tx pgx.Tx, args pgx.NamedArgs, e *domain.
 	if _, err := tx.Exec(ctx, eraseEventSearchSQL, args); err != nil {
 		return fmt.Errorf("erase the events' words: %w", err)
 	}
+	if _, err := tx.Exec(ctx, search.EraseLeadSQL, args); err != nil {
+		return fmt.Errorf("erase the lead from the directory: %w", err)
+	}
 	if tag, err = tx.Exec(ctx, eraseEventsSQL, args); err != nil {
 		return fmt.Errorf("erase events: %w", err)
 	}

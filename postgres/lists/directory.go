@@ -16,31 +16,49 @@ import (
 	"github.com/tidemark/tidemark/postgres/search"
 )
 
-// directorySQL pages through record_search (kept by IndexSearch) newest
-// change first, then joins the page to the live records for what they
-// show and counts each row's badges. %s holds the keyset and filter
-// conditions in use, each combination its own statement as in the event
+// directorySQL pages through record_search and lead_search (kept by
+// IndexSearch) newest change first, each along its own index, then joins
+// the page to the live records for what they show (a lead has none: its
+// row has what it shows) and counts each row's badges. The first %s holds
+// the keyset and filter conditions in use on record_search, the second the
+// same on lead_search, each combination its own statement as in the event
 // log.
 const directorySQL = `
-SELECT p.name, s.object_type, s.object_id, r.revision, r.updated_at, r.application_count,
+SELECT p.name, s.object_type, s.object_id, coalesce(r.revision, ` + forgotten + `), coalesce(r.updated_at, s.updated_at),
+       coalesce(r.application_count, s.application_count),
        (SELECT count(*) FROM conflicts c
         WHERE c.tenant_id = @tenant_id AND c.provider_id = s.provider_id AND c.object_type = s.object_type
           AND c.object_id = s.object_id AND c.status = 'open'),
        (SELECT count(*) FROM events e
         WHERE e.tenant_id = @tenant_id AND e.provider_id = s.provider_id AND e.object_type = s.object_type
           AND e.object_id = s.object_id AND e.outcome = 'stale' AND e.received_at >= @stale_since),
-       r.deleted_revision IS NOT NULL, ` + recordHeadline + `,
-       s.updated_at, s.provider_id, r.snapshot
+       coalesce(r.deleted_revision IS NOT NULL, false), ` + recordHeadline + `,
+       s.updated_at, s.provider_id, coalesce(r.snapshot, s.snapshot)
 FROM (
-    SELECT s.* FROM record_search s
-    WHERE s.tenant_id = @tenant_id%s
-    ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+    (SELECT s.tenant_id, s.provider_id, s.object_type, s.object_id, s.updated_at, s.application_count, NULL::jsonb AS snapshot
+     FROM record_search s
+     WHERE s.tenant_id = @tenant_id%s
+     ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+     LIMIT @limit)
+    UNION ALL
+    (SELECT s.tenant_id, s.provider_id, s.object_type, s.object_id, s.updated_at, s.application_count, s.snapshot
+     FROM lead_search s
+     WHERE s.tenant_id = @tenant_id%s
+     ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+     LIMIT @limit)
+    ORDER BY updated_at DESC, object_id DESC, provider_id DESC, object_type DESC
     LIMIT @limit
 ) s
-JOIN records r ON r.tenant_id = s.tenant_id AND r.provider_id = s.provider_id
+LEFT JOIN records r ON r.tenant_id = s.tenant_id AND r.provider_id = s.provider_id
     AND r.object_type = s.object_type AND r.object_id = s.object_id
 JOIN providers p ON p.tenant_id = s.tenant_id AND p.id = s.provider_id
 ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC`
+
+// forgotten is domain.ForgottenRevision, the revision a lead shows.
+const forgotten = `-1`
+
+// noLeads leaves lead_search out (the API lists records only).
+const noLeads = "\n      AND false"
 
 const (
 	directoryAfter         = `(s.updated_at, s.object_id, s.provider_id, s.object_type) < (@after_at, @after_id, @after_provider, @after_type)`
@@ -62,15 +80,23 @@ const recordHeadline = `CASE WHEN @q::text IS NULL THEN ''
         THEN ` + headlineOf + `r` + headlineEnd + `
         ELSE '' END`
 
-// directoryCountSQL counts, up to @bound, the records directorySQL pages
-// through with the same conditions (%s), and how many of them come before
-// the first of the page shown (@first_, NULL without one).
+// directoryCountSQL counts, up to @bound, the records and leads
+// directorySQL pages through with the same conditions (its two %s), and
+// how many of them come before the first of the page shown (@first_, NULL
+// without one).
 const directoryCountSQL = `
 SELECT count(*), count(*) FILTER (WHERE (c.updated_at, c.object_id, c.provider_id, c.object_type) > (@first_at, @first_id, @first_provider, @first_type))
 FROM (
-    SELECT s.updated_at, s.object_id, s.provider_id, s.object_type FROM record_search s
-    WHERE s.tenant_id = @tenant_id%s
-    ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+    (SELECT s.updated_at, s.object_id, s.provider_id, s.object_type FROM record_search s
+     WHERE s.tenant_id = @tenant_id%s
+     ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+     LIMIT @bound)
+    UNION ALL
+    (SELECT s.updated_at, s.object_id, s.provider_id, s.object_type FROM lead_search s
+     WHERE s.tenant_id = @tenant_id%s
+     ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC
+     LIMIT @bound)
+    ORDER BY updated_at DESC, object_id DESC, provider_id DESC, object_type DESC
     LIMIT @bound
 ) c`
 
@@ -86,13 +112,18 @@ type directoryCursor struct {
 // change shows after its next run.
 func (s *Lists) RecordDirectory(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page) ([]domain.RecordSummary, string, error) {
 	page.Before, page.Count, q.WithTests = "", 0, true
-	list, info, err := s.RecordDirectoryPage(ctx, tenantID, q, page)
+	list, info, err := s.directory(ctx, tenantID, q, page, false)
 	return list, info.Older, err
 }
 
 // RecordDirectoryPage implements domain.RecordService, for the console's
-// records directory; a count the read timeout stops is left out.
+// records directory, leads included; a count the read timeout stops is
+// left out.
 func (s *Lists) RecordDirectoryPage(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page) ([]domain.RecordSummary, domain.PageInfo, error) {
+	return s.directory(ctx, tenantID, q, page, true)
+}
+
+func (s *Lists) directory(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page, leads bool) ([]domain.RecordSummary, domain.PageInfo, error) {
 	if err := q.Validate(); err != nil {
 		return nil, domain.PageInfo{}, err
 	}
@@ -123,15 +154,20 @@ func (s *Lists) RecordDirectoryPage(ctx context.Context, tenantID int64, q domai
 		args["id_prefix"] = likePrefix(search)
 	}
 	conds := c.SQL("      ")
+	leadConds := conds
+	if !leads {
+		leadConds += noLeads
+	}
 	keyed, info, err := pg.Both(page, func(after directoryCursor, start, newer bool, limit int) ([]pg.Keyed[domain.RecordSummary, directoryCursor], error) {
 		a := maps.Clone(args)
 		a["limit"] = limit + 1
-		sql := fmt.Sprintf(directorySQL, conds)
+		sql := fmt.Sprintf(directorySQL, conds, leadConds)
 		if start {
 			if after.UpdatedAt.IsZero() {
 				return nil, pg.InvalidCursor()
 			}
-			sql = fmt.Sprintf(directorySQL, "\n      AND "+directoryAfter+conds)
+			keyset := "\n      AND " + directoryAfter
+			sql = fmt.Sprintf(directorySQL, keyset+conds, keyset+leadConds)
 			a["after_at"], a["after_id"], a["after_provider"], a["after_type"] =
 				after.UpdatedAt, after.ObjectID, after.ProviderID, after.ObjectType
 		}
@@ -169,7 +205,7 @@ func (s *Lists) RecordDirectoryPage(ctx context.Context, tenantID int64, q domai
 			k := keyed[0].Key
 			a["first_at"], a["first_id"], a["first_provider"], a["first_type"] = k.UpdatedAt, k.ObjectID, k.ProviderID, k.ObjectType
 		}
-		if err := s.read.QueryRow(ctx, fmt.Sprintf(directoryCountSQL, conds), customPlan, a).Scan(&info.Total, &info.Offset); err == nil {
+		if err := s.read.QueryRow(ctx, fmt.Sprintf(directoryCountSQL, conds, leadConds), customPlan, a).Scan(&info.Total, &info.Offset); err == nil {
 			info.Counted = true
 		} else if !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
 			return nil, info, pg.Translate(err)

@@ -236,10 +236,8 @@ func scanLoggedEvent(row pgx.CollectableRow, search string) (domain.LoggedEvent,
 	return e, err
 }
 
-
 type eventCursor struct {
 	ReceivedAt time.Time `json:"t"`
 	DeliveryID string    `json:"d"`
 	Seq        int       `json:"s"`
 }
-

@@ -59,11 +59,14 @@ type searchFeed struct {
 	// the id before it and its last.
 	batchEndSQL string
 	indexSQL    string // indexes the ids in (@lo, @hi]
+	// alsoSQL keeps another table from the same ids (lead_search), whose
+	// rows are not counted as indexed.
+	alsoSQL string
 }
 
 var searchFeeds = []searchFeed{
 	{name: "records", sequenceSQL: recordFeedSequenceSQL, batchEndSQL: recordFeedBatchEndSQL, indexSQL: RecordIndexSQL},
-	{name: "events", sequenceSQL: EventSequenceSQL, batchEndSQL: eventFeedBatchEndSQL, indexSQL: eventSearchIndexSQL},
+	{name: "events", sequenceSQL: EventSequenceSQL, batchEndSQL: eventFeedBatchEndSQL, indexSQL: eventSearchIndexSQL, alsoSQL: leadIndexSQL},
 }
 
 const (
@@ -186,6 +189,9 @@ func (ix *Indexer) indexSearchBatch(ctx context.Context, feed searchFeed) (index
 			}
 			tag, err := tx.Exec(ctx, feed.indexSQL, pgx.NamedArgs{"lo": g.after, "hi": g.through})
 			indexed += int(tag.RowsAffected())
+			if err == nil && feed.alsoSQL != "" {
+				_, err = tx.Exec(ctx, feed.alsoSQL, pgx.NamedArgs{"lo": g.after, "hi": g.through})
+			}
 			return err
 		}
 		if p.pendingID != nil && !slices.ContainsFunc(p.pendingXids, func(x int64) bool { return slices.Contains(running, x) }) {
