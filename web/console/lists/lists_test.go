@@ -115,11 +115,11 @@ func TestListsRefuseBadInput(t *testing.T) {
 	e.Deliver1("m1", webtest.SnapshotBody("c-1", 1, `{"job_title":"CTO"}`))
 	b := e.Operator("ops@example.com", false, "acme")
 	for path, want := range map[string]string{
-		"/t/acme/events?q=%ff%fe":                           "the search (q) is not valid UTF-8",
+		"/t/acme/events?q=%ff%fe":                            "the search (q) is not valid UTF-8",
 		"/t/acme/events?q=%ff%fe&contains=%7B%22a%22%3A1%7D": "the search (q) is not valid UTF-8",
-		"/t/acme/records?q=%ff%fe":                          "the search (q) is not valid UTF-8",
-		"/t/acme/records?conflicts=maybe":                   `the conflicts filter must be "open" or absent; got "maybe"`,
-		"/t/acme/events?before=garbage":                     "invalid cursor",
+		"/t/acme/records?q=%ff%fe":                           "the search (q) is not valid UTF-8",
+		"/t/acme/records?conflicts=maybe":                    `the conflicts filter must be "open" or absent; got "maybe"`,
+		"/t/acme/events?before=garbage":                      "invalid cursor",
 	} {
 		status, doc := b.Get(path)
 		alert := webtest.Text(doc, "[role=alert]")
