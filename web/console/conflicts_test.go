@@ -157,7 +157,7 @@ func TestConflictQueuePollFragment(t *testing.T) {
 	if status != http.StatusOK || doc.Find("#conflict-queue table.open tbody tr").Length() != 1 {
 		t.Fatalf("poll: %d, rows %d", status, doc.Find("#conflict-queue tbody tr").Length())
 	}
-	if doc.Find("header.topbar, h1").Length() != 0 {
+	if doc.Find("header.sidebar, h1").Length() != 0 {
 		t.Error("the poll answer carries the whole page, not the queue alone")
 	}
 }

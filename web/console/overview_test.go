@@ -158,7 +158,7 @@ func TestOverviewPollsForItsCounts(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("poll answered %d", status)
 	}
-	if doc.Find("header.topbar").Length() != 0 || doc.Find("h1").Length() != 0 {
+	if doc.Find("header.sidebar").Length() != 0 || doc.Find("h1").Length() != 0 {
 		t.Fatal("the poll answer should be the live section alone")
 	}
 	if doc.Find("#overview-live").Length() != 1 || overviewCell(t, doc, 0, "total", "applied") != 1 {

@@ -42,6 +42,7 @@ func (h *Handler) Routes(r chi.Router) {
 		// Operators and memberships: admins only.
 		r.Group(func(r chi.Router) {
 			r.Use(admin.requireAdmin)
+			r.Get(adminHomePath, admin.handleAdminHome)
 			r.Get(operatorsPath, admin.handleOperators)
 			r.Post(operatorsPath, admin.handleCreateOperator)
 			r.Post(operatorsPath+"/{id}/memberships", admin.handleAddMembership)
