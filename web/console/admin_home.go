@@ -44,8 +44,8 @@ func (h adminPages) handleAdminHome(w http.ResponseWriter, r *http.Request) {
 
 // NotFound is the console's page for a URL it does not serve: a styled
 // page in the console's frame for a signed-in operator, the sign-in page
-// for anyone else (so that it tells a stranger nothing). URLs of the API
-// and the webhooks get JSON.
+// for anyone else (so that it tells a stranger nothing). URLs of the API,
+// the webhooks and the metrics (when served on another address) get JSON.
 func (h *Handler) NotFound() http.Handler {
 	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		heading := "Page not found"
@@ -55,7 +55,7 @@ func (h *Handler) NotFound() http.Handler {
 	framed := h.securityHeaders(limitConsoleBody(h.loadSession(h.requireUser(page))))
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
-		case strings.HasPrefix(r.URL.Path, "/api/"), strings.HasPrefix(r.URL.Path, "/webhooks/"):
+		case strings.HasPrefix(r.URL.Path, "/api/"), strings.HasPrefix(r.URL.Path, "/webhooks/"), r.URL.Path == "/metrics":
 			httpx.WriteError(w, http.StatusNotFound, "not found")
 		case currentUser(r.Context()).ID != 0:
 			// Inside the console's routes (an unknown page of a workspace):
