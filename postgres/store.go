@@ -31,6 +31,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
+	"github.com/tidemark/tidemark/postgres/review"
 	"github.com/tidemark/tidemark/postgres/search"
 	"github.com/tidemark/tidemark/postgres/secretkeys"
 	"github.com/tidemark/tidemark/postgres/stats"
@@ -47,6 +48,7 @@ type Store struct {
 	*events
 	*records
 	*conflicts
+	*review.Queue
 	*people
 	*auditlog.Log
 	*deliveries
@@ -132,6 +134,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Checker: queuecheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
+		Queue:      review.New(pool),
 		Maintainer: maintain.New(pool),
 		Reconciler: reconcile.New(pool, log),
 		Indexer:    search.New(pool),
@@ -152,6 +155,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.read = p
 	s.Users.UseReadPool(p) // and the other access services
 	s.Counters.UseReadPool(p)
+	s.Queue.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
 	s.Log.UseReadPool(p)
@@ -187,11 +191,11 @@ var (
 	_ domain.ProviderService = (*providers)(nil)
 	_ domain.EventService    = (*events)(nil)
 	_ domain.RecordService   = (*records)(nil)
-	_ domain.ConflictService = (*conflicts)(nil)
 	_ domain.PeopleService   = (*people)(nil)
 	_ domain.DeliveryService = (*deliveries)(nil)
 
 	_ domain.AuditService          = (*Store)(nil)
+	_ domain.ConflictService       = (*Store)(nil)
 	_ domain.DeliveryService       = (*Store)(nil)
 	_ domain.ReconciliationService = (*Store)(nil)
 	_ domain.ReplayService         = (*Store)(nil)
