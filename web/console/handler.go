@@ -109,7 +109,6 @@ func New(cfg Config) *Handler {
 // The console's page families, each a small type over the Handler, which
 // holds what they share: the services, the sessions, the layout.
 type (
-	overviewPages struct{ *Handler }
 	eventPages    struct{ *Handler }
 	recordPages   struct{ *Handler } // the directory, timelines and repairs
 	conflictPages struct{ *Handler }

@@ -8,6 +8,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/destinations"
+	overviewpage "github.com/tidemark/tidemark/web/console/overview"
 	peoplepages "github.com/tidemark/tidemark/web/console/people"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -25,7 +26,7 @@ func (h *Handler) Routes(r chi.Router) {
 		delivery = deliveryPages{h}
 		event    = eventPages{h}
 		member   = memberPages{h}
-		overview = overviewPages{h}
+		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
 		provider = providerPages{h}
 		record   = recordPages{h}
 		token    = tokenPages{h}
@@ -62,7 +63,7 @@ func (h *Handler) Routes(r chi.Router) {
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
 			r.Use(h.requireTenant, httpx.GateReads(h.reads, readKeys, h.readsBusy))
-			r.Get("/", overview.handleOverview)
+			r.Get("/", overview.Handle)
 
 			// Event history and event detail.
 			r.Get("/events", event.handleEventLog)
