@@ -1156,28 +1156,28 @@ func LeadView(l Layout, p LeadPage) templ.Component {
 					}
 				}
 				var templ_7745c5c3_Var58 string
-				templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(len(p.Person.Campaigns)))
+				templ_7745c5c3_Var58, templ_7745c5c3_Err = templ.JoinStringErrs(countOf(len(p.Person.Campaigns), "campaign"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/people.templ`, Line: 329, Col: 45}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/people.templ`, Line: 329, Col: 52}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var58))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, " campaigns, ")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 96, ", ")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
 				var templ_7745c5c3_Var59 string
-				templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(strconv.Itoa(p.Person.OpenTasks()))
+				templ_7745c5c3_Var59, templ_7745c5c3_Err = templ.JoinStringErrs(countOf(p.Person.OpenTasks(), "open task"))
 				if templ_7745c5c3_Err != nil {
-					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/people.templ`, Line: 329, Col: 95}
+					return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/people.templ`, Line: 329, Col: 100}
 				}
 				_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var59))
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, " open tasks</span></p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 97, "</span></p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1261,11 +1261,14 @@ func leadSummary(p LeadPage) string {
 	return s
 }
 
-func signupCount(n int) string {
+func signupCount(n int) string { return countOf(n, "signup") }
+
+// countOf is n of what, plural unless n is 1.
+func countOf(n int, what string) string {
 	if n == 1 {
-		return "1 signup"
+		return "1 " + what
 	}
-	return strconv.Itoa(n) + " signups"
+	return strconv.Itoa(n) + " " + what + "s"
 }
 
 var _ = templruntime.GeneratedTemplate
