@@ -28,6 +28,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
 	"github.com/tidemark/tidemark/postgres/outbound"
+	"github.com/tidemark/tidemark/postgres/people"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
@@ -49,7 +50,7 @@ type Store struct {
 	*records
 	*conflicts
 	*review.Queue
-	*people
+	*people.Directory
 	*auditlog.Log
 	*deliveries
 	*queuecheck.Checker
@@ -94,7 +95,6 @@ type (
 	events     struct{ *db }
 	records    struct{ *db } // records, the directory, repairs
 	conflicts  struct{ *db }
-	people     struct{ *db }
 	deliveries struct{ *db } // the delivery inspector's reads
 )
 
@@ -130,7 +130,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, people: &people{d}, deliveries: &deliveries{d},
+		conflicts: &conflicts{d}, Directory: people.New(pool), deliveries: &deliveries{d},
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Checker: queuecheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
@@ -156,6 +156,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Users.UseReadPool(p) // and the other access services
 	s.Counters.UseReadPool(p)
 	s.Queue.UseReadPool(p)
+	s.Directory.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
 	s.Log.UseReadPool(p)
@@ -191,11 +192,9 @@ var (
 	_ domain.ProviderService = (*providers)(nil)
 	_ domain.EventService    = (*events)(nil)
 	_ domain.RecordService   = (*records)(nil)
-	_ domain.PeopleService   = (*people)(nil)
 	_ domain.DeliveryService = (*deliveries)(nil)
 
 	_ domain.AuditService          = (*Store)(nil)
-	_ domain.ConflictService       = (*Store)(nil)
 	_ domain.DeliveryService       = (*Store)(nil)
 	_ domain.ReconciliationService = (*Store)(nil)
 	_ domain.ReplayService         = (*Store)(nil)

@@ -109,11 +109,9 @@ func New(cfg Config) *Handler {
 // The console's page families, each a small type over the Handler, which
 // holds what they share: the services, the sessions, the layout.
 type (
-	overviewPages struct{ *Handler }
 	eventPages    struct{ *Handler }
 	recordPages   struct{ *Handler } // the directory, timelines and repairs
 	conflictPages struct{ *Handler }
-	peoplePages   struct{ *Handler }
 	providerPages struct{ *Handler } // providers, secrets, scopes, test deliveries
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }

@@ -6,7 +6,10 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/destinations"
+	overviewpage "github.com/tidemark/tidemark/web/console/overview"
+	peoplepages "github.com/tidemark/tidemark/web/console/people"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -23,13 +26,16 @@ func (h *Handler) Routes(r chi.Router) {
 		delivery = deliveryPages{h}
 		event    = eventPages{h}
 		member   = memberPages{h}
-		overview = overviewPages{h}
-		people   = peoplePages{h}
+		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
 		provider = providerPages{h}
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
 	)
+	people := peoplepages.Pages{Console: frame{h}, People: h.people,
+		Timeline: func(w http.ResponseWriter, r *http.Request, ref domain.RecordRef) {
+			record.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
+		}}
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
 	r.Get("/login", h.handleLoginPage)
@@ -58,7 +64,7 @@ func (h *Handler) Routes(r chi.Router) {
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
 			r.Use(h.requireTenant, httpx.GateReads(h.reads, readKeys, h.readsBusy))
-			r.Get("/", overview.handleOverview)
+			r.Get("/", overview.Handle)
 
 			// Event history and event detail.
 			r.Get("/events", event.handleEventLog)
@@ -67,6 +73,8 @@ func (h *Handler) Routes(r chi.Router) {
 			// The records directory and the record timelines.
 			r.Get("/records", record.handleRecords)
 			r.Get("/records/{provider}/{object_type}/{object_id}", record.handleTimeline)
+			// A lead's page lists its signups (web/console/people).
+			r.Get("/records/{provider}/"+peoplepages.LeadType+"/{object_id}", people.HandleLead)
 			r.Get("/contacts", record.handleContactSearch)
 			r.Get("/contacts/{provider}/{contact_id}", record.handleTimeline)
 
@@ -93,8 +101,8 @@ func (h *Handler) Routes(r chi.Router) {
 			})
 
 			// People.
-			r.Get("/people", people.handlePeople)
-			r.Get("/people/{id}", people.handlePerson)
+			r.Get("/people", people.HandleList)
+			r.Get("/people/{id}", people.HandlePerson)
 
 			// Members: owners (and admins, who act as owners) add members,
 			// change their roles and remove them.
