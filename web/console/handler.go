@@ -118,6 +118,5 @@ type (
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }
 	auditPages    struct{ *Handler }
-	deliveryPages struct{ *Handler } // the inspector and replays
 	adminPages    struct{ *Handler } // operators and the reconciliation report
 )
