@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
@@ -15,28 +14,31 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Outcomes counts the events of delivery alias by outcome as a jsonb
-// object, a probe of the event log's primary key.
-func Outcomes(alias string) string {
-	return strings.ReplaceAll(`(SELECT coalesce(jsonb_object_agg(o.outcome, o.n), '{}') FROM (
+// Columns are a delivery d's columns as Scan reads them, with its
+// provider p's name and its events counted by outcome as a jsonb object
+// (a probe of the event log's primary key); ReplayColumns the same of a
+// delivery r of provider p. Constants, for the statement check.
+const (
+	Columns = `d.id::text, p.name, d.received_at, d.status, d.signature, coalesce(d.reason, ''), d.event_count,
+       coalesce(d.replay_of::text, ''),
+       (SELECT coalesce(jsonb_object_agg(o.outcome, o.n), '{}') FROM (
            SELECT e.outcome, count(*) AS n FROM events e
            WHERE e.tenant_id = d.tenant_id AND e.received_at = d.received_at AND e.delivery_id = d.id
-           GROUP BY e.outcome) o)`, "d.", alias+".")
-}
-
-// Columns are delivery alias's columns as Scan reads them, its provider's
-// name from provider.
-func Columns(alias, provider string) string {
-	return strings.NewReplacer("d.", alias+".", "p.", provider+".").Replace(`d.id::text, p.name, d.received_at, d.status,
-       d.signature, coalesce(d.reason, ''), d.event_count, coalesce(d.replay_of::text, ''), `) + Outcomes(alias)
-}
+           GROUP BY e.outcome) o)`
+	ReplayColumns = `r.id::text, p.name, r.received_at, r.status, r.signature, coalesce(r.reason, ''), r.event_count,
+       coalesce(r.replay_of::text, ''),
+       (SELECT coalesce(jsonb_object_agg(o.outcome, o.n), '{}') FROM (
+           SELECT e.outcome, count(*) AS n FROM events e
+           WHERE e.tenant_id = r.tenant_id AND e.received_at = r.received_at AND e.delivery_id = r.id
+           GROUP BY e.outcome) o)`
+)
 
 // Scan reads Columns into d.
 func Scan(d *domain.DeliveryBrief, outcomes *[]byte) []any {
 	return []any{&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, outcomes}
 }
 
-// scanBrief reads Columns("d", "p").
+// scanBrief reads Columns.
 func scanBrief(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 	var (
 		d        domain.DeliveryBrief
@@ -53,8 +55,8 @@ func scanBrief(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 // before); %[1]s holds the condition that selects the rows (the tenant's
 // filter, or the replays of one delivery), %[2]s the position's
 // comparison and %[3]s the order.
-var pagedLogSQL = `
-SELECT ` + Columns("d", "p") + `
+const pagedLogSQL = `
+SELECT ` + Columns + `
 FROM deliveries d JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
 WHERE d.tenant_id = @tenant_id%[1]s
   AND d.received_at %[2]s= @at AND (d.received_at, d.id) %[2]s (@at, @id::uuid)

@@ -15,8 +15,8 @@ import (
 
 // previewReplaySQL lists the first deliveries a job would replay, in its
 // order; %s holds the filter's conditions.
-var previewReplaySQL = `
-SELECT ` + deliverylog.Columns("d", "p") + `
+const previewReplaySQL = `
+SELECT ` + deliverylog.Columns + `
 FROM deliveries d JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
 WHERE d.tenant_id = @tenant_id AND ` + replayableCond + `%s
 ORDER BY d.received_at, d.id
@@ -50,8 +50,8 @@ func (q *Jobs) PreviewReplay(ctx context.Context, tenantID int64, f domain.Deliv
 // matches (d, the filter's conditions in %[1]s), the job's page position
 // in %[2]s and order in %[3]s (deliverylog.PagedList). A replay by hand of
 // such an original while the job ran is listed too.
-var jobDeliveriesSQL = `
-SELECT ` + deliverylog.Columns("d", "p") + `, ` + deliverylog.Columns("r", "p") + `
+const jobDeliveriesSQL = `
+SELECT ` + deliverylog.Columns + `, ` + deliverylog.ReplayColumns + `
 FROM deliveries r
 JOIN deliveries d ON d.tenant_id = r.tenant_id AND d.id = r.replay_of AND d.received_at < @upto
 JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id

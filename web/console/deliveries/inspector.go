@@ -42,7 +42,7 @@ func (p Pages) HandleDelivery(w http.ResponseWriter, r *http.Request) {
 	}
 	v := views.DeliveryPage{Delivery: d, Back: SafeBack(t.Slug, q.Get("back")), Replays: replays.Deliveries,
 		ReplayPages: pages(r, replays.Older, replays.Newer, "replays", "replays_before"),
-		Answer: Answer(d), Curl: Curl(httpx.BaseURL(p.PublicURL, r), d)}
+		Answer:      Answer(d), Curl: Curl(httpx.BaseURL(p.PublicURL, r), d)}
 	if !d.AnsweredAt.IsZero() && !d.AnsweredAt.Before(d.ReceivedAt) {
 		v.Processing = d.AnsweredAt.Sub(d.ReceivedAt)
 		v.Processed = true

@@ -82,22 +82,6 @@ func SafeBack(slug, back string) string {
 	return back
 }
 
-// pageURL is the current page with one query parameter set (and the page
-// positions dropped).
-func pageURL(r *http.Request, key, value string) string {
-	q := r.URL.Query()
-	q.Del("cursor")
-	q.Del("before")
-	if value != "" {
-		q.Set(key, value)
-	}
-	s := q.Encode()
-	if s == "" {
-		return r.URL.Path
-	}
-	return r.URL.Path + "?" + s
-}
-
 // pages are the links of a list paged both ways at the current URL, with
 // its page positions in the parameters named cursor and before.
 func pages(r *http.Request, older, newer, cursor, before string) views.Pages {

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"strconv"
 
-
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/httpx"
