@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
+	"github.com/tidemark/tidemark/postgres/deliverylog"
 	"github.com/tidemark/tidemark/postgres/destinations"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -52,7 +53,7 @@ type Store struct {
 	*review.Queue
 	*people.Directory
 	*auditlog.Log
-	*deliveries
+	*deliverylog.Inspector
 	*queuecheck.Checker
 
 	*access.Users
@@ -90,12 +91,11 @@ type db struct {
 
 // The CRUD services, one per noun.
 type (
-	tenants    struct{ *db }
-	providers  struct{ *db } // providers, their secrets and scopes
-	events     struct{ *db }
-	records    struct{ *db } // records, the directory, repairs
-	conflicts  struct{ *db }
-	deliveries struct{ *db } // the delivery inspector's reads
+	tenants   struct{ *db }
+	providers struct{ *db } // providers, their secrets and scopes
+	events    struct{ *db }
+	records   struct{ *db } // records, the directory, repairs
+	conflicts struct{ *db }
 )
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
@@ -130,7 +130,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, Directory: people.New(pool), deliveries: &deliveries{d},
+		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Checker: queuecheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
@@ -159,6 +159,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Directory.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
+	s.Inspector.UseReadPool(p)
 	s.Log.UseReadPool(p)
 	s.Feed.UseReadPool(p)
 	s.Manager.UseReadPool(p)
@@ -192,7 +193,6 @@ var (
 	_ domain.ProviderService = (*providers)(nil)
 	_ domain.EventService    = (*events)(nil)
 	_ domain.RecordService   = (*records)(nil)
-	_ domain.DeliveryService = (*deliveries)(nil)
 
 	_ domain.AuditService          = (*Store)(nil)
 	_ domain.DeliveryService       = (*Store)(nil)

@@ -80,7 +80,7 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		{"people", "/t/acme/people"},
 		{"conflicts", "/t/acme/conflicts"},
 		{"conflict", "/t/acme/conflicts/1"},
-		// {"deliveries", "/t/acme/deliveries"}, TODO merge
+		{"deliveries", "/t/acme/deliveries"},
 		{"delivery", "/t/acme/deliveries/" + delivery},
 		{"replays", "/t/acme/replays"},
 		{"providers", "/t/acme/providers"},

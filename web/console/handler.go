@@ -116,6 +116,5 @@ type (
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }
 	auditPages    struct{ *Handler }
-	deliveryPages struct{ *Handler } // the inspector and replays
 	adminPages    struct{ *Handler } // operators and the reconciliation report
 )

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/console/destinations"
 	overviewpage "github.com/tidemark/tidemark/web/console/overview"
 	peoplepages "github.com/tidemark/tidemark/web/console/people"
@@ -23,7 +24,6 @@ func (h *Handler) Routes(r chi.Router) {
 		admin    = adminPages{h}
 		audit    = auditPages{h}
 		conflict = conflictPages{h}
-		delivery = deliveryPages{h}
 		event    = eventPages{h}
 		member   = memberPages{h}
 		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
@@ -31,6 +31,8 @@ func (h *Handler) Routes(r chi.Router) {
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
+		delivery = deliveries.Pages{Console: frame{h}, Deliveries: h.deliveries, Replays: h.replays, Events: h.events,
+			Replayer: h.replayer, PublicURL: h.publicURL}
 	)
 	people := peoplepages.Pages{Console: frame{h}, People: h.people,
 		Timeline: func(w http.ResponseWriter, r *http.Request, ref domain.RecordRef) {
@@ -141,16 +143,18 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/leads/erase", record.handleLeadErase)
 			})
 
-			// The delivery inspector and replay jobs; replaying changes what
-			// Tidemark holds: operators and owners.
-			r.Get("/deliveries/{id}", delivery.handleDeliveryPage)
-			r.Get("/replays", delivery.handleReplaysPage)
-			r.Get("/replays/{id}", delivery.handleReplayJobPage)
+			// The delivery list, the inspector and replay jobs
+			// (web/console/deliveries); replaying changes what Tidemark
+			// holds: operators and owners.
+			r.Get("/deliveries", delivery.HandleList)
+			r.Get("/deliveries/{id}", delivery.HandleDelivery)
+			r.Get("/replays", delivery.HandleReplays)
+			r.Get("/replays/{id}", delivery.HandleReplayJob)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOperator))
-				r.Post("/deliveries/{id}/replay", delivery.handleReplayDelivery)
-				r.Post("/replays", delivery.handleStartReplay)
-				r.Post("/replays/{id}/cancel", delivery.handleCancelReplay)
+				r.Post("/deliveries/{id}/replay", delivery.HandleReplayDelivery)
+				r.Post("/replays", delivery.HandleStartReplay)
+				r.Post("/replays/{id}/cancel", delivery.HandleCancelReplay)
 			})
 		})
 	})
