@@ -70,6 +70,7 @@ func (h *Handler) Routes(r chi.Router) {
 
 			// Event history and event detail.
 			r.Get("/events", event.handleEventLog)
+			r.Get("/events/find", event.handleFindEvent)
 			r.Get("/events/{delivery_id}/{seq}", event.handleEventDetail)
 
 			// The records directory and the record timelines.
