@@ -179,4 +179,8 @@ type EventService interface {
 	// with that event id received since since, or ENOTFOUND; a console test
 	// event reads its outcome here when the kind's answer does not carry it.
 	EventOutcome(ctx context.Context, tenantID, providerID int64, eventID string, since time.Time) (Outcome, error)
+	// FindEvent returns the delivery and position of the newest event of the
+	// record with that event id, or ENOTFOUND: timelines and conflicts name
+	// events by the provider's id, the console links them to the event.
+	FindEvent(ctx context.Context, tenantID int64, ref RecordRef, eventID string) (deliveryID string, seq int, err error)
 }

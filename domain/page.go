@@ -14,16 +14,22 @@ type Page struct {
 }
 
 // PageInfo is what a list says about one of its pages: where the pages
-// around it start, and, when the Page asked, how many entries match.
+// around it start (Next: the older page's Cursor, "" on the oldest; Prev:
+// the newer page's Before, "" on the newest), and, when the Page asked,
+// how many entries match.
 type PageInfo struct {
-	Older string // the Cursor of the next older page; "" on the oldest
-	Newer string // the Before of the next newer page; "" on the newest
+	PageCursors
 	// Counted reports that Total and Offset were counted: Total entries
 	// match and Offset of them come before (newer than) this page, each up
 	// to Page.Count+1, which means more than Page.Count.
 	Counted       bool
 	Total, Offset int
 }
+
+// PageCursors are a page's ways to its neighbours: Next continues past its
+// last row (as Page.Cursor), Prev comes back before its first (as
+// Page.Before); "" where there is nothing that way.
+type PageCursors struct{ Next, Prev string }
 
 // Page size bounds of the API.
 const (

@@ -142,3 +142,24 @@ func (s *events) EventOutcome(ctx context.Context, tenantID, providerID int64, e
 	}
 	return domain.Outcome(o), nil
 }
+
+// findEventSQL finds a record's event by its id along the record's index.
+const findEventSQL = `
+SELECT e.delivery_id, e.seq FROM events e JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
+WHERE e.tenant_id = @tenant_id AND p.name = @provider AND e.object_type = @object_type AND e.object_id = @object_id
+  AND e.event_id = @event_id
+ORDER BY e.received_at DESC, e.seq DESC LIMIT 1`
+
+// FindEvent implements domain.EventService.
+func (s *events) FindEvent(ctx context.Context, tenantID int64, ref domain.RecordRef, eventID string) (string, int, error) {
+	var (
+		delivery string
+		seq      int
+	)
+	err := s.read.QueryRow(ctx, findEventSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider": ref.Provider,
+		"object_type": ref.ObjectType, "object_id": ref.ObjectID, "event_id": eventID}).Scan(&delivery, &seq)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", 0, pg.NotFound("no event %q of %s %s", eventID, ref.ObjectType, ref.ObjectID)
+	}
+	return delivery, seq, pg.Translate(err)
+}

@@ -28,8 +28,8 @@ func walkBoth[T any](t *testing.T, what string, total int, list func(domain.Page
 		if !info.Counted || info.Total != total || info.Offset != offset {
 			t.Fatalf("%s page %d: counted %v, total %d offset %d; want %d and %d", what, len(older), info.Counted, info.Total, info.Offset, total, offset)
 		}
-		if (cursor == "") != (info.Newer == "") {
-			t.Fatalf("%s page %d: newer %q", what, len(older), info.Newer)
+		if (cursor == "") != (info.Prev == "") {
+			t.Fatalf("%s page %d: newer %q", what, len(older), info.Prev)
 		}
 		page := make([]string, len(rows))
 		for i, r := range rows {
@@ -37,9 +37,9 @@ func walkBoth[T any](t *testing.T, what string, total int, list func(domain.Page
 		}
 		older = append(older, page)
 		offset += len(rows)
-		if info.Older == "" {
+		if info.Next == "" {
 			// Back up: Before from the oldest page's newer link.
-			before := info.Newer
+			before := info.Prev
 			for i := len(older) - 2; i >= 0; i-- {
 				rows, back, err := list(domain.Page{Limit: 3, Before: before, Count: 100})
 				if err != nil {
@@ -52,14 +52,14 @@ func walkBoth[T any](t *testing.T, what string, total int, list func(domain.Page
 				if !slices.Equal(got, older[i]) {
 					t.Fatalf("%s: newer page %d is %v, older walk had %v", what, i, got, older[i])
 				}
-				if back.Older == "" || (i == 0) != (back.Newer == "") {
-					t.Fatalf("%s: newer page %d links older %q newer %q", what, i, back.Older, back.Newer)
+				if back.Next == "" || (i == 0) != (back.Prev == "") {
+					t.Fatalf("%s: newer page %d links older %q newer %q", what, i, back.Next, back.Prev)
 				}
-				before = back.Newer
+				before = back.Prev
 			}
 			break
 		}
-		cursor = info.Older
+		cursor = info.Next
 	}
 	return slices.Concat(older...)
 }
@@ -113,7 +113,7 @@ func TestListsPageBothWays(t *testing.T) {
 	}
 	// A Before with fewer than a page newer is the newest page.
 	rows, info, err := s.EventLogPage(ctx, crm.TenantID, domain.EventLogQuery{}, domain.Page{Limit: 3, Before: mustCursor(t, s, crm.TenantID)})
-	if err != nil || len(rows) != 3 || rows[0].EventID != "e7" || info.Newer != "" {
+	if err != nil || len(rows) != 3 || rows[0].EventID != "e7" || info.Prev != "" {
 		t.Errorf("before near the top: %d rows, %+v, %v", len(rows), info, err)
 	}
 	// The other tenant sees its one event.

@@ -1,10 +1,6 @@
 package views
 
-import (
-	"strconv"
-
-	"github.com/tidemark/tidemark/domain"
-)
+import "github.com/tidemark/tidemark/domain"
 
 // PageCount is what a list page says of its count (Pages.Count): "1–50 of
 // 3,100", "51–100 of more than 1,000", "more than 1,000 match"; "" when
@@ -16,24 +12,11 @@ func PageCount(info domain.PageInfo, bound, shown int) string {
 	}
 	more := info.Total > bound
 	if more && info.Offset > bound {
-		return "more than " + Thousands(bound) + " match"
+		return "more than " + Thousands(int64(bound)) + " match"
 	}
-	span := Thousands(info.Offset+1) + "–" + Thousands(info.Offset+shown)
+	span := Thousands(int64(info.Offset+1)) + "–" + Thousands(int64(info.Offset+shown))
 	if more {
-		return span + " of more than " + Thousands(bound)
+		return span + " of more than " + Thousands(int64(bound))
 	}
-	return span + " of " + Thousands(info.Total)
-}
-
-// Thousands writes n with commas between groups of three digits.
-func Thousands(n int) string {
-	s := strconv.Itoa(n)
-	neg := ""
-	if n < 0 {
-		neg, s = "-", s[1:]
-	}
-	for i := len(s) - 3; i > 0; i -= 3 {
-		s = s[:i] + "," + s[i:]
-	}
-	return neg + s
+	return span + " of " + Thousands(int64(info.Total))
 }

@@ -60,7 +60,7 @@ type auditCursor struct {
 func (s *Log) AuditLog(ctx context.Context, q domain.AuditQuery, page domain.Page) ([]domain.AuditEntry, string, error) {
 	page.Before, page.Count = "", 0
 	entries, info, err := s.AuditLogPage(ctx, q, page)
-	return entries, info.Older, err
+	return entries, info.Next, err
 }
 
 // auditCountSQL counts, up to @bound, the entries auditLogSQL pages

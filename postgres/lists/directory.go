@@ -113,7 +113,7 @@ type directoryCursor struct {
 func (s *Lists) RecordDirectory(ctx context.Context, tenantID int64, q domain.RecordQuery, page domain.Page) ([]domain.RecordSummary, string, error) {
 	page.Before, page.Count, q.WithTests = "", 0, true
 	list, info, err := s.directory(ctx, tenantID, q, page, false)
-	return list, info.Older, err
+	return list, info.Next, err
 }
 
 // RecordDirectoryPage implements domain.RecordService, for the console's

@@ -108,7 +108,7 @@ const (
 func (s *Lists) EventLog(ctx context.Context, tenantID int64, q domain.EventLogQuery, page domain.Page) ([]domain.LoggedEvent, string, error) {
 	page.Before, page.Count = "", 0
 	events, info, err := s.EventLogPage(ctx, tenantID, q, page)
-	return events, info.Older, err
+	return events, info.Next, err
 }
 
 // EventLogPage implements domain.EventService, for the console's event

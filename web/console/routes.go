@@ -6,8 +6,12 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/console/destinations"
 	"github.com/tidemark/tidemark/web/console/lists"
+	overviewpage "github.com/tidemark/tidemark/web/console/overview"
+	peoplepages "github.com/tidemark/tidemark/web/console/people"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -20,16 +24,21 @@ func (h *Handler) Routes(r chi.Router) {
 	var (
 		admin    = adminPages{h}
 		conflict = conflictPages{h}
-		delivery = deliveryPages{h}
+		event    = eventPages{h}
 		member   = memberPages{h}
-		overview = overviewPages{h}
-		people   = peoplePages{h}
+		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
 		provider = providerPages{h}
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
 		list     = lists.Pages{Console: frame{h}, Events: h.events, Records: h.records, Audit: h.audit}
+		delivery = deliveries.Pages{Console: frame{h}, Deliveries: h.deliveries, Replays: h.replays, Events: h.events,
+			Replayer: h.replayer, PublicURL: h.publicURL}
 	)
+	people := peoplepages.Pages{Console: frame{h}, People: h.people,
+		Timeline: func(w http.ResponseWriter, r *http.Request, ref domain.RecordRef) {
+			record.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
+		}}
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
 	r.Get("/login", h.handleLoginPage)
@@ -42,6 +51,7 @@ func (h *Handler) Routes(r chi.Router) {
 		// Operators and memberships: admins only.
 		r.Group(func(r chi.Router) {
 			r.Use(admin.requireAdmin)
+			r.Get(adminHomePath, admin.handleAdminHome)
 			r.Get(operatorsPath, admin.handleOperators)
 			r.Post(operatorsPath, admin.handleCreateOperator)
 			r.Post(operatorsPath+"/{id}/memberships", admin.handleAddMembership)
@@ -57,15 +67,18 @@ func (h *Handler) Routes(r chi.Router) {
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
 			r.Use(h.requireTenant, httpx.GateReads(h.reads, readKeys, h.readsBusy))
-			r.Get("/", overview.handleOverview)
+			r.Get("/", overview.Handle)
 
 			// Event history and event detail (web/console/lists).
 			r.Get("/events", list.HandleEventLog)
+			r.Get("/events/find", event.handleFindEvent)
 			r.Get("/events/{delivery_id}/{seq}", list.HandleEventDetail)
 
 			// The records directory and the record timelines.
 			r.Get("/records", list.HandleRecords)
 			r.Get("/records/{provider}/{object_type}/{object_id}", record.handleTimeline)
+			// A lead's page lists its signups (web/console/people).
+			r.Get("/records/{provider}/"+peoplepages.LeadType+"/{object_id}", people.HandleLead)
 			r.Get("/contacts", record.handleContactSearch)
 			r.Get("/contacts/{provider}/{contact_id}", record.handleTimeline)
 
@@ -92,8 +105,8 @@ func (h *Handler) Routes(r chi.Router) {
 			})
 
 			// People.
-			r.Get("/people", people.handlePeople)
-			r.Get("/people/{id}", people.handlePerson)
+			r.Get("/people", people.HandleList)
+			r.Get("/people/{id}", people.HandlePerson)
 
 			// Members: owners (and admins, who act as owners) add members,
 			// change their roles and remove them.
@@ -132,16 +145,18 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/leads/erase", record.handleLeadErase)
 			})
 
-			// The delivery inspector and replay jobs; replaying changes what
-			// Tidemark holds: operators and owners.
-			r.Get("/deliveries/{id}", delivery.handleDeliveryPage)
-			r.Get("/replays", delivery.handleReplaysPage)
-			r.Get("/replays/{id}", delivery.handleReplayJobPage)
+			// The delivery list, the inspector and replay jobs
+			// (web/console/deliveries); replaying changes what Tidemark
+			// holds: operators and owners.
+			r.Get("/deliveries", delivery.HandleList)
+			r.Get("/deliveries/{id}", delivery.HandleDelivery)
+			r.Get("/replays", delivery.HandleReplays)
+			r.Get("/replays/{id}", delivery.HandleReplayJob)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOperator))
-				r.Post("/deliveries/{id}/replay", delivery.handleReplayDelivery)
-				r.Post("/replays", delivery.handleStartReplay)
-				r.Post("/replays/{id}/cancel", delivery.handleCancelReplay)
+				r.Post("/deliveries/{id}/replay", delivery.HandleReplayDelivery)
+				r.Post("/replays", delivery.HandleStartReplay)
+				r.Post("/replays/{id}/cancel", delivery.HandleCancelReplay)
 			})
 		})
 	})

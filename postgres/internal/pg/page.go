@@ -86,9 +86,9 @@ func Both[T, K any](page domain.Page, fetch Fetch[T, K]) ([]Keyed[T, K], domain.
 		if len(rows) >= limit {
 			rows, more := Trim(rows, limit)
 			slices.Reverse(rows)
-			info.Older = EncodeCursor(rows[len(rows)-1].Key)
+			info.Next = EncodeCursor(rows[len(rows)-1].Key)
 			if more {
-				info.Newer = EncodeCursor(rows[0].Key)
+				info.Prev = EncodeCursor(rows[0].Key)
 			}
 			return rows, info, nil
 		}
@@ -103,12 +103,12 @@ func Both[T, K any](page domain.Page, fetch Fetch[T, K]) ([]Keyed[T, K], domain.
 	}
 	rows, more := Trim(rows, limit)
 	if more {
-		info.Older = EncodeCursor(rows[len(rows)-1].Key)
+		info.Next = EncodeCursor(rows[len(rows)-1].Key)
 	}
 	if page.Cursor != "" {
-		info.Newer = page.Cursor
+		info.Prev = page.Cursor
 		if len(rows) > 0 {
-			info.Newer = EncodeCursor(rows[0].Key)
+			info.Prev = EncodeCursor(rows[0].Key)
 		}
 	}
 	return rows, info, nil

@@ -79,14 +79,14 @@ func listPage(values url.Values) domain.Page {
 // link(cursor, before) writes a page's URL with the list's filters.
 func pages(page domain.Page, info domain.PageInfo, shown int, link func(cursor, before string) string) views.Pages {
 	p := views.Pages{Count: views.PageCount(info, page.Count, shown)}
-	if info.Newer != "" || page.Cursor != "" || page.Before != "" {
+	if info.Prev != "" || page.Cursor != "" || page.Before != "" {
 		p.Newest = link("", "")
 	}
-	if info.Newer != "" {
-		p.Newer = link("", info.Newer)
+	if info.Prev != "" {
+		p.Newer = link("", info.Prev)
 	}
-	if info.Older != "" {
-		p.Older = link(info.Older, "")
+	if info.Next != "" {
+		p.Older = link(info.Next, "")
 	}
 	return p
 }
