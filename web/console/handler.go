@@ -114,7 +114,6 @@ type (
 	recordPages   struct{ *Handler } // the directory, timelines and repairs
 	conflictPages struct{ *Handler }
 	peoplePages   struct{ *Handler }
-	providerPages struct{ *Handler } // providers, secrets, scopes, test deliveries
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }
 	auditPages    struct{ *Handler }

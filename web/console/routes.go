@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/console/destinations"
+	"github.com/tidemark/tidemark/web/console/providers"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -25,10 +26,11 @@ func (h *Handler) Routes(r chi.Router) {
 		member   = memberPages{h}
 		overview = overviewPages{h}
 		people   = peoplePages{h}
-		provider = providerPages{h}
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
+		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Webhook: h.webhook,
+			PublicURL: h.publicURL, Log: h.log, Now: h.now}
 	)
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
@@ -76,17 +78,17 @@ func (h *Handler) Routes(r chi.Router) {
 
 			// Providers, their secrets, scopes and deliveries, and API
 			// tokens: every member reads them; only owners change them.
-			r.Get("/providers", provider.handleProviders)
-			r.Get("/providers/{name}", provider.handleProvider)
+			r.Get("/providers", provider.HandleProviders)
+			r.Get("/providers/{name}", provider.HandleProvider)
 			r.Get("/tokens", token.handleTokens)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOwner))
-				r.Post("/providers", provider.handleConnectProvider)
-				r.Post("/providers/{name}/rotate", provider.handleRotateSecret)
-				r.Post("/providers/{name}/retire", provider.handleRetireSecrets)
-				r.Post("/providers/{name}/secret-shown", provider.handleSecretShown)
-				r.Post("/providers/{name}/test", provider.handleTestEvent)
-				r.Post("/providers/{name}/scopes", provider.handleSaveScope)
+				r.Post("/providers", provider.HandleConnectProvider)
+				r.Post("/providers/{name}/rotate", provider.HandleRotateSecret)
+				r.Post("/providers/{name}/retire", provider.HandleRetireSecrets)
+				r.Post("/providers/{name}/secret-shown", provider.HandleSecretShown)
+				r.Post("/providers/{name}/test", provider.HandleTestEvent)
+				r.Post("/providers/{name}/scopes", provider.HandleSaveScope)
 				r.Post("/tokens", token.handleCreateToken)
 				r.Post("/tokens/{id}/revoke", token.handleRevokeToken)
 			})

@@ -1,4 +1,4 @@
-package console
+package providers
 
 import (
 	"bytes"
@@ -15,36 +15,36 @@ import (
 	"github.com/tidemark/tidemark/internal/provider"
 )
 
-// handleTestEvent sends a sample delivery of the provider's kind, signed
+// HandleTestEvent sends a sample delivery of the provider's kind, signed
 // (or otherwise authenticated) as the provider would, through the real
 // receiver in-process, so everything a provider's delivery goes through
 // (authentication, parsing, ingest, the delivery log) is exercised; the
 // answer is shown as a flash.
-func (h providerPages) handleTestEvent(w http.ResponseWriter, r *http.Request) {
+func (h Pages) HandleTestEvent(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
 	}
-	t := currentTenant(r.Context())
+	t := h.tenant(r)
 	var secret string
 	if k.HasSecrets() {
 		var err error
-		secret, err = h.providers.NewestProviderSecret(r.Context(), t.ID, p.ID)
+		secret, err = h.Providers.NewestProviderSecret(r.Context(), t.ID, p.ID)
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
-			h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
+			h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
 			return
 		}
 		if err != nil {
-			h.consoleError(w, r, err)
+			h.Console.Error(w, r, err)
 			return
 		}
 	}
-	now := h.now()
+	now := h.Now()
 	// Kinds that sign the URL sign the one the webhook handler derives from
 	// this request, so the delivery is sent to this request's host.
 	sample, err := k.TestDelivery(h.endpointURL(r, p.Name), secret, p.Config, now)
 	if err != nil {
-		h.consoleError(w, r, fmt.Errorf("sign test event: %w", err))
+		h.Console.Error(w, r, fmt.Errorf("sign test event: %w", err))
 		return
 	}
 	d := inProcessDelivery{tenant: t.Slug, provider: p.Name, host: r.Host, tls: r.TLS, Delivery: sample}
@@ -63,11 +63,11 @@ func (h providerPages) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 		if sample.Ack != "" && bytes.Contains(answer, []byte(sample.Ack)) {
 			msg += ", " + sample.AckNote
 		}
-		o, err := h.events.EventOutcome(r.Context(), t.ID, p.ID, sample.EventID, now.Add(-time.Minute))
+		o, err := h.Events.EventOutcome(r.Context(), t.ID, p.ID, sample.EventID, now.Add(-time.Minute))
 		if err == nil {
 			msg += ", outcome " + string(o)
 		} else {
-			h.log.Warn("test event outcome not found", "tenant", t.Slug, "provider", p.Name, "err", err)
+			h.Log.Warn("test event outcome not found", "tenant", t.Slug, "provider", p.Name, "err", err)
 		}
 	case json.Unmarshal(answer, &parsed) == nil && len(parsed.Results) == 1:
 		msg += ", outcome " + parsed.Results[0].Outcome
@@ -75,7 +75,7 @@ func (h providerPages) handleTestEvent(w http.ResponseWriter, r *http.Request) {
 	if status != http.StatusOK {
 		kind = "error"
 	}
-	h.redirectWithFlash(w, r, h.providerURL(r, p.Name), kind, msg+": "+string(bytes.TrimSpace(answer)))
+	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), kind, msg+": "+string(bytes.TrimSpace(answer)))
 }
 
 // inProcessDelivery is a delivery handed to the webhook handler directly.
@@ -88,7 +88,7 @@ type inProcessDelivery struct {
 
 // deliverInProcess hands a delivery to the webhook handler as the router
 // would, and returns its status and body.
-func (h providerPages) deliverInProcess(ctx context.Context, d inProcessDelivery) (int, []byte) {
+func (h Pages) deliverInProcess(ctx context.Context, d inProcessDelivery) (int, []byte) {
 	rctx := chi.NewRouteContext()
 	rctx.URLParams.Add("tenant", d.tenant)
 	rctx.URLParams.Add("provider", d.provider)
@@ -107,7 +107,7 @@ func (h providerPages) deliverInProcess(ctx context.Context, d inProcessDelivery
 		req.Header.Set(k, v)
 	}
 	rec := &capturedResponse{header: http.Header{}, status: http.StatusOK}
-	h.webhook.ServeHTTP(rec, req)
+	h.Webhook.ServeHTTP(rec, req)
 	return rec.status, rec.body.Bytes()
 }
 

@@ -1,4 +1,4 @@
-package console
+package providers
 
 import (
 	"fmt"
@@ -50,7 +50,8 @@ func parseScopeForm(f views.ScopeForm) (domain.Scope, error) {
 	return sc, err
 }
 
-func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
+// HandleSaveScope adds a scope or changes one, and confirms it.
+func (h Pages) HandleSaveScope(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -66,7 +67,7 @@ func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, err := parseScopeForm(f)
 	if err == nil {
-		err = h.providers.SaveProviderScope(r.Context(), currentTenant(r.Context()).ID, p.ID, sc)
+		err = h.Providers.SaveProviderScope(r.Context(), h.tenant(r).ID, p.ID, sc)
 	}
 	if formRefusal(err) {
 		f.Error = domain.ErrorMessage(err)
@@ -74,7 +75,7 @@ func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
 	state := "enabled"
@@ -82,6 +83,6 @@ func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 		state = "disabled"
 	}
 	saved := scopeForm(sc)
-	h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
+	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
 		sc.ScopeName, saved.TTLValue, saved.TTLUnit, sc.IdentifierRule, state))
 }
