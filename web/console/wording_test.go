@@ -2,6 +2,8 @@ package console_test
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -29,5 +31,57 @@ func TestTimelineOutcomeLabel(t *testing.T) {
 	_, doc = b.Get("/t/acme/events?outcome=revision_conflict")
 	if got := webtest.Text(doc, ".badge.revision_conflict"); got != "revision conflict" {
 		t.Errorf("event history badge %q", got)
+	}
+}
+
+// TestAuditSentences: both audit logs say what happened as a sentence
+// ("ann@example.com created an API token reporting"), with the raw action
+// kept as the title and as the filter's value; command-line entries name
+// the CLI user (never "unknown") and come from the "command line".
+func TestAuditSentences(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	admin := e.Operator("root@example.com", true)
+	ann := e.Operator("ann@example.com", false, "acme")
+	if status, _, _ := ann.Post("/t/acme/tokens", url.Values{"name": {"reporting"}, "access": {"read"}, "expires": {"30d"}}); status != http.StatusOK {
+		t.Fatalf("create token: %d", status)
+	}
+	if status, _, _ := ann.Post("/t/acme/providers/crm/scopes", url.Values{"object_type": {"deal"}, "action": {"snapshot"},
+		"ttl": {"2"}, "ttl_unit": {"days"}, "identifier_rule": {"event_id"}, "enabled": {"on"}, "new": {"1"}}); status != http.StatusSeeOther {
+		t.Fatalf("save scope: %d", status)
+	}
+	// An entry written by an older CLI that found no user.
+	e.Exec(`INSERT INTO audit_log (tenant_id, actor_kind, actor, action, target, summary, client_address)
+		SELECT id, 'cli', 'unknown', 'token_revoke', 'old', '', '' FROM tenants WHERE slug = 'acme'`)
+
+	for _, path := range []string{"/t/acme/audit", "/admin/audit"} {
+		status, doc := admin.Get(path)
+		if status != http.StatusOK {
+			t.Fatalf("%s: %d", path, status)
+		}
+		rows := cellRows(doc, "table.audit tbody tr")
+		for _, want := range []string{
+			"ann@example.com (operator) created an API token reporting | read-only, expires",
+			"ann@example.com (operator) changed a scope crm deal.snapshot |",
+			"cli (command line) revoked an API token old |  | command line",
+		} {
+			if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, want) }) {
+				t.Errorf("%s: no row with %q in\n%s", path, want, strings.Join(rows, "\n"))
+			}
+		}
+		if main := webtest.Text(doc, "table.audit"); strings.Contains(main, "token_create") || strings.Contains(main, "unknown") {
+			t.Errorf("%s shows a raw action or an unknown actor: %q", path, main)
+		}
+		if title := doc.Find(`.audit-action[title="token_create"]`).First().Text(); title != "created an API token" {
+			t.Errorf("%s: token_create shown as %q", path, title)
+		}
+		opt := doc.Find(`select[name=action] option[value="scope_update"]`)
+		if opt.Length() != 1 || opt.Text() != "changed a scope" {
+			t.Errorf("%s: filter option %q", path, opt.Text())
+		}
+	}
+	_, doc := admin.Get("/t/acme/audit?action=token_create")
+	if rows := cellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "created an API token reporting") {
+		t.Errorf("filtered by token_create:\n%s", strings.Join(rows, "\n"))
 	}
 }
