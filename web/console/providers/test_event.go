@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -19,7 +21,7 @@ import (
 // (or otherwise authenticated) as the provider would, through the real
 // receiver in-process, so everything a provider's delivery goes through
 // (authentication, parsing, ingest, the delivery log) is exercised; the
-// answer is shown as a flash.
+// answer is shown as a flash, in words.
 func (h Pages) HandleTestEvent(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
@@ -50,32 +52,95 @@ func (h Pages) HandleTestEvent(w http.ResponseWriter, r *http.Request) {
 	d := inProcessDelivery{tenant: t.Slug, provider: p.Name, host: r.Host, tls: r.TLS, Delivery: sample}
 	status, answer := h.deliverInProcess(r.Context(), d)
 
-	kind, msg := "ok", fmt.Sprintf("Test event answered %d %s", status, http.StatusText(status))
-	var parsed struct {
-		Results []struct {
-			Outcome string `json:"outcome"`
-		} `json:"results"`
-	}
-	switch {
-	case sample.EventID != "" && status == http.StatusOK:
+	msg := testEventMessage(status, answer)
+	if sample.EventID != "" && status == http.StatusOK {
 		// The kind's answer carries no outcome (sample.EventID names the
 		// event then): read it from the log.
-		if sample.Ack != "" && bytes.Contains(answer, []byte(sample.Ack)) {
-			msg += ", " + sample.AckNote
-		}
+		msg = "Test event sent"
 		o, err := h.Events.EventOutcome(r.Context(), t.ID, p.ID, sample.EventID, now.Add(-time.Minute))
 		if err == nil {
-			msg += ", outcome " + string(o)
+			msg += ": " + domain.OutcomeLabel(string(o))
 		} else {
 			h.Log.Warn("test event outcome not found", "tenant", t.Slug, "provider", p.Name, "err", err)
 		}
-	case json.Unmarshal(answer, &parsed) == nil && len(parsed.Results) == 1:
-		msg += ", outcome " + parsed.Results[0].Outcome
+		if sample.Ack != "" && bytes.Contains(answer, []byte(sample.Ack)) {
+			msg += " (answered " + sample.AckNote + ")"
+		}
+		msg += "."
 	}
-	if status != http.StatusOK {
+	kind := "ok"
+	if status != http.StatusOK && status != http.StatusAccepted {
 		kind = "error"
 	}
-	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), kind, msg+": "+string(bytes.TrimSpace(answer)))
+	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), kind, msg)
+}
+
+// testEventResult is one item of the receiver's 200 answer
+// (docs/contract/webhooks.md#the-200-body).
+type testEventResult struct {
+	Outcome    string `json:"outcome"`
+	ContactID  string `json:"contact_id"`
+	ObjectType string `json:"object_type"`
+	ObjectID   string `json:"object_id"`
+	Revision   *int64 `json:"revision"`
+	Reason     string `json:"reason"`
+}
+
+// testEventMessage says in words what the receiver answered a test event
+// ("Test event sent: applied (contact tidemark-test, revision 12)."), not
+// as the JSON it sent.
+func testEventMessage(status int, answer []byte) string {
+	var parsed struct {
+		Results []testEventResult `json:"results"`
+		Error   string            `json:"error"`
+	}
+	isJSON := json.Unmarshal(answer, &parsed) == nil
+	switch {
+	case status == http.StatusOK && isJSON && len(parsed.Results) > 0:
+		parts := make([]string, len(parsed.Results))
+		for i, res := range parsed.Results {
+			parts[i] = testEventResultText(res)
+		}
+		return "Test event sent: " + strings.Join(parts, "; ") + "."
+	case status == http.StatusOK:
+		return "Test event sent."
+	case status == http.StatusAccepted:
+		return "Test event queued: a worker applies it shortly; its outcome shows in the recent deliveries."
+	}
+	why := strings.TrimSpace(parsed.Error)
+	if !isJSON || why == "" {
+		why = strings.TrimSpace(string(answer))
+		if len(why) > 200 {
+			why = strings.ToValidUTF8(why[:200], "") + "…"
+		}
+	}
+	msg := fmt.Sprintf("Test event refused: %d %s", status, http.StatusText(status))
+	if why != "" {
+		msg += ": " + why
+	}
+	return msg
+}
+
+// testEventResultText is one event's outcome and record in words.
+func testEventResultText(res testEventResult) string {
+	text := domain.OutcomeLabel(res.Outcome)
+	var about []string
+	switch {
+	case res.ContactID != "":
+		about = append(about, "contact "+res.ContactID)
+	case res.ObjectID != "":
+		about = append(about, res.ObjectType+" "+res.ObjectID)
+	}
+	if res.Revision != nil {
+		about = append(about, "revision "+strconv.FormatInt(*res.Revision, 10))
+	}
+	if len(about) > 0 {
+		text += " (" + strings.Join(about, ", ") + ")"
+	}
+	if res.Reason != "" {
+		text += ": " + res.Reason
+	}
+	return text
 }
 
 // inProcessDelivery is a delivery handed to the webhook handler directly.
