@@ -9,9 +9,10 @@ import (
 
 // auditActionTexts says what each recorded action did, as the middle of a
 // sentence whose subject is the actor and whose object is the target
-// ("ann@example.com created an API token reporting").
+// ("ann@example.com created an API token reporting"); where the target
+// names its kind ("conflict 4", "destination 2"), the verb does not.
 var auditActionTexts = map[string]string{
-	domain.AuditConflictResolve:     "resolved a conflict",
+	domain.AuditConflictResolve:     "resolved", // target: conflict N (...)
 	domain.AuditProviderCreate:      "connected a provider",
 	domain.AuditProviderRotate:      "rotated the secret of a provider",
 	domain.AuditProviderRetire:      "retired the old secrets of a provider",
@@ -34,16 +35,16 @@ var auditActionTexts = map[string]string{
 	domain.ActionRecordReset:        "reset a record",
 	domain.ActionRecordErase:        "erased a record",
 	domain.ActionLeadErase:          "erased a lead",
-	domain.ReplayAction:             "replayed a delivery",
-	domain.ReplayStartAction:        "started a bulk replay",
-	domain.ReplayCancelAction:       "cancelled a bulk replay",
-	domain.ReplayDoneAction:         "finished a bulk replay",
-	stream.AuditDestinationCreate:   "added a destination",
-	stream.AuditDestinationRotate:   "rotated the secret of a destination",
-	stream.AuditDestinationPause:    "paused a destination",
-	stream.AuditDestinationResume:   "resumed a destination",
-	stream.AuditDestinationRewind:   "rewound a destination",
-	stream.AuditDestinationDelete:   "deleted a destination",
+	domain.ReplayAction:             "replayed",                // target: delivery ID
+	domain.ReplayStartAction:        "started the bulk replay", // target: replay job N
+	domain.ReplayCancelAction:       "cancelled the bulk replay",
+	domain.ReplayDoneAction:         "finished the bulk replay",
+	stream.AuditDestinationCreate:   "added", // target: destination N
+	stream.AuditDestinationRotate:   "rotated the secret of",
+	stream.AuditDestinationPause:    "paused",
+	stream.AuditDestinationResume:   "resumed",
+	stream.AuditDestinationRewind:   "rewound",
+	stream.AuditDestinationDelete:   "deleted",
 }
 
 // AuditActionText is what a recorded action did, in words ("created an

@@ -18,25 +18,57 @@ import (
 // providerDeliveriesShown is how many deliveries a provider page lists.
 const providerDeliveriesShown = 25
 
-// HandleProviders lists the tenant's providers with the connect form.
+// HandleProviders lists the tenant's providers with the connect form: a
+// choice of kinds, or with ?kind=NAME that kind's form.
 func (h Pages) HandleProviders(w http.ResponseWriter, r *http.Request) {
-	h.renderProviders(w, r, http.StatusOK, views.ProviderForm{Kind: provider.Default()})
+	kind, status, kindError := r.URL.Query().Get("kind"), http.StatusOK, ""
+	if _, ok := provider.Lookup(kind); kind != "" && !ok {
+		status, kindError = http.StatusBadRequest, fmt.Sprintf("There is no provider kind %q: choose one below.", kind)
+		kind = ""
+	}
+	h.renderProviders(w, r, status, views.ProvidersView{Form: views.ProviderForm{Kind: kind}, KindError: kindError})
 }
 
-func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
+// renderProviders shows the providers page with v's connect form: the
+// chosen kind's fields with the values entered, or the choice of kinds.
+func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status int, v views.ProvidersView) {
 	ps, err := h.Providers.ProviderSummaries(r.Context(), h.tenant(r).ID)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}
-	v := views.ProvidersView{Providers: ps, Form: form, Kinds: provider.Names()}
-	for _, name := range v.Kinds {
+	v.Providers = ps
+	for _, name := range provider.Names() {
 		k, _ := provider.Lookup(name)
-		if f := k.Form(); len(f.Fields) > 0 {
-			v.Fieldsets = append(v.Fieldsets, connectFieldset(name, f, form.Values))
+		f := k.Form()
+		v.Kinds = append(v.Kinds, kindChoice(name, f))
+		if name == v.Form.Kind {
+			v.Fieldset = connectFieldset(name, f, v.Form.Values)
 		}
 	}
 	h.Console.Render(w, r, status, views.Providers(h.Console.Layout(r, "Providers", "providers"), v))
+}
+
+// kindAbout says what sends each kind's webhooks and how they are
+// authenticated, on the choice step of the connect form.
+var kindAbout = map[string][2]string{
+	"standard":   {"Standard Webhooks", "Any system that signs its webhooks as Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature). Tidemark generates the signing secret."},
+	"hubspot":    {"HubSpot", "A HubSpot app's webhook subscriptions, signed with the app's client secret, which you paste from HubSpot."},
+	"salesforce": {"Salesforce", "Outbound messages of a Salesforce flow or workflow rule, checked by the organization id and a token in the URL."},
+	"shippo":     {"Shippo", "Shippo's tracking and transaction webhooks, signed with a shared secret or carrying a token."},
+}
+
+// kindChoice is a kind as the choice step shows it; a kind without a
+// description is named by its section's legend.
+func kindChoice(name string, f provider.Form) views.ProviderKind {
+	if a, ok := kindAbout[name]; ok {
+		return views.ProviderKind{Name: name, Title: a[0], About: a[1]}
+	}
+	title := strings.TrimPrefix(f.Legend, "For ")
+	if title == "" {
+		title = name
+	}
+	return views.ProviderKind{Name: name, Title: title}
 }
 
 // connectFieldset is a kind's section of the connect form with the values
@@ -99,7 +131,8 @@ func formMessage(err error) string {
 // HandleConnectProvider creates a provider and answers with its endpoint
 // and secret, which exists in plaintext only in this response. What the kind
 // needs is checked and completed by its Setup; only the fields of the
-// chosen kind are read, but every kind's settings are kept for a refused form.
+// chosen kind are read, and a refused form shows that kind's form again
+// with what was entered.
 func (h Pages) HandleConnectProvider(w http.ResponseWriter, r *http.Request) {
 	t := h.tenant(r)
 	form := views.ProviderForm{
@@ -140,7 +173,10 @@ func (h Pages) HandleConnectProvider(w http.ResponseWriter, r *http.Request) {
 	}
 	if formRefusal(err) {
 		form.Error = formMessage(err)
-		h.renderProviders(w, r, http.StatusUnprocessableEntity, form)
+		if _, known := provider.Lookup(form.Kind); !known {
+			form.Kind = "" // back to the choice of kinds
+		}
+		h.renderProviders(w, r, http.StatusUnprocessableEntity, views.ProvidersView{Form: form, KindError: form.Error})
 		return
 	}
 	if err != nil {
@@ -241,8 +277,10 @@ func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int
 			w.Header().Set("Cache-Control", "no-store") // the page holds a secret's plaintext
 		}
 	}
+	saved := r.URL.Query().Get("saved") // the scope just saved, to mark
 	for _, sc := range scopes {
 		f := scopeForm(sc)
+		f.Saved = saved == sc.ScopeName.String()
 		if refusedScope.Error != "" && !refusedScope.New && sc.ScopeName == (domain.ScopeName{ObjectType: refusedScope.ObjectType, Action: refusedScope.Action}) {
 			f = refusedScope
 		}

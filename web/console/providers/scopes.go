@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -83,6 +84,8 @@ func (h Pages) HandleSaveScope(w http.ResponseWriter, r *http.Request) {
 		state = "disabled"
 	}
 	saved := scopeForm(sc)
-	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
+	// Back to the saved scope's row, marked, with the flash at the top.
+	to := h.providerURL(r, p.Name) + "?saved=" + url.QueryEscape(sc.ScopeName.String()) + "#scope-row-" + sc.ScopeName.String()
+	h.Console.RedirectWithFlash(w, r, to, "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
 		sc.ScopeName, saved.TTLValue, saved.TTLUnit, sc.IdentifierRule, state))
 }
