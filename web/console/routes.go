@@ -55,6 +55,7 @@ func (h *Handler) Routes(r chi.Router) {
 			r.Post(operatorsPath+"/{id}/sign-out", admin.handleSignOutEverywhere)
 			r.Get(adminAuditPath, audit.handleAdminAudit)
 			r.Get(reconciliationPath, admin.handleReconciliation)
+			r.Post(reconciliationPath+"/run", admin.handleRunReconciliation)
 		})
 
 		r.Route("/t/{tenant}", func(r chi.Router) {

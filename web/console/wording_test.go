@@ -1,8 +1,10 @@
 package console_test
 
 import (
+	"context"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -83,5 +85,61 @@ func TestAuditSentences(t *testing.T) {
 	_, doc := admin.Get("/t/acme/audit?action=token_create")
 	if rows := cellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "created an API token reporting") {
 		t.Errorf("filtered by token_create:\n%s", strings.Join(rows, "\n"))
+	}
+}
+
+// TestReconciliationRunNow: an admin's "Run now" checks every workspace,
+// stores the report shown after it and records who ran it; anyone else
+// gets 403; a run while another holds the lock is refused with a message.
+func TestReconciliationRunNow(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	admin := e.Operator("root@example.com", true)
+	owner := e.Operator("ann@example.com", false, "acme")
+
+	_, doc := admin.Get("/admin/reconciliation")
+	if doc.Find(`form[method=post][action="/admin/reconciliation/run"] button`).Text() != "Run now" {
+		t.Fatal("no Run now button")
+	}
+	if status, _, _ := owner.Post("/admin/reconciliation/run", nil); status != http.StatusForbidden {
+		t.Fatalf("an owner's run answered %d, want 403", status)
+	}
+	if n := e.Strings(`SELECT action FROM audit_log WHERE action = 'reconciliation_run'`); len(n) != 0 {
+		t.Fatalf("a refused run was recorded: %v", n)
+	}
+
+	status, _, loc := admin.Post("/admin/reconciliation/run", nil)
+	if status != http.StatusSeeOther || loc != "/admin/reconciliation" {
+		t.Fatalf("run: %d to %q", status, loc)
+	}
+	_, doc = admin.Get(loc)
+	if flash := webtest.ShownFlash(doc); !regexp.MustCompile(`^Reconciliation finished in [0-9.]+m?s: no violations of the \d+ invariants \(every tenant\)\.$`).MatchString(flash) {
+		t.Errorf("flash %q", flash)
+	}
+	if got := webtest.Text(doc, ".reconcile-last .badge"); got != "no violations" {
+		t.Errorf("report badge %q", got)
+	}
+	if got := e.Strings(`SELECT actor || ' ' || actor_kind || ' ' || action || ' ' || target || ': ' || summary FROM audit_log
+		WHERE action = 'reconciliation_run'`); len(got) != 1 || !strings.HasPrefix(got[0], "root@example.com operator reconciliation_run every workspace: no violations") {
+		t.Errorf("audit entries %q", got)
+	}
+	_, doc = admin.Get("/admin/audit?action=reconciliation_run")
+	if rows := cellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "root@example.com (operator) ran the reconciliation of every workspace") {
+		t.Errorf("admin audit rows %q", rows)
+	}
+
+	// While another run holds the lock (the nightly one, another node's).
+	conn, err := e.Store.Pool().Acquire(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	if _, err := conn.Exec(t.Context(), `SELECT pg_advisory_lock(x'7265636f6e63696c'::bigint)`); err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Exec(context.Background(), `SELECT pg_advisory_unlock(x'7265636f6e63696c'::bigint)`)
+	_, _, loc = admin.Post("/admin/reconciliation/run", nil)
+	if _, doc := admin.Get(loc); !strings.Contains(webtest.ShownFlash(doc), "already running") {
+		t.Errorf("run during another: flash %q", webtest.ShownFlash(doc))
 	}
 }
