@@ -6,9 +6,14 @@ import (
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/PuerkitoBio/goquery"
+
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -141,5 +146,41 @@ func TestReconciliationRunNow(t *testing.T) {
 	_, _, loc = admin.Post("/admin/reconciliation/run", nil)
 	if _, doc := admin.Get(loc); !strings.Contains(webtest.ShownFlash(doc), "already running") {
 		t.Errorf("run during another: flash %q", webtest.ShownFlash(doc))
+	}
+}
+
+// TestRevokeExpiredToken: an expired token can be revoked like any other,
+// and is listed as revoked after it.
+func TestRevokeExpiredToken(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	b := e.Operator("ann@example.com", false, "acme")
+	e.TokenWith("acme", domain.NewAPIToken{Name: "old-export", Access: domain.TokenRead, Lifetime: time.Hour})
+	e.Exec(`UPDATE api_tokens SET expires_at = now() - interval '1 day' WHERE name = 'old-export'`)
+	var id int64
+	if err := e.Store.Pool().QueryRow(t.Context(), `SELECT id FROM api_tokens WHERE name = 'old-export'`).Scan(&id); err != nil {
+		t.Fatal(err)
+	}
+	revoke := "/t/acme/tokens/" + strconv.FormatInt(id, 10) + "/revoke"
+
+	_, doc := b.Get("/t/acme/tokens")
+	row := doc.Find("table.tokens tbody tr").FilterFunction(func(_ int, tr *goquery.Selection) bool {
+		return strings.Contains(tr.Text(), "old-export")
+	})
+	if strings.TrimSpace(row.Find(".badge").Text()) != "expired" || row.Find(`form[action="`+revoke+`"] button`).Text() != "Revoke" {
+		t.Fatalf("expired row %q, revoke form %d", strings.TrimSpace(row.Find(".badge").Text()), row.Find("form").Length())
+	}
+	if status, _, _ := b.Post(revoke, nil); status != http.StatusSeeOther {
+		t.Fatalf("revoke: %d", status)
+	}
+	_, doc = b.Get("/t/acme/tokens")
+	row = doc.Find("table.tokens tbody tr").FilterFunction(func(_ int, tr *goquery.Selection) bool {
+		return strings.Contains(tr.Text(), "old-export")
+	})
+	if strings.TrimSpace(row.Find(".badge").Text()) != "revoked" || row.Find("form").Length() != 0 {
+		t.Errorf("after revoking: %q, %d forms", strings.TrimSpace(row.Find(".badge").Text()), row.Find("form").Length())
+	}
+	if got := e.AuditLog("acme"); !slices.ContainsFunc(got, func(s string) bool { return strings.HasPrefix(s, "ann@example.com token_revoke old-export") }) {
+		t.Errorf("audit %q", got)
 	}
 }
