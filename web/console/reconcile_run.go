@@ -19,7 +19,6 @@ const reconcileRunTimeout = 2 * time.Minute
 func (h adminPages) handleRunReconciliation(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), reconcileRunTimeout)
 	defer cancel()
-	start := h.now()
 	report, err := h.reconcile.RunReconciliation(ctx)
 	switch {
 	case domain.ErrorCode(err) == domain.ECONFLICT:
@@ -39,5 +38,5 @@ func (h adminPages) handleRunReconciliation(w http.ResponseWriter, r *http.Reque
 		kind = "error"
 	}
 	h.redirectWithFlash(w, r, reconciliationPath, kind, fmt.Sprintf("Reconciliation finished in %s: %s.",
-		h.now().Sub(start).Round(100*time.Millisecond), report.Summary()))
+		report.FinishedAt.Sub(report.StartedAt).Round(time.Millisecond), report.Summary()))
 }
