@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: run generate test test-e2e lint bench
+.PHONY: run generate test test-e2e lint bench screenshots
 
 run:
 	$(GO) run ./cmd/tidemark serve
@@ -27,3 +27,8 @@ lint:
 
 bench:
 	$(GO) test ./postgres/... -run '^$$' -bench . -benchtime 200x
+
+# Every console page at 1440, 1280, 1920 and 390 px, into ./screenshots
+# (ignored by git), by the browser test that checks that each page fits.
+screenshots:
+	TIDEMARK_E2E=1 TIDEMARK_SCREENSHOTS=$(CURDIR)/screenshots $(GO) test ./web/console -count=1 -run 'TestBrowserConsoleFitsEveryWidth'

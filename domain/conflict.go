@@ -35,12 +35,21 @@ type Conflict struct {
 	DetectedAt          time.Time
 }
 
-// ConflictQueue is what the conflict review queue shows.
+// ConflictQueue is what the conflict review queue shows: a page of open
+// conflicts, oldest first, and a page of resolved ones, latest resolution
+// first, each with the cursors to its neighbouring pages.
 type ConflictQueue struct {
-	Open      []Conflict // oldest first
-	OpenTotal int        // every open conflict, including those beyond the limit
-	Resolved  []Conflict // latest resolution first
+	Open          []Conflict
+	OpenPages     PageCursors
+	OpenTotal     int // every open conflict
+	Resolved      []Conflict
+	ResolvedPages PageCursors
+	ResolvedTotal int // resolved conflicts, counted up to ConflictCountBound + 1
 }
+
+// ConflictCountBound is how many resolved conflicts the queue counts: past
+// it, the queue says "more than" rather than count them all.
+const ConflictCountBound = 10000
 
 // ConflictDetail is a conflict with the current state of its record;
 // Current is nil when the record no longer exists.
@@ -65,10 +74,13 @@ type ConflictService interface {
 	// Conflicts pages through the tenant's conflicts with that status
 	// ("" for all), oldest first.
 	Conflicts(ctx context.Context, tenantID int64, status string, page Page) ([]Conflict, string, error)
-	// ConflictQueue returns the oldest open conflicts (up to openLimit) and
-	// the most recently resolved ones (up to resolvedLimit), without their
-	// snapshots.
-	ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (ConflictQueue, error)
+	// ConflictQueue returns a page of the open conflicts, oldest first, and
+	// one of the resolved ones, latest resolution first, without their
+	// snapshots. A malformed cursor is an EINVALID error.
+	ConflictQueue(ctx context.Context, tenantID int64, open, resolved Page) (ConflictQueue, error)
+	// OpenNeighbours returns the open conflicts just before and just after
+	// one in the queue's order; 0 where there is none.
+	OpenNeighbours(ctx context.Context, tenantID, conflictID int64) (prev, next int64, err error)
 	// ConflictDetail returns one conflict with the current state of its
 	// record, or an ENOTFOUND error.
 	ConflictDetail(ctx context.Context, tenantID, conflictID int64) (ConflictDetail, error)

@@ -167,6 +167,17 @@ type DeliveryBrief struct {
 	Reason     string
 	EventCount int
 	ReplayOf   string // the delivery this one replays, if it is a replay
+	// Outcomes counts its events by outcome; only the console's lists
+	// (DeliveryLog, ReplaysOf, ReplayJobDeliveries) fill it.
+	Outcomes map[string]int64
+}
+
+// DeliveryLogPage is one page of a list of deliveries paged both ways,
+// newest first: Older and Newer are the cursors (Page.Cursor,
+// Page.Before) of the pages around it, "" when there is none.
+type DeliveryLogPage struct {
+	Deliveries   []DeliveryBrief
+	Older, Newer string
 }
 
 // DeliveryDetail is one delivery as stored, for the inspector.
@@ -177,8 +188,9 @@ type DeliveryDetail struct {
 	Request      Request
 	Body         []byte // nil when it was not kept
 	Events       []DeliveryEvent
-	Replays      []string // ids of the deliveries that replayed this one, oldest first: the first DefaultPageLimit
-	MoreReplays  string   // the cursor of DeliveryReplays' next page; "" when Replays lists them all
+	AnsweredAt   time.Time // when its transaction wrote it (migration 00035); zero for a refusal or an older one
+	Replays      []string  // ids of the deliveries that replayed this one, oldest first: the first DefaultPageLimit
+	MoreReplays  string    // the cursor of DeliveryReplays' next page; "" when Replays lists them all
 }
 
 // BodyKept reports whether the delivery's body was stored: only an
@@ -210,6 +222,7 @@ type DeliveryEvent struct {
 	ObjectType string
 	Action     string
 	ObjectID   string
+	Revision   *int64
 	Outcome    Outcome
 	Reason     string
 }
@@ -218,6 +231,7 @@ type DeliveryEvent struct {
 type DeliveryFilter struct {
 	Provider string
 	Status   int       // the HTTP status answered
+	Class    int       // the class of the status answered: 2 for 2xx (accepted), 4 for 4xx; not with Status
 	Outcome  Outcome   // deliveries with at least one event of this outcome
 	From     time.Time // received at or after
 	Before   time.Time // received before
@@ -227,6 +241,9 @@ type DeliveryFilter struct {
 func (f DeliveryFilter) Validate() error {
 	if f.Outcome != "" && !ValidOutcome(string(f.Outcome)) {
 		return Errorf(EINVALID, "unknown outcome %q", f.Outcome)
+	}
+	if f.Class != 0 && (f.Class < 1 || f.Class > 5 || f.Status != 0) {
+		return Errorf(EINVALID, "a status class is 1 to 5 (2xx to 5xx), without a status")
 	}
 	if f.Status != 0 && (f.Status < 100 || f.Status > 599) {
 		return Errorf(EINVALID, "status must be an HTTP status such as 200 or 400, got %d", f.Status)
@@ -246,6 +263,9 @@ func (f DeliveryFilter) String() string {
 	}
 	if f.Status != 0 {
 		parts = append(parts, fmt.Sprintf("status %d", f.Status))
+	}
+	if f.Class != 0 {
+		parts = append(parts, fmt.Sprintf("status %dxx", f.Class))
 	}
 	if f.Outcome != "" {
 		parts = append(parts, "outcome "+string(f.Outcome))
@@ -274,6 +294,13 @@ type DeliveryService interface {
 	// delivery id, oldest first, a keyset page at a time (Delivery has the
 	// first); the cursor is "" on the last page.
 	DeliveryReplays(ctx context.Context, tenantID int64, id string, p Page) ([]string, string, error)
+	// DeliveryLog is Deliveries paged both ways, with the outcomes of each.
+	DeliveryLog(ctx context.Context, tenantID int64, f DeliveryFilter, p Page) (DeliveryLogPage, error)
+	// CountDeliveries counts what f matches, up to limit+1 (more than limit).
+	CountDeliveries(ctx context.Context, tenantID int64, f DeliveryFilter, limit int) (int64, error)
+	// ReplaysOf lists the replays of delivery id with their outcomes, newest
+	// first, paged both ways.
+	ReplaysOf(ctx context.Context, tenantID int64, id string, p Page) (DeliveryLogPage, error)
 }
 
 // IngestService is what webhook receivers need from storage.

@@ -10,6 +10,11 @@ type Page struct {
 	Before string
 }
 
+// PageCursors are a page's ways to its neighbours: Next continues past its
+// last row (as Page.Cursor), Prev comes back before its first (as
+// Page.Before); "" where there is nothing that way.
+type PageCursors struct{ Next, Prev string }
+
 // Page size bounds of the API.
 const (
 	DefaultPageLimit = 50

@@ -18,6 +18,30 @@ type PeopleService interface {
 	// PersonDetail returns one person with their account's other people, or
 	// an ENOTFOUND error.
 	PersonDetail(ctx context.Context, tenantID, personID int64) (PersonDetail, error)
+	// SearchPeople returns one page of the people whose email or name
+	// starts with q, or whose email's domain does (case-insensitive; "" is
+	// everyone), newest first, with cursors both ways and bounded counts.
+	// An invalid cursor is an EINVALID error.
+	SearchPeople(ctx context.Context, tenantID int64, q string, page Page) (PeopleList, error)
+	// LeadSignups returns the latest lead.signup events naming the email
+	// (up to limit), newest first, whatever their outcome: of one provider,
+	// or of every provider when provider is "". An unknown provider is an
+	// ENOTFOUND error.
+	LeadSignups(ctx context.Context, tenantID int64, provider, email string, limit int) ([]LoggedEvent, error)
+}
+
+// PeopleCountCap bounds the counts of a people search: PeopleList.Total
+// and Newer above it mean "more than PeopleCountCap".
+const PeopleCountCap = 1000
+
+// PeopleList is one page of a people search. Older and Newer are the
+// Page.Cursor and Page.Before of the pages either side ("" when none).
+// Total counts the matches and Ahead the matches before this page, each
+// up to PeopleCountCap+1.
+type PeopleList struct {
+	People       []Person
+	Older, Newer string
+	Total, Ahead int
 }
 
 // NormalizeEmail trims and lower-cases an email address as lead signups do.

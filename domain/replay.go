@@ -122,6 +122,9 @@ type DeliveryKey struct {
 	ID         string
 }
 
+// ReplayedDelivery is a delivery a job replayed and its replay.
+type ReplayedDelivery struct{ Original, Replay DeliveryBrief }
+
 // ErrReplayLeaseLost is returned by a job step when the worker no longer
 // holds the job: it was cancelled, or another worker took it over after the
 // lease ran out. Nothing of the step was stored.
@@ -138,6 +141,13 @@ type ReplayService interface {
 	// replay if it were created now: the tenant's deliveries whose body was
 	// kept from an authenticated sender, replays excluded.
 	CountReplayable(ctx context.Context, tenantID int64, f DeliveryFilter) (int64, error)
+	// PreviewReplay lists the first limit deliveries a job with filter f
+	// would replay, in its order (oldest first), with their outcomes.
+	PreviewReplay(ctx context.Context, tenantID int64, f DeliveryFilter, limit int) ([]DeliveryBrief, error)
+	// ReplayJobDeliveries lists the replays a job wrote, each with its
+	// original, newest first, paged both ways; outcome keeps those with an
+	// event of that outcome.
+	ReplayJobDeliveries(ctx context.Context, job ReplayJob, outcome Outcome, p Page) ([]ReplayedDelivery, string, string, error)
 	// StartReplayJob queues a job and records ReplayStartAction. It is
 	// ECONFLICT while another job of the tenant is queued or running, and
 	// EINVALID (ReplayNeedsConfirm) when the job would replay more than

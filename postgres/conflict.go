@@ -17,63 +17,6 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// queueColumns are conflictColumns without the snapshots, which the queue
-// does not show; scanned by scanQueueConflict in this order.
-const queueColumns = `c.id, p.name, c.object_type, c.object_id, c.revision, c.accepted_event_id,
-       c.conflicting_event_id, c.status, c.note, c.resolved_by, c.resolved_at, c.detected_at`
-
-// The window count is taken before the LIMIT, so the page learns how many
-// open conflicts it does not show.
-const openQueueSQL = `
-SELECT ` + queueColumns + `, count(*) OVER ()
-FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-WHERE c.tenant_id = @tenant_id AND c.status = 'open'
-ORDER BY c.detected_at, c.id
-LIMIT @limit`
-
-const resolvedQueueSQL = `
-SELECT ` + queueColumns + `
-FROM conflicts c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-WHERE c.tenant_id = @tenant_id AND c.status IN ('kept', 'adopted')
-ORDER BY c.resolved_at DESC, c.id DESC
-LIMIT @limit`
-
-func scanQueueConflict(row pgx.Row, extra ...any) (domain.Conflict, error) {
-	var (
-		c          domain.Conflict
-		resolvedBy *string
-	)
-	err := row.Scan(append([]any{&c.ID, &c.Provider, &c.ObjectType, &c.ObjectID, &c.Revision, &c.AcceptedEventID,
-		&c.ConflictingEventID, &c.Status, &c.Note, &resolvedBy, &c.ResolvedAt, &c.DetectedAt}, extra...)...)
-	if resolvedBy != nil {
-		c.ResolvedBy = *resolvedBy
-	}
-	return c, err
-}
-
-// ConflictQueue implements domain.ConflictService.
-func (s *conflicts) ConflictQueue(ctx context.Context, tenantID int64, openLimit, resolvedLimit int) (domain.ConflictQueue, error) {
-	var q domain.ConflictQueue
-	rows, err := s.read.Query(ctx, openQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": openLimit})
-	if err != nil {
-		return q, pg.Translate(err)
-	}
-	q.Open, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
-		return scanQueueConflict(row, &q.OpenTotal)
-	})
-	if err != nil {
-		return q, pg.Translate(err)
-	}
-	rows, err = s.read.Query(ctx, resolvedQueueSQL, pgx.NamedArgs{"tenant_id": tenantID, "limit": resolvedLimit})
-	if err != nil {
-		return q, pg.Translate(err)
-	}
-	q.Resolved, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.Conflict, error) {
-		return scanQueueConflict(row)
-	})
-	return q, pg.Translate(err)
-}
-
 const conflictDetailSQL = `
 SELECT ` + conflictColumns + `,
        r.revision, r.snapshot, r.application_count, r.last_applied_event, r.created_at, r.updated_at

@@ -35,6 +35,8 @@ var templateArgs = map[string][]any{
 	"detachedRowDaysSQL":    {`"deliveries"`},
 	"moveDetachedRowsSQL":   {`"deliveries"`, `"deliveries"`},
 	"reconcileDuplicateSQL": {"people", "email", "email address"},
+	"pagedLogSQL":           {"\n  AND d.replay_of = @replay_of::uuid", "<", "DESC"},
+	"jobDeliveriesSQL":      {"\n  AND d.status = @status", ">", "ASC"},
 }
 
 // filterTemplates are the list statements whose %s holds the conditions
@@ -44,6 +46,8 @@ var filterTemplates = map[string]string{
 	"deliveryLogSQL":     "deliveryLog",
 	"countReplayableSQL": "deliveryLog",
 	"nextReplayableSQL":  "deliveryLog",
+	"countLogSQL":        "deliveryLog",
+	"previewReplaySQL":   "deliveryLog",
 }
 
 var (

@@ -23,14 +23,17 @@ import (
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
+	"github.com/tidemark/tidemark/postgres/deliverylog"
 	"github.com/tidemark/tidemark/postgres/destinations"
 	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/maintain"
 	"github.com/tidemark/tidemark/postgres/outbound"
+	"github.com/tidemark/tidemark/postgres/people"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
 	"github.com/tidemark/tidemark/postgres/replay"
+	"github.com/tidemark/tidemark/postgres/review"
 	"github.com/tidemark/tidemark/postgres/search"
 	"github.com/tidemark/tidemark/postgres/secretkeys"
 	"github.com/tidemark/tidemark/postgres/stats"
@@ -47,9 +50,10 @@ type Store struct {
 	*events
 	*records
 	*conflicts
-	*people
+	*review.Queue
+	*people.Directory
 	*auditlog.Log
-	*deliveries
+	*deliverylog.Inspector
 	*queuecheck.Checker
 
 	*access.Users
@@ -87,13 +91,11 @@ type db struct {
 
 // The CRUD services, one per noun.
 type (
-	tenants    struct{ *db }
-	providers  struct{ *db } // providers, their secrets and scopes
-	events     struct{ *db }
-	records    struct{ *db } // records, the directory, repairs
-	conflicts  struct{ *db }
-	people     struct{ *db }
-	deliveries struct{ *db } // the delivery inspector's reads
+	tenants   struct{ *db }
+	providers struct{ *db } // providers, their secrets and scopes
+	events    struct{ *db }
+	records   struct{ *db } // records, the directory, repairs
+	conflicts struct{ *db }
 )
 
 // New returns a Store on pool whose one key, encryptionKey (32 bytes),
@@ -128,10 +130,11 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, people: &people{d}, deliveries: &deliveries{d},
+		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Checker: queuecheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
+		Queue:      review.New(pool),
 		Maintainer: maintain.New(pool),
 		Reconciler: reconcile.New(pool, log),
 		Indexer:    search.New(pool),
@@ -152,8 +155,11 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.read = p
 	s.Users.UseReadPool(p) // and the other access services
 	s.Counters.UseReadPool(p)
+	s.Queue.UseReadPool(p)
+	s.Directory.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
+	s.Inspector.UseReadPool(p)
 	s.Log.UseReadPool(p)
 	s.Feed.UseReadPool(p)
 	s.Manager.UseReadPool(p)
@@ -187,9 +193,6 @@ var (
 	_ domain.ProviderService = (*providers)(nil)
 	_ domain.EventService    = (*events)(nil)
 	_ domain.RecordService   = (*records)(nil)
-	_ domain.ConflictService = (*conflicts)(nil)
-	_ domain.PeopleService   = (*people)(nil)
-	_ domain.DeliveryService = (*deliveries)(nil)
 
 	_ domain.AuditService          = (*Store)(nil)
 	_ domain.DeliveryService       = (*Store)(nil)

@@ -105,8 +105,9 @@ func TestConflictQueue(t *testing.T) {
 		{"empty", views.ConflictQueuePage{}, 0, 0, "No revision conflicts."},
 		{"one open, one resolved", views.ConflictQueuePage{Open: []views.QueuedConflict{open}, OpenTotal: 1,
 			Resolved: []views.QueuedConflict{kept}}, 1, 1, "Open 1"},
-		{"more open than listed", views.ConflictQueuePage{Open: []views.QueuedConflict{open}, OpenTotal: 5},
-			1, 0, "Showing the 1 oldest of 5 open conflicts"},
+		{"more open than listed", views.ConflictQueuePage{Open: []views.QueuedConflict{open}, OpenTotal: 5,
+			OpenPages: views.Pages{Count: "5 open", Older: "/t/acme/conflicts?open_after=x", OldestFirst: true}},
+			1, 0, "5 open Later →"},
 		{"nothing open", views.ConflictQueuePage{Resolved: []views.QueuedConflict{kept}}, 0, 1, "nothing waits for a decision"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,31 +9,40 @@ import (
 
 func TestLayoutNav(t *testing.T) {
 	t.Parallel()
+	admin := func(nav string) views.Layout {
+		return views.Layout{Title: "Admin", UserEmail: "ops@example.com", IsAdmin: true, Nav: nav,
+			Tenants: []domain.Tenant{{Slug: "acme", Name: "Acme Inc"}}}
+	}
 	for _, tc := range []struct {
-		name       string
-		layout     views.Layout
-		sections   int    // links in the section nav
-		active     string // href of the highlighted link; "" for none
-		operators  bool   // the admin link
-		switcher   bool
-		tenantName string // shown beside the account, without a switcher
+		name      string
+		layout    views.Layout
+		sections  int    // links in the section nav
+		active    string // href of the highlighted link; "" for none
+		adminArea bool   // the link to the admin area
+		current   string // the workspace switcher's current place; "" for no switcher
+		others    int    // other workspaces in the switcher's menu
 	}{
-		{"owner in a tenant", acme("events"), 11, "/t/acme/events", false, false, "Acme Inc"},
-		{"viewer in a tenant: no members page, destinations nor audit log", acmeAs("events", domain.RoleViewer), 8, "/t/acme/events", false, false, "Acme Inc"},
-		{"operator in a tenant: no members page, destinations nor audit log", acmeAs("members", domain.RoleOperator), 8, "", false, false, "Acme Inc"},
-		{"members highlighted", acme("members"), 11, "/t/acme/members", false, false, "Acme Inc"},
-		{"destinations highlighted", acme("destinations"), 11, "/t/acme/destinations", false, false, "Acme Inc"},
-		{"audit log highlighted", acme("audit"), 11, "/t/acme/audit", false, false, "Acme Inc"},
-		{"overview highlighted", acme("overview"), 11, "/t/acme", false, false, "Acme Inc"},
-		{"records highlighted", acme("records"), 11, "/t/acme/records", false, false, "Acme Inc"},
-		{"admin", func() views.Layout { l := acme("admin"); l.IsAdmin = true; return l }(), 11, "/admin/users", true, false, "Acme Inc"},
+		{"owner in a tenant", acme("events"), 12, "/t/acme/events", false, "Acme Inc", 0},
+		{"viewer in a tenant: no members page, destinations nor audit log", acmeAs("events", domain.RoleViewer), 9, "/t/acme/events", false, "Acme Inc", 0},
+		{"operator in a tenant: no members page, destinations nor audit log", acmeAs("members", domain.RoleOperator), 9, "", false, "Acme Inc", 0},
+		{"members highlighted", acme("members"), 12, "/t/acme/members", false, "Acme Inc", 0},
+		{"destinations highlighted", acme("destinations"), 12, "/t/acme/destinations", false, "Acme Inc", 0},
+		{"deliveries highlighted", acme("deliveries"), 12, "/t/acme/deliveries", false, "Acme Inc", 0},
+		{"audit log highlighted", acme("audit"), 12, "/t/acme/audit", false, "Acme Inc", 0},
+		{"overview highlighted", acme("overview"), 12, "/t/acme", false, "Acme Inc", 0},
+		{"records highlighted", acme("records"), 12, "/t/acme/records", false, "Acme Inc", 0},
+		{"admin in a tenant", func() views.Layout { l := acme("events"); l.IsAdmin = true; return l }(), 12, "/t/acme/events", true, "Acme Inc", 0},
+		{"admin area: landing", admin("admin-home"), 4, "/admin", false, "Admin", 1},
+		{"admin area: operators", admin("admin"), 4, "/admin/users", false, "Admin", 1},
+		{"admin area: all audit logs", admin("admin-audit"), 4, "/admin/audit", false, "Admin", 1},
 		{"two workspaces", func() views.Layout {
 			l := acme("conflicts")
 			l.Tenants = append(l.Tenants, domain.Tenant{Slug: "globex", Name: "Globex"})
 			return l
-		}(), 11, "/t/acme/conflicts", false, true, ""},
+		}(), 12, "/t/acme/conflicts", false, "Acme Inc", 1},
 		{"outside a tenant", views.Layout{Title: "Workspaces", UserEmail: "ops@example.com",
-			Tenants: []domain.Tenant{{Slug: "acme", Name: "Acme Inc"}}}, 0, "", false, true, ""},
+			Tenants: []domain.Tenant{{Slug: "acme", Name: "Acme Inc"}}}, 0, "", false, "Workspaces", 1},
+		{"no workspace", views.Layout{Title: "Workspaces", UserEmail: "ops@example.com"}, 0, "", false, "", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -48,19 +57,21 @@ func TestLayoutNav(t *testing.T) {
 			case tc.active != "" && (active.Length() != 1 || active.AttrOr("href", "") != tc.active):
 				t.Errorf("highlighted %d links (%q), want %s", active.Length(), active.AttrOr("href", ""), tc.active)
 			}
-			if got := doc.Find(`a[href="/admin/users"]`).Length() == 1; got != tc.operators {
-				t.Errorf("operators link shown = %v, want %v", got, tc.operators)
+			if got := doc.Find(`.account a[href="/admin"]`).Length() == 1; got != tc.adminArea {
+				t.Errorf("admin area link shown = %v, want %v", got, tc.adminArea)
 			}
-			if got := doc.Find(`a[href="/admin/audit"]`).Length() == 1; got != tc.operators {
-				t.Errorf("all audit logs link shown = %v, want %v", got, tc.operators)
+			if got := text(doc, "details.switcher summary strong"); got != tc.current {
+				t.Errorf("switcher shows %q, want %q", got, tc.current)
 			}
-			if got := doc.Find("details.switcher").Length() == 1; got != tc.switcher {
-				t.Errorf("workspace switcher shown = %v, want %v", got, tc.switcher)
+			// The menu lists the other workspaces and, with any, the way
+			// back to all of them.
+			if n := doc.Find(`details.switcher li a[href^="/t/"]`).Length(); n != tc.others {
+				t.Errorf("switcher lists %d other workspaces, want %d", n, tc.others)
 			}
-			if got := text(doc, ".tenant-name"); got != tc.tenantName {
-				t.Errorf("tenant name %q, want %q", got, tc.tenantName)
+			if tc.current != "" && doc.Find(`details.switcher li a[href="/"]`).Length() != 1 {
+				t.Error("the switcher has no link to all workspaces")
 			}
-			if got := text(doc, ".account > span.muted"); got != "ops@example.com" {
+			if got := text(doc, ".account > span.email"); got != "ops@example.com" {
 				t.Errorf("signed-in email %q", got)
 			}
 			if doc.Find(`form[method=post][action="/logout"] button`).Length() != 1 {

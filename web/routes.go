@@ -45,6 +45,8 @@ func (s *Server) Handler() http.Handler {
 		r.Use(httpx.TimeWrites(s.writeTimeout))
 		s.console.Routes(r)
 	})
+	// Any other URL: a styled page inside the console, JSON under /api/.
+	r.NotFound(s.console.NotFound().ServeHTTP)
 	return r
 }
 

@@ -61,6 +61,11 @@ type openOptions struct {
 	// connection of its pool has the ingest statements planned when it is
 	// made, and ingestWarmConns of them are kept open.
 	ingest bool
+	// migrate: apply the migrations (serve), on a connection of their own,
+	// before the pool opens, so that no connection plans the ingest
+	// statements against a database without their tables (PostgreSQL
+	// would log an ERROR for each).
+	migrate bool
 }
 
 // ingestWarmConns is how many ingest connections serve and worker keep open
@@ -108,6 +113,12 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 			cfg.MinConns = min(ingestWarmConns, cfg.MaxConns)
 		}
 	}
+	if o.migrate {
+		if err := e.migrateFirst(ctx, cfg); err != nil {
+			db.stopEmbedded()
+			return nil, err
+		}
+	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		db.stopEmbedded()
@@ -130,6 +141,19 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 	}
 	db.release = func() { pool.Close(); db.stopEmbedded() }
 	return db, nil
+}
+
+// migrateFirst applies the migrations through a small pool of plain
+// connections, closed before the command's own pool opens.
+func (e cliEnv) migrateFirst(ctx context.Context, cfg *pgxpool.Config) error {
+	mc := cfg.Copy()
+	mc.AfterConnect, mc.MinConns, mc.MaxConns = nil, 0, 2
+	pool, err := pgxpool.NewWithConfig(ctx, mc)
+	if err != nil {
+		return fmt.Errorf("connect to database: %w", err)
+	}
+	defer pool.Close()
+	return postgres.Migrate(ctx, pool, e.stderr)
 }
 
 // useReadPool opens the read pool of serve, whose statements each stop

@@ -45,8 +45,14 @@ func buildTidemark(t *testing.T) string {
 // output matches ready. The process is killed when t ends.
 func startChild(t *testing.T, exe string, env []string, ready *regexp.Regexp, args ...string) *child {
 	t.Helper()
+	return startChildIn(t, t.TempDir(), exe, env, ready, args...)
+}
+
+// startChildIn is startChild in the working directory dir.
+func startChildIn(t *testing.T, dir, exe string, env []string, ready *regexp.Regexp, args ...string) *child {
+	t.Helper()
 	c := &child{cmd: exec.Command(exe, args...), stdout: &syncBuffer{}, stderr: &syncBuffer{}, exited: make(chan struct{})}
-	c.cmd.Env, c.cmd.Dir = env, t.TempDir()
+	c.cmd.Env, c.cmd.Dir = env, dir
 	c.cmd.Stdout, c.cmd.Stderr = c.stdout, c.stderr
 	if err := c.cmd.Start(); err != nil {
 		t.Fatalf("start %s: %v", args[0], err)

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/demo"
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -107,14 +107,10 @@ func TestDemoReconciles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tenant, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
-	if err != nil {
+	if _, err := demo.Create(ctx, store); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := store.ConnectProvider(ctx, tenant.ID, demoProvider, provider.Standard.Name(), provider.NewStandardSecret(), nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := seedDemo(ctx, store, io.Discard); err != nil {
+	if err := demo.Seed(ctx, store, io.Discard); err != nil {
 		t.Fatal(err)
 	}
 	r, err := store.Reconcile(ctx, 0, 0)

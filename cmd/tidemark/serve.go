@@ -104,7 +104,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	}
 	log := slog.New(slog.NewTextHandler(e.stderr, nil))
 
-	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true})
+	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true, migrate: true})
 	if err != nil {
 		return err
 	}
@@ -170,13 +170,10 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	return node.Run(ctx, services...)
 }
 
-// prepareStore readies the database for serving: migrations, the keys of
+// prepareStore readies the migrated database for serving: the keys of
 // the stored secrets, the retention against the scopes' TTLs, the event
 // log's partitions ahead and the secrets of providers that lack one.
 func (e cliEnv) prepareStore(ctx context.Context, store *postgres.Store, o serveOptions, log *slog.Logger) error {
-	if err := postgres.Migrate(ctx, store.Pool(), e.stderr); err != nil {
-		return err
-	}
 	// A node started without the key its secrets were stored with would
 	// refuse every signed delivery; it does not start instead.
 	if err := store.CheckSecrets(ctx); err != nil {

@@ -10,12 +10,13 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// deliveriesSQL writes a group's deliveries, one row each.
+// deliveriesSQL writes a group's deliveries, one row each, with the time
+// of the write (answered_at, the inspector's processing time).
 const deliveriesSQL = `
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
-                        method, path, query, headers, truncated, client_address, replay_of)
+                        method, path, query, headers, truncated, client_address, replay_of, answered_at)
 SELECT d.tenant_id, d.id, d.received_at, d.provider_id, d.status, d.signature, d.reason, d.event_count, d.body,
-       d.method, d.path, d.query, d.headers, d.truncated, d.client_address, d.replay_of
+       d.method, d.path, d.query, d.headers, d.truncated, d.client_address, d.replay_of, clock_timestamp()
 FROM ` + deliveryRowsSQL + ``
 
 // deliveryRows are deliveries as deliveryRowsSQL takes them: one array per

@@ -24,7 +24,7 @@ import (
 func screenshotDir(t *testing.T) string {
 	dir := os.Getenv("TIDEMARK_SCREENSHOTS")
 	if dir == "" {
-		dir = filepath.Join("..", "screenshots")
+		dir = filepath.Join("..", "..", "screenshots")
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 
 // How much of the queue and of a timeline one page shows.
 const (
-	queueOpenLimit     = 200
+	queueOpenLimit     = 100
 	queueResolvedLimit = 50
 	timelineLimit      = 200
 )
@@ -30,13 +30,20 @@ const (
 func (h conflictPages) handleConflictQueue(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	t := currentTenant(ctx)
-	q, err := h.conflicts.ConflictQueue(ctx, t.ID, queueOpenLimit, queueResolvedLimit)
+	query := r.URL.Query()
+	open := domain.Page{Limit: queueOpenLimit, Cursor: query.Get("open_after"), Before: query.Get("open_before")}
+	resolved := domain.Page{Limit: queueResolvedLimit, Cursor: query.Get("resolved_after"), Before: query.Get("resolved_before")}
+	q, err := h.conflicts.ConflictQueue(ctx, t.ID, open, resolved)
 	if err != nil {
 		h.consoleError(w, r, err)
 		return
 	}
 	now := h.now()
-	p := views.ConflictQueuePage{OpenTotal: q.OpenTotal, PollURL: "/t/" + t.Slug + "/conflicts"}
+	base := "/t/" + t.Slug + "/conflicts"
+	p := views.ConflictQueuePage{OpenTotal: q.OpenTotal, PollURL: base + queryString(query),
+		OpenPages: queuePages(base, query, "open", q.OpenPages, len(q.Open), q.OpenTotal, 0),
+		ResolvedPages: queuePages(base, query, "resolved", q.ResolvedPages, len(q.Resolved), q.ResolvedTotal,
+			domain.ConflictCountBound)}
 	for _, c := range q.Open {
 		p.Open = append(p.Open, views.QueuedConflict{Conflict: c, Age: waitedFor(now.Sub(c.DetectedAt))})
 	}
@@ -82,6 +89,10 @@ func (h conflictPages) handleConflict(w http.ResponseWriter, r *http.Request) {
 	}
 	p := views.ConflictPage{ConflictDetail: d, Age: waitedFor(h.now().Sub(d.DetectedAt)),
 		Diff: views.DiffFields(d.AcceptedSnapshot, d.ConflictingSnapshot)}
+	if p.PrevOpen, p.NextOpen, err = h.conflicts.OpenNeighbours(ctx, currentTenant(ctx).ID, id); err != nil {
+		h.consoleError(w, r, err)
+		return
+	}
 	h.render(w, r, http.StatusOK, views.ConflictView(h.layout(r, fmt.Sprintf("Conflict %d", id), "conflicts"), p))
 }
 

@@ -157,7 +157,7 @@ func TestConflictQueuePollFragment(t *testing.T) {
 	if status != http.StatusOK || doc.Find("#conflict-queue table.open tbody tr").Length() != 1 {
 		t.Fatalf("poll: %d, rows %d", status, doc.Find("#conflict-queue tbody tr").Length())
 	}
-	if doc.Find("header.topbar, h1").Length() != 0 {
+	if doc.Find("header.sidebar, h1").Length() != 0 {
 		t.Error("the poll answer carries the whole page, not the queue alone")
 	}
 }
@@ -399,5 +399,53 @@ func TestConflictPagesOtherTenant(t *testing.T) {
 	owner := e.Operator("ops@example.com", false, "acme")
 	if _, doc := owner.Get(fmt.Sprintf("/t/acme/conflicts/%d", id)); webtest.Text(doc, "h1 .badge") != "open" {
 		t.Errorf("conflict after foreign attempts: %q", webtest.Text(doc, "h1"))
+	}
+}
+
+// TestConflictQueuePages: a queue longer than a page says how many are
+// open and pages forward and back, polling the page it shows; a conflict
+// links to the open ones around it.
+func TestConflictQueuePages(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	var ids []int64
+	for i := range 102 {
+		ids = append(ids, e.ConflictOf(fmt.Sprintf("c-%d", i), 5, `{"a":1}`, `{"a":2}`))
+	}
+	b := e.Operator("ops@example.com", false, "acme")
+
+	_, doc := b.Get("/t/acme/conflicts")
+	if n := doc.Find("table.open tbody tr").Length(); n != 100 {
+		t.Fatalf("the first page shows %d open conflicts, want 100", n)
+	}
+	if got := webtest.Text(doc, "#conflict-queue .pager .count"); got != "102 open" {
+		t.Errorf("count %q", got)
+	}
+	later, ok := doc.Find(`#conflict-queue .pager a[rel=next]`).Attr("href")
+	if !ok || doc.Find(`#conflict-queue .pager a[rel=prev]`).Length() != 0 {
+		t.Fatalf("first page's links: later %q, earlier %d", later, doc.Find(`#conflict-queue .pager a[rel=prev]`).Length())
+	}
+	_, doc = b.Get(later)
+	if got := cellRows(doc, "table.open tbody tr"); len(got) != 2 || !strings.Contains(got[0], "c-100") || !strings.Contains(got[1], "c-101") {
+		t.Errorf("the second page shows %q", got)
+	}
+	if poll := doc.Find("#conflict-queue").AttrOr("hx-get", ""); poll != later {
+		t.Errorf("the second page polls %q, want %q", poll, later)
+	}
+	earlier, _ := doc.Find(`#conflict-queue .pager a[rel=prev]`).Attr("href")
+	if _, doc = b.Get(earlier); doc.Find("table.open tbody tr").Length() != 100 || !strings.Contains(cellRows(doc, "table.open tbody tr")[0], "c-0 ") {
+		t.Errorf("back from the second page: %d rows, first %q", doc.Find("table.open tbody tr").Length(), cellRows(doc, "table.open tbody tr")[0])
+	}
+	if status, _ := b.Get("/t/acme/conflicts?open_after=garbage"); status != http.StatusBadRequest {
+		t.Errorf("a bad cursor answered %d", status)
+	}
+
+	_, doc = b.Get(fmt.Sprintf("/t/acme/conflicts/%d", ids[0]))
+	if doc.Find(".queue-steps a[rel=prev]").Length() != 0 || doc.Find(".queue-steps a[rel=next]").AttrOr("href", "") != fmt.Sprintf("/t/acme/conflicts/%d", ids[1]) {
+		t.Errorf("the first conflict's steps: %q", webtest.Text(doc, ".queue-steps"))
+	}
+	_, doc = b.Get(fmt.Sprintf("/t/acme/conflicts/%d", ids[101]))
+	if doc.Find(".queue-steps a[rel=next]").Length() != 0 || doc.Find(".queue-steps a[rel=prev]").AttrOr("href", "") != fmt.Sprintf("/t/acme/conflicts/%d", ids[100]) {
+		t.Errorf("the last conflict's steps: %q", webtest.Text(doc, ".queue-steps"))
 	}
 }

@@ -72,6 +72,10 @@ func (h *Handler) consoleError(w http.ResponseWriter, r *http.Request, err error
 	case http.StatusInternalServerError:
 		text = internalErrorText(httpx.LogInternal(h.log, w, r, err))
 	}
+	if status == http.StatusNotFound {
+		h.render(w, r, status, views.NotFound(h.layout(r, heading, ""), heading, text))
+		return
+	}
 	h.render(w, r, status, views.Message(h.layout(r, heading, ""), heading, text))
 }
 

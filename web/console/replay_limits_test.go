@@ -38,7 +38,7 @@ func TestConsoleLargeReplayNeedsConfirm(t *testing.T) {
 }
 
 // TestConsoleDeliveryReplaysPaged (M7): the inspector shows a page of
-// replays and a link to the next.
+// replays and links to the pages around it.
 func TestConsoleDeliveryReplaysPaged(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
@@ -52,13 +52,21 @@ func TestConsoleDeliveryReplaysPaged(t *testing.T) {
         SELECT tenant_id, gen_random_uuid(), received_at + g * interval '1 ms', provider_id, status, signature, event_count,
             replay_of, method, path, query, headers, client_address
         FROM deliveries, generate_series(1, 59) AS g WHERE replay_of = '` + orig + `'`)
+	// 60 replays, 20 a page, newest first, paged both ways.
 	_, doc := b.Get("/t/acme/deliveries/" + orig)
-	more, _ := doc.Find("a.more-replays").Attr("href")
-	if n := doc.Find("ul.replays li").Length(); n != 50 || more == "" {
-		t.Fatalf("inspector lists %d replays, link %q", n, more)
+	older, _ := doc.Find(".delivery-replays .pager a[rel=next]").Attr("href")
+	if n := doc.Find("table.replays-of tbody tr").Length(); n != 20 || older == "" {
+		t.Fatalf("inspector lists %d replays, link %q", n, older)
 	}
-	_, doc = b.Get(more)
-	if n := doc.Find("ul.replays li").Length(); n != 10 || doc.Find("a.more-replays").Length() != 0 {
-		t.Fatalf("second page lists %d replays", n)
+	for range 2 {
+		_, doc = b.Get(older)
+		older, _ = doc.Find(".delivery-replays .pager a[rel=next]").Attr("href")
+	}
+	if n := doc.Find("table.replays-of tbody tr").Length(); n != 20 || older != "" || doc.Find(".delivery-replays .pager a[rel=prev]").Length() != 1 {
+		t.Fatalf("last page lists %d replays, older %q", n, older)
+	}
+	newer, _ := doc.Find(".delivery-replays .pager a[rel=prev]").Attr("href")
+	if _, doc = b.Get(newer); doc.Find("table.replays-of tbody tr").Length() != 20 {
+		t.Fatalf("newer page lists %d replays", doc.Find("table.replays-of tbody tr").Length())
 	}
 }

@@ -6,7 +6,11 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/console/destinations"
+	overviewpage "github.com/tidemark/tidemark/web/console/overview"
+	peoplepages "github.com/tidemark/tidemark/web/console/people"
 	"github.com/tidemark/tidemark/web/console/providers"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -21,17 +25,21 @@ func (h *Handler) Routes(r chi.Router) {
 		admin    = adminPages{h}
 		audit    = auditPages{h}
 		conflict = conflictPages{h}
-		delivery = deliveryPages{h}
 		event    = eventPages{h}
 		member   = memberPages{h}
-		overview = overviewPages{h}
-		people   = peoplePages{h}
+		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
+		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Webhook: h.webhook,
+			PublicURL: h.publicURL, Log: h.log, Now: h.now}
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
-		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Webhook: h.webhook,
-			PublicURL: h.publicURL, Log: h.log, Now: h.now}
+		delivery = deliveries.Pages{Console: frame{h}, Deliveries: h.deliveries, Replays: h.replays, Events: h.events,
+			Replayer: h.replayer, PublicURL: h.publicURL}
 	)
+	people := peoplepages.Pages{Console: frame{h}, People: h.people,
+		Timeline: func(w http.ResponseWriter, r *http.Request, ref domain.RecordRef) {
+			record.renderTimeline(w, r, ref, http.StatusOK, views.RepairForms{})
+		}}
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
 	r.Get("/login", h.handleLoginPage)
@@ -44,6 +52,7 @@ func (h *Handler) Routes(r chi.Router) {
 		// Operators and memberships: admins only.
 		r.Group(func(r chi.Router) {
 			r.Use(admin.requireAdmin)
+			r.Get(adminHomePath, admin.handleAdminHome)
 			r.Get(operatorsPath, admin.handleOperators)
 			r.Post(operatorsPath, admin.handleCreateOperator)
 			r.Post(operatorsPath+"/{id}/memberships", admin.handleAddMembership)
@@ -60,7 +69,7 @@ func (h *Handler) Routes(r chi.Router) {
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
 			r.Use(h.requireTenant, httpx.GateReads(h.reads, readKeys, h.readsBusy))
-			r.Get("/", overview.handleOverview)
+			r.Get("/", overview.Handle)
 
 			// Event history and event detail.
 			r.Get("/events", event.handleEventLog)
@@ -69,6 +78,8 @@ func (h *Handler) Routes(r chi.Router) {
 			// The records directory and the record timelines.
 			r.Get("/records", record.handleRecords)
 			r.Get("/records/{provider}/{object_type}/{object_id}", record.handleTimeline)
+			// A lead's page lists its signups (web/console/people).
+			r.Get("/records/{provider}/"+peoplepages.LeadType+"/{object_id}", people.HandleLead)
 			r.Get("/contacts", record.handleContactSearch)
 			r.Get("/contacts/{provider}/{contact_id}", record.handleTimeline)
 
@@ -95,8 +106,8 @@ func (h *Handler) Routes(r chi.Router) {
 			})
 
 			// People.
-			r.Get("/people", people.handlePeople)
-			r.Get("/people/{id}", people.handlePerson)
+			r.Get("/people", people.HandleList)
+			r.Get("/people/{id}", people.HandlePerson)
 
 			// Members: owners (and admins, who act as owners) add members,
 			// change their roles and remove them.
@@ -135,16 +146,18 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/leads/erase", record.handleLeadErase)
 			})
 
-			// The delivery inspector and replay jobs; replaying changes what
-			// Tidemark holds: operators and owners.
-			r.Get("/deliveries/{id}", delivery.handleDeliveryPage)
-			r.Get("/replays", delivery.handleReplaysPage)
-			r.Get("/replays/{id}", delivery.handleReplayJobPage)
+			// The delivery list, the inspector and replay jobs
+			// (web/console/deliveries); replaying changes what Tidemark
+			// holds: operators and owners.
+			r.Get("/deliveries", delivery.HandleList)
+			r.Get("/deliveries/{id}", delivery.HandleDelivery)
+			r.Get("/replays", delivery.HandleReplays)
+			r.Get("/replays/{id}", delivery.HandleReplayJob)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOperator))
-				r.Post("/deliveries/{id}/replay", delivery.handleReplayDelivery)
-				r.Post("/replays", delivery.handleStartReplay)
-				r.Post("/replays/{id}/cancel", delivery.handleCancelReplay)
+				r.Post("/deliveries/{id}/replay", delivery.HandleReplayDelivery)
+				r.Post("/replays", delivery.HandleStartReplay)
+				r.Post("/replays/{id}/cancel", delivery.HandleCancelReplay)
 			})
 		})
 	})

@@ -6,8 +6,8 @@ WITH mine AS (
 ), found_account AS (
     SELECT id FROM accounts WHERE tenant_id = @tenant_id AND domain = @domain::text
 ), new_account AS (
-    INSERT INTO accounts (tenant_id, domain, name)
-    SELECT @tenant_id, @domain::text, coalesce(nullif(@company::text, ''), @domain::text)
+    INSERT INTO accounts (tenant_id, domain, name, created_at)
+    SELECT @tenant_id, @domain::text, coalesce(nullif(@company::text, ''), @domain::text), @now::timestamptz
     WHERE @domain::text IS NOT NULL AND (SELECT yes FROM mine) AND NOT EXISTS (SELECT FROM found_account)
     RETURNING id
 ), account AS (
@@ -15,8 +15,8 @@ WITH mine AS (
 ), found_person AS (
     SELECT id, account_id FROM people WHERE tenant_id = @tenant_id AND email = @email
 ), new_person AS (
-    INSERT INTO people (tenant_id, email, name, account_id, source)
-    SELECT @tenant_id, @email, coalesce(@name::text, ''), (SELECT id FROM account), coalesce(@source::text, '')
+    INSERT INTO people (tenant_id, email, name, account_id, source, created_at, updated_at)
+    SELECT @tenant_id, @email, coalesce(@name::text, ''), (SELECT id FROM account), coalesce(@source::text, ''), @now, @now
     WHERE (SELECT yes FROM mine) AND NOT EXISTS (SELECT FROM found_person)
     RETURNING id
 ), linked AS (
@@ -27,8 +27,8 @@ WITH mine AS (
 ), person AS (
     SELECT id FROM found_person UNION ALL SELECT id FROM new_person
 ), task AS (
-    INSERT INTO tasks (tenant_id, person_id, title)
-    SELECT @tenant_id, id, 'Follow up with ' || @email FROM new_person
+    INSERT INTO tasks (tenant_id, person_id, title, created_at)
+    SELECT @tenant_id, id, 'Follow up with ' || @email, @now FROM new_person
     RETURNING id
 ), joined AS (
     INSERT INTO campaign_members (tenant_id, campaign, person_id, source, joined_at)

@@ -41,6 +41,7 @@ func (c *Conds) SQL(indent string) string {
 const (
 	deliveryLogProvider = `d.provider_id = (SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider)`
 	deliveryLogStatus   = `d.status = @status`
+	deliveryLogClass    = `d.status >= @class * 100 AND d.status < @class * 100 + 100`
 	// A delivery has the outcome when one of its events has it: a probe of
 	// the event log's primary key.
 	deliveryLogOutcome = `EXISTS (SELECT FROM events e WHERE e.tenant_id = @tenant_id AND e.received_at = d.received_at
@@ -58,6 +59,9 @@ func DeliveryConds(f domain.DeliveryFilter, args pgx.NamedArgs) string {
 	}
 	if f.Status != 0 {
 		c.Add(deliveryLogStatus, "status", f.Status)
+	}
+	if f.Class != 0 {
+		c.Add(deliveryLogClass, "class", f.Class)
 	}
 	if f.Outcome != "" {
 		c.Add(deliveryLogOutcome, "outcome", string(f.Outcome))

@@ -1,10 +1,12 @@
-package main
+// Package demo fills the demo workspace of tidemark serve's embedded
+// default at its first start: the demo admin, tenant and provider (Create)
+// and more than a week of synthetic history (Seed), so that a newcomer
+// finds every console page showing something real.
+package demo
 
 import (
 	"bytes"
 	"context"
-	crand "crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,40 +14,45 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
 )
 
-// demoSpan is how far back the demo history reaches.
-const demoSpan = 72 * time.Hour
+// demoSpan is how far back the demo history reaches: more than the
+// overview's week, so that its periods differ and its chart spans days.
+const demoSpan = 8 * 24 * time.Hour
 
-// seedDemo fills the demo tenant (which must exist with its provider
-// demoProvider) with a few days of synthetic history, so every console
+// Seed fills the demo tenant (made by Create, as the demo admin whose
+// steps it takes) with eight days of synthetic history, so every console
 // page shows something real on first start: two more providers, contacts
 // and deals in and out of order, retries, reused event ids, revision
 // conflicts (two left open, one kept, one adopted), unversioned and
-// malformed events, and refused deliveries.
+// malformed events, refused deliveries, webinar signups (people and their
+// accounts), a paused destination, a scope disabled for a while and the
+// finished replay job that re-ran what it rejected.
 //
 // Every delivery goes through the real webhook receiver, in process:
 // signed with the provider's secret, verified, parsed and ingested exactly
 // as one arriving over HTTP, only with the receiver's clock set back to
-// when the delivery "arrived". The demo contacts start at c-2001, so the
-// command serve prints (contact c-1001, revision 1) is still applied.
-func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
+// when the delivery "arrived". The operator's steps (the scope, the
+// destination) are taken through the store's services between deliveries;
+// their audit entries carry the real time. The demo contacts start at
+// c-2001, so the command serve prints (contact c-1001, the README's tour)
+// is still applied.
+func Seed(ctx context.Context, store *postgres.Store, log io.Writer) error {
 	now := time.Now()
 	start := now.Add(-demoSpan)
 	if _, err := store.EnsurePartitions(ctx, start, int(demoSpan/(24*time.Hour))+1); err != nil {
 		return fmt.Errorf("prepare event log partitions: %w", err)
 	}
-	t, err := store.Tenant(ctx, demoTenant)
+	t, err := store.Tenant(ctx, Tenant)
 	if err != nil {
 		return err
 	}
@@ -58,15 +65,22 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 
 	plan := demoHistory()
 	s := &demoSeeder{store: store, endpoints: map[string]domain.ProviderEndpoint{}, outcomes: map[domain.Outcome]int{}}
-	receiver := web.New(web.Config{Services: web.Services{Ingest: store}, Now: func() time.Time { return s.clock },
+	receiver := web.New(web.Config{Services: web.Services{Ingest: store, Replays: store}, Now: func() time.Time { return s.clock },
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
-	s.receiver = receiver.Handler()
+	s.receiver, s.replayer = receiver.Handler(), receiver.Replayer()
 	// Deliveries arrive in plan order, evenly spread with some jitter.
 	rng := rand.New(rand.NewPCG(7, 11))
 	gap := demoSpan / time.Duration(len(plan)+1)
 	for i, step := range plan {
 		jitter := time.Duration((rng.Float64() - 0.5) * 0.6 * float64(gap))
 		s.clock = start.Add(time.Duration(i+1)*gap + jitter).Truncate(time.Millisecond)
+		if step.action != nil {
+			if err := step.action(s.asOperator(ctx), s); err != nil {
+				return fmt.Errorf("demo step %q: %w", step.id, err)
+			}
+			continue
+		}
+		s.deliveries++
 		if err := s.deliver(ctx, step); err != nil {
 			return fmt.Errorf("demo delivery %s to %s: %w", step.id, step.provider, err)
 		}
@@ -78,6 +92,12 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// An operator replays what the disabled scope rejected, a few minutes ago.
+	s.clock = now.Add(-7 * time.Minute).Truncate(time.Millisecond)
+	job, err := s.replayRejected(s.asOperator(ctx), demoBillingScope)
+	if err != nil {
+		return fmt.Errorf("demo replay job: %w", err)
+	}
 
 	var counts []string
 	events := 0
@@ -87,8 +107,10 @@ func seedDemo(ctx context.Context, store *postgres.Store, log io.Writer) error {
 			events += n
 		}
 	}
-	fmt.Fprintf(log, "Demo history: %d deliveries over %d days (%d refused), %d events (%s); conflicts on %s kept, on %s adopted, the others open.\n",
-		len(plan), int(demoSpan/(24*time.Hour)), s.refused, events, strings.Join(counts, ", "), kept, adopted)
+	fmt.Fprintf(log, "Demo history: %d deliveries over %d days (%d refused), %d events (%s); conflicts on %s kept, on %s adopted, the others open; "+
+		"replay job %d: %s; destination %d paused.\n",
+		s.deliveries, int(demoSpan/(24*time.Hour)), s.refused, events, strings.Join(counts, ", "), kept, adopted,
+		job.ID, job.Summary(), s.destination)
 	return nil
 }
 
@@ -103,28 +125,30 @@ type demoStep struct {
 	secret   string         // sign with this instead of the provider's secret
 	age      time.Duration  // how far the signature timestamp lags the clock
 	status   int            // the answer the receiver must give
+	// action, when set, is an operator's step instead of a delivery (id
+	// names it).
+	action func(ctx context.Context, s *demoSeeder) error
 
 	body []byte // as sent
 }
 
 type demoSeeder struct {
-	store     *postgres.Store
-	receiver  http.Handler
-	clock     time.Time
-	endpoints map[string]domain.ProviderEndpoint
-	outcomes  map[domain.Outcome]int
-	refused   int
+	store       *postgres.Store
+	receiver    http.Handler
+	replayer    *replay.Replayer
+	clock       time.Time
+	endpoints   map[string]domain.ProviderEndpoint
+	outcomes    map[domain.Outcome]int
+	deliveries  int
+	refused     int
+	destination int64 // the demo destination's id
 }
 
 // deliver signs step as its provider would and hands it to the receiver.
 func (s *demoSeeder) deliver(ctx context.Context, step *demoStep) error {
-	p, ok := s.endpoints[step.provider]
-	if !ok {
-		var err error
-		if p, err = s.store.Endpoint(ctx, demoTenant, step.provider); err != nil {
-			return err
-		}
-		s.endpoints[step.provider] = p
+	p, err := s.endpoint(ctx, step.provider)
+	if err != nil {
+		return err
 	}
 	switch {
 	case step.resend != nil:
@@ -132,7 +156,6 @@ func (s *demoSeeder) deliver(ctx context.Context, step *demoStep) error {
 	case step.raw != nil:
 		step.body = step.raw
 	default:
-		var err error
 		step.body, err = json.Marshal(map[string]any{"type": step.typ,
 			"timestamp": s.clock.Add(-3 * time.Second).UTC().Format(time.RFC3339), "data": step.data})
 		if err != nil {
@@ -148,7 +171,7 @@ func (s *demoSeeder) deliver(ctx context.Context, step *demoStep) error {
 	if err != nil {
 		return err
 	}
-	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/webhooks/"+demoTenant+"/"+step.provider, bytes.NewReader(step.body))
+	req := httptest.NewRequestWithContext(ctx, http.MethodPost, "/webhooks/"+Tenant+"/"+step.provider, bytes.NewReader(step.body))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("webhook-id", step.id)
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
@@ -184,8 +207,8 @@ func (s *demoSeeder) deliver(ctx context.Context, step *demoStep) error {
 // resolveConflicts settles two of the demo's revision conflicts as an
 // operator would, and leaves the others open.
 func (s *demoSeeder) resolveConflicts(ctx context.Context) (kept, adopted string, err error) {
-	ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: demoEmail})
-	tenantID := s.endpoints[demoProvider].TenantID
+	ctx = s.asOperator(ctx)
+	tenantID := s.endpoints[Provider].TenantID
 	open, _, err := s.store.Conflicts(ctx, tenantID, domain.ConflictOpen, domain.Page{Limit: 100})
 	if err != nil {
 		return "", "", fmt.Errorf("list demo conflicts: %w", err)
@@ -196,10 +219,10 @@ func (s *demoSeeder) resolveConflicts(ctx context.Context) (kept, adopted string
 	}
 	for _, c := range open {
 		d, ok := decisions[c.ObjectID]
-		if !ok || c.Provider != demoProvider {
+		if !ok || c.Provider != Provider {
 			continue
 		}
-		if _, err := s.store.ResolveConflict(ctx, tenantID, c.ID, d.resolution, d.note, demoEmail); err != nil {
+		if _, err := s.store.ResolveConflict(ctx, tenantID, c.ID, d.resolution, d.note, Email); err != nil {
 			return "", "", fmt.Errorf("resolve demo conflict %d: %w", c.ID, err)
 		}
 		if d.resolution == domain.ResolveKeep {
@@ -237,6 +260,8 @@ var demoContacts = []demoContact{
 	{"c-2018", "Rosa Jimenez", "rosa@cactuscloud.example", "Cactus Cloud", "Customer Success Lead", "+52 55 5550 0118"},
 	{"c-2019", "Sven Larsen", "sven.larsen@nordlys.example", "Nordlys Media", "Editor in Chief", "+45 33 555 0119"},
 	{"c-2020", "Tara Singh", "tara.singh@monsoonretail.example", "Monsoon Retail", "Head of E-commerce", "+91 22 5550 0120"},
+	// The README's JSON containment example, {"job_title": "Director"}, finds her.
+	{"c-2021", "Uma Rao", "uma.rao@saffronsystems.example", "Saffron Systems", "Director", "+91 80 5550 0121"},
 }
 
 var demoLeadStatuses = []string{"new", "open", "in_progress", "qualified", "customer"}
@@ -293,7 +318,7 @@ func (p *demoPlan) crmRound(r int, skip func(i int, c demoContact) bool) {
 		if r > demoRevisions(i) || (skip != nil && skip(i, c)) {
 			continue
 		}
-		p.contact(demoProvider, c, r)
+		p.contact(Provider, c, r)
 	}
 }
 
@@ -313,7 +338,7 @@ var demoDealStages = []string{"qualification", "proposal", "negotiation", "close
 func (p *demoPlan) deal(i, rev int) *demoStep {
 	d := demoDeals[i]
 	snap := map[string]any{"name": d.name, "contact_id": d.contact, "amount": 4800 + 1200*i + 600*rev,
-		"currency": "EUR", "stage": demoDealStages[rev-1], "close_date": nil}
+		"currency": "EUR", "stage": demoDealStages[min(rev, len(demoDealStages))-1], "close_date": nil}
 	if rev >= 3 {
 		snap["close_date"] = "2026-12-" + fmt.Sprintf("%02d", 10+i)
 	}
@@ -351,7 +376,7 @@ func demoHistory() []*demoStep {
 	// Day one: every contact's first revision; two timed-out deliveries are retried.
 	var firsts []*demoStep
 	for i, c := range demoContacts {
-		firsts = append(firsts, p.contact(demoProvider, c, 1))
+		firsts = append(firsts, p.contact(Provider, c, 1))
 		if i == 2 || i == 9 {
 			p.resend(firsts[i])
 		}
@@ -370,12 +395,12 @@ func demoHistory() []*demoStep {
 		case "c-2008":
 			return true
 		case "c-2004":
-			p.contact(demoProvider, c, 3)
+			p.contact(Provider, c, 3)
 			return true
 		}
 		return false
 	})
-	p.add(&demoStep{provider: demoProvider, id: "crm-evt-forged", typ: "contact.snapshot", status: http.StatusUnauthorized,
+	p.add(&demoStep{provider: Provider, id: "crm-evt-forged", typ: "contact.snapshot", status: http.StatusUnauthorized,
 		secret: provider.NewStandardSecret(), data: map[string]any{"contact_id": "c-2001", "revision": 9,
 			"snapshot": map[string]any{"name": "Ada Lindqvist", "lead_status": "customer"}}})
 	// Website signals carry no revision: recorded, never applied.
@@ -391,24 +416,28 @@ func demoHistory() []*demoStep {
 		p.deal(i, 2)
 	}
 
+	// The team connects a destination for its warehouse, then pauses it while
+	// the consumer moves: the changes since wait for it.
+	p.act("create and pause the demo destination", demoDestination)
+
 	// Revision 3, with a malformed event and a provider bug that reuses an
 	// event id for other content.
 	p.crmRound(3, func(i int, c demoContact) bool {
 		switch c.id {
 		case "c-2004":
-			p.contact(demoProvider, c, 2) // late: stale
+			p.contact(Provider, c, 2) // late: stale
 			return true
 		case "c-2012":
-			p.contact(demoProvider, c, 4) // overtakes revision 3
+			p.contact(Provider, c, 4) // overtakes revision 3
 			return true
 		}
 		return false
 	})
-	p.add(&demoStep{provider: demoProvider, typ: "contact.snapshot", data: map[string]any{"revision": 3,
+	p.add(&demoStep{provider: Provider, typ: "contact.snapshot", data: map[string]any{"revision": 3,
 		"snapshot": map[string]any{"name": "Unknown lead", "email": "lead@unknown.example"}}})
-	p.add(&demoStep{provider: demoProvider, id: firsts[5].id, typ: "contact.snapshot", data: map[string]any{
+	p.add(&demoStep{provider: Provider, id: firsts[5].id, typ: "contact.snapshot", data: map[string]any{
 		"contact_id": demoContacts[5].id, "revision": 2, "snapshot": demoContacts[5].snapshot(2)}})
-	p.record(demoProvider, "contact.snapshot", "contact_id", "c-2019", -1,
+	p.record(Provider, "contact.snapshot", "contact_id", "c-2019", -1,
 		map[string]any{"name": "Sven Larsen", "email": "sven@nordlys.example", "lead_status": "open"})
 
 	// Refused before any event is read.
@@ -417,18 +446,18 @@ func demoHistory() []*demoStep {
 	p.add(&demoStep{provider: "billing", status: http.StatusRequestEntityTooLarge,
 		raw: []byte(`{"type":"deal.snapshot","data":{"object_id":"d-5001","revision":4,"snapshot":{"attachment":"` +
 			strings.Repeat("QUJD", web.DefaultMaxBody/4) + `"}}}`)})
-	p.add(&demoStep{provider: demoProvider, status: http.StatusBadRequest,
+	p.add(&demoStep{provider: Provider, status: http.StatusBadRequest,
 		raw: []byte(`{"event":"contact.updated","contact":"c-2007","changes":{"lead_status":"qualified"}}`)})
 
 	// Revision 4, then the stragglers: Kite Mobility's revision 2 and
 	// O'Connor Build's revision 3 (stale), and two resyncs of unchanged
 	// contacts (redundant).
 	p.crmRound(4, func(i int, c demoContact) bool { return c.id == "c-2012" })
-	p.contact(demoProvider, byID("c-2008"), 2)
-	p.contact(demoProvider, byID("c-2012"), 3)
-	p.contact(demoProvider, byID("c-2002"), demoRevisions(1))
-	p.contact(demoProvider, byID("c-2015"), demoRevisions(14))
-	resent := p.contact(demoProvider, byID("c-2011"), demoRevisions(10))
+	p.contact(Provider, byID("c-2008"), 2)
+	p.contact(Provider, byID("c-2012"), 3)
+	p.contact(Provider, byID("c-2002"), demoRevisions(1))
+	p.contact(Provider, byID("c-2015"), demoRevisions(14))
+	resent := p.contact(Provider, byID("c-2011"), demoRevisions(10))
 	p.resend(resent)
 
 	// A second CRM workflow writes other snapshots under revisions already
@@ -444,7 +473,7 @@ func demoHistory() []*demoStep {
 		for k, v := range conflicting[id] {
 			snap[k] = v
 		}
-		p.record(demoProvider, "contact.snapshot", "contact_id", id, 4, snap)
+		p.record(Provider, "contact.snapshot", "contact_id", id, 4, snap)
 	}
 
 	for _, i := range []int{0, 2, 4} {
@@ -459,6 +488,15 @@ func demoHistory() []*demoStep {
 	}
 	p.deal(2, 2) // late: stale
 	p.deal(0, 4)
+	// Billing's deal snapshots are switched off for a while: the deals sent
+	// meanwhile are rejected, and replayed at the end (Seed); by then
+	// Kite Mobility's deal has moved on to revision 5 past its rejected 4.
+	p.act("disable billing's "+demoBillingScope.String(), demoScope(false))
+	for _, i := range []int{1, 3, 5} {
+		p.deal(i, 4)
+	}
+	p.act("enable billing's "+demoBillingScope.String(), demoScope(true))
+	p.deal(3, 5)
 	// A webinar: signups find or create people and their accounts; one
 	// person signs up twice (redundant), one from a free-mail address.
 	for i, l := range []map[string]any{
@@ -469,79 +507,7 @@ func demoHistory() []*demoStep {
 		{"email": "sam.rivera@gmail.com", "name": "Sam Rivera", "campaign": "webinar-dec"},
 		{"email": "ada@northwind.example", "name": "Ada Lindqvist", "company": "Northwind", "campaign": "pricing-guide"},
 	} {
-		p.add(&demoStep{provider: demoProvider, id: fmt.Sprintf("signup-%02d", i+1), typ: "lead.signup", data: l})
+		p.add(&demoStep{provider: Provider, id: fmt.Sprintf("signup-%02d", i+1), typ: "lead.signup", data: l})
 	}
 	return p.steps
-}
-
-// Demo tenant of the embedded default.
-const (
-	demoTenant   = "demo"
-	demoProvider = "crm"
-	demoEmail    = "demo@tidemark.local"
-)
-
-// announceDemo sets the demo up on the embedded database's first start
-// (the demo tenant, its standard provider, sample history and a demo admin
-// whose password it prints that once), then prints how to use it.
-func (e cliEnv) announceDemo(ctx context.Context, store *postgres.Store, base string) error {
-	login := fmt.Sprintf("%s (password shown at the first start; to set a new one:\n"+
-		"               %s user password --email %s --password-stdin)", demoEmail, selfCommand(), demoEmail)
-	ctx = domain.WithActor(ctx, cliActor(e.getenv))
-	if _, err := store.Tenant(ctx, demoTenant); err != nil {
-		if domain.ErrorCode(err) != domain.ENOTFOUND {
-			return err
-		}
-		// An operator left by a start that failed before the tenant existed
-		// keeps its unshown password: user password resets it.
-		password := newDemoPassword()
-		switch err := store.CreateUser(ctx, demoEmail, password, true, "", ""); {
-		case err == nil:
-			login = fmt.Sprintf("%s / %s   (shown this once: keep it)", demoEmail, password)
-		case domain.ErrorCode(err) != domain.ECONFLICT:
-			return err
-		}
-		t, err := store.CreateTenant(ctx, demoTenant, "Demo workspace")
-		if err != nil {
-			return err
-		}
-		if _, err := store.ConnectProvider(ctx, t.ID, demoProvider, provider.Standard.Name(), provider.NewStandardSecret(), nil); err != nil {
-			return err
-		}
-		fmt.Fprintln(e.stdout, "Filling the demo workspace with a few days of sample history...")
-		if err := seedDemo(ctx, store, e.stdout); err != nil {
-			return fmt.Errorf("seed demo history: %w", err)
-		}
-	}
-	// Earlier versions kept the password beside the database.
-	if err := os.Remove(filepath.Join(dataDir, "demo-password")); err == nil {
-		fmt.Fprintf(e.stderr, "removed ./%s/demo-password: the demo password is no longer kept on disk\n", dataDir)
-	}
-	p, err := store.Endpoint(ctx, demoTenant, demoProvider)
-	if err != nil {
-		return err
-	}
-	if len(p.Secrets) == 0 {
-		return fmt.Errorf("the demo provider has no secret that decrypts (see the log): %s provider rotate --tenant %s --name %s",
-			selfCommand(), demoTenant, demoProvider)
-	}
-	fmt.Fprintf(e.stdout, `
-Embedded demo (data in ./%s):
-  console:     %s/t/%s
-  login:       %s
-  webhook URL: %s/webhooks/%s/%s
-  API token:   %s token create --tenant %s
-  send a signed test event:
-    %s send --url %s/webhooks/%s/%s --secret %s --contact c-1001 --revision 1 --snapshot '{"job_title":"Director"}'
-
-`, dataDir, base, demoTenant, login, base, demoTenant, demoProvider,
-		selfCommand(), demoTenant, selfCommand(), base, demoTenant, demoProvider, p.Secrets[0])
-	return nil
-}
-
-// newDemoPassword returns a random password for the demo operator.
-func newDemoPassword() string {
-	raw := make([]byte, 12)
-	crand.Read(raw)
-	return base64.RawURLEncoding.EncodeToString(raw)
 }

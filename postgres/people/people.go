@@ -1,4 +1,7 @@
-package postgres
+// Package people reads the people, accounts, tasks and campaign
+// memberships that lead.signup deliveries create, and the signup events
+// of a lead: the console's people pages and the API's /people.
+package people
 
 import (
 	"context"
@@ -7,10 +10,24 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
+
+// Directory serves domain.PeopleService on the read pool.
+type Directory struct {
+	read *pgxpool.Pool
+}
+
+// New returns the people of pool.
+func New(pool *pgxpool.Pool) *Directory { return &Directory{read: pool} }
+
+// UseReadPool makes the reads use p.
+func (s *Directory) UseReadPool(p *pgxpool.Pool) { s.read = p }
+
+var _ domain.PeopleService = (*Directory)(nil)
 
 const personColumns = `p.id, p.email, p.name, p.source, p.created_at, a.id, a.domain, a.name`
 
@@ -57,7 +74,7 @@ type personCursor struct {
 }
 
 // People implements domain.PeopleService.
-func (s *people) People(ctx context.Context, tenantID int64, email string, page domain.Page) ([]domain.Person, string, error) {
+func (s *Directory) People(ctx context.Context, tenantID int64, email string, page domain.Page) ([]domain.Person, string, error) {
 	if email != "" {
 		people, err := s.queryPeople(ctx, tenantID, personByEmailSQL,
 			pgx.NamedArgs{"tenant_id": tenantID, "email": domain.NormalizeEmail(email)})
@@ -89,7 +106,7 @@ func (s *people) People(ctx context.Context, tenantID int64, email string, page 
 }
 
 // PersonDetail implements domain.PeopleService.
-func (s *people) PersonDetail(ctx context.Context, tenantID, personID int64) (domain.PersonDetail, error) {
+func (s *Directory) PersonDetail(ctx context.Context, tenantID, personID int64) (domain.PersonDetail, error) {
 	var d domain.PersonDetail
 	people, err := s.queryPeople(ctx, tenantID, personByIDSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": personID})
 	if err != nil {
@@ -116,7 +133,7 @@ func (s *people) PersonDetail(ctx context.Context, tenantID, personID int64) (do
 
 // queryPeople runs a people statement, then loads the tasks and campaign
 // memberships of the people it found.
-func (s *people) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
+func (s *Directory) queryPeople(ctx context.Context, tenantID int64, sql string, args pgx.NamedArgs) ([]domain.Person, error) {
 	rows, err := s.read.Query(ctx, sql, args)
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -184,4 +201,11 @@ func scanPerson(row pgx.CollectableRow) (domain.Person, error) {
 		p.Account = &domain.Account{ID: *accountID, Domain: textOrEmpty(accountDomain), Name: textOrEmpty(name)}
 	}
 	return p, nil
+}
+
+func textOrEmpty(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

@@ -1,4 +1,8 @@
-package postgres
+// Package deliverylog is the delivery log's reads for the console and the
+// API: one delivery with its request, body, events and replays (the
+// inspector), the log paged both ways with its count, and the replays of
+// a delivery.
+package deliverylog
 
 import (
 	"context"
@@ -9,10 +13,36 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
+
+// Inspector serves domain.DeliveryService on the read pool.
+type Inspector struct{ read *pgxpool.Pool }
+
+// New returns the delivery log's reads on pool.
+func New(pool *pgxpool.Pool) *Inspector { return &Inspector{read: pool} }
+
+// UseReadPool makes the reads use p.
+func (s *Inspector) UseReadPool(p *pgxpool.Pool) { s.read = p }
+
+var _ domain.DeliveryService = (*Inspector)(nil)
+
+// eventDetailSlack is how far from its id's timestamp a delivery's
+// received time is looked for first.
+const eventDetailSlack = time.Hour
+
+// uuidV7Time is the instant in a UUIDv7's first 48 bits (Unix milliseconds).
+func uuidV7Time(id uuid.UUID) time.Time {
+	var ms int64
+	for _, b := range id[:6] {
+		ms = ms<<8 | int64(b)
+	}
+	return time.UnixMilli(ms)
+}
 
 // deliveryDetailSQL finds one delivery by id. The (tenant_id, id) index of
 // each partition answers it; the caller also bounds received_at by the
@@ -20,7 +50,8 @@ import (
 const deliveryDetailSQL = `
 SELECT d.id::text, p.name, p.kind, t.slug, d.received_at, d.status, d.signature, coalesce(d.reason, ''),
        d.event_count, coalesce(d.replay_of::text, ''), coalesce(d.method, ''), coalesce(d.path, ''),
-       coalesce(d.query, ''), d.headers, coalesce(d.truncated, false), coalesce(d.client_address, ''), d.body
+       coalesce(d.query, ''), d.headers, coalesce(d.truncated, false), coalesce(d.client_address, ''), d.body,
+       d.answered_at
 FROM deliveries d
 JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
 JOIN tenants t ON t.id = d.tenant_id
@@ -28,7 +59,7 @@ WHERE d.tenant_id = @tenant_id AND d.id = @id::uuid AND d.received_at >= @from A
 
 // deliveryEventsSQL lists a delivery's events along the log's primary key.
 const deliveryEventsSQL = `
-SELECT seq, event_id, object_type, action, coalesce(object_id, ''), outcome, coalesce(reason, '')
+SELECT seq, event_id, object_type, action, coalesce(object_id, ''), revision, outcome, coalesce(reason, '')
 FROM events
 WHERE tenant_id = @tenant_id AND received_at = @received_at AND delivery_id = @id::uuid
 ORDER BY seq`
@@ -51,7 +82,7 @@ LIMIT @replays_limit`
 
 // Delivery implements domain.DeliveryService. An id that is not a UUID is
 // ENOTFOUND like any other unknown delivery.
-func (s *deliveries) Delivery(ctx context.Context, tenantID int64, id string) (domain.DeliveryDetail, error) {
+func (s *Inspector) Delivery(ctx context.Context, tenantID int64, id string) (domain.DeliveryDetail, error) {
 	parsed, err := uuid.Parse(id)
 	if err != nil {
 		return domain.DeliveryDetail{}, deliveryNotFound(id)
@@ -73,17 +104,19 @@ func (s *deliveries) Delivery(ctx context.Context, tenantID int64, id string) (d
 	return d, pg.Translate(err)
 }
 
-func (s *deliveries) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
+func (s *Inspector) delivery(ctx context.Context, args pgx.NamedArgs) (domain.DeliveryDetail, error) {
 	var (
-		d       domain.DeliveryDetail
-		headers []byte
+		d        domain.DeliveryDetail
+		headers  []byte
+		answered pgtype.Timestamptz
 	)
 	err := s.read.QueryRow(ctx, deliveryDetailSQL, args).Scan(&d.ID, &d.Provider, &d.ProviderKind, &d.TenantSlug,
 		&d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, &d.Request.Method,
-		&d.Request.Path, &d.Request.Query, &headers, &d.Request.Truncated, &d.Request.ClientAddress, &d.Body)
+		&d.Request.Path, &d.Request.Query, &headers, &d.Request.Truncated, &d.Request.ClientAddress, &d.Body, &answered)
 	if err != nil {
 		return d, err
 	}
+	d.AnsweredAt = answered.Time
 	if headers != nil {
 		if err := json.Unmarshal(headers, &d.Request.Headers); err != nil {
 			return d, fmt.Errorf("delivery %s headers: %w", d.ID, err)
@@ -104,7 +137,7 @@ func (s *deliveries) delivery(ctx context.Context, args pgx.NamedArgs) (domain.D
 	batch.Queue(deliveryEventsSQL, args).Query(func(rows pgx.Rows) (err error) {
 		d.Events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryEvent, error) {
 			var e domain.DeliveryEvent
-			return e, row.Scan(&e.Seq, &e.EventID, &e.ObjectType, &e.Action, &e.ObjectID, &e.Outcome, &e.Reason)
+			return e, row.Scan(&e.Seq, &e.EventID, &e.ObjectType, &e.Action, &e.ObjectID, &e.Revision, &e.Outcome, &e.Reason)
 		})
 		return err
 	})
@@ -149,7 +182,7 @@ func collectReplays(rows pgx.Rows, limit int) ([]string, string, error) {
 
 // DeliveryReplays implements domain.DeliveryService, on the read pool. An
 // id that is not a UUID has no replays.
-func (s *deliveries) DeliveryReplays(ctx context.Context, tenantID int64, id string, page domain.Page) ([]string, string, error) {
+func (s *Inspector) DeliveryReplays(ctx context.Context, tenantID int64, id string, page domain.Page) ([]string, string, error) {
 	parsed, err := uuid.Parse(id)
 	if err != nil {
 		return nil, "", deliveryNotFound(id)
@@ -193,7 +226,7 @@ type deliveryCursor struct {
 }
 
 // Deliveries implements domain.DeliveryService, on the read pool.
-func (s *deliveries) Deliveries(ctx context.Context, tenantID int64, f domain.DeliveryFilter, page domain.Page) ([]domain.DeliveryBrief, string, error) {
+func (s *Inspector) Deliveries(ctx context.Context, tenantID int64, f domain.DeliveryFilter, page domain.Page) ([]domain.DeliveryBrief, string, error) {
 	if err := f.Validate(); err != nil {
 		return nil, "", err
 	}

@@ -1,4 +1,4 @@
-package console_test
+package overview_test
 
 import (
 	"context"
@@ -86,7 +86,11 @@ func TestOverviewCountsRealDeliveries(t *testing.T) {
 	}
 	want := map[string]int{"applied": 2, "duplicate": 1, "stale": 1, "redundant": 0, "revision_conflict": 1,
 		"event_conflict": 0, "unversioned": 0, "rejected": 0, "delivery_rejected": 1, "events": 5}
-	for window := range 3 {
+	for window, period := range []string{"24h", "7d", "30d"} {
+		status, doc := b.Get("/t/acme?period=" + period)
+		if status != http.StatusOK || doc.Find("table.outcome-counts").Length() != 1 {
+			t.Fatalf("period %s: %d with %d tables, want one", period, status, doc.Find("table.outcome-counts").Length())
+		}
 		for outcome, n := range want {
 			if got := overviewCell(t, doc, window, "crm", outcome); got != n {
 				t.Errorf("window %d crm %s = %d, want %d", window, outcome, got, n)
@@ -99,7 +103,7 @@ func TestOverviewCountsRealDeliveries(t *testing.T) {
 			}
 		}
 	}
-	if got := webtest.Text(doc, ".rejected-24h"); got != "1" {
+	if got := webtest.Text(doc, ".rejected-count"); got != "1" {
 		t.Errorf("rejected deliveries stat %q", got)
 	}
 	conflicts := doc.Find("a.open-conflicts")
@@ -158,7 +162,7 @@ func TestOverviewPollsForItsCounts(t *testing.T) {
 	if status != http.StatusOK {
 		t.Fatalf("poll answered %d", status)
 	}
-	if doc.Find("header.topbar").Length() != 0 || doc.Find("h1").Length() != 0 {
+	if doc.Find("header.sidebar").Length() != 0 || doc.Find("h1").Length() != 0 {
 		t.Fatal("the poll answer should be the live section alone")
 	}
 	if doc.Find("#overview-live").Length() != 1 || overviewCell(t, doc, 0, "total", "applied") != 1 {
@@ -233,12 +237,12 @@ func TestOverviewFoldsClosedHours(t *testing.T) {
 
 	b := e.Operator("ops@example.com", false, "acme")
 	for range 2 {
-		_, doc := b.Get("/t/acme")
 		for _, c := range []struct {
 			window   int
 			outcome  string
 			expected int
 		}{{0, "applied", 76}, {1, "stale", 0}, {2, "stale", 5}, {2, "applied", 76}} {
+			_, doc := b.Get("/t/acme?period=" + []string{"24h", "7d", "30d"}[c.window])
 			if got := overviewCell(t, doc, c.window, "crm", c.outcome); got != c.expected {
 				t.Errorf("window %d %s = %d, want %d", c.window, c.outcome, got, c.expected)
 			}
@@ -268,4 +272,69 @@ func TestOverviewFoldsClosedHours(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("counter rows after reading:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
+}
+
+// TestOverviewPeriodSwitch: the overview shows one table, of the period
+// asked for (24 hours unless ?period= says otherwise); the switch marks it
+// and links the others; the poll keeps it; a bad period is a 400 page.
+func TestOverviewPeriodSwitch(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	e.Outcome("acme", "crm", e.Secret, "e1", webtest.SnapshotBody("c-1", 1, `{}`))
+	b := e.Operator("ops@example.com", false, "acme")
+	for path, want := range map[string]struct{ window, period, heading, poll string }{
+		"/t/acme":            {"0", "24h", "Counts, last 24 hours", "/t/acme"},
+		"/t/acme?period=24h": {"0", "24h", "Counts, last 24 hours", "/t/acme"},
+		"/t/acme?period=7d":  {"1", "7d", "Counts, last 7 days", "/t/acme?period=7d"},
+		"/t/acme?period=30D": {"2", "30d", "Counts, last 30 days", "/t/acme?period=30d"},
+	} {
+		status, doc := b.Get(path)
+		tables := doc.Find("table.outcome-counts")
+		if status != http.StatusOK || tables.Length() != 1 || tables.AttrOr("data-window", "") != want.window ||
+			tables.AttrOr("data-period", "") != want.period {
+			t.Errorf("%s: %d, %d tables, window %q", path, status, tables.Length(), tables.AttrOr("data-window", ""))
+			continue
+		}
+		if got := webtest.Text(doc, ".overview-period h2"); got != want.heading {
+			t.Errorf("%s: heading %q, want %q", path, got, want.heading)
+		}
+		current := doc.Find(`.period-switch a[aria-current="page"]`)
+		if current.Length() != 1 || current.AttrOr("data-period", "") != want.period {
+			t.Errorf("%s: the switch marks %q", path, current.AttrOr("data-period", ""))
+		}
+		var links []string
+		doc.Find(".period-switch a").Each(func(_ int, a *goquery.Selection) { links = append(links, a.AttrOr("href", "")) })
+		if got := strings.Join(links, " "); got != "/t/acme /t/acme?period=7d /t/acme?period=30d" {
+			t.Errorf("%s: switch links %q", path, got)
+		}
+		if got := doc.Find("#overview-live").AttrOr("hx-get", ""); got != want.poll {
+			t.Errorf("%s: polls %q, want %q", path, got, want.poll)
+		}
+		if got := overviewCell(t, doc, mustAtoi(t, want.window), "total", "applied"); got != 1 {
+			t.Errorf("%s: %d applied", path, got)
+		}
+		if doc.Find("table.latest-deliveries tbody tr").Length() != 1 || doc.Find("figure.chart svg").Length() != 1 {
+			t.Errorf("%s: the chart and the latest deliveries stay", path)
+		}
+	}
+	for _, bad := range []string{"/t/acme?period=1y", "/t/acme?period=%3Cb%3E"} {
+		status, doc := b.Get(bad)
+		if status != http.StatusBadRequest || !strings.Contains(doc.Find("main").Text(), "24h, 7d or 30d") {
+			t.Errorf("%s: %d %q, want 400 naming the periods", bad, status, doc.Find("main").Text())
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, e.Srv.URL+"/t/acme?period=7d", nil)
+	req.Header.Set("HX-Request", "true")
+	if status, doc := b.Do(req); status != http.StatusOK || doc.Find(`table.outcome-counts[data-period="7d"]`).Length() != 1 {
+		t.Fatalf("a poll of 7 days: %d", status)
+	}
+}
+
+func mustAtoi(t *testing.T, s string) int {
+	t.Helper()
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -1,0 +1,173 @@
+package console_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tidemark/tidemark/internal/e2e"
+	"github.com/tidemark/tidemark/web/internal/webtest"
+)
+
+// overflowJS lists what makes a page wider than its window: the page's own
+// sideways scroll, and each element reaching past the window's right edge
+// that no scrolling or clipping box holds.
+const overflowJS = `(() => {
+  const W = document.documentElement.clientWidth, bad = [];
+  if (document.documentElement.scrollWidth > W) bad.push("the page is " + document.documentElement.scrollWidth + " px wide");
+  for (const el of document.querySelectorAll("body *")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0 || r.right <= W + 1) continue;
+    let p = el.parentElement, held = false;
+    for (; p && p !== document.body; p = p.parentElement) if (getComputedStyle(p).overflowX !== "visible") { held = true; break; }
+    if (held) continue;
+    bad.push(el.tagName.toLowerCase() + (typeof el.className === "string" && el.className ? "." + el.className.trim().split(/\s+/).join(".") : "") + " reaches " + Math.round(r.right) + " px");
+    if (bad.length >= 8) break;
+  }
+  return bad;
+})()`
+
+// navJS lists what of the navigation does not fit: a label on more than
+// one line, a link or the sign-out button outside the window, or a
+// sidebar that scrolls sideways.
+const navJS = `(() => {
+  const bad = [], W = document.documentElement.clientWidth;
+  for (const el of document.querySelectorAll("nav.sections a, .switcher summary strong, .account a, .account button")) {
+    const r = el.getBoundingClientRect();
+    if (r.width === 0) continue;
+    if (el.getClientRects().length > 1 || r.height > 36) bad.push(el.textContent.trim() + " wraps (" + Math.round(r.height) + " px high)");
+    if (r.left < 0 || r.right > W) bad.push(el.textContent.trim() + " is outside the window");
+  }
+  const s = document.querySelector("header.sidebar");
+  if (s && s.scrollWidth > s.clientWidth) bad.push("the sidebar scrolls sideways");
+  return bad;
+})()`
+
+// TestBrowserConsoleFitsEveryWidth opens every main page of a workspace
+// and of the admin area at a laptop's 1280 px and a phone's 390 px (and,
+// for make screenshots, at 1440 and 1920 px): no page scrolls sideways,
+// no element is wider than the window, the navigation's labels stay on
+// one line and Sign out stays in view; on the phone the navigation folds
+// behind a Menu button that opens it. Not parallel, like the other
+// browser tests.
+func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
+	e2e.Require(t, "Chromium")
+	e := webtest.Setup(t)
+	ctx := newBrowser(t)
+	e.Provider("globex", "crm")
+	e.Deliver1("m1", webtest.SnapshotBody("c-1", 10, `{"firstname":"Ada","lastname":"Lovelace","job_title":"Analyst","company":"Acme"}`))
+	e.Deliver1("m2", webtest.SnapshotBody("c-1", 12, `{"firstname":"Ada","lastname":"Lovelace","job_title":"Director","company":"Acme"}`))
+	e.Deliver1("m3", webtest.SnapshotBody("c-1", 11, `{"firstname":"Ada","lastname":"Lovelace","job_title":"Manager"}`))
+	e.Deliver1("m4", webtest.SnapshotBody("c-1", 12, `{"firstname":"Ada","lastname":"Lovelace","job_title":"VP Sales, Europe, Middle East and Africa","company":"Acme"}`))
+	_, answer := e.Deliver1("a-very-long-event-id-from-a-provider-that-likes-long-ids-0123456789abcdef",
+		webtest.SnapshotBody("c-2-with-a-rather-long-identifier-from-the-crm-0123456789", 3, `{"job_title":"CTO"}`))
+	delivery, _ := answer["delivery_id"].(string)
+	if delivery == "" {
+		t.Fatalf("no delivery id in %v", answer)
+	}
+
+	pages := []struct{ name, path string }{
+		{"overview", "/t/acme"},
+		{"events", "/t/acme/events"},
+		{"event", "/t/acme/events/" + delivery + "/0"},
+		{"records", "/t/acme/records"},
+		{"timeline", "/t/acme/contacts/crm/c-1"},
+		{"people", "/t/acme/people"},
+		{"conflicts", "/t/acme/conflicts"},
+		{"conflict", "/t/acme/conflicts/1"},
+		{"deliveries", "/t/acme/deliveries"},
+		{"delivery", "/t/acme/deliveries/" + delivery},
+		{"replays", "/t/acme/replays"},
+		{"providers", "/t/acme/providers"},
+		{"provider", "/t/acme/providers/crm"},
+		{"destinations", "/t/acme/destinations"},
+		{"tokens", "/t/acme/tokens"},
+		{"members", "/t/acme/members"},
+		{"audit", "/t/acme/audit"},
+		{"admin", "/admin"},
+		{"operators", "/admin/users"},
+		{"reconciliation", "/admin/reconciliation"},
+		{"admin-audit", "/admin/audit"},
+		{"workspaces", "/"},
+		{"not-found", "/t/acme/nothing"},
+	}
+	root := e.Operator("root@example.com", true, "acme")
+	for _, p := range pages {
+		want := http.StatusOK
+		if p.name == "not-found" {
+			want = http.StatusNotFound
+		}
+		if status, _ := root.Get(p.path); status != want {
+			t.Fatalf("%s answered %d, want %d", p.path, status, want)
+		}
+	}
+
+	widths := []int{1280, 390}
+	dir := os.Getenv("TIDEMARK_SCREENSHOTS")
+	if dir != "" { // make screenshots: every page at the widths people use
+		widths = []int{1440, 1280, 1920, 390}
+		dir = screenshotDir(t)
+	}
+	step := stepper(ctx, t)
+	step("sign in", webtest.SignIn(e.Srv.URL+"/login", "root@example.com"),
+		webtest.OnPage(`form[action="/logout"]`, webtest.Exact("/")))
+	for _, w := range widths {
+		for _, p := range pages {
+			what := fmt.Sprintf("%s (%s) at %d px", p.name, p.path, w)
+			actions := []chromedp.Action[chromedp.Void]{
+				chromedp.EmulateViewport(int64(w), 900),
+				chromedp.Navigate(e.Srv.URL + p.path),
+				chromedp.WaitVisible(chromedp.CSS(`main h1`)),
+			}
+			if dir != "" {
+				actions = append(actions, shot(dir, fmt.Sprintf("layout-%d-%s.png", w, p.name)))
+			}
+			step(what, actions...)
+			for _, check := range []string{overflowJS, navJS} {
+				bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](check))
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				if len(bad) > 0 {
+					t.Errorf("%s does not fit: %s", what, strings.Join(bad, "; "))
+				}
+			}
+		}
+	}
+
+	// On a phone the navigation waits behind the Menu button.
+	step("a phone's workspace page", chromedp.EmulateViewport(390, 844),
+		chromedp.Navigate(e.Srv.URL+"/t/acme/events"), chromedp.WaitVisible(chromedp.CSS(`main h1`)))
+	if n := visibleCount(ctx, t, `nav.sections a`); n != 0 {
+		t.Errorf("the phone shows %d nav links before Menu is pressed", n)
+	}
+	step("open the menu", chromedp.Click(chromedp.CSS(`label.nav-toggle-label`)),
+		chromedp.WaitVisible(chromedp.CSS(`nav.sections a[href="/t/acme/events"]`)))
+	if dir != "" {
+		step("the open menu's screenshot", windowShot(dir, "layout-390-menu-open.png"))
+	}
+	if n := visibleCount(ctx, t, `nav.sections a`); n != 12 {
+		t.Errorf("the open menu shows %d nav links, want 12", n)
+	}
+	for _, check := range []string{overflowJS, navJS} {
+		if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](check)); err != nil || len(bad) > 0 {
+			t.Errorf("the open menu does not fit: %v %s", err, strings.Join(bad, "; "))
+		}
+	}
+}
+
+// visibleCount is how many elements matching css the window renders.
+func visibleCount(ctx context.Context, t *testing.T, css string) int {
+	t.Helper()
+	n, err := chromedp.Run(ctx, chromedp.Evaluate[int](fmt.Sprintf(
+		`[...document.querySelectorAll(%q)].filter(e => e.getClientRects().length > 0).length`, css)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
