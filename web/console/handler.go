@@ -112,7 +112,6 @@ type (
 	eventPages    struct{ *Handler }
 	recordPages   struct{ *Handler } // the directory, timelines and repairs
 	conflictPages struct{ *Handler }
-	providerPages struct{ *Handler } // providers, secrets, scopes, test deliveries
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }
 	auditPages    struct{ *Handler }
