@@ -54,7 +54,8 @@ type AuditEntry struct {
 	ClientAddress string
 }
 
-// Actions the providers, scopes, conflicts and operators record.
+// Actions the providers, scopes, conflicts, operators, members, tokens and
+// reconciliation record.
 const (
 	AuditConflictResolve     = "conflict_resolve"
 	AuditProviderCreate      = "provider_create"
@@ -68,6 +69,16 @@ const (
 	AuditOperatorEnable      = "operator_enable"
 	AuditOperatorPassword    = "operator_password"
 	AuditOperatorSignOut     = "operator_sign_out"
+	AuditOperatorCreate      = "operator_create"
+	AuditSignIn              = "sign_in"
+	AuditMemberAdd           = "member_add"
+	AuditMemberRole          = "member_role"
+	AuditMemberRemove        = "member_remove"
+	AuditTokenCreate         = "token_create"
+	AuditTokenRevoke         = "token_revoke"
+	// AuditReconciliationRun is a reconciliation an admin ran from the
+	// console; its target is "every workspace".
+	AuditReconciliationRun = "reconciliation_run"
 )
 
 // AuditQuery narrows the audit log; zero fields match everything.

@@ -3,6 +3,7 @@ package domain
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"time"
 )
 
@@ -28,6 +29,16 @@ var Outcomes = []Outcome{Applied, Duplicate, EventConflict, Stale, Redundant, Re
 // signature, old timestamp, oversize, malformed body). It is stored beside
 // the event outcomes in the counters but is not an event outcome.
 const DeliveryRejected = "delivery_rejected"
+
+// OutcomeLabel is an outcome (or DeliveryRejected) as every console page
+// and message shows it ("revision conflict"); the API and the filters keep
+// the machine values.
+func OutcomeLabel(o string) string {
+	if o == DeliveryRejected {
+		return "rejected delivery"
+	}
+	return strings.ReplaceAll(o, "_", " ")
+}
 
 // ValidOutcome reports whether s names an outcome.
 func ValidOutcome(s string) bool {

@@ -164,4 +164,9 @@ type ReconciliationService interface {
 	// LastReconciliation returns the newest stored report, or an ENOTFOUND
 	// error when no run has stored one yet.
 	LastReconciliation(ctx context.Context) (ReconciliationReport, error)
+	// RunReconciliation checks every tenant now, as tidemark audit does,
+	// and stores the report with an AuditReconciliationRun entry naming
+	// the actor of ctx. It is an ECONFLICT error while another run (the
+	// nightly one, another node's) is under way.
+	RunReconciliation(ctx context.Context) (ReconciliationReport, error)
 }

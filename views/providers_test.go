@@ -17,7 +17,7 @@ func TestProvidersList(t *testing.T) {
 	crm := domain.ProviderSummary{Provider: domain.Provider{Name: "crm", Kind: "standard", CreatedAt: at},
 		ActiveSecrets: 2, Deliveries24h: 7, LastDeliveryAt: at.Add(time.Hour)}
 	quiet := domain.ProviderSummary{Provider: domain.Provider{Name: "ship-eu", Kind: "shippo", CreatedAt: at}, ActiveSecrets: 1}
-	kinds := []string{"standard", "shippo"}
+	kinds := []views.ProviderKind{{Name: "standard", Title: "Standard"}, {Name: "shippo", Title: "Shippo", About: "Shippo's webhooks."}}
 	for _, tc := range []struct {
 		name string
 		view views.ProvidersView
@@ -58,26 +58,28 @@ func TestProvidersList(t *testing.T) {
 			}
 
 			form := doc.Find(`form[method=post][action="/t/acme/providers"]`)
+			if tc.view.Form.Kind == "" {
+				// The choice of kinds: a link to each kind's form, no form yet.
+				var links []string
+				doc.Find("a.kind-choice").Each(func(_ int, a *goquery.Selection) {
+					links = append(links, a.AttrOr("href", "")+" "+seen(a.Find("strong")))
+				})
+				if want := "/t/acme/providers?kind=standard#connect Standard, /t/acme/providers?kind=shippo#connect Shippo"; strings.Join(links, ", ") != want {
+					t.Errorf("kind choices %q, want %q", links, want)
+				}
+				if form.Length() != 0 {
+					t.Error("a form before a kind is chosen")
+				}
+				return
+			}
 			if got := form.Find("input[name=name]").AttrOr("value", "?"); got != tc.view.Form.Name {
 				t.Errorf("name field %q, want %q", got, tc.view.Form.Name)
 			}
-			var options []string
-			form.Find("select[name=kind] option").Each(func(_ int, o *goquery.Selection) {
-				s := o.AttrOr("value", "")
-				if o.Text() != s {
-					s += " labelled " + o.Text()
-				}
-				if _, ok := o.Attr("selected"); ok {
-					s += " (selected)"
-				}
-				options = append(options, s)
-			})
-			want := []string{"standard", "shippo"}
-			if tc.view.Form.Kind == "shippo" {
-				want[1] = "shippo (selected)"
+			if got := form.Find("input[type=hidden][name=kind]").AttrOr("value", ""); got != tc.view.Form.Kind {
+				t.Errorf("kind posted %q, want %q", got, tc.view.Form.Kind)
 			}
-			if strings.Join(options, ", ") != strings.Join(want, ", ") {
-				t.Errorf("kind options %q, want %q", options, want)
+			if doc.Find("a.kind-choice").Length() != 0 || !strings.Contains(seen(doc.Find(".provider-connect h2")), "Connect a Shippo provider") {
+				t.Errorf("chosen kind's form: %q", seen(doc.Find(".provider-connect h2")))
 			}
 		})
 	}

@@ -663,7 +663,7 @@ func ReplaysView(l Layout, p ReplaysPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var32 string
-					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(domain.CountsText(j.Counts))
+					templ_7745c5c3_Var32, templ_7745c5c3_Err = templ.JoinStringErrs(outcomeCountsText(j.Counts))
 					if templ_7745c5c3_Err != nil {
 						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/replays.templ`, Line: 183, Col: 55}
 					}

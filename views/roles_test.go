@@ -30,7 +30,7 @@ func TestFormsFollowTheRole(t *testing.T) {
 				"/t/acme/providers/crm/test": domain.RoleOwner, "/t/acme/providers/crm/scopes": domain.RoleOwner,
 			}},
 		{"providers", func(l views.Layout) string {
-			_, html := render(t, views.Providers(l, views.ProvidersView{Kinds: []string{"standard"}}))
+			_, html := render(t, views.Providers(l, views.ProvidersView{Kinds: []views.ProviderKind{{Name: "standard", Title: "Standard"}}, Form: views.ProviderForm{Kind: "standard"}}))
 			return html
 		}, map[string]domain.Role{"/t/acme/providers": domain.RoleOwner}},
 		{"tokens", func(l views.Layout) string { _, html := render(t, views.Tokens(l, tokens)); return html },

@@ -70,6 +70,7 @@ var routeNeeds = map[string]string{
 
 	"GET /admin/users":                                   needAdmin,
 	"POST /admin/users":                                  needAdmin,
+	"POST /admin/reconciliation/run":                     needAdmin,
 	"POST /admin/users/{id}/memberships":                 needAdmin,
 	"POST /admin/users/{id}/memberships/{tenant}/remove": needAdmin,
 	"POST /admin/users/{id}/admin":                       needAdmin,

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"os/user"
 	"strings"
 	"syscall"
 
@@ -101,11 +102,21 @@ func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
 
 // cliActor is who the audit log names for changes made from the command
 // line: the operating-system user, since the CLI acts with the database's
-// authority rather than as an operator.
+// authority rather than as an operator. $USER is often unset (containers,
+// cron, systemd units), so the user is then looked up by the process's
+// uid; only when that fails too is it "cli".
 func cliActor(getenv func(string) string) domain.Actor {
-	name := getenv("USER")
-	if name == "" {
-		name = "unknown"
+	return domain.Actor{Kind: domain.ActorCLI, Name: cliUser(getenv, user.Current)}
+}
+
+// cliUser is the operating-system user the command runs as: $USER, else
+// the account of the process's uid, else "cli".
+func cliUser(getenv func(string) string, current func() (*user.User, error)) string {
+	if name := strings.TrimSpace(getenv("USER")); name != "" {
+		return name
 	}
-	return domain.Actor{Kind: domain.ActorCLI, Name: name}
+	if u, err := current(); err == nil && strings.TrimSpace(u.Username) != "" {
+		return strings.TrimSpace(u.Username)
+	}
+	return "cli"
 }

@@ -78,7 +78,7 @@ func addMembership(ctx context.Context, tx pgx.Tx, m domain.NewMembership) error
 	case !added:
 		return domain.Errorf(domain.ECONFLICT, "%s is already a member of %s: change their role instead.", *found, m.TenantSlug)
 	}
-	return pg.Translate(pg.Audit(ctx, tx, *tenantID, "member_add", *found, "role "+string(m.Role)))
+	return pg.Translate(pg.Audit(ctx, tx, *tenantID, domain.AuditMemberAdd, *found, "role "+string(m.Role)))
 }
 
 // memberForUpdateSQL locks a membership for a change of role, so that an
@@ -114,7 +114,7 @@ func (s *Users) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 			}
 			summary += revokedSummary(revoked)
 		}
-		return pg.Translate(pg.Audit(ctx, tx, tenantID, "member_role", email, summary))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditMemberRole, email, summary))
 	})
 	return revoked, err
 }
@@ -135,7 +135,7 @@ func (s *Users) RemoveMembership(ctx context.Context, userID int64, tenantSlug s
 		if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator left the workspace"); err != nil {
 			return err
 		}
-		return pg.Translate(pg.Audit(ctx, tx, tenantID, "member_remove", email, "was "+string(role)+revokedSummary(revoked)))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditMemberRemove, email, "was "+string(role)+revokedSummary(revoked)))
 	})
 	return revoked, err
 }
@@ -168,7 +168,7 @@ func revokeCreatorTokens(ctx context.Context, tx pgx.Tx, tenantID, userID int64,
 		return 0, pg.Translate(err)
 	}
 	for _, name := range names {
-		if err := pg.Audit(ctx, tx, tenantID, "token_revoke", name, why); err != nil {
+		if err := pg.Audit(ctx, tx, tenantID, domain.AuditTokenRevoke, name, why); err != nil {
 			return 0, pg.Translate(err)
 		}
 	}

@@ -60,7 +60,7 @@ func (s *Users) CreateUser(ctx context.Context, email, password string, admin bo
 		if err != nil {
 			return pg.Translate(err)
 		}
-		if err := pg.Audit(ctx, tx, 0, "operator_create", email, fmt.Sprintf("admin %t", admin)); err != nil {
+		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorCreate, email, fmt.Sprintf("admin %t", admin)); err != nil {
 			return pg.Translate(err)
 		}
 		if tenantSlug == "" {

@@ -161,7 +161,7 @@ func (a *attempt) record(ctx context.Context, tx pgx.Tx, ok bool) error {
 	case a.user.ID == 0:
 		return a.count(ctx, tx, domain.SignInUnknownAccount, domain.SignInAuditName("unknown", a.email))
 	case !ok:
-		return pg.Audit(ctx, tx, 0, "sign_in", a.email, domain.SignInWrongPassword)
+		return pg.Audit(ctx, tx, 0, domain.AuditSignIn, a.email, domain.SignInWrongPassword)
 	}
 	if _, err := tx.Exec(ctx, returnAddressCheckSQL, a.args); err != nil {
 		return err
@@ -169,7 +169,7 @@ func (a *attempt) record(ctx context.Context, tx pgx.Tx, ok bool) error {
 	if _, err := tx.Exec(ctx, forgetLoginChecksSQL, a.args); err != nil {
 		return err
 	}
-	return pg.Audit(ctx, tx, 0, "sign_in", a.email, domain.SignInSucceeded)
+	return pg.Audit(ctx, tx, 0, domain.AuditSignIn, a.email, domain.SignInSucceeded)
 }
 
 // count counts a refusal that checked no real account's password in its
@@ -186,5 +186,5 @@ func (a *attempt) count(ctx context.Context, tx pgx.Tx, outcome, name string) er
 		actor.Name = name
 		ctx = domain.WithActor(ctx, actor)
 	}
-	return pg.Audit(ctx, tx, 0, "sign_in", name, outcome)
+	return pg.Audit(ctx, tx, 0, domain.AuditSignIn, name, outcome)
 }

@@ -113,7 +113,7 @@ func (s *Tokens) CreateAPIToken(ctx context.Context, tenantID int64, nt domain.N
 		if expires != nil {
 			summary += ", expires " + expires.UTC().Format("2006-01-02 15:04 UTC")
 		}
-		return pg.Translate(pg.Audit(ctx, tx, tenantID, "token_create", name, summary))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditTokenCreate, name, summary))
 	})
 	if err != nil {
 		return "", err
@@ -165,7 +165,7 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) er
 		case name == nil: // revoked already
 			return nil
 		}
-		return pg.Translate(pg.Audit(ctx, tx, tenantID, "token_revoke", *name, ""))
+		return pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditTokenRevoke, *name, ""))
 	})
 }
 

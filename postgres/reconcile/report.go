@@ -129,6 +129,39 @@ func (rc *Reconciler) ReconcileNightly(ctx context.Context, now time.Time) (r do
 	return r, true, err
 }
 
+// RunReconciliation implements domain.ReconciliationService: a run asked
+// for by an admin, across every tenant, under the nightly run's lock so
+// that two never overlap. The report and its audit entry are stored in one
+// transaction.
+func (rc *Reconciler) RunReconciliation(ctx context.Context) (domain.ReconciliationReport, error) {
+	var r domain.ReconciliationReport
+	if _, ok := domain.ActorFrom(ctx); !ok { // before the run rather than after it
+		return r, domain.Errorf(domain.EINTERNAL, "a reconciliation run has no actor to record")
+	}
+	conn, err := rc.ownConn(ctx, "tidemark reconciliation")
+	if err != nil {
+		return r, err
+	}
+	defer conn.Close(context.WithoutCancel(ctx)) // and with it the lock
+	var locked bool
+	if err := conn.QueryRow(ctx, reconcileTryLockSQL, pgx.NamedArgs{"key": reconcileLockKey}).Scan(&locked); err != nil {
+		return r, pg.Translate(err)
+	}
+	if !locked {
+		return r, domain.Errorf(domain.ECONFLICT, "a reconciliation is already running; its report appears here when it ends")
+	}
+	if r, err = reconcileOn(ctx, conn, 0, domain.StoredViolations, time.Now()); err != nil {
+		return r, err
+	}
+	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
+		if err := saveReport(ctx, tx, r); err != nil {
+			return err
+		}
+		return pg.Audit(ctx, tx, 0, domain.AuditReconciliationRun, "every workspace", r.Summary())
+	})
+	return r, pg.Translate(err)
+}
+
 var (
 	auditViolationsDesc = prometheus.NewDesc("tidemark_audit_violations",
 		"Violations found by the last stored reconciliation (tidemark audit, nightly in serve), by invariant.",

@@ -83,7 +83,7 @@ func TestBrowserAuditAndOperators(t *testing.T) {
 		chromedp.Navigate(e.Srv.URL+"/admin/audit"),
 		webtest.OnPage(`table.audit td.audit-tenant`, webtest.Exact("/admin/audit")),
 		shot(dir, "13-admin-audit.png"))
-	if n := webtest.Count(ctx, t, `//table[contains(@class, "audit")]//td[contains(@class, "audit-action")][normalize-space()="operator_disable"]`); n != 1 {
+	if n := webtest.Count(ctx, t, `//table[contains(@class, "audit")]//span[contains(@class, "audit-action")][@title="operator_disable"][normalize-space()="disabled an operator"]`); n != 1 {
 		t.Fatalf("the disabling shows %d times in every workspace's log, want 1", n)
 	}
 }

@@ -112,7 +112,6 @@ type (
 	eventPages    struct{ *Handler } // finding an event (the history is web/console/lists)
 	recordPages   struct{ *Handler } // the directory, timelines and repairs
 	conflictPages struct{ *Handler }
-	providerPages struct{ *Handler } // providers, secrets, scopes, test deliveries
 	tokenPages    struct{ *Handler }
 	memberPages   struct{ *Handler }
 	adminPages    struct{ *Handler } // operators and the reconciliation report

@@ -33,12 +33,13 @@ func TestProviderConnectShippoHMAC(t *testing.T) {
 	e := webtest.Setup(t)
 	b := e.Operator("ops@example.com", false, "acme")
 	_, doc := b.Get("/t/acme/providers")
-	if doc.Find(`select[name=kind] option[value=shippo][disabled]`).Length() != 0 ||
-		doc.Find(`select[name=kind] option[value=salesforce][disabled]`).Length() != 0 {
+	if doc.Find(`a.kind-choice[href="/t/acme/providers?kind=shippo#connect"]`).Length() != 1 ||
+		doc.Find(`a.kind-choice[href="/t/acme/providers?kind=salesforce#connect"]`).Length() != 1 {
 		t.Fatal("shippo and salesforce should be connectable")
 	}
-	if legends := doc.Find("fieldset legend").Text(); !strings.Contains(legends, "For Shippo") || !strings.Contains(legends, "For Salesforce") {
-		t.Fatalf("kind fieldsets %q", legends)
+	_, doc = b.Get("/t/acme/providers?kind=shippo")
+	if legends := doc.Find("fieldset legend").Text(); legends != "For Shippo" {
+		t.Fatalf("kind fieldsets %q, want Shippo's only", legends)
 	}
 
 	status, doc, _ := b.Post("/t/acme/providers", url.Values{"name": {"ship"}, "kind": {"shippo"}, "shippo_auth": {"hmac"},
@@ -63,7 +64,7 @@ func TestProviderConnectShippoHMAC(t *testing.T) {
 		t.Fatalf("provider page: %d, endpoint %q, settings %q, shows secret %v", status, webtest.Text(doc, "#endpoint-url"),
 			webtest.Text(doc, ".provider-settings"), strings.Contains(html, secret))
 	}
-	if flash := consoleTestEvent(t, b, "ship"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+	if flash := consoleTestEvent(t, b, "ship"); !strings.Contains(flash, "Test event sent: applied") {
 		t.Fatalf("test event flash %q", flash)
 	}
 
@@ -104,7 +105,7 @@ func TestProviderConnectShippoToken(t *testing.T) {
 		!strings.Contains(webtest.Text(doc, ".url-note"), "shown once") {
 		t.Fatalf("provider page: endpoint %q, note %q, shows token %v", webtest.Text(doc, "#endpoint-url"), webtest.Text(doc, ".url-note"), strings.Contains(html, token))
 	}
-	if flash := consoleTestEvent(t, b, "ship-t"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+	if flash := consoleTestEvent(t, b, "ship-t"); !strings.Contains(flash, "Test event sent: applied") {
 		t.Fatalf("test event flash %q", flash)
 	}
 	_, doc = b.Get("/t/acme/providers/ship-t")
@@ -189,7 +190,7 @@ func TestProviderConnectSalesforce(t *testing.T) {
 		t.Fatal("salesforce page should offer rotation and the test event")
 	}
 	flash := consoleTestEvent(t, b, "sf")
-	if !strings.Contains(flash, "Test event answered 200 OK, Ack true, outcome applied") || !strings.Contains(flash, "<Ack>true</Ack>") {
+	if flash != "Test event sent: applied (answered Ack true)." {
 		t.Fatalf("test event flash %q", flash)
 	}
 
@@ -203,7 +204,7 @@ func TestProviderConnectSalesforce(t *testing.T) {
 	sf.Acked(bytes.ReplaceAll(webtest.SfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAA1")))
 	renewed := webtest.SfHook{E: e, Name: "sf", Token: rotated}
 	renewed.Acked(bytes.ReplaceAll(webtest.SfFixture(t, "contact.xml"), []byte("04l5e00000ZzYxWAAV"), []byte("04l5e00000ZzYxWAA2")))
-	if flash := consoleTestEvent(t, b, "sf"); !strings.Contains(flash, "outcome applied") {
+	if flash := consoleTestEvent(t, b, "sf"); !strings.Contains(flash, "Test event sent: applied") {
 		t.Fatalf("test event after rotation: flash %q", flash)
 	}
 	if status, _, _ := b.Post("/t/acme/providers/sf/retire", nil); status != http.StatusSeeOther {
@@ -222,7 +223,7 @@ func TestProviderTestEventSalesforceNetworks(t *testing.T) {
 	e := webtest.Setup(t)
 	b := e.Operator("ops@example.com", false, "acme")
 	webtest.SfProvider(e, "sfnet", map[string]string{"org_id": webtest.SfOrg, "allowed_networks": "13.108.0.0/14", "revision_field": "SystemModstamp"})
-	if flash := consoleTestEvent(t, b, "sfnet"); !strings.Contains(flash, "outcome applied") {
+	if flash := consoleTestEvent(t, b, "sfnet"); !strings.Contains(flash, "Test event sent: applied") {
 		t.Fatalf("test event flash %q", flash)
 	}
 }
@@ -257,7 +258,7 @@ func TestProviderConnectHubSpot(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
 	b := e.Operator("ops@example.com", false, "acme")
-	_, doc := b.Get("/t/acme/providers")
+	_, doc := b.Get("/t/acme/providers?kind=hubspot")
 	if !strings.Contains(doc.Find("fieldset legend").Text(), "For HubSpot") || doc.Find(`input[name=hubspot_allow_v1][type=checkbox]`).Length() != 1 ||
 		!strings.Contains(webtest.Text(doc, "#hubspot-v1-hint"), "no replay protection") {
 		t.Fatalf("connect form: legends %q", doc.Find("fieldset legend").Text())
@@ -313,7 +314,7 @@ func TestProviderConnectHubSpot(t *testing.T) {
 		t.Fatalf("delivery with a wrong secret answered %d, want 401", status)
 	}
 
-	if flash := consoleTestEvent(t, b, "hub"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+	if flash := consoleTestEvent(t, b, "hub"); !strings.Contains(flash, "Test event sent: applied") {
 		t.Fatalf("test event flash %q", flash)
 	}
 
@@ -337,7 +338,7 @@ func TestProviderConnectHubSpot(t *testing.T) {
 	if got := hubspotOutcome(e, "hub", rotated, hubspotBatch(4, "CEO")); got != "applied" {
 		t.Fatalf("new secret during rotation: %s", got)
 	}
-	if flash := consoleTestEvent(t, b, "hub"); !strings.Contains(flash, "Test event answered 200 OK, outcome applied") {
+	if flash := consoleTestEvent(t, b, "hub"); !strings.Contains(flash, "Test event sent: applied") {
 		t.Fatalf("test event after rotation: flash %q", flash)
 	}
 	_, doc = b.Get("/t/acme/providers/hub")

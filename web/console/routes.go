@@ -12,6 +12,7 @@ import (
 	"github.com/tidemark/tidemark/web/console/lists"
 	overviewpage "github.com/tidemark/tidemark/web/console/overview"
 	peoplepages "github.com/tidemark/tidemark/web/console/people"
+	"github.com/tidemark/tidemark/web/console/providers"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -27,7 +28,8 @@ func (h *Handler) Routes(r chi.Router) {
 		event    = eventPages{h}
 		member   = memberPages{h}
 		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
-		provider = providerPages{h}
+		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Webhook: h.webhook,
+			PublicURL: h.publicURL, Log: h.log, Now: h.now}
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
@@ -63,6 +65,7 @@ func (h *Handler) Routes(r chi.Router) {
 			r.Post(operatorsPath+"/{id}/sign-out", admin.handleSignOutEverywhere)
 			r.Get(lists.AdminAuditPath, list.HandleAdminAudit)
 			r.Get(reconciliationPath, admin.handleReconciliation)
+			r.Post(reconciliationPath+"/run", admin.handleRunReconciliation)
 		})
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
@@ -89,17 +92,17 @@ func (h *Handler) Routes(r chi.Router) {
 
 			// Providers, their secrets, scopes and deliveries, and API
 			// tokens: every member reads them; only owners change them.
-			r.Get("/providers", provider.handleProviders)
-			r.Get("/providers/{name}", provider.handleProvider)
+			r.Get("/providers", provider.HandleProviders)
+			r.Get("/providers/{name}", provider.HandleProvider)
 			r.Get("/tokens", token.handleTokens)
 			r.Group(func(r chi.Router) {
 				r.Use(h.requireRole(domain.RoleOwner))
-				r.Post("/providers", provider.handleConnectProvider)
-				r.Post("/providers/{name}/rotate", provider.handleRotateSecret)
-				r.Post("/providers/{name}/retire", provider.handleRetireSecrets)
-				r.Post("/providers/{name}/secret-shown", provider.handleSecretShown)
-				r.Post("/providers/{name}/test", provider.handleTestEvent)
-				r.Post("/providers/{name}/scopes", provider.handleSaveScope)
+				r.Post("/providers", provider.HandleConnectProvider)
+				r.Post("/providers/{name}/rotate", provider.HandleRotateSecret)
+				r.Post("/providers/{name}/retire", provider.HandleRetireSecrets)
+				r.Post("/providers/{name}/secret-shown", provider.HandleSecretShown)
+				r.Post("/providers/{name}/test", provider.HandleTestEvent)
+				r.Post("/providers/{name}/scopes", provider.HandleSaveScope)
 				r.Post("/tokens", token.handleCreateToken)
 				r.Post("/tokens/{id}/revoke", token.handleRevokeToken)
 			})

@@ -79,3 +79,10 @@ func (h tokenPages) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 	h.log.Info("API token revoked", "tenant", t.Slug, "id", id, "by", currentUser(r.Context()).Email)
 	h.redirectWithFlash(w, r, "/t/"+t.Slug+"/tokens", "ok", "Token revoked: API calls with it are refused from now on.")
 }
+
+// formRefusal reports whether err is a refusal the operator can fix in the
+// form they submitted, rather than an error page.
+func formRefusal(err error) bool {
+	code := domain.ErrorCode(err)
+	return code == domain.EINVALID || code == domain.ECONFLICT
+}

@@ -1,9 +1,10 @@
-package console
+package providers
 
 import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -50,7 +51,8 @@ func parseScopeForm(f views.ScopeForm) (domain.Scope, error) {
 	return sc, err
 }
 
-func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
+// HandleSaveScope adds a scope or changes one, and confirms it.
+func (h Pages) HandleSaveScope(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -66,7 +68,7 @@ func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, err := parseScopeForm(f)
 	if err == nil {
-		err = h.providers.SaveProviderScope(r.Context(), currentTenant(r.Context()).ID, p.ID, sc)
+		err = h.Providers.SaveProviderScope(r.Context(), h.tenant(r).ID, p.ID, sc)
 	}
 	if formRefusal(err) {
 		f.Error = domain.ErrorMessage(err)
@@ -74,7 +76,7 @@ func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
 	state := "enabled"
@@ -82,6 +84,8 @@ func (h providerPages) handleSaveScope(w http.ResponseWriter, r *http.Request) {
 		state = "disabled"
 	}
 	saved := scopeForm(sc)
-	h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
+	// Back to the saved scope's row, marked, with the flash at the top.
+	to := h.providerURL(r, p.Name) + "?saved=" + url.QueryEscape(sc.ScopeName.String()) + "#scope-row-" + sc.ScopeName.String()
+	h.Console.RedirectWithFlash(w, r, to, "ok", fmt.Sprintf("Saved scope %s: TTL %s %s, identifier %s, %s.",
 		sc.ScopeName, saved.TTLValue, saved.TTLUnit, sc.IdentifierRule, state))
 }

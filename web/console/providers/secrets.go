@@ -1,4 +1,4 @@
-package console
+package providers
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 
 // renderNewSecret shows a new provider's endpoint and secret once. The page
 // must not be cached: it is the only place the plaintext ever appears.
-func (h providerPages) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, k provider.Kind, secret string, rotated bool) {
+func (h Pages) renderNewSecret(w http.ResponseWriter, r *http.Request, p domain.Provider, k provider.Kind, secret string, rotated bool) {
 	page := k.SecretPage(h.endpointURL(r, p.Name), secret, p.Config)
 	v := views.ProviderSecretView{Name: p.Name, Kind: p.Kind, Rotated: rotated, Settings: providerSettings(k, p.Config),
 		EndpointURL: page.EndpointURL, Secret: page.Secret, SecretName: page.SecretName, SecretStored: page.SecretStored,
@@ -22,7 +22,7 @@ func (h providerPages) renderNewSecret(w http.ResponseWriter, r *http.Request, p
 		title = "New " + v.SecretName
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	h.render(w, r, http.StatusOK, views.ProviderSecret(h.layout(r, title, "providers"), v))
+	h.Console.Render(w, r, http.StatusOK, views.ProviderSecret(h.Console.Layout(r, title, "providers"), v))
 }
 
 // pastedSecret returns k's secret field when the provider issues the
@@ -37,14 +37,14 @@ func pastedSecret(k provider.Kind) (provider.Field, bool) {
 	return provider.Field{}, false
 }
 
-// handleRotateSecret adds a new secret and answers with it, once.
-func (h providerPages) handleRotateSecret(w http.ResponseWriter, r *http.Request) {
+// HandleRotateSecret adds a new secret and answers with it, once.
+func (h Pages) HandleRotateSecret(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
 	}
 	if !k.HasSecrets() {
-		h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "error",
+		h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error",
 			fmt.Sprintf("%s providers have no secret to rotate: %s", p.Kind, k.ProviderPage(p.Config).NoRotation))
 		return
 	}
@@ -56,51 +56,52 @@ func (h providerPages) handleRotateSecret(w http.ResponseWriter, r *http.Request
 		// The provider issues the new secret; the operator pastes it.
 		secret, _, err = consoleSetup(k, r.PostFormValue("new_secret"), p.Config)
 		if err != nil {
-			h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+formMessage(err))
+			h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+formMessage(err))
 			return
 		}
 	} else {
 		secret, err = k.NewSecret(p.Config)
 	}
 	if err != nil {
-		h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+err.Error())
+		h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+err.Error())
 		return
 	}
-	if err := h.providers.RotateProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID, secret); err != nil {
+	if err := h.Providers.RotateProviderSecret(r.Context(), h.tenant(r).ID, p.ID, secret); err != nil {
 		if domain.ErrorCode(err) == domain.ECONFLICT { // a key the active secrets do not use
-			h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+domain.ErrorMessage(err))
+			h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+domain.ErrorMessage(err))
 			return
 		}
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
-	h.log.Info("provider secret rotated", "tenant", currentTenant(r.Context()).Slug, "provider", p.Name, "by", currentUser(r.Context()).Email)
+	h.Log.Info("provider secret rotated", "tenant", h.tenant(r).Slug, "provider", p.Name, "by", by(r))
 	h.renderNewSecret(w, r, p.Provider, k, secret, true)
 }
 
-func (h providerPages) handleRetireSecrets(w http.ResponseWriter, r *http.Request) {
+// HandleRetireSecrets retires every secret but the newest.
+func (h Pages) HandleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 	p, _, ok := h.currentProvider(w, r)
 	if !ok {
 		return
 	}
-	n, err := h.providers.RetireProviderSecrets(r.Context(), currentTenant(r.Context()).ID, p.ID)
+	n, err := h.Providers.RetireProviderSecrets(r.Context(), h.tenant(r).ID, p.ID)
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
-	h.log.Info("provider secrets retired", "tenant", currentTenant(r.Context()).Slug, "provider", p.Name, "count", n, "by", currentUser(r.Context()).Email)
+	h.Log.Info("provider secrets retired", "tenant", h.tenant(r).Slug, "provider", p.Name, "count", n, "by", by(r))
 	msg := "Nothing to retire: only one secret is active."
 	if n > 0 {
 		msg = fmt.Sprintf("Retired %d old secret(s). Only the newest secret is accepted now.", n)
 	}
-	h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", msg)
+	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", msg)
 }
 
 // issuedSecret is the notice of a secret issued at start-up to provider p,
 // connected before its kind needed one, until an operator confirms it was
 // pasted into the sending system; nil when there is none.
-func (h providerPages) issuedSecret(r *http.Request, p domain.ProviderSummary, k provider.Kind) (*views.IssuedSecret, error) {
-	info, secret, err := h.providers.UnshownProviderSecret(r.Context(), currentTenant(r.Context()).ID, p.ID)
+func (h Pages) issuedSecret(r *http.Request, p domain.ProviderSummary, k provider.Kind) (*views.IssuedSecret, error) {
+	info, secret, err := h.Providers.UnshownProviderSecret(r.Context(), h.tenant(r).ID, p.ID)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return nil, nil
 	}
@@ -120,24 +121,24 @@ func (h providerPages) issuedSecret(r *http.Request, p domain.ProviderSummary, k
 	return v, nil
 }
 
-// handleSecretShown records that an operator has pasted an issued secret
+// HandleSecretShown records that an operator has pasted an issued secret
 // into the sending system, so the provider's page stops showing it.
-func (h providerPages) handleSecretShown(w http.ResponseWriter, r *http.Request) {
+func (h Pages) HandleSecretShown(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
 	}
 	id, err := strconv.ParseInt(r.PostFormValue("secret_id"), 10, 64)
 	if err != nil {
-		h.consoleError(w, r, domain.Errorf(domain.EINVALID, "secret_id must be a secret's id"))
+		h.Console.Error(w, r, domain.Errorf(domain.EINVALID, "secret_id must be a secret's id"))
 		return
 	}
-	t := currentTenant(r.Context())
-	if err := h.providers.MarkProviderSecretShown(r.Context(), t.ID, p.ID, id); err != nil {
-		h.consoleError(w, r, err)
+	t := h.tenant(r)
+	if err := h.Providers.MarkProviderSecretShown(r.Context(), t.ID, p.ID, id); err != nil {
+		h.Console.Error(w, r, err)
 		return
 	}
-	h.log.Info("issued provider secret confirmed", "tenant", t.Slug, "provider", p.Name, "secret", id, "by", currentUser(r.Context()).Email)
+	h.Log.Info("issued provider secret confirmed", "tenant", t.Slug, "provider", p.Name, "secret", id, "by", by(r))
 	name := k.SecretPage(h.endpointURL(r, p.Name), "", p.Config).SecretName
-	h.redirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", "Confirmed: the issued "+name+" is no longer shown. Deliveries without it are refused.")
+	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", "Confirmed: the issued "+name+" is no longer shown. Deliveries without it are refused.")
 }

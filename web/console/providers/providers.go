@@ -1,4 +1,4 @@
-package console
+package providers
 
 import (
 	"errors"
@@ -18,31 +18,57 @@ import (
 // providerDeliveriesShown is how many deliveries a provider page lists.
 const providerDeliveriesShown = 25
 
-// formRefusal reports whether err is a refusal the operator can fix in the
-// form they submitted, rather than an error page.
-func formRefusal(err error) bool {
-	code := domain.ErrorCode(err)
-	return code == domain.EINVALID || code == domain.ECONFLICT
+// HandleProviders lists the tenant's providers with the connect form: a
+// choice of kinds, or with ?kind=NAME that kind's form.
+func (h Pages) HandleProviders(w http.ResponseWriter, r *http.Request) {
+	kind, status, kindError := r.URL.Query().Get("kind"), http.StatusOK, ""
+	if _, ok := provider.Lookup(kind); kind != "" && !ok {
+		status, kindError = http.StatusBadRequest, fmt.Sprintf("There is no provider kind %q: choose one below.", kind)
+		kind = ""
+	}
+	h.renderProviders(w, r, status, views.ProvidersView{Form: views.ProviderForm{Kind: kind}, KindError: kindError})
 }
 
-func (h providerPages) handleProviders(w http.ResponseWriter, r *http.Request) {
-	h.renderProviders(w, r, http.StatusOK, views.ProviderForm{Kind: provider.Default()})
-}
-
-func (h providerPages) renderProviders(w http.ResponseWriter, r *http.Request, status int, form views.ProviderForm) {
-	ps, err := h.providers.ProviderSummaries(r.Context(), currentTenant(r.Context()).ID)
+// renderProviders shows the providers page with v's connect form: the
+// chosen kind's fields with the values entered, or the choice of kinds.
+func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status int, v views.ProvidersView) {
+	ps, err := h.Providers.ProviderSummaries(r.Context(), h.tenant(r).ID)
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
-	v := views.ProvidersView{Providers: ps, Form: form, Kinds: provider.Names()}
-	for _, name := range v.Kinds {
+	v.Providers = ps
+	for _, name := range provider.Names() {
 		k, _ := provider.Lookup(name)
-		if f := k.Form(); len(f.Fields) > 0 {
-			v.Fieldsets = append(v.Fieldsets, connectFieldset(name, f, form.Values))
+		f := k.Form()
+		v.Kinds = append(v.Kinds, kindChoice(name, f))
+		if name == v.Form.Kind {
+			v.Fieldset = connectFieldset(name, f, v.Form.Values)
 		}
 	}
-	h.render(w, r, status, views.Providers(h.layout(r, "Providers", "providers"), v))
+	h.Console.Render(w, r, status, views.Providers(h.Console.Layout(r, "Providers", "providers"), v))
+}
+
+// kindAbout says what sends each kind's webhooks and how they are
+// authenticated, on the choice step of the connect form.
+var kindAbout = map[string][2]string{
+	"standard":   {"Standard Webhooks", "Any system that signs its webhooks as Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature). Tidemark generates the signing secret."},
+	"hubspot":    {"HubSpot", "A HubSpot app's webhook subscriptions, signed with the app's client secret, which you paste from HubSpot."},
+	"salesforce": {"Salesforce", "Outbound messages of a Salesforce flow or workflow rule, checked by the organization id and a token in the URL."},
+	"shippo":     {"Shippo", "Shippo's tracking and transaction webhooks, signed with a shared secret or carrying a token."},
+}
+
+// kindChoice is a kind as the choice step shows it; a kind without a
+// description is named by its section's legend.
+func kindChoice(name string, f provider.Form) views.ProviderKind {
+	if a, ok := kindAbout[name]; ok {
+		return views.ProviderKind{Name: name, Title: a[0], About: a[1]}
+	}
+	title := strings.TrimPrefix(f.Legend, "For ")
+	if title == "" {
+		title = name
+	}
+	return views.ProviderKind{Name: name, Title: title}
 }
 
 // connectFieldset is a kind's section of the connect form with the values
@@ -102,12 +128,13 @@ func formMessage(err error) string {
 	return domain.ErrorMessage(err)
 }
 
-// handleConnectProvider creates a provider and answers with its endpoint
+// HandleConnectProvider creates a provider and answers with its endpoint
 // and secret, which exists in plaintext only in this response. What the kind
 // needs is checked and completed by its Setup; only the fields of the
-// chosen kind are read, but every kind's settings are kept for a refused form.
-func (h providerPages) handleConnectProvider(w http.ResponseWriter, r *http.Request) {
-	t := currentTenant(r.Context())
+// chosen kind are read, and a refused form shows that kind's form again
+// with what was entered.
+func (h Pages) HandleConnectProvider(w http.ResponseWriter, r *http.Request) {
+	t := h.tenant(r)
 	form := views.ProviderForm{
 		Name:   strings.TrimSpace(r.PostFormValue("name")),
 		Kind:   r.PostFormValue("kind"),
@@ -142,18 +169,21 @@ func (h providerPages) handleConnectProvider(w http.ResponseWriter, r *http.Requ
 	}
 	var p domain.Provider
 	if err == nil {
-		p, err = h.providers.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
+		p, err = h.Providers.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
 	}
 	if formRefusal(err) {
 		form.Error = formMessage(err)
-		h.renderProviders(w, r, http.StatusUnprocessableEntity, form)
+		if _, known := provider.Lookup(form.Kind); !known {
+			form.Kind = "" // back to the choice of kinds
+		}
+		h.renderProviders(w, r, http.StatusUnprocessableEntity, views.ProvidersView{Form: form, KindError: form.Error})
 		return
 	}
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
-	h.log.Info("provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", currentUser(r.Context()).Email)
+	h.Log.Info("provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", by(r))
 	h.renderNewSecret(w, r, p, k, secret, false)
 }
 
@@ -177,29 +207,30 @@ func providerLimits(p domain.Provider) []views.ProviderSetting {
 		{Label: "Future skew allowed", Value: p.MaxFutureSkew.String()}}
 }
 
-func (h providerPages) endpointURL(r *http.Request, provider string) string {
-	return httpx.BaseURL(h.publicURL, r) + "/webhooks/" + currentTenant(r.Context()).Slug + "/" + provider
+func (h Pages) endpointURL(r *http.Request, provider string) string {
+	return httpx.BaseURL(h.PublicURL, r) + "/webhooks/" + h.tenant(r).Slug + "/" + provider
 }
 
 // currentProvider loads the {name} provider of the current tenant and its
 // kind; it writes the error page and returns false when there is none. A
 // kind this build does not know can only come from a newer version that
 // wrote the row, so it is an internal error, not a page to improvise.
-func (h providerPages) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, provider.Kind, bool) {
-	p, err := h.providers.ProviderSummary(r.Context(), currentTenant(r.Context()).ID, chi.URLParam(r, "name"))
+func (h Pages) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, provider.Kind, bool) {
+	p, err := h.Providers.ProviderSummary(r.Context(), h.tenant(r).ID, chi.URLParam(r, "name"))
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return p, nil, false
 	}
 	k, ok := provider.Lookup(p.Kind)
 	if !ok {
-		h.consoleError(w, r, fmt.Errorf("provider %s has kind %q, which this version of Tidemark does not know", p.Name, p.Kind))
+		h.Console.Error(w, r, fmt.Errorf("provider %s has kind %q, which this version of Tidemark does not know", p.Name, p.Kind))
 		return p, nil, false
 	}
 	return p, k, true
 }
 
-func (h providerPages) handleProvider(w http.ResponseWriter, r *http.Request) {
+// HandleProvider shows one provider's page.
+func (h Pages) HandleProvider(w http.ResponseWriter, r *http.Request) {
 	p, k, ok := h.currentProvider(w, r)
 	if !ok {
 		return
@@ -210,21 +241,21 @@ func (h providerPages) handleProvider(w http.ResponseWriter, r *http.Request) {
 // renderProvider shows a provider's page. A refused scope form, when given,
 // is shown as submitted in place of the stored scope (or of the empty "add"
 // form) with its message.
-func (h providerPages) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refusedScope views.ScopeForm) {
-	ctx, tenantID := r.Context(), currentTenant(r.Context()).ID
-	secrets, err := h.providers.ProviderSecrets(ctx, tenantID, p.ID)
+func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refusedScope views.ScopeForm) {
+	ctx, tenantID := r.Context(), h.tenant(r).ID
+	secrets, err := h.Providers.ProviderSecrets(ctx, tenantID, p.ID)
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
-	deliveries, err := h.providers.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
+	deliveries, err := h.Providers.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
-	scopes, err := h.providers.ProviderScopes(ctx, tenantID, p.ID)
+	scopes, err := h.Providers.ProviderScopes(ctx, tenantID, p.ID)
 	if err != nil {
-		h.consoleError(w, r, err)
+		h.Console.Error(w, r, err)
 		return
 	}
 	page := k.ProviderPage(p.Config)
@@ -237,17 +268,19 @@ func (h providerPages) renderProvider(w http.ResponseWriter, r *http.Request, st
 			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}
 	}
 	// Only owners see secrets, an issued one included.
-	if k.HasSecrets() && currentMembership(ctx).Role.Allows(domain.RoleOwner) {
+	if k.HasSecrets() && h.Console.Membership(r).Role.Allows(domain.RoleOwner) {
 		if v.Issued, err = h.issuedSecret(r, p, k); err != nil {
-			h.consoleError(w, r, err)
+			h.Console.Error(w, r, err)
 			return
 		}
 		if v.Issued != nil {
 			w.Header().Set("Cache-Control", "no-store") // the page holds a secret's plaintext
 		}
 	}
+	saved := r.URL.Query().Get("saved") // the scope just saved, to mark
 	for _, sc := range scopes {
 		f := scopeForm(sc)
+		f.Saved = saved == sc.ScopeName.String()
 		if refusedScope.Error != "" && !refusedScope.New && sc.ScopeName == (domain.ScopeName{ObjectType: refusedScope.ObjectType, Action: refusedScope.Action}) {
 			f = refusedScope
 		}
@@ -256,9 +289,9 @@ func (h providerPages) renderProvider(w http.ResponseWriter, r *http.Request, st
 	if refusedScope.New {
 		v.NewScope = refusedScope
 	}
-	h.render(w, r, status, views.Provider(h.layout(r, p.Name, "providers"), v))
+	h.Console.Render(w, r, status, views.Provider(h.Console.Layout(r, p.Name, "providers"), v))
 }
 
-func (h providerPages) providerURL(r *http.Request, name string) string {
-	return "/t/" + currentTenant(r.Context()).Slug + "/providers/" + name
+func (h Pages) providerURL(r *http.Request, name string) string {
+	return "/t/" + h.tenant(r).Slug + "/providers/" + name
 }

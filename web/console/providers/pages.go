@@ -1,0 +1,59 @@
+// Package providers is the console's provider pages (/t/{tenant}/providers):
+// the list with the connect form, one provider's page with its endpoint,
+// secrets, recent deliveries and scopes, and the owners' actions on them
+// (connect, rotate, retire, test event, scopes). It is a page family of
+// web/console kept apart to hold that package's size down; web/console
+// registers its routes, behind the session, the tenant, the roles and
+// cross-origin protection, and hands it the page frame through Console.
+package providers
+
+import (
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/a-h/templ"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+)
+
+// Console is what the pages use of the console around them.
+type Console interface {
+	// Layout is the page frame, with the pending flash message.
+	Layout(r *http.Request, title, nav string) views.Layout
+	Render(w http.ResponseWriter, r *http.Request, status int, c templ.Component)
+	// Error shows err as a page with the status it maps to.
+	Error(w http.ResponseWriter, r *http.Request, err error)
+	RedirectWithFlash(w http.ResponseWriter, r *http.Request, to, kind, msg string)
+	// Membership is the request's tenant and the operator's role there.
+	Membership(r *http.Request) domain.Membership
+}
+
+// Pages serves the provider pages.
+type Pages struct {
+	Console   Console
+	Providers domain.ProviderService
+	Events    domain.EventService // the outcome of a test event
+	// Webhook is the receiver, through which test events are sent in-process.
+	Webhook   http.Handler
+	PublicURL string // the base URL providers call; "" to build it from each request
+	Log       *slog.Logger
+	Now       func() time.Time
+}
+
+// tenant is the request's tenant.
+func (h Pages) tenant(r *http.Request) domain.Tenant { return h.Console.Membership(r).Tenant }
+
+// by names the operator making a change, for the log.
+func by(r *http.Request) string {
+	a, _ := domain.ActorFrom(r.Context())
+	return a.Name
+}
+
+// formRefusal reports whether err is a refusal the operator can fix in the
+// form they submitted, rather than an error page.
+func formRefusal(err error) bool {
+	code := domain.ErrorCode(err)
+	return code == domain.EINVALID || code == domain.ECONFLICT
+}
