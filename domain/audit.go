@@ -99,8 +99,7 @@ type AuditService interface {
 	// AuditLog lists the entries q selects, newest first, and the cursor of
 	// the next page ("" on the last). A malformed cursor is EINVALID.
 	AuditLog(ctx context.Context, q AuditQuery, page Page) ([]AuditEntry, string, error)
-	// AuditLogPage is AuditLog paged both ways (page.Before), counted when
-	// page.Count asks.
+	// AuditLogPage is AuditLog paged both ways, counted when page.Count asks.
 	AuditLogPage(ctx context.Context, q AuditQuery, page Page) ([]AuditEntry, PageInfo, error)
 	// AuditActions lists the actions recorded among the entries q's tenant
 	// selects (its other filters are ignored), sorted, for a filter's choices.

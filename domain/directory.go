@@ -23,10 +23,8 @@ type RecordQuery struct {
 	Before        time.Time // changed before
 	// Search matches record ids by prefix and the words of the current
 	// snapshot (websearch syntax: "quoted phrases", -excluded words, or).
-	Search string
-	// WithTests lists the records of console test events too (IsTestRecord),
-	// which are left out otherwise (RecordDirectoryPage only).
-	WithTests bool
+	Search    string
+	WithTests bool // list console test events' records (snapshot.IsTestRecord) too; RecordDirectoryPage only
 }
 
 // Validate returns an EINVALID error describing the first unusable filter.
@@ -78,29 +76,15 @@ type RecordSummary struct {
 	// matches between HighlightStart and HighlightStop; empty without a
 	// search or when only the id matched.
 	Headline string
-	// Name is the record's display name (domain/snapshot.DisplayName), and
-	// Matches the fields of the snapshot that matched the search, for
-	// people to read; Test marks a test event's record (RecordDirectoryPage
-	// only).
-	Name    string
-	Matches []FieldMatch
-	Test    bool
+	Name     string // display name; Name, Matches, Test: RecordDirectoryPage only
+	Matches  []FieldMatch
+	Test     bool
 }
 
-// FieldMatch is a field of a snapshot that a search matched: its name (a
-// dotted path when nested) and its value cut into matched and other parts.
+// FieldMatch is a snapshot's field (dotted path) a search matched, its value in parts.
 type FieldMatch struct {
 	Field string
 	Parts []HighlightPart
-}
-
-// TestRecordID is the object id of the record a console test event writes
-// ("tidemark-test"; Shippo's is "tidemark:tidemark-test").
-const TestRecordID = "tidemark-test"
-
-// IsTestRecord reports whether objectID is a console test event's record.
-func IsTestRecord(objectID string) bool {
-	return objectID == TestRecordID || strings.HasSuffix(objectID, ":"+TestRecordID)
 }
 
 // Ref names the summarised record.
@@ -120,32 +104,6 @@ const (
 type HighlightPart struct {
 	Text    string
 	Matched bool
-}
-
-// HighlightParts splits a headline at its delimiters, for a view to escape
-// each part and mark the matched ones.
-func HighlightParts(headline string) []HighlightPart {
-	var parts []HighlightPart
-	matched := false
-	for headline != "" {
-		stop := HighlightStart
-		if matched {
-			stop = HighlightStop
-		}
-		i := strings.IndexRune(headline, stop)
-		if i < 0 {
-			i = len(headline)
-		}
-		if i > 0 {
-			parts = append(parts, HighlightPart{Text: headline[:i], Matched: matched})
-		}
-		if i == len(headline) {
-			break
-		}
-		headline = headline[i+1:]
-		matched = !matched
-	}
-	return parts
 }
 
 // validUTF8 refuses the first of the named filter values (name, value

@@ -1,29 +1,9 @@
 package domain
 
 import (
-	"reflect"
 	"strings"
 	"testing"
 )
-
-func TestHighlightParts(t *testing.T) {
-	for _, c := range []struct {
-		headline string
-		want     []HighlightPart
-	}{
-		{"", nil},
-		{"plain text", []HighlightPart{{Text: "plain text"}}},
-		{"Ada \x02Lovelace\x03 of \x02London\x03", []HighlightPart{
-			{Text: "Ada "}, {Text: "Lovelace", Matched: true}, {Text: " of "}, {Text: "London", Matched: true},
-		}},
-		{"\x02<b>\x03", []HighlightPart{{Text: "<b>", Matched: true}}},
-		{"cut \x02short", []HighlightPart{{Text: "cut "}, {Text: "short", Matched: true}}},
-	} {
-		if got := HighlightParts(c.headline); !reflect.DeepEqual(got, c.want) {
-			t.Errorf("HighlightParts(%q) = %#v, want %#v", c.headline, got, c.want)
-		}
-	}
-}
 
 func TestSearchValidation(t *testing.T) {
 	for _, ok := range []string{"", "Lovelace", `"chief officer" -interim`, strings.Repeat("a", MaxSearchBytes)} {

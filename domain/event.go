@@ -116,9 +116,7 @@ type LoggedEvent struct {
 	// Headline is the part of the snapshot that matched the query's
 	// Search, with matches between HighlightStart and HighlightStop.
 	Headline string
-	// Matches are the snapshot's fields that matched the Search, for
-	// people to read (EventLogPage only).
-	Matches []FieldMatch
+	Matches  []FieldMatch // the snapshot's fields the Search matched (EventLogPage only)
 }
 
 // EventLogQuery narrows the event log; zero fields match everything.
@@ -178,8 +176,7 @@ type EventService interface {
 	// next page ("" on the last). An invalid query or cursor is an EINVALID
 	// error; a search stopped by the read timeout is ErrReadTimeout.
 	EventLog(ctx context.Context, tenantID int64, q EventLogQuery, page Page) ([]LoggedEvent, string, error)
-	// EventLogPage is EventLog paged both ways (page.Before), counted when
-	// page.Count asks.
+	// EventLogPage is EventLog paged both ways, counted when page.Count asks.
 	EventLogPage(ctx context.Context, tenantID int64, q EventLogQuery, page Page) ([]LoggedEvent, PageInfo, error)
 	// EventLogChoices lists what the filters can choose from.
 	EventLogChoices(ctx context.Context, tenantID int64) (EventLogChoices, error)

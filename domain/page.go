@@ -8,21 +8,14 @@ type Page struct {
 	Limit  int
 	Cursor string
 	Before string
-	// Count, when positive, asks a list that reports PageInfo to count the
-	// entries that match, up to Count.
-	Count int
+	Count  int // when positive, a list that reports PageInfo counts up to Count
 }
 
-// PageInfo is what a list says about one of its pages: where the pages
-// around it start (Next: the older page's Cursor, "" on the oldest; Prev:
-// the newer page's Before, "" on the newest), and, when the Page asked,
-// how many entries match.
+// PageInfo is a page's cursors (Next: older, Prev: newer) and, when
+// counted (else 0), how many entries match (Total) and come before it
+// (Offset), each up to Page.Count+1 (meaning more than Page.Count).
 type PageInfo struct {
 	PageCursors
-	// Counted reports that Total and Offset were counted: Total entries
-	// match and Offset of them come before (newer than) this page, each up
-	// to Page.Count+1, which means more than Page.Count.
-	Counted       bool
 	Total, Offset int
 }
 

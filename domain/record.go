@@ -159,8 +159,7 @@ type RecordService interface {
 	// most recently changed first (object id breaking ties), and the cursor
 	// of the next page ("" after the last).
 	RecordDirectory(ctx context.Context, tenantID int64, q RecordQuery, page Page) ([]RecordSummary, string, error)
-	// RecordDirectoryPage is RecordDirectory paged both ways (page.Before),
-	// counted when page.Count asks.
+	// RecordDirectoryPage is RecordDirectory paged both ways, counted when page.Count asks.
 	RecordDirectoryPage(ctx context.Context, tenantID int64, q RecordQuery, page Page) ([]RecordSummary, PageInfo, error)
 
 	// ResetRecord forgets the record's revision (the snapshot stays until

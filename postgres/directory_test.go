@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/snapshot"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
@@ -121,7 +122,7 @@ func TestRecordDirectory(t *testing.T) {
 	list := directory(t, s, crm.TenantID, domain.RecordQuery{Search: "lovelace"})
 	for _, r := range list {
 		var marked []string
-		for _, part := range domain.HighlightParts(r.Headline) {
+		for _, part := range snapshot.HeadlineParts(r.Headline) {
 			if part.Matched {
 				marked = append(marked, part.Text)
 			}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/snapshot"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
@@ -25,8 +26,8 @@ func walkBoth[T any](t *testing.T, what string, total int, list func(domain.Page
 		if err != nil {
 			t.Fatalf("%s: %v", what, err)
 		}
-		if !info.Counted || info.Total != total || info.Offset != offset {
-			t.Fatalf("%s page %d: counted %v, total %d offset %d; want %d and %d", what, len(older), info.Counted, info.Total, info.Offset, total, offset)
+		if info.Total != total || info.Offset != offset {
+			t.Fatalf("%s page %d: total %d offset %d; want %d and %d", what, len(older), info.Total, info.Offset, total, offset)
 		}
 		if (cursor == "") != (info.Prev == "") {
 			t.Fatalf("%s page %d: newer %q", what, len(older), info.Prev)
@@ -108,7 +109,7 @@ func TestListsPageBothWays(t *testing.T) {
 
 	// A count bounded below the total says so.
 	_, info, err := s.EventLogPage(ctx, crm.TenantID, domain.EventLogQuery{}, domain.Page{Limit: 2, Count: 5})
-	if err != nil || !info.Counted || info.Total != 6 || info.Offset != 0 {
+	if err != nil || info.Total != 6 || info.Offset != 0 {
 		t.Errorf("bounded count: %+v, %v", info, err)
 	}
 	// A Before with fewer than a page newer is the newest page.
@@ -145,7 +146,7 @@ func TestDirectoryNamesLeadsAndTests(t *testing.T) {
 	ctx := context.Background()
 	ingest(t, s, crm, event("e1", "c-1", 1, `{"firstname":"Ada","lastname":"Lovelace","email":"ada@example.com","job_title":"VP Sales"}`))
 	ingest(t, s, crm, event("e2", "c-2", 1, `{"email":"grace@example.com"}`))
-	ingest(t, s, crm, event("e3", domain.TestRecordID, 1, `{"name":"Test"}`))
+	ingest(t, s, crm, event("e3", snapshot.TestRecordID, 1, `{"name":"Test"}`))
 	deliverBatch(t, s, crm, `{}`, pgtest.Signup(t, "l1", "ann@example.com", "spring"))
 	other := newProvider(t, s, "globex", "crm")
 	deliverBatch(t, s, other, `{}`, pgtest.Signup(t, "l9", "zed@example.com", "spring"))
@@ -174,12 +175,12 @@ func TestDirectoryNamesLeadsAndTests(t *testing.T) {
 	wantIDs(t, "lead filter", page(domain.RecordQuery{ObjectType: "lead"}), "crm/ann@example.com")
 	wantIDs(t, "lead by prefix", page(domain.RecordQuery{Search: "ann@"}), "crm/ann@example.com")
 	with := page(domain.RecordQuery{WithTests: true})
-	wantIDs(t, "with tests", with, "crm/ann@example.com", "crm/"+domain.TestRecordID, "crm/c-2", "crm/c-1")
+	wantIDs(t, "with tests", with, "crm/ann@example.com", "crm/"+snapshot.TestRecordID, "crm/c-2", "crm/c-1")
 	if !with[1].Test || with[0].Test {
 		t.Errorf("test marks %v %v", with[1].Test, with[0].Test)
 	}
 	api := directory(t, s, crm.TenantID, domain.RecordQuery{})
-	wantIDs(t, "the API's list", api, "crm/"+domain.TestRecordID, "crm/c-2", "crm/c-1")
+	wantIDs(t, "the API's list", api, "crm/"+snapshot.TestRecordID, "crm/c-2", "crm/c-1")
 
 	found := page(domain.RecordQuery{Search: "sales"})
 	if len(found) != 1 || len(found[0].Matches) != 1 || found[0].Matches[0].Field != "job_title" ||

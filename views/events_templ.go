@@ -955,9 +955,9 @@ func EventLogView(l Layout, p EventLogPage) templ.Component {
 						return templ_7745c5c3_Err
 					}
 					var templ_7745c5c3_Var45 string
-					templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(e.ReceivedAt.UTC().Format("2006-01-02 15:04:05"))
+					templ_7745c5c3_Var45, templ_7745c5c3_Err = templ.JoinStringErrs(e.ReceivedAt.UTC().Format("2006-01-02 15:04"))
 					if templ_7745c5c3_Err != nil {
-						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/events.templ`, Line: 265, Col: 161}
+						return templ.Error{Err: templ_7745c5c3_Err, FileName: `views/events.templ`, Line: 265, Col: 158}
 					}
 					_, templ_7745c5c3_Err = templ_7745c5c3_Buffer.WriteString(templ.EscapeString(templ_7745c5c3_Var45))
 					if templ_7745c5c3_Err != nil {

@@ -7,7 +7,7 @@ import "github.com/tidemark/tidemark/domain"
 // nothing was counted or nothing matches. bound is the count asked for
 // (domain.Page.Count) and shown how many entries the page lists.
 func PageCount(info domain.PageInfo, bound, shown int) string {
-	if !info.Counted || info.Total == 0 || shown == 0 {
+	if info.Total == 0 || shown == 0 {
 		return ""
 	}
 	more := info.Total > bound

@@ -256,3 +256,38 @@ func around(parts []domain.HighlightPart, first int) []domain.HighlightPart {
 	}
 	return out
 }
+
+// HeadlineParts splits a headline at its delimiters, for a view to escape
+// each part and mark the matched ones.
+func HeadlineParts(headline string) []domain.HighlightPart {
+	var parts []domain.HighlightPart
+	matched := false
+	for headline != "" {
+		stop := domain.HighlightStart
+		if matched {
+			stop = domain.HighlightStop
+		}
+		i := strings.IndexRune(headline, stop)
+		if i < 0 {
+			i = len(headline)
+		}
+		if i > 0 {
+			parts = append(parts, domain.HighlightPart{Text: headline[:i], Matched: matched})
+		}
+		if i == len(headline) {
+			break
+		}
+		headline = headline[i+1:]
+		matched = !matched
+	}
+	return parts
+}
+
+// TestRecordID is the object id of the record a console test event writes
+// ("tidemark-test"; Shippo's is "tidemark:tidemark-test").
+const TestRecordID = "tidemark-test"
+
+// IsTestRecord reports whether objectID is a console test event's record.
+func IsTestRecord(objectID string) bool {
+	return objectID == TestRecordID || strings.HasSuffix(objectID, ":"+TestRecordID)
+}

@@ -2,8 +2,11 @@ package snapshot
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 func TestDisplayName(t *testing.T) {
@@ -60,5 +63,24 @@ func TestMatches(t *testing.T) {
 	got := show(long, "sales")
 	if !strings.HasPrefix(got, "note: …") || !strings.Contains(got, "[sales]") || len([]rune(got)) > MaxValueRunes+20 {
 		t.Errorf("a long value: %q", got)
+	}
+}
+
+func TestHeadlineParts(t *testing.T) {
+	for _, c := range []struct {
+		headline string
+		want     []domain.HighlightPart
+	}{
+		{"", nil},
+		{"plain text", []domain.HighlightPart{{Text: "plain text"}}},
+		{"Ada \x02Lovelace\x03 of \x02London\x03", []domain.HighlightPart{
+			{Text: "Ada "}, {Text: "Lovelace", Matched: true}, {Text: " of "}, {Text: "London", Matched: true},
+		}},
+		{"\x02<b>\x03", []domain.HighlightPart{{Text: "<b>", Matched: true}}},
+		{"cut \x02short", []domain.HighlightPart{{Text: "cut "}, {Text: "short", Matched: true}}},
+	} {
+		if got := HeadlineParts(c.headline); !reflect.DeepEqual(got, c.want) {
+			t.Errorf("HeadlineParts(%q) = %#v, want %#v", c.headline, got, c.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/snapshot"
 )
 
 // ReplayWindow is how far a signed delivery's timestamp may be from the
@@ -170,7 +171,7 @@ func ShellWord(s string) string {
 }
 
 // sampleContact is the record a console test event writes.
-const sampleContact = domain.TestRecordID
+const sampleContact = snapshot.TestRecordID
 
 // sampleTime is the fixed time of the sample bodies in shell snippets, so
 // the page shows the same snippet every time.

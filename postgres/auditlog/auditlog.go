@@ -130,9 +130,7 @@ func (s *Log) AuditLogPage(ctx context.Context, q domain.AuditQuery, page domain
 		if len(keyed) > 0 {
 			a["first_at"], a["first_id"] = keyed[0].Key.At, keyed[0].Key.ID
 		}
-		if err := s.read.QueryRow(ctx, fmt.Sprintf(auditCountSQL, conds), a).Scan(&info.Total, &info.Offset); err == nil {
-			info.Counted = true
-		} else if !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
+		if err := s.read.QueryRow(ctx, fmt.Sprintf(auditCountSQL, conds), a).Scan(&info.Total, &info.Offset); err != nil && !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
 			return nil, info, pg.Translate(err)
 		}
 	}

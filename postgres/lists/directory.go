@@ -70,7 +70,7 @@ const (
 	directoryBefore = `s.updated_at < @before`
 	// An id matches by prefix, words through record_search_words.
 	directorySearch = `(s.vector @@ websearch_to_tsquery('simple', @q) OR s.object_id LIKE @id_prefix)`
-	// A console test event's record (domain.IsTestRecord) is left out.
+	// A console test event's record (snapshot.IsTestRecord) is left out.
 	directoryNoTests = `s.object_id <> @test_id AND s.object_id NOT LIKE @test_suffix`
 )
 
@@ -145,8 +145,8 @@ func (s *Lists) directory(ctx context.Context, tenantID int64, q domain.RecordQu
 		c.Add(directoryBefore, "before", q.Before)
 	}
 	if !q.WithTests {
-		c.Add(directoryNoTests, "test_id", domain.TestRecordID)
-		args["test_suffix"] = "%:" + domain.TestRecordID
+		c.Add(directoryNoTests, "test_id", snapshot.TestRecordID)
+		args["test_suffix"] = "%:" + snapshot.TestRecordID
 	}
 	search := strings.TrimSpace(q.Search)
 	if search != "" {
@@ -187,7 +187,7 @@ func (s *Lists) directory(ctx context.Context, tenantID int64, q domain.RecordQu
 			err := row.Scan(&r.Provider, &r.ObjectType, &r.ObjectID, &r.Revision, &r.UpdatedAt, &r.ApplicationCount,
 				&r.Badges.OpenConflicts, &r.Badges.StaleEvents, &r.Badges.Deleted, &r.Headline, &key.UpdatedAt, &key.ProviderID, &snap)
 			key.ObjectID, key.ObjectType = r.ObjectID, r.ObjectType
-			r.Name, r.Test = snapshot.DisplayName(r.ObjectType, snap), domain.IsTestRecord(r.ObjectID)
+			r.Name, r.Test = snapshot.DisplayName(r.ObjectType, snap), snapshot.IsTestRecord(r.ObjectID)
 			if search != "" {
 				r.Matches = snapshot.Matches(snap, search, maxMatches)
 			}
@@ -205,9 +205,7 @@ func (s *Lists) directory(ctx context.Context, tenantID int64, q domain.RecordQu
 			k := keyed[0].Key
 			a["first_at"], a["first_id"], a["first_provider"], a["first_type"] = k.UpdatedAt, k.ObjectID, k.ProviderID, k.ObjectType
 		}
-		if err := s.read.QueryRow(ctx, fmt.Sprintf(directoryCountSQL, conds, leadConds), customPlan, a).Scan(&info.Total, &info.Offset); err == nil {
-			info.Counted = true
-		} else if !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
+		if err := s.read.QueryRow(ctx, fmt.Sprintf(directoryCountSQL, conds, leadConds), customPlan, a).Scan(&info.Total, &info.Offset); err != nil && !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
 			return nil, info, pg.Translate(err)
 		}
 	}

@@ -192,9 +192,7 @@ func (s *Lists) EventLogPage(ctx context.Context, tenantID int64, q domain.Event
 			a["first_at"], a["first_delivery"], a["first_seq"] = k.ReceivedAt, k.DeliveryID, k.Seq
 		}
 		// A count the read timeout stops is left out, not an error.
-		if err := s.read.QueryRow(ctx, fmt.Sprintf(count, conds), customPlan, a).Scan(&info.Total, &info.Offset); err == nil {
-			info.Counted = true
-		} else if !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
+		if err := s.read.QueryRow(ctx, fmt.Sprintf(count, conds), customPlan, a).Scan(&info.Total, &info.Offset); err != nil && !errors.Is(pg.Translate(err), domain.ErrReadTimeout) {
 			return nil, info, eventLogError(err)
 		}
 	}
