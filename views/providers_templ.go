@@ -108,7 +108,7 @@ type ProvidersView struct {
 
 // ProviderKind is one kind on the choice step of the connect form.
 type ProviderKind struct {
-	Name  string // as stored and posted, such as "hubspot"
+	Name  string // as stored and posted, such as hubspot
 	Title string // such as "HubSpot"
 	About string // what sends it and how it authenticates
 }

@@ -407,7 +407,7 @@ func (hubspot) RespondQueued(w http.ResponseWriter, deliveryID, status string) i
 }
 
 func (hubspot) Form() Form {
-	return Form{Legend: "For HubSpot", Fields: []Field{
+	return Form{Legend: "For HubSpot", Title: "HubSpot", About: "A HubSpot app's webhook subscriptions, signed with the app's client secret, which you paste from HubSpot.", Fields: []Field{
 		hubspotSecretField,
 		{Name: "hubspot_allow_v1", Config: "allow_v1", Label: "also accept legacy v1 signatures", Flag: "--allow-v1", Input: "checkbox",
 			Usage:  "hubspot: also accept legacy v1 signatures (no replay protection)",

@@ -72,6 +72,9 @@ type Kind interface {
 type Form struct {
 	Legend string // the section's title, such as "For Shippo"
 	Fields []Field
+	// Title and About name the kind and say what sends its webhooks and
+	// how they are authenticated, on the form's kind choice.
+	Title, About string
 }
 
 // Field describes one input of the connect form.

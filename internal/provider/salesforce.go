@@ -489,7 +489,8 @@ func (n sfNote) event(orgID, revField string) domain.Event {
 }
 
 func (salesforce) Form() Form {
-	return Form{Legend: "For Salesforce", Fields: []Field{sfOrgField, sfNetworksField, sfRevisionField}}
+	return Form{Legend: "For Salesforce", Title: "Salesforce", About: "Outbound messages of a Salesforce flow or workflow rule, checked by the organization id and a token in the URL.",
+		Fields: []Field{sfOrgField, sfNetworksField, sfRevisionField}}
 }
 
 func (salesforce) Settings(config map[string]string) []Setting {

@@ -385,7 +385,8 @@ func (shippo) Respond(w http.ResponseWriter, deliveryID string, results []domain
 }
 
 func (shippo) Form() Form {
-	return Form{Legend: "For Shippo", Fields: []Field{shippoAuthField, shippoSecretField}}
+	return Form{Legend: "For Shippo", Title: "Shippo", About: "Shippo's tracking and transaction webhooks, signed with a shared secret or carrying a token.",
+		Fields: []Field{shippoAuthField, shippoSecretField}}
 }
 
 func (shippo) Settings(config map[string]string) []Setting {

@@ -261,7 +261,10 @@ func (standard) Respond(w http.ResponseWriter, deliveryID string, results []doma
 	RespondJSON(w, deliveryID, results)
 }
 
-func (standard) Form() Form { return Form{} }
+func (standard) Form() Form {
+	return Form{Title: "Standard Webhooks", About: "Any system that signs its webhooks as Standard Webhooks do " +
+		"(webhook-id, webhook-timestamp, webhook-signature). Tidemark generates the signing secret."}
+}
 
 func (standard) Settings(map[string]string) []Setting { return nil }
 

@@ -263,7 +263,7 @@ func TestContactTimeline(t *testing.T) {
 	}
 	var kinds, changes []string
 	doc.Find("table.timeline tbody tr").Each(func(_ int, s *goquery.Selection) {
-		kinds = append(kinds, strings.TrimSpace(s.Find(".badge").Text())+" "+strings.TrimSpace(s.Find("td.event-id").Text()))
+		kinds = append(kinds, strings.TrimSpace(s.Find(".badge").Text())+" "+strings.TrimSpace(s.Find(".event-id").Text()))
 		var lines []string
 		s.Find(".changes li").Each(func(_ int, li *goquery.Selection) {
 			lines = append(lines, strings.Join(strings.Fields(li.Text()), " "))

@@ -49,26 +49,17 @@ func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status in
 	h.Console.Render(w, r, status, views.Providers(h.Console.Layout(r, "Providers", "providers"), v))
 }
 
-// kindAbout says what sends each kind's webhooks and how they are
-// authenticated, on the choice step of the connect form.
-var kindAbout = map[string][2]string{
-	"standard":   {"Standard Webhooks", "Any system that signs its webhooks as Standard Webhooks do (webhook-id, webhook-timestamp, webhook-signature). Tidemark generates the signing secret."},
-	"hubspot":    {"HubSpot", "A HubSpot app's webhook subscriptions, signed with the app's client secret, which you paste from HubSpot."},
-	"salesforce": {"Salesforce", "Outbound messages of a Salesforce flow or workflow rule, checked by the organization id and a token in the URL."},
-	"shippo":     {"Shippo", "Shippo's tracking and transaction webhooks, signed with a shared secret or carrying a token."},
-}
-
 // kindChoice is a kind as the choice step shows it; a kind without a
-// description is named by its section's legend.
+// title is named by its section's legend.
 func kindChoice(name string, f provider.Form) views.ProviderKind {
-	if a, ok := kindAbout[name]; ok {
-		return views.ProviderKind{Name: name, Title: a[0], About: a[1]}
+	title := f.Title
+	if title == "" {
+		title = strings.TrimPrefix(f.Legend, "For ")
 	}
-	title := strings.TrimPrefix(f.Legend, "For ")
 	if title == "" {
 		title = name
 	}
-	return views.ProviderKind{Name: name, Title: title}
+	return views.ProviderKind{Name: name, Title: title, About: f.About}
 }
 
 // connectFieldset is a kind's section of the connect form with the values
