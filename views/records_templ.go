@@ -495,7 +495,7 @@ func RecordsView(l Layout, p RecordsPage) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = classIDLink(r.ObjectID, l.TenantURL(TimelineFromDirectory(r.Ref(), p.Filters)), "record-link").Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = IDLinkClass(r.ObjectID, l.TenantURL(TimelineFromDirectory(r.Ref(), p.Filters)), "record-link").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
