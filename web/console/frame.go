@@ -7,13 +7,14 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/shell"
 )
 
-// frame is the console as a family of pages kept in a package of its own
-// (web/console/destinations, web/console/lists) uses it: that package cannot import this one,
-// which registers its routes, so it names what it needs in an interface
-// and frame supplies it.
+// frame is the console as the page families kept in packages of their own
+// (web/console/deliveries, lists, people, ...) see it: a shell.Console.
 type frame struct{ *Handler }
+
+var _ shell.Console = frame{}
 
 // Layout is the page frame, with the pending flash message.
 func (f frame) Layout(r *http.Request, title, nav string) views.Layout {

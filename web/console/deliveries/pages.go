@@ -14,28 +14,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/a-h/templ"
-
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/shell"
 )
-
-// Console is what the pages use of the console around them.
-type Console interface {
-	// Layout is the page frame, with the pending flash message.
-	Layout(r *http.Request, title, nav string) views.Layout
-	Render(w http.ResponseWriter, r *http.Request, status int, c templ.Component)
-	// Error shows err as a page with the status it maps to.
-	Error(w http.ResponseWriter, r *http.Request, err error)
-	RedirectWithFlash(w http.ResponseWriter, r *http.Request, to, kind, msg string)
-	// Membership is the request's tenant and the operator's role there.
-	Membership(r *http.Request) domain.Membership
-}
 
 // Pages serves the delivery pages.
 type Pages struct {
-	Console    Console
+	Console    shell.Console
 	Deliveries domain.DeliveryService
 	Replays    domain.ReplayService
 	Events     domain.EventService // the providers a filter offers

@@ -14,27 +14,15 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/a-h/templ"
-
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/shell"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
-// Console is what the pages use of the console around them.
-type Console interface {
-	// Layout is the page frame, with the pending flash message.
-	Layout(r *http.Request, title, nav string) views.Layout
-	Render(w http.ResponseWriter, r *http.Request, status int, c templ.Component)
-	// Error shows err as a page with the status it maps to.
-	Error(w http.ResponseWriter, r *http.Request, err error)
-	// Membership is the request's tenant and the operator's role there.
-	Membership(r *http.Request) domain.Membership
-}
-
 // Pages serves the people pages.
 type Pages struct {
-	Console Console
+	Console shell.Console
 	People  domain.PeopleService
 	// Timeline shows a record's timeline, which HandleLead shows instead
 	// for a "lead" record no signup names: a provider's own lead objects.
