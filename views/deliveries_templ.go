@@ -61,9 +61,9 @@ func deliveryListStatuses() []string {
 	return []string{"accepted", "refused", "2xx", "4xx", "200", "400", "401", "413", "429"}
 }
 
-// outcomeCountsText is domain.CountsText with each outcome's label ("1
+// OutcomeCounts is domain.CountsText with each outcome's label ("1
 // revision conflict"), for pages; stored summaries keep the machine values.
-func outcomeCountsText(counts map[string]int64) string {
+func OutcomeCounts(counts map[string]int64) string {
 	var parts []string
 	for _, key := range domain.ReplayCountKeys() {
 		if n := counts[key]; n > 0 {
@@ -76,7 +76,7 @@ func outcomeCountsText(counts map[string]int64) string {
 // deliveryOutcomes says what a delivery's events came to: "2 applied, 1
 // rejected"; "no event" when it had none.
 func deliveryOutcomes(d domain.DeliveryBrief) string {
-	if s := outcomeCountsText(d.Outcomes); s != "" {
+	if s := OutcomeCounts(d.Outcomes); s != "" {
 		return s
 	}
 	return "no event"

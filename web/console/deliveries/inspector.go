@@ -179,7 +179,7 @@ func (p Pages) HandleReplayDelivery(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	msg := "Replayed as this delivery"
-	if counts := domain.CountsText(domain.CountResults(results)); counts != "" {
+	if counts := views.OutcomeCounts(domain.CountResults(results)); counts != "" {
 		msg += ": " + counts
 	}
 	p.Console.RedirectWithFlash(w, r, "/t/"+t.Slug+views.DeliveryPath(id), "ok", msg+".")
