@@ -19,8 +19,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
+	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
@@ -57,6 +59,7 @@ type Store struct {
 	*lists.Lists // the event log and the records directory
 	*deliverylog.Inspector
 	*queuecheck.Checker
+	*alertcheck.Evaluations // the alert evaluator's
 
 	*access.Users
 	*access.Sessions
@@ -133,7 +136,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
 		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
-		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool),
+		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool), Evaluations: alertcheck.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
 		Queue:      review.New(pool),
@@ -166,6 +169,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Lists.UseReadPool(p)
 	s.Feed.UseReadPool(p)
 	s.Manager.UseReadPool(p)
+	s.Evaluations.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -213,6 +217,7 @@ var (
 	_ domain.AccessService         = (*Store)(nil)
 	_ domain.IngestService         = (*Store)(nil)
 	_ stream.Outbox                = (*Store)(nil)
+	_ alerting.Evaluator           = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tidemark/tidemark/internal/alerting"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
@@ -101,6 +102,13 @@ func searchIndexService(store *postgres.Store, log *slog.Logger) supervisor.Serv
 // stopped, it releases the leases for another node to take at once.
 func senderService(store *postgres.Store, log *slog.Logger) supervisor.Service {
 	return supervisor.Func("destination sender", outbound.New(store, outbound.Options{Log: log}).Run)
+}
+
+// alertService evaluates the alert rules every alerting.EvaluateEvery.
+// Every serve node runs it; the evaluation holds a session advisory lock,
+// so one node at a time evaluates and the others' turns do nothing.
+func alertService(store *postgres.Store, log *slog.Logger) supervisor.Service {
+	return supervisor.Func("alert evaluator", alerting.Evaluator{Store: store, Log: log}.Run)
 }
 
 // refusalFlusher writes refused deliveries every few seconds, and once

@@ -138,7 +138,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	node := newNode(log)
 	cfg := web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
+		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), store.AlertMetrics(log), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *o.metricsAddr != "", ReadConns: readPoolConns}
 	services := []supervisor.Service{poolsService(db), listenerService(store)}
 	if q != nil {
@@ -154,7 +154,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	services = append(services,
 		cleanupService(store, *o.retention, log), reconcileService(store, log), searchIndexService(store, log),
 		refusalFlusher{handler: handler, log: log}, committersService(store),
-		supervisor.Func("replay worker", replays.Run), senderService(store, log))
+		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, log))
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
 		if err != nil {

@@ -1,0 +1,4 @@
+package alertcheck
+
+// What the package's external tests reach inside.
+const LockKey = evaluationLockKey

@@ -1,0 +1,272 @@
+package alertcheck
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// Each rule's statement measures every subject of every tenant whose rule
+// is enabled, as of @now (the evaluation's time, not the database's), and
+// answers one row per subject with the tenant's setting of the rule
+// (settingsSQL: the stored row, else the default passed as @enabled,
+// @threshold and @window_seconds). Go decides whether the condition holds
+// and writes the summary, so that durations read as everywhere else
+// (time.Duration's String).
+
+// settingsSQL is every tenant's effective setting of rule @rule.
+const settingsSQL = `settings AS (
+    SELECT t.id AS tenant_id, t.slug, coalesce(r.threshold, @threshold::bigint) AS threshold,
+           coalesce(r.window_seconds, @window_seconds::bigint) AS window_seconds,
+           make_interval(secs => coalesce(r.window_seconds, @window_seconds::bigint)) AS window
+    FROM tenants t
+    LEFT JOIN alert_rules r ON r.tenant_id = t.id AND r.rule = @rule::text
+    WHERE coalesce(r.enabled, @enabled::boolean)
+)`
+
+// providerSilentSQL finds each provider's last authenticated (2xx,
+// replays aside) delivery. A scan of the tenant's delivery log back to it
+// could cover days, so it looks in one hour only: the latest hour whose
+// outcome counters (keyed by provider) hold events that were not refused.
+// When that hour's deliveries are gone (retention), its end stands for
+// the last delivery.
+const providerSilentSQL = `
+WITH ` + settingsSQL + `
+SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, p.created_at,
+       coalesce(d.received_at, CASE WHEN h.hour IS NOT NULL THEN least(h.hour + interval '1 hour', @now::timestamptz) END)
+FROM settings s
+JOIN providers p ON p.tenant_id = s.tenant_id
+LEFT JOIN LATERAL (
+    SELECT max(c.bucket) AS hour FROM outcome_counters c
+    WHERE c.tenant_id = p.tenant_id AND c.provider_id = p.id AND c.outcome <> '` + domain.DeliveryRejected + `'
+      AND c.bucket <= @now::timestamptz
+) h ON true
+LEFT JOIN LATERAL (
+    SELECT x.received_at FROM deliveries x
+    WHERE x.tenant_id = p.tenant_id AND x.received_at >= h.hour AND x.received_at < h.hour + interval '1 hour'
+      AND x.received_at <= @now::timestamptz
+      AND x.provider_id = p.id AND x.status BETWEEN 200 AND 299 AND x.replay_of IS NULL
+    ORDER BY x.received_at DESC LIMIT 1
+) d ON true
+ORDER BY p.tenant_id, p.name`
+
+// refusalsSQL counts each provider's refused deliveries within its
+// tenant's window. Refusals are written in batches (postgres/ingest's
+// LogRefusals): an exact count per provider and hour in outcome_counters,
+// and at most one delivery per provider and second in the log. The count
+// is the larger of the refused deliveries logged within the window and
+// the counters of the hours that began within it (whose refusals all fall
+// within it): never more than were refused.
+const refusalsSQL = `
+WITH ` + settingsSQL + `, logged AS (
+    SELECT d.tenant_id, d.provider_id, count(*) AS n
+    FROM settings s
+    JOIN deliveries d ON d.tenant_id = s.tenant_id AND d.received_at > @now::timestamptz - s.window
+        AND d.received_at <= @now::timestamptz
+    WHERE d.status NOT BETWEEN 200 AND 299 AND d.replay_of IS NULL
+    GROUP BY d.tenant_id, d.provider_id
+), counted AS (
+    SELECT c.tenant_id, c.provider_id, sum(c.n) AS n
+    FROM settings s
+    JOIN outcome_counters c ON c.tenant_id = s.tenant_id AND c.outcome = '` + domain.DeliveryRejected + `'
+        AND c.bucket >= @now::timestamptz - s.window AND c.bucket <= @now::timestamptz
+    GROUP BY c.tenant_id, c.provider_id
+)
+SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, greatest(coalesce(l.n, 0), coalesce(c.n, 0))::bigint
+FROM settings s
+JOIN providers p ON p.tenant_id = s.tenant_id
+LEFT JOIN logged l ON l.tenant_id = p.tenant_id AND l.provider_id = p.id
+LEFT JOIN counted c ON c.tenant_id = p.tenant_id AND c.provider_id = p.id
+ORDER BY p.tenant_id, p.name`
+
+// conflictsOpenSQL counts each tenant's open conflicts, and those of them
+// detected within the window.
+const conflictsOpenSQL = `
+WITH ` + settingsSQL + `
+SELECT s.tenant_id, s.threshold, s.window_seconds, count(c.id),
+       count(c.id) FILTER (WHERE c.detected_at > @now::timestamptz - s.window)
+FROM settings s
+LEFT JOIN conflicts c ON c.tenant_id = s.tenant_id AND c.status = 'open'
+GROUP BY s.tenant_id, s.threshold, s.window_seconds
+ORDER BY s.tenant_id`
+
+// destinationFailingSQL measures each destination that is not paused by
+// an owner: its status, since when it has had no 2xx (its last success,
+// else its creation), and its attempts within the window among its last
+// attemptsLooked.
+const destinationFailingSQL = `
+WITH ` + settingsSQL + `
+SELECT d.tenant_id, d.id, coalesce(d.url, d.nats_url || ' ' || d.subject), d.status, coalesce(d.status_reason, ''),
+       s.threshold, s.window_seconds, coalesce(d.last_success_at, d.created_at), a.attempts, a.successes
+FROM settings s
+JOIN destinations d ON d.tenant_id = s.tenant_id AND d.status <> 'paused'
+CROSS JOIN LATERAL (
+    SELECT count(*) FILTER (WHERE x.attempted_at > @now::timestamptz - s.window) AS attempts,
+           count(*) FILTER (WHERE x.attempted_at > @now::timestamptz - s.window AND x.status BETWEEN 200 AND 299) AS successes
+    FROM (SELECT x.attempted_at, x.status FROM destination_attempts x
+          WHERE x.tenant_id = d.tenant_id AND x.destination_id = d.id AND x.attempted_at <= @now::timestamptz
+          ORDER BY x.id DESC LIMIT @attempts_looked) x
+) a
+ORDER BY d.tenant_id, d.id`
+
+// attemptsLooked bounds the attempts of one destination an evaluation reads.
+const attemptsLooked = 10000
+
+// reconciliationSQL counts the violations of each tenant in the last
+// stored reconciliation report (postgres/reconcile: one report of every
+// tenant under tenant_id 0, keeping the first violations of each
+// invariant).
+const reconciliationSQL = `
+WITH ` + settingsSQL + `, last AS (
+    SELECT r.violations FROM reconciliation_reports r
+    WHERE r.tenant_id = @report_tenant::bigint AND r.started_at <= @now::timestamptz
+    ORDER BY r.started_at DESC, r.id DESC LIMIT 1
+)
+SELECT s.tenant_id, s.threshold, s.window_seconds,
+       (SELECT count(*) FROM last l, jsonb_array_elements(l.violations) v WHERE v->>'tenant' = s.slug)
+FROM settings s
+WHERE EXISTS (SELECT FROM last)
+ORDER BY s.tenant_id`
+
+// reportTenant is the tenant_id of the reconciliation reports
+// (postgres/reconcile).
+const reportTenant = 0
+
+// measure runs every rule's statement and returns every measure.
+func measure(ctx context.Context, q pgx.Tx, now time.Time) ([]alerting.Measure, error) {
+	var all []alerting.Measure
+	for _, r := range []struct {
+		rule alerting.Rule
+		sql  string
+		scan func(pgx.CollectableRow, time.Time) (alerting.Measure, error)
+	}{
+		{alerting.ProviderSilent, providerSilentSQL, scanSilent},
+		{alerting.Refusals, refusalsSQL, scanRefusals},
+		{alerting.ConflictsOpen, conflictsOpenSQL, scanConflicts},
+		{alerting.DestinationFailing, destinationFailingSQL, scanDestination},
+		{alerting.Reconciliation, reconciliationSQL, scanReconciliation},
+	} {
+		d := alerting.Default(r.rule)
+		rows, err := q.Query(ctx, r.sql, pgx.NamedArgs{"rule": string(r.rule), "enabled": d.Enabled, "threshold": d.Threshold,
+			"window_seconds": int64(d.Window / time.Second), "now": now, "attempts_looked": attemptsLooked,
+			"report_tenant": reportTenant})
+		if err != nil {
+			return nil, pg.Translate(err)
+		}
+		ms, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (alerting.Measure, error) { return r.scan(row, now) })
+		if err != nil {
+			return nil, pg.Translate(err)
+		}
+		for i := range ms {
+			ms[i].Rule = r.rule
+		}
+		all = append(all, ms...)
+	}
+	return all, nil
+}
+
+func setting(m *alerting.Measure, windowSeconds int64) { m.Window = time.Duration(windowSeconds) * time.Second }
+
+// scanSilent: silent for the window since the later of the provider's
+// creation and its last authenticated delivery; Value is the silence in
+// seconds.
+func scanSilent(row pgx.CollectableRow, now time.Time) (alerting.Measure, error) {
+	var m alerting.Measure
+	var window int64
+	var created time.Time
+	var last *time.Time
+	if err := row.Scan(&m.TenantID, &m.Provider, &m.Threshold, &window, &created, &last); err != nil {
+		return m, err
+	}
+	setting(&m, window)
+	since := created
+	if last != nil && last.After(since) {
+		since = *last
+	}
+	silence := max(now.Sub(since), 0)
+	m.Subject, m.Value, m.Holds = m.Provider, int64(silence/time.Second), silence >= m.Window
+	m.Summary = fmt.Sprintf("%s has sent no authenticated delivery for %s.", m.Provider, m.Window)
+	if last == nil {
+		m.Summary = fmt.Sprintf("%s has sent no authenticated delivery since it was connected %s ago.", m.Provider, silence.Round(time.Second))
+	}
+	return m, nil
+}
+
+func scanRefusals(row pgx.CollectableRow, _ time.Time) (alerting.Measure, error) {
+	var m alerting.Measure
+	var window int64
+	if err := row.Scan(&m.TenantID, &m.Provider, &m.Threshold, &window, &m.Value); err != nil {
+		return m, err
+	}
+	setting(&m, window)
+	m.Subject, m.Holds = m.Provider, m.Value >= m.Threshold
+	m.Summary = fmt.Sprintf("%d refused deliveries from %s in %s (threshold %d).", m.Value, m.Provider, m.Window, m.Threshold)
+	return m, nil
+}
+
+func scanConflicts(row pgx.CollectableRow, _ time.Time) (alerting.Measure, error) {
+	var m alerting.Measure
+	var window, recent int64
+	if err := row.Scan(&m.TenantID, &m.Threshold, &window, &m.Value, &recent); err != nil {
+		return m, err
+	}
+	setting(&m, window)
+	m.Holds = m.Value >= m.Threshold || recent >= m.Threshold
+	m.Summary = fmt.Sprintf("%d revision conflicts are open (threshold %d), %d of them detected in the last %s.",
+		m.Value, m.Threshold, recent, m.Window)
+	if m.Value == 1 {
+		m.Summary = fmt.Sprintf("1 revision conflict is open (threshold %d), %d detected in the last %s.", m.Threshold, recent, m.Window)
+	}
+	return m, nil
+}
+
+// scanDestination: paused as failing by the sender, or active with
+// attempts within the window, none of them 2xx, and no 2xx for the
+// window; Value is the failed attempts within the window.
+func scanDestination(row pgx.CollectableRow, now time.Time) (alerting.Measure, error) {
+	var m alerting.Measure
+	var id, window, attempts, successes int64
+	var target, status, reason string
+	var since time.Time
+	if err := row.Scan(&m.TenantID, &id, &target, &status, &reason, &m.Threshold, &window, &since, &attempts, &successes); err != nil {
+		return m, err
+	}
+	setting(&m, window)
+	m.Subject, m.Value = strconv.FormatInt(id, 10), attempts-successes
+	switch {
+	case status == "failing":
+		m.Holds = true
+		m.Summary = fmt.Sprintf("Destination %d (%s) was paused as failing: %s.", id, target, strings.TrimRight(reason, "."))
+		if reason == "" {
+			m.Summary = fmt.Sprintf("Destination %d (%s) was paused as failing.", id, target)
+		}
+	default:
+		m.Holds = attempts > 0 && successes == 0 && !since.After(now.Add(-m.Window))
+		m.Summary = fmt.Sprintf("Destination %d (%s) has answered no attempt with a 2xx for %s (%d failed attempts).",
+			id, target, m.Window, m.Value)
+	}
+	return m, nil
+}
+
+func scanReconciliation(row pgx.CollectableRow, _ time.Time) (alerting.Measure, error) {
+	var m alerting.Measure
+	var window int64
+	if err := row.Scan(&m.TenantID, &m.Threshold, &window, &m.Value); err != nil {
+		return m, err
+	}
+	setting(&m, window)
+	m.Holds = m.Value >= m.Threshold
+	m.Summary = fmt.Sprintf("The last reconciliation found %d violations in this tenant (see tidemark audit).", m.Value)
+	if m.Value == 1 {
+		m.Summary = "The last reconciliation found 1 violation in this tenant (see tidemark audit)."
+	}
+	return m, nil
+}
