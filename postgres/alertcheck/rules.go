@@ -173,7 +173,9 @@ func measure(ctx context.Context, q pgx.Tx, now time.Time) ([]alerting.Measure, 
 	return all, nil
 }
 
-func setting(m *alerting.Measure, windowSeconds int64) { m.Window = time.Duration(windowSeconds) * time.Second }
+func setting(m *alerting.Measure, windowSeconds int64) {
+	m.Window = time.Duration(windowSeconds) * time.Second
+}
 
 // scanSilent: silent for the window since the later of the provider's
 // creation and its last authenticated delivery; Value is the silence in
