@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/tidemark/tidemark/internal/testdb"
 )
 
@@ -43,12 +45,25 @@ func TestServeRefusesRemoteEmbedded(t *testing.T) {
 }
 
 // TestServeMetricsAddr: with --metrics-addr, /metrics is served there and
-// not on --addr.
+// not on --addr. Its alert evaluator runs: the violations of tenant acme
+// in the last reconciliation report fire an alert that /metrics counts.
 func TestServeMetricsAddr(t *testing.T) {
 	t.Parallel()
-	env := map[string]string{"DATABASE_URL": testdb.NewURL(t), "TIDEMARK_ENCRYPTION_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
+	dbURL := testdb.NewURL(t)
+	env := map[string]string{"DATABASE_URL": dbURL, "TIDEMARK_ENCRYPTION_KEY": "MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY="}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(ctx, `WITH t AS (INSERT INTO tenants (slug, name) VALUES ('acme', 'Acme'))
+		INSERT INTO reconciliation_reports (tenant_id, started_at, finished_at, counts, violations)
+		VALUES (0, now(), now(), '{}', '[{"invariant": "record_revision", "tenant": "acme", "detail": "test"}]')`)
+	conn.Close(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out, errOut syncBuffer
 	done := make(chan error, 1)
 	go func() {
@@ -85,11 +100,24 @@ func TestServeMetricsAddr(t *testing.T) {
 			t.Errorf("GET %s answered %d, want %d", url, resp.StatusCode, want)
 		}
 		// The node's health: every service runs.
-		for _, service := range []string{"http", "metrics http", "group committers", "database pools"} {
+		for _, service := range []string{"http", "metrics http", "group committers", "database pools", "alert evaluator"} {
 			if line := `tidemark_service_up{service="` + service + `"} 1`; want == http.StatusOK && !strings.Contains(string(body), line) {
 				t.Errorf("/metrics lacks %s", line)
 			}
 		}
+	}
+	firing := `tidemark_alerts_firing{rule="reconciliation",tenant="acme"} 1`
+	for body := ""; !strings.Contains(body, firing); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("/metrics lacks %s:\n%s", firing, body)
+		}
+		resp, err := http.Get(metrics[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		body = string(b)
 	}
 	cancel()
 	if err := <-done; err != nil {
