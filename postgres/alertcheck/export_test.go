@@ -1,4 +1,0 @@
-package alertcheck
-
-// What the package's external tests reach inside.
-const LockKey = evaluationLockKey
