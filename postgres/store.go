@@ -19,8 +19,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
+	"github.com/tidemark/tidemark/postgres/alerts"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
@@ -70,6 +72,7 @@ type Store struct {
 	*changefeed.Feed
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
+	*alerts.Rules    // alert rules and alert history
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -144,6 +147,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Feed:       changefeed.New(pool),
 		Manager:    destinations.New(pool, keys),
 		Outbox:     outbound.New(pool, keys, log),
+		Rules:      alerts.New(pool),
 		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
@@ -166,6 +170,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Lists.UseReadPool(p)
 	s.Feed.UseReadPool(p)
 	s.Manager.UseReadPool(p)
+	s.Rules.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -213,6 +218,7 @@ var (
 	_ domain.AccessService         = (*Store)(nil)
 	_ domain.IngestService         = (*Store)(nil)
 	_ stream.Outbox                = (*Store)(nil)
+	_ alerting.Service             = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
