@@ -50,7 +50,9 @@ func TestAlertRulesAPI(t *testing.T) {
 		t.Fatalf("put: %d %v", status, body)
 	}
 	assertJSON(t, "disabled", body, `{"rule": "refusals", "enabled": false, "threshold": 50, "window": "1m30s"}`)
-	status, body = e.Get(alertRulesPath+"/refusals", token)
+	if status, body = e.Get(alertRulesPath+"/refusals", token); status != http.StatusOK {
+		t.Fatalf("read back: %d %v", status, body)
+	}
 	assertJSON(t, "read back", body, `{"rule": "refusals", "enabled": false, "threshold": 50, "window": "1m30s"}`)
 	if status, body = e.Get("/api/v1/tenants/globex/alert-rules/refusals", e.Token("globex")); body["threshold"] != float64(20) {
 		t.Errorf("another tenant's rule: %d %v", status, body)

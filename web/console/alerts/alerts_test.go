@@ -114,6 +114,13 @@ func TestAlertsPage(t *testing.T) {
 	if doc.Find(".alert-rules form, .alert-rules input").Length() != 0 {
 		t.Error("a viewer is shown a rule form")
 	}
+	status, doc, _ = viewer.Post("/t/acme/alerts/rules/refusals", url.Values{"threshold": {"1"}, "window": {"1m"}})
+	if status != http.StatusForbidden || !strings.Contains(webtest.Text(doc, "main p"), "needs the owner role") {
+		t.Errorf("a viewer's change: %d %q", status, webtest.Text(doc, "main p"))
+	}
+	if n := len(e.Strings(`SELECT action FROM audit_log WHERE action = 'alert_rule_set'`)); n != 0 {
+		t.Errorf("%d rule changes audited after a viewer's post", n)
+	}
 }
 
 // TestOwnerSetsAlertRule: an owner's form per rule saves the setting with
@@ -177,8 +184,8 @@ func TestOwnerSetsAlertRule(t *testing.T) {
 	}
 
 	status, doc, _ = operator.Post("/t/acme/alerts/rules/refusals", url.Values{"enabled": {"on"}, "threshold": {"1"}, "window": {"1m"}})
-	if status != http.StatusForbidden {
-		t.Errorf("an operator's change: %d", status)
+	if status != http.StatusForbidden || !strings.Contains(webtest.Text(doc, "main p"), "needs the owner role") {
+		t.Errorf("an operator's change: %d %q", status, webtest.Text(doc, "main p"))
 	}
 	_, doc = operator.Get("/t/acme/alerts")
 	if doc.Find(".alert-rules form").Length() != 0 || text(ruleRow(doc, alerting.Refusals), ".alert-rule-threshold") != "50" {
