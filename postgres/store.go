@@ -23,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/alertcheck"
+	"github.com/tidemark/tidemark/postgres/alerts"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
@@ -73,6 +74,7 @@ type Store struct {
 	*changefeed.Feed
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
+	*alerts.Rules    // alert rules and alert history
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -147,6 +149,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Feed:       changefeed.New(pool),
 		Manager:    destinations.New(pool, keys),
 		Outbox:     outbound.New(pool, keys, log),
+		Rules:      alerts.New(pool),
 		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
@@ -170,6 +173,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Feed.UseReadPool(p)
 	s.Manager.UseReadPool(p)
 	s.Evaluations.UseReadPool(p)
+	s.Rules.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -218,6 +222,7 @@ var (
 	_ domain.IngestService         = (*Store)(nil)
 	_ stream.Outbox                = (*Store)(nil)
 	_ alerting.Evaluator           = (*Store)(nil)
+	_ alerting.Service             = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store

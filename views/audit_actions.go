@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
 )
 
@@ -45,6 +46,7 @@ var auditActionTexts = map[string]string{
 	stream.AuditDestinationResume:   "resumed",
 	stream.AuditDestinationRewind:   "rewound",
 	stream.AuditDestinationDelete:   "deleted",
+	alerting.AuditRuleSet:           "changed", // target: alert rule NAME
 }
 
 // AuditActionText is what a recorded action did, in words ("created an

@@ -22,16 +22,17 @@ func TestLayoutNav(t *testing.T) {
 		current   string // the workspace switcher's current place; "" for no switcher
 		others    int    // other workspaces in the switcher's menu
 	}{
-		{"owner in a tenant", acme("events"), 12, "/t/acme/events", false, "Acme Inc", 0},
-		{"viewer in a tenant: no members page, destinations nor audit log", acmeAs("events", domain.RoleViewer), 9, "/t/acme/events", false, "Acme Inc", 0},
-		{"operator in a tenant: no members page, destinations nor audit log", acmeAs("members", domain.RoleOperator), 9, "", false, "Acme Inc", 0},
-		{"members highlighted", acme("members"), 12, "/t/acme/members", false, "Acme Inc", 0},
-		{"destinations highlighted", acme("destinations"), 12, "/t/acme/destinations", false, "Acme Inc", 0},
-		{"deliveries highlighted", acme("deliveries"), 12, "/t/acme/deliveries", false, "Acme Inc", 0},
-		{"audit log highlighted", acme("audit"), 12, "/t/acme/audit", false, "Acme Inc", 0},
-		{"overview highlighted", acme("overview"), 12, "/t/acme", false, "Acme Inc", 0},
-		{"records highlighted", acme("records"), 12, "/t/acme/records", false, "Acme Inc", 0},
-		{"admin in a tenant", func() views.Layout { l := acme("events"); l.IsAdmin = true; return l }(), 12, "/t/acme/events", true, "Acme Inc", 0},
+		{"owner in a tenant", acme("events"), 13, "/t/acme/events", false, "Acme Inc", 0},
+		{"viewer in a tenant: no members page, destinations nor audit log", acmeAs("events", domain.RoleViewer), 10, "/t/acme/events", false, "Acme Inc", 0},
+		{"operator in a tenant: no members page, destinations nor audit log", acmeAs("members", domain.RoleOperator), 10, "", false, "Acme Inc", 0},
+		{"members highlighted", acme("members"), 13, "/t/acme/members", false, "Acme Inc", 0},
+		{"destinations highlighted", acme("destinations"), 13, "/t/acme/destinations", false, "Acme Inc", 0},
+		{"deliveries highlighted", acme("deliveries"), 13, "/t/acme/deliveries", false, "Acme Inc", 0},
+		{"audit log highlighted", acme("audit"), 13, "/t/acme/audit", false, "Acme Inc", 0},
+		{"overview highlighted", acme("overview"), 13, "/t/acme", false, "Acme Inc", 0},
+		{"alerts highlighted", acme("alerts"), 13, "/t/acme/alerts", false, "Acme Inc", 0},
+		{"records highlighted", acme("records"), 13, "/t/acme/records", false, "Acme Inc", 0},
+		{"admin in a tenant", func() views.Layout { l := acme("events"); l.IsAdmin = true; return l }(), 13, "/t/acme/events", true, "Acme Inc", 0},
 		{"admin area: landing", admin("admin-home"), 4, "/admin", false, "Admin", 1},
 		{"admin area: operators", admin("admin"), 4, "/admin/users", false, "Admin", 1},
 		{"admin area: all audit logs", admin("admin-audit"), 4, "/admin/audit", false, "Admin", 1},
@@ -39,7 +40,7 @@ func TestLayoutNav(t *testing.T) {
 			l := acme("conflicts")
 			l.Tenants = append(l.Tenants, domain.Tenant{Slug: "globex", Name: "Globex"})
 			return l
-		}(), 12, "/t/acme/conflicts", false, "Acme Inc", 1},
+		}(), 13, "/t/acme/conflicts", false, "Acme Inc", 1},
 		{"outside a tenant", views.Layout{Title: "Workspaces", UserEmail: "ops@example.com",
 			Tenants: []domain.Tenant{{Slug: "acme", Name: "Acme Inc"}}}, 0, "", false, "Workspaces", 1},
 		{"no workspace", views.Layout{Title: "Workspaces", UserEmail: "ops@example.com"}, 0, "", false, "", 0},

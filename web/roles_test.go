@@ -63,6 +63,8 @@ var routeNeeds = map[string]string{
 	"POST /t/{tenant}/destinations/{id}/rotate": string(domain.RoleOwner),
 	"POST /t/{tenant}/destinations/{id}/delete": string(domain.RoleOwner),
 
+	"POST /t/{tenant}/alerts/rules/{rule}": string(domain.RoleOwner),
+
 	"POST /t/{tenant}/records/{provider}/{object_type}/{object_id}/reset": string(domain.RoleOwner),
 	"POST /t/{tenant}/records/{provider}/{object_type}/{object_id}/erase": string(domain.RoleOwner),
 	"GET /t/{tenant}/leads/erase":                                         string(domain.RoleOwner),
@@ -99,6 +101,8 @@ var routeNeeds = map[string]string{
 	"POST /api/v1/tenants/{tenant}/destinations/{id}/resume":  needWrite,
 	"POST /api/v1/tenants/{tenant}/destinations/{id}/rewind":  needWrite,
 	"DELETE /api/v1/tenants/{tenant}/destinations/{id}":       needWrite,
+	// Alert rules: any token reads them, read-write tokens set them.
+	"PUT /api/v1/tenants/{tenant}/alert-rules/{rule}": needWrite,
 }
 
 // routeNeed is who may use method pattern, and whether it is listed.
@@ -141,7 +145,7 @@ func allRoutes(t *testing.T, e *webtest.Env) []struct{ method, pattern string } 
 // nothing.
 var roleValues = map[string]string{"tenant": "acme", "id": "999999", "name": "nope", "provider": "nope",
 	"contact_id": "nope", "object_type": "contact", "object_id": "nope", "delivery_id": "0190a2b4-0000-7000-8000-000000000000",
-	"seq": "0"}
+	"seq": "0", "rule": "nope"}
 
 // TestRouteRoles walks every route for every kind of operator and API
 // token, and checks that those the route table allows get through and the

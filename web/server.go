@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
@@ -53,6 +54,9 @@ type Services struct {
 	Changes stream.ChangeFeed
 	// Destinations receive the tenant's changes (API and console).
 	Destinations stream.DestinationService
+	// Alerts serves the alert rules and the alert history (API and
+	// console, whose pages show the firing alerts as a banner).
+	Alerts alerting.Service
 }
 
 // Config wires a Server to its dependencies.
@@ -133,11 +137,11 @@ func New(cfg Config) *Server {
 	reads := httpx.NewReadGate(cfg.ReadConns)
 	s.api = api.New(api.Services{Tokens: svc.Tokens, Records: svc.Records, Events: svc.Events, Stats: svc.Stats,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Deliveries: svc.Deliveries,
-		Replays: svc.Replays, Destinations: svc.Destinations, Changes: svc.Changes}, s.replayer, reads, s.log)
+		Replays: svc.Replays, Destinations: svc.Destinations, Changes: svc.Changes, Alerts: svc.Alerts}, s.replayer, reads, s.log)
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
-		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations},
+		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations, Alerts: svc.Alerts},
 		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
 		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s

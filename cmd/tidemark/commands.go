@@ -108,6 +108,17 @@ func commands() []command {
 			about:   "Delete a destination with its secrets, pending changes and attempts.",
 			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
 			run:     destinationAction("destination delete", (*postgres.Store).DeleteDestination, "is deleted")},
+		{name: "alert set", required: []string{"tenant", "rule"},
+			summary: "Change a tenant's alert rule, then print its setting.",
+			about: "Change a tenant's alert rule: its threshold, its window (a duration such as 90s, 5m or 6h)\n" +
+				"and whether it is evaluated (--disable, --enable); what is not given stays as it is. Prints\n" +
+				"the rule's setting. The change is recorded in the audit log.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { alertSetFlags(fs) }, run: cliEnv.alertSet},
+		{name: "alert list", required: []string{"tenant"},
+			summary: "List a tenant's alert rules and the alerts firing now.",
+			about: "List a tenant's alert rules (enabled, threshold, window; the default where no one changed\n" +
+				"it) and then the alerts firing now: id, since when, rule and summary.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { alertListFlags(fs) }, run: cliEnv.alertList},
 		{name: "user create", required: []string{"email", "password-stdin"},
 			summary: "Create a console operator; the password is read from standard input.",
 			about:   "Create a console operator. The password is read from the first line of standard input.",
@@ -226,7 +237,7 @@ var metavars = map[string]string{
 	"nats": "nats://HOST:4222", "object-type": "TYPE", "org-id": "ID",
 	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
 	"queue-tls-ca": "FILE", "revision": "N",
-	"revision-field": "FIELD", "role": "viewer|operator|owner", "secret": "SECRET", "snapshot": "JSON",
+	"revision-field": "FIELD", "role": "viewer|operator|owner", "rule": "RULE", "threshold": "N", "window": "DURATION", "secret": "SECRET", "snapshot": "JSON",
 	"subject": "PREFIX", "tenant": "SLUG", "trusted-proxies": "CIDR,...", "types": "record.*[,...]", "url": "URL",
 }
 

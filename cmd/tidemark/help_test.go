@@ -88,7 +88,7 @@ func TestUsageNamesEveryFlagOfEveryCommand(t *testing.T) {
 
 func TestGroupHelpListsItsCommands(t *testing.T) {
 	t.Parallel()
-	for _, group := range []string{"tenant", "provider", "destination", "token", "user", "secrets"} {
+	for _, group := range []string{"tenant", "provider", "destination", "token", "user", "secrets", "alert"} {
 		for _, ask := range []string{"--help", "-h", "help"} {
 			out, _, err := tidemark(t, nil, "", group, ask)
 			if err != nil {

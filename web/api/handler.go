@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/httpx"
@@ -29,6 +30,8 @@ type Services struct {
 	Changes    stream.ChangeFeed
 	// Destinations are managed with read-write tokens only.
 	Destinations stream.DestinationService
+	// Alerts: rules read by any token, set by read-write ones.
+	Alerts alerting.Service
 }
 
 // Handler serves the API.
@@ -44,6 +47,7 @@ type Handler struct {
 	changes      stream.ChangeFeed
 	replays      domain.ReplayService
 	destinations stream.DestinationService
+	alerts       alerting.Service
 	replayer     *replay.Replayer // replays one delivery by hand
 	reads        *httpx.ReadGate  // bounds reads per tenant and token
 	log          *slog.Logger
@@ -60,7 +64,7 @@ func New(s Services, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog
 		reads = httpx.NewReadGate(0)
 	}
 	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
-		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, destinations: s.Destinations, replayer: replayer,
+		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, destinations: s.Destinations, alerts: s.Alerts, replayer: replayer,
 		reads: reads, log: log}
 }
 

@@ -42,6 +42,11 @@ func (h *Handler) gatedRoutes(r chi.Router) {
 	r.Get("/deliveries/{id}/replays", h.handleDeliveryReplays)
 	r.Get("/replays", h.handleReplayJobs)
 	r.Get("/replays/{id}", h.handleReplayJob)
+	// Alert rules and alerts: any token reads them, read-write ones set
+	// the rules.
+	r.Get("/alert-rules", h.handleAlertRules)
+	r.Get("/alert-rules/{rule}", h.handleAlertRule)
+	r.Get("/alerts", h.handleAlerts)
 	r.Group(func(r chi.Router) {
 		r.Use(requireWriteToken)
 		r.Post("/conflicts/{id}/resolve", h.handleResolve)
@@ -50,6 +55,7 @@ func (h *Handler) gatedRoutes(r chi.Router) {
 		r.Post("/deliveries/{id}/replay", h.handleReplay)
 		r.Post("/replays", h.handleStartReplay)
 		r.Post("/replays/{id}/cancel", h.handleCancelReplay)
+		r.Put("/alert-rules/{rule}", h.handleSetAlertRule)
 		// Destinations, reads included: a destination's URL and status are
 		// the owners', as on the console.
 		r.Post("/destinations", h.handleCreateDestination)

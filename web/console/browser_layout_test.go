@@ -7,9 +7,11 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
@@ -70,6 +72,11 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 	if delivery == "" {
 		t.Fatalf("no delivery id in %v", answer)
 	}
+	// Two alerts fire: every page of the workspace has the banner.
+	webtest.FireAlert(e, "acme", alerting.ProviderSilent, "crm",
+		"crm has sent no authenticated delivery for 6h.", time.Now().Add(-time.Hour), nil)
+	webtest.FireAlert(e, "acme", alerting.DestinationFailing, "",
+		"Destination 1 (https://hooks.example.com/a-rather-long-path/tidemark) has had no 2xx answer for 15m.", time.Now(), nil)
 
 	pages := []struct{ name, path string }{
 		{"overview", "/t/acme"},
@@ -84,6 +91,7 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		{"delivery", "/t/acme/deliveries/" + delivery},
 		{"replays", "/t/acme/replays"},
 		{"providers", "/t/acme/providers"},
+		{"alerts", "/t/acme/alerts"},
 		{"provider", "/t/acme/providers/crm"},
 		{"destinations", "/t/acme/destinations"},
 		{"tokens", "/t/acme/tokens"},
@@ -128,6 +136,9 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 				actions = append(actions, shot(dir, fmt.Sprintf("layout-%d-%s.png", w, p.name)))
 			}
 			step(what, actions...)
+			if strings.HasPrefix(p.path, "/t/acme") && visibleCount(ctx, t, `.content > .alerts-banner a[href="/t/acme/alerts"]`) != 1 {
+				t.Errorf("%s shows no banner of the firing alerts", what)
+			}
 			for _, check := range []string{overflowJS, navJS} {
 				bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](check))
 				if err != nil {
@@ -151,8 +162,8 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 	if dir != "" {
 		step("the open menu's screenshot", windowShot(dir, "layout-390-menu-open.png"))
 	}
-	if n := visibleCount(ctx, t, `nav.sections a`); n != 12 {
-		t.Errorf("the open menu shows %d nav links, want 12", n)
+	if n := visibleCount(ctx, t, `nav.sections a`); n != 13 {
+		t.Errorf("the open menu shows %d nav links, want 13", n)
 	}
 	for _, check := range []string{overflowJS, navJS} {
 		if bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](check)); err != nil || len(bad) > 0 {

@@ -20,6 +20,14 @@ func (h *Handler) layout(r *http.Request, title, nav string) views.Layout {
 	m := currentMembership(r.Context())
 	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: m.Tenant, Role: m.Role, Nav: nav}
 	l.Tenants, _ = h.access.VisibleTenants(r.Context(), u)
+	if m.Tenant.ID != 0 && h.alerts != nil {
+		// The banner of firing alerts: a page is still shown without it.
+		firing, err := h.alerts.FiringAlerts(r.Context(), m.Tenant.ID)
+		if err != nil {
+			h.log.Error("reading firing alerts for the banner", "tenant", m.Tenant.Slug, "err", err)
+		}
+		l.Firing = firing
+	}
 	if msg := h.sessions.PopString(r.Context(), sessionFlash); msg != "" {
 		l.Flash = views.Flash{Kind: h.sessions.PopString(r.Context(), sessionFlashK), Message: msg}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/views"
+	alertpages "github.com/tidemark/tidemark/web/console/alerts"
 	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/console/destinations"
 	"github.com/tidemark/tidemark/web/console/lists"
@@ -33,6 +34,7 @@ func (h *Handler) Routes(r chi.Router) {
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
+		alert    = alertpages.Pages{Console: frame{h}, Alerts: h.alerts, Log: h.log}
 		list     = lists.Pages{Console: frame{h}, Events: h.events, Records: h.records, Audit: h.audit}
 		delivery = deliveries.Pages{Console: frame{h}, Deliveries: h.deliveries, Replays: h.replays, Events: h.events,
 			Replayer: h.replayer, PublicURL: h.publicURL}
@@ -134,6 +136,11 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/destinations/{id}/rotate", dest.HandleRotate)
 				r.Post("/destinations/{id}/delete", dest.HandleDelete)
 			})
+
+			// Alerts (web/console/alerts): every member reads them; owners
+			// change the rules.
+			r.Get(alertpages.Path, alert.HandlePage)
+			r.With(h.requireRole(domain.RoleOwner)).Post(alertpages.Path+"/rules/{rule}", alert.HandleSetRule)
 
 			// The tenant's audit log: owners only (and admins).
 			r.With(h.requireRole(domain.RoleOwner)).Get("/audit", list.HandleTenantAudit)
