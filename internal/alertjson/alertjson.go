@@ -4,6 +4,7 @@
 package alertjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 
@@ -64,9 +65,13 @@ var slackEscape = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
 // stream.FormatSlack) for tenant's destination.
 func Marshal(format, tenant string, e alerting.Event) ([]byte, error) {
 	if format == stream.FormatSlack {
-		return json.Marshal(struct {
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false) // Slack's own escapes are in the text already
+		err := enc.Encode(struct {
 			Text string `json:"text"`
 		}{slackEscape.Replace(Text(tenant, e))})
+		return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 	}
 	return json.Marshal(From(e))
 }
