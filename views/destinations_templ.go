@@ -459,7 +459,7 @@ func DestinationsView(l Layout, p DestinationsPage) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<h1>Destinations</h1><p class=\"muted\">A destination receives this workspace's accepted record changes as they commit, one change of a record at a time, as signed Standard Webhooks messages (or NATS messages), retried until it answers 2xx.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 22, "<h1>Destinations</h1><p class=\"muted\">A destination receives this workspace's accepted record changes as they commit, one change of a record at a time, as signed Standard Webhooks messages (or NATS messages), retried until it answers 2xx. It can also receive the workspace's alerts as they fire and resolve, in the same form or as Slack-compatible text.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -291,7 +291,7 @@ func TestSlackFormat(t *testing.T) {
 	e.alertDestination(t, e.p.TenantID, rc, stream.NewDestination{Format: stream.FormatSlack})
 	id := e.fire(t, e.p.TenantID, "provider_silent", "crm", "crm has sent no authenticated delivery for 6h0m0s.", 21600)
 	e.resolve(t, e.p.TenantID, id, 0)
-	id = e.fire(t, e.p.TenantID, "conflicts_open", "", "3 open conflicts\n<growing> & more.", 3)
+	e.fire(t, e.p.TenantID, "conflicts_open", "", "3 open conflicts\n<growing> & more.", 3)
 	e.run(t, fast())
 	waitFor(t, 15*time.Second, "three messages", func() bool { return len(rc.delivered()) == 3 })
 	want := []string{
