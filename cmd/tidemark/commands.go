@@ -232,7 +232,7 @@ func flagWord(f *flag.Flag) string {
 // give.
 var metavars = map[string]string{
 	"access": "read|write", "after": "CURSOR", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
-	"contact": "ID", "email": "EMAIL", "expires": "90d", "history-retention": "DURATION", "id": "ID",
+	"contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
 	"max-body": "SIZE", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
 	"nats": "nats://HOST:4222", "object-type": "TYPE", "org-id": "ID",
 	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",

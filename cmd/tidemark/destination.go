@@ -22,21 +22,23 @@ import (
 
 // destinationCreateOptions are destination create's flags.
 type destinationCreateOptions struct {
-	tenant, url, nats, subject, provider, objectType, types *string
-	maxInFlight                                             *int
-	allowPrivate                                            *bool
+	tenant, url, nats, subject, provider, objectType, types, format *string
+	maxInFlight                                                     *int
+	allowPrivate                                                    *bool
 }
 
 // destinationCreateFlags declares destination create's flags.
 func destinationCreateFlags(fs *flag.FlagSet) destinationCreateOptions {
 	return destinationCreateOptions{
-		tenant:      fs.String("tenant", "", "tenant slug (required)"),
-		url:         fs.String("url", "", "the http(s) URL each change is POSTed to, signed with Standard Webhooks"),
-		nats:        fs.String("nats", "", "instead of --url: the NATS JetStream server each change is published to"),
-		subject:     fs.String("subject", "", "with --nats: the subject prefix; changes go to PREFIX.{tenant}.{provider}.{object_type}"),
-		provider:    fs.String("provider", "", "only the changes of this provider (default: every provider)"),
-		objectType:  fs.String("object-type", "", "only the changes of this object type, such as contact (default: every type)"),
-		types:       fs.String("types", "", "comma-separated change types: record.applied, record.deleted, record.reset, record.erased or record.* (default record.*)"),
+		tenant:     fs.String("tenant", "", "tenant slug (required)"),
+		url:        fs.String("url", "", "the http(s) URL each change is POSTed to, signed with Standard Webhooks"),
+		nats:       fs.String("nats", "", "instead of --url: the NATS JetStream server each change is published to"),
+		subject:    fs.String("subject", "", "with --nats: the subject prefix; changes go to PREFIX.{tenant}.{provider}.{object_type}"),
+		provider:   fs.String("provider", "", "only the changes of this provider (default: every provider)"),
+		objectType: fs.String("object-type", "", "only the changes of this object type, such as contact (default: every type)"),
+		types: fs.String("types", "", "comma-separated change types: record.applied, record.deleted, record.reset, record.erased or record.*, "+
+			"and alert types: alert.fired, alert.resolved or alert.* (default record.*; alert.* with --format slack)"),
+		format:      fs.String("format", "", "the body of alert messages: standard, or slack ({\"text\"} for a Slack-compatible incoming webhook; alert types only) (default standard)"),
 		maxInFlight: fs.Int("max-in-flight", 0, fmt.Sprintf("changes in flight at once, on different records, 1 to %d (default %d)", stream.MaxMaxInFlight, stream.DefaultMaxInFlight)),
 		allowPrivate: fs.Bool("allow-private", false,
 			"allow a loopback, private or link-local address (a consumer inside your own network); the API and the console never do"),
@@ -54,7 +56,7 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 		return fmt.Errorf("destination create: --tenant is required, and --url, or --nats with --subject")
 	}
 	nd := stream.NewDestination{URL: *o.url, NATSURL: *o.nats, Subject: *o.subject, Provider: *o.provider,
-		ObjectType: *o.objectType, MaxInFlight: *o.maxInFlight, AllowPrivate: *o.allowPrivate}
+		ObjectType: *o.objectType, Format: *o.format, MaxInFlight: *o.maxInFlight, AllowPrivate: *o.allowPrivate}
 	if *o.types != "" {
 		nd.Types = strings.Split(*o.types, ",")
 	}
@@ -127,6 +129,9 @@ func destinationStatus(d stream.Destination) string {
 // destinationFilters says which changes the destination selects.
 func destinationFilters(d stream.Destination) string {
 	parts := []string{"types=" + strings.Join(d.Types, ",")}
+	if d.Format != "" && d.Format != stream.FormatStandard {
+		parts = append(parts, "format="+d.Format)
+	}
 	if d.Provider != "" {
 		parts = append(parts, "provider="+d.Provider)
 	}

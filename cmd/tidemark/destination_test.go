@@ -115,3 +115,43 @@ func TestDestinationCommands(t *testing.T) {
 		t.Fatal("the audit log holds a secret")
 	}
 }
+
+// TestDestinationCreateAlerts: --types takes alert types beside record
+// types, --format slack takes alert types only (alert.* by default), and
+// the list shows the format.
+func TestDestinationCreateAlerts(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{"DATABASE_URL": testdb.NewURL(t), "TIDEMARK_ENCRYPTION_KEY": testEncryptionKey, "USER": "ann"}
+	if _, _, err := tidemark(t, env, "", "tenant", "create", "acme"); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"--types", "record.*,alert.*"},
+		{"--format", "slack"},
+	} {
+		args = append([]string{"destination", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/hook", "--allow-private"}, args...)
+		if out, _, err := tidemark(t, env, "", args...); err != nil {
+			t.Fatalf("%v: %v\n%s", args, err, out)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--format", "slack", "--types", "record.*"}, "format slack takes alert types only"},
+		{[]string{"--format", "teams"}, "format must be standard or slack"},
+		{[]string{"--types", "alert.created"}, "nor an alert type (alert.fired, alert.resolved) or alert.*"},
+	} {
+		args := append([]string{"destination", "create", "--tenant", "acme", "--url", "http://127.0.0.1:9/hook", "--allow-private"}, tc.args...)
+		if _, _, err := tidemark(t, env, "", args...); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("create %v: %v, want %q", tc.args, err, tc.want)
+		}
+	}
+	out, _, err := tidemark(t, env, "", "destination", "list", "--tenant", "acme")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err != nil || len(lines) != 3 ||
+		strings.Join(strings.Fields(lines[1]), " ") != "1 active http://127.0.0.1:9/hook types=record.*,alert.* 0 -" ||
+		strings.Join(strings.Fields(lines[2]), " ") != "2 active http://127.0.0.1:9/hook types=alert.* format=slack 0 -" {
+		t.Fatalf("list: %v\n%s", err, out)
+	}
+}

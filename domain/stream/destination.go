@@ -33,8 +33,11 @@ const (
 )
 
 // DefaultDestinationTypes is what a destination receives when it names no
-// types.
-var DefaultDestinationTypes = []string{"record.*"}
+// types; a slack destination's default is DefaultSlackTypes.
+var (
+	DefaultDestinationTypes = []string{"record.*"}
+	DefaultSlackTypes       = []string{AlertTypesPattern}
+)
 
 // Destination is where a tenant's changes are pushed.
 type Destination struct {
@@ -43,9 +46,10 @@ type Destination struct {
 	URL          string // an http(s) URL, or empty for NATS
 	NATSURL      string // a NATS server, with Subject the subject prefix
 	Subject      string
-	Provider     string // only this provider's changes, when set
-	ObjectType   string // only this object type's, when set
-	Types        []string
+	Provider     string   // only this provider's changes, when set
+	ObjectType   string   // only this object type's, when set
+	Types        []string // record and alert type patterns
+	Format       string   // FormatStandard or FormatSlack: the body of alert messages
 	AllowPrivate bool
 	MaxInFlight  int
 	Status       string
@@ -75,14 +79,17 @@ type NewDestination struct {
 	Provider     string
 	ObjectType   string
 	Types        []string
-	AllowPrivate bool // only the CLI sets it
-	MaxInFlight  int  // 0: DefaultMaxInFlight
+	Format       string // "": FormatStandard
+	AllowPrivate bool   // only the CLI sets it
+	MaxInFlight  int    // 0: DefaultMaxInFlight
 }
 
-// DestinationAttempt is one attempt to deliver a change.
+// DestinationAttempt is one attempt to deliver a change or an alert event
+// (IsAlertQueuePosition(Position)).
 type DestinationAttempt struct {
 	Position int64
-	ChangeID string
+	ChangeID string // the message's webhook-id: a change's id or an alert event's
+	Type     string // the change's or alert event's type; "" once it is gone
 	At       time.Time
 	Status   int // the HTTP status; 0 when there was no answer
 	Error    string
@@ -125,8 +132,8 @@ type DestinationService interface {
 	DestinationAttempts(ctx context.Context, tenantID, id int64, page domain.Page) ([]DestinationAttempt, string, error)
 }
 
-// CheckTypes validates a destination's type patterns: a change type, or a
-// family with ".*" (record.*).
+// CheckTypes validates a destination's type patterns: a change type, an
+// alert event type, or a family with ".*" (record.*, alert.*).
 func CheckTypes(types []string) ([]string, error) {
 	if len(types) == 0 {
 		return DefaultDestinationTypes, nil
@@ -134,8 +141,8 @@ func CheckTypes(types []string) ([]string, error) {
 	out := make([]string, 0, len(types))
 	for _, t := range types {
 		t = strings.TrimSpace(t)
-		if !knownTypePattern(t) {
-			return nil, domain.Errorf(domain.EINVALID, "types: %q is not a change type (record.applied, record.deleted, record.reset, record.erased) or record.*", t)
+		if !knownTypePattern(t) && !isAlertTypePattern(t) {
+			return nil, domain.Errorf(domain.EINVALID, "types: %q is not a change type (record.applied, record.deleted, record.reset, record.erased) or record.*, nor an alert type (alert.fired, alert.resolved) or alert.*", t)
 		}
 		out = append(out, t)
 	}

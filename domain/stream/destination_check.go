@@ -14,7 +14,7 @@ const (
 )
 
 // Check validates what an owner gives for a destination and returns it
-// with its defaults filled in (types, max in flight). It checks the form
+// with its defaults filled in (types, format, max in flight). It checks the form
 // of the URL only; whether it may be reached is internal/egress's to say,
 // after DNS resolution.
 func (nd NewDestination) Check() (NewDestination, error) {
@@ -40,11 +40,18 @@ func (nd NewDestination) Check() (NewDestination, error) {
 	if len(nd.ObjectType) > domain.MaxObjectTypeBytes {
 		return nd, domain.Errorf(domain.EINVALID, "object_type is %d bytes; at most %d", len(nd.ObjectType), domain.MaxObjectTypeBytes)
 	}
-	types, err := CheckTypes(nd.Types)
+	types := nd.Types
+	if len(types) == 0 && nd.Format == FormatSlack {
+		types = DefaultSlackTypes
+	}
+	types, err := CheckTypes(types)
 	if err != nil {
 		return nd, err
 	}
 	nd.Types = types
+	if nd, err = nd.checkFormat(); err != nil {
+		return nd, err
+	}
 	switch {
 	case nd.MaxInFlight == 0:
 		nd.MaxInFlight = DefaultMaxInFlight

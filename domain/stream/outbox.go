@@ -3,6 +3,8 @@ package stream
 import (
 	"context"
 	"time"
+
+	"github.com/tidemark/tidemark/domain/alerting"
 )
 
 // The sender (internal/outbound) pushes each destination's changes from
@@ -23,13 +25,25 @@ type LeasedDestination struct {
 	Subject      string
 	AllowPrivate bool
 	MaxInFlight  int
+	Format       string // FormatStandard or FormatSlack
 	Secrets      []string
 }
 
-// QueuedChange is a change of a destination's queue that is due.
+// QueuedChange is a change of a destination's queue that is due, or an
+// alert event: then Alert is set and Position is its queue position
+// (AlertQueuePosition), the change otherwise empty.
 type QueuedChange struct {
 	Change
+	Alert    *alerting.Event
 	Attempts int // the attempts that failed before
+}
+
+// MessageID is the webhook-id of the queued change or alert event.
+func (c QueuedChange) MessageID() string {
+	if c.Alert != nil {
+		return c.Alert.MessageID()
+	}
+	return c.ID()
 }
 
 // AttemptResult is the outcome of one attempt; Retry is when a failed one
@@ -54,10 +68,12 @@ type Outbox interface {
 	ReleaseDestinations(ctx context.Context, owner string, ds []LeasedDestination) error
 	// Step records the results of attempts (RecordAttempts), takes the
 	// changes after the destination's cursor into its queue, those it
-	// selects, advancing the cursor past those it scanned, and lists up to
-	// limit changes of the queue due to be sent, lowest positions first:
-	// the first pending change of each record, when its retry is due, but
-	// none of inFlight. It reports whether the destination is failing.
+	// selects, advancing the cursor past those it scanned, likewise the
+	// alert events after its alert cursor, and lists up to limit changes
+	// of the queue due to be sent, lowest positions first: the first
+	// pending change of each record, when its retry is due, but none of
+	// inFlight. Alert events wait in the queue as one record of their own:
+	// the first pending one is listed first, when due and not in flight. It reports whether the destination is failing.
 	Step(ctx context.Context, owner string, tenantID, id int64, done []AttemptResult, inFlight []int64,
 		limit int) (failing bool, due []QueuedChange, err error)
 	// RecordAttempts records attempts: one delivered leaves the queue, one

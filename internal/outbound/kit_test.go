@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
@@ -33,12 +34,14 @@ var asCLI = domain.WithActor(context.Background(), domain.Actor{Kind: domain.Act
 
 type env struct {
 	store *postgres.Store
+	pool  *pgxpool.Pool // for what a test writes as another component would (alert events)
 	p     domain.ProviderEndpoint
 }
 
 func newEnv(t testing.TB) env {
 	t.Helper()
-	s, err := postgres.New(testdb.New(t), testKey)
+	pool := testdb.New(t)
+	s, err := postgres.New(pool, testKey)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +56,7 @@ func newEnv(t testing.TB) env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return env{store: s, p: p}
+	return env{store: s, pool: pool, p: p}
 }
 
 // ingest applies revision rev of contact's snapshot: one change.

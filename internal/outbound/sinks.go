@@ -17,7 +17,9 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/internal/alertjson"
 	"github.com/tidemark/tidemark/internal/changejson"
 	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/internal/whsig"
@@ -45,13 +47,33 @@ func (s *Sender) post(ctx context.Context, d stream.LeasedDestination, c stream.
 	if err != nil {
 		return answer{err: "encode: " + err.Error()}
 	}
+	return s.postBody(ctx, d, c.ID(), body)
+}
+
+// postAlert POSTs alert event e to d's URL in d's format, signed with d's
+// secrets like a change. A NATS destination takes no alert types (refused
+// at creation).
+func (s *Sender) postAlert(ctx context.Context, d stream.LeasedDestination, e alerting.Event) answer {
+	if d.URL == "" {
+		return answer{err: "not sent: alert events are sent to url destinations only"}
+	}
+	body, err := alertjson.Marshal(d.Format, d.TenantSlug, e)
+	if err != nil {
+		return answer{err: "encode: " + err.Error()}
+	}
+	return s.postBody(ctx, d, e.MessageID(), body)
+}
+
+// postBody POSTs body, the message id, to d's URL, signed with d's
+// secrets.
+func (s *Sender) postBody(ctx context.Context, d stream.LeasedDestination, id string, body []byte) answer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
 		return answer{err: err.Error()}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Tidemark")
-	if err := whsig.Headers(req.Header, d.Secrets, c.ID(), time.Now(), body); err != nil {
+	if err := whsig.Headers(req.Header, d.Secrets, id, time.Now(), body); err != nil {
 		return answer{err: err.Error()}
 	}
 	resp, err := s.clients[d.AllowPrivate].Do(req)

@@ -214,7 +214,7 @@ func (w *worker) cycle(ctx context.Context, d stream.LeasedDestination, pending 
 // half the lease left, is not sent.
 func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	d, until := w.lease.get()
-	r := stream.AttemptResult{DestinationAttempt: stream.DestinationAttempt{Position: c.Position, ChangeID: c.ID()}}
+	r := stream.AttemptResult{DestinationAttempt: stream.DestinationAttempt{Position: c.Position, ChangeID: c.MessageID()}}
 	if ctx.Err() != nil || time.Until(until) < w.s.o.LeaseTTL/2 {
 		return sent{result: r, discard: true}
 	}
@@ -226,9 +226,12 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	defer cancel()
 	start := time.Now()
 	var a answer
-	if d.NATSURL != "" {
+	switch {
+	case c.Alert != nil:
+		a = w.s.postAlert(sctx, d, *c.Alert)
+	case d.NATSURL != "":
 		a = w.s.publish(sctx, d, c.Change)
-	} else {
+	default:
 		a = w.s.post(sctx, d, c.Change)
 	}
 	r.At, r.Status, r.Error, r.Duration = start, a.status, a.err, time.Since(start)
@@ -237,7 +240,7 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	}
 	if !r.Delivered() {
 		r.Retry = stream.Backoff(c.Attempts+1, a.retryAfter)
-		w.log.Debug("destination sender: attempt failed", "change", c.ID(), "attempts", c.Attempts+1,
+		w.log.Debug("destination sender: attempt failed", "message", c.MessageID(), "attempts", c.Attempts+1,
 			"status", a.status, "err", a.err, "retry", r.Retry)
 	}
 	return sent{result: r}

@@ -43,7 +43,7 @@ var _ stream.DestinationService = (*Manager)(nil)
 // has yet to take.
 const destinationColumns = `d.tenant_id, d.id, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
        coalesce((SELECT p.name FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id), ''),
-       coalesce(d.object_type, ''), d.types, d.allow_private, d.max_in_flight, d.status, coalesce(d.status_reason, ''),
+       coalesce(d.object_type, ''), d.types, d.format, d.allow_private, d.max_in_flight, d.status, coalesce(d.status_reason, ''),
        d.cursor, d.created_at, d.last_success_at, q.pending,
        coalesce(q.oldest, (SELECT c.committed_at FROM changes c
                            WHERE c.tenant_id = d.tenant_id AND c.position > d.cursor ORDER BY c.position LIMIT 1))
@@ -53,7 +53,7 @@ CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest F
 
 func scanDestination(row pgx.CollectableRow) (stream.Destination, error) {
 	var d stream.Destination
-	err := row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types,
+	err := row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types, &d.Format,
 		&d.AllowPrivate, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.CreatedAt, &d.LastSuccess,
 		&d.Pending, &d.Oldest)
 	return d, err
@@ -99,8 +99,13 @@ func notFound(id int64) error { return pg.NotFound("destination %d not found", i
 
 const destinationExistsSQL = `SELECT count(*) FROM destinations WHERE tenant_id = @tenant_id AND id = @id`
 
+// destinationAttemptsSQL lists attempts with the type of what each sent:
+// a change (position above zero) or an alert event (below).
 const destinationAttemptsSQL = `
-SELECT a.id, a.position, a.attempted_at, a.status, coalesce(a.error, ''), a.duration_ms
+SELECT a.id, a.position, a.attempted_at, a.status, coalesce(a.error, ''), a.duration_ms,
+       coalesce(CASE WHEN a.position > 0
+                THEN (SELECT c.type FROM changes c WHERE c.tenant_id = a.tenant_id AND c.position = a.position)
+                ELSE (SELECT e.type FROM alert_events e WHERE e.tenant_id = a.tenant_id AND e.id = a.position - @alert_base) END, '')
 FROM destination_attempts a
 WHERE a.tenant_id = @tenant_id AND a.destination_id = @id AND a.id < @before_id
 ORDER BY a.id DESC LIMIT @limit`
@@ -121,7 +126,8 @@ func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, p
 	}
 	limit := pg.PageLimit(page)
 	rows, err := m.read.Query(ctx, destinationAttemptsSQL,
-		pgx.NamedArgs{"tenant_id": tenantID, "id": id, "before_id": before, "limit": limit + 1})
+		pgx.NamedArgs{"tenant_id": tenantID, "id": id, "before_id": before, "limit": limit + 1,
+			"alert_base": stream.AlertQueueBase()})
 	if err != nil {
 		return nil, "", pg.Translate(err)
 	}
@@ -132,8 +138,8 @@ func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, p
 			attemptID  int64
 			durationMS int64
 		)
-		err := row.Scan(&attemptID, &a.Position, &a.At, &a.Status, &a.Error, &durationMS)
-		a.ChangeID = stream.Change{TenantID: tenantID, Position: a.Position}.ID()
+		err := row.Scan(&attemptID, &a.Position, &a.At, &a.Status, &a.Error, &durationMS, &a.Type)
+		a.ChangeID = stream.AttemptMessageID(tenantID, a.Position)
 		a.Duration = time.Duration(durationMS) * time.Millisecond
 		ids = append(ids, attemptID)
 		return a, err

@@ -2,6 +2,7 @@ package destinations_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -329,5 +330,81 @@ func TestDestinationTenantIsolation(t *testing.T) {
 	}
 	if entries := auditEntries(t, s); len(entries) != 1 {
 		t.Fatalf("audit %v, want the creation only", entries)
+	}
+}
+
+// TestAlertDestinations: alert types and the format are kept; a
+// destination of alert types starts at the end of its tenant's alert
+// events; a slack destination takes alert.* by default and no record
+// type; a rewind keeps pending alert events.
+func TestAlertDestinations(t *testing.T) {
+	t.Parallel()
+	s, tenant, ctx := setup(t)
+	other := pgtest.Provider(t, s, "globex", "crm").TenantID
+	pgtest.InsertAlertFired(t, s.Pool(), tenant, "refusals", "one")
+	pgtest.InsertAlertFired(t, s.Pool(), tenant, "dead_letters", "two")
+	pgtest.InsertAlertFired(t, s.Pool(), other, "dead_letters", "globex's")
+
+	both, _ := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.example.com/",
+		Types: []string{"record.*", "alert.fired"}})
+	slack, _ := create(t, s, ctx, tenant, stream.NewDestination{URL: "https://hooks.slack.example/x", Format: stream.FormatSlack})
+	if strings.Join(both.Types, ",") != "record.*,alert.fired" || both.Format != stream.FormatStandard {
+		t.Errorf("both: types %v, format %q", both.Types, both.Format)
+	}
+	if strings.Join(slack.Types, ",") != "alert.*" || slack.Format != stream.FormatSlack {
+		t.Errorf("slack: types %v, format %q; want alert.* by default", slack.Types, slack.Format)
+	}
+	var cursor int64
+	if err := s.Pool().QueryRow(ctx, `SELECT alert_cursor FROM destinations WHERE tenant_id = $1 AND id = $2`, tenant, both.ID).Scan(&cursor); err != nil {
+		t.Fatal(err)
+	}
+	if want := int64(pgtest.Scalar(t, s.Pool(), `SELECT max(id) FROM alert_events WHERE tenant_id = `+fmt.Sprint(tenant))); cursor != want {
+		t.Errorf("alert cursor %d, want %d, the end of the tenant's alert events", cursor, want)
+	}
+	if list, err := s.Destinations(ctx, tenant); err != nil || len(list) != 2 || list[1].Format != stream.FormatSlack {
+		t.Errorf("list %+v, %v", list, err)
+	}
+
+	for _, tc := range []struct {
+		nd   stream.NewDestination
+		want string
+	}{
+		{stream.NewDestination{URL: "https://example.com/", Types: []string{"alert.created"}}, `"alert.created" is not a change type`},
+		{stream.NewDestination{URL: "https://example.com/", Format: "teams"}, "format must be standard or slack"},
+		{stream.NewDestination{URL: "https://example.com/", Format: stream.FormatSlack, Types: []string{"alert.*", "record.applied"}},
+			"format slack takes alert types only"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "a", Types: []string{"alert.*"}}, "alert types are sent to url destinations only"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "a", Format: stream.FormatSlack}, "alert types are sent to url destinations only"},
+	} {
+		_, _, err := s.CreateDestination(ctx, tenant, tc.nd)
+		if domain.ErrorCode(err) != domain.EINVALID || !strings.Contains(domain.ErrorMessage(err), tc.want) {
+			t.Errorf("%+v: %v, want EINVALID with %q", tc.nd, err, tc.want)
+		}
+	}
+	if audit := auditEntries(t, s); len(audit) != 2 || !strings.Contains(audit[1], "types alert.*; format slack") {
+		t.Errorf("audit %q, want the slack destination's format", audit)
+	}
+
+	// A rewind drops pending changes, not pending alert events.
+	commit(t, s, tenant, 1)
+	queue(t, s, tenant, both.ID, 1)
+	if _, err := s.Pool().Exec(ctx, `INSERT INTO destination_queue (tenant_id, destination_id, position, record_key, committed_at)
+		VALUES ($1, $2, $3, 'alerts', now())`, tenant, both.ID, stream.AlertQueuePosition(cursor)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.RewindDestination(ctx, tenant, both.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Destination(ctx, tenant, both.ID); got.Pending != 1 {
+		t.Errorf("after a rewind %d pending, want the alert event", got.Pending)
+	}
+	_, err := s.Pool().Exec(ctx, `INSERT INTO destination_attempts (tenant_id, destination_id, position, status, duration_ms)
+		VALUES ($1, $2, $3, 200, 5)`, tenant, both.ID, stream.AlertQueuePosition(cursor))
+	if err != nil {
+		t.Fatal(err)
+	}
+	as, _, err := s.DestinationAttempts(ctx, tenant, both.ID, domain.Page{})
+	if err != nil || len(as) != 1 || as[0].Type != "alert.fired" || as[0].ChangeID != fmt.Sprintf("alert_%d_%d", tenant, cursor) {
+		t.Errorf("attempts %+v, %v; want the alert event's, by type and webhook-id", as, err)
 	}
 }

@@ -19,12 +19,15 @@ const providerIDSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND
 // insertDestinationSQL starts a destination at the tenant's head: it
 // receives the changes committed after it was made (older ones on a
 // rewind). A change committing meanwhile takes a position after the head
-// read here, so none falls between.
+// read here, so none falls between. Likewise it starts at the end of the
+// tenant's alert events, which their one writer adds in commit order.
 const insertDestinationSQL = `
-INSERT INTO destinations (tenant_id, url, nats_url, subject, provider_id, object_type, types, allow_private, max_in_flight, cursor)
+INSERT INTO destinations (tenant_id, url, nats_url, subject, provider_id, object_type, types, format, allow_private,
+                          max_in_flight, cursor, alert_cursor)
 VALUES (@tenant_id, @url::text, @nats_url::text, @subject::text, @provider_id::bigint, @object_type::text, @types::text[],
-        @allow_private, @max_in_flight,
-        coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tenant_id), 0))
+        @format, @allow_private, @max_in_flight,
+        coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tenant_id), 0),
+        coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = @tenant_id), 0))
 RETURNING id`
 
 // CreateDestination implements stream.DestinationService. Whether the URL
@@ -56,7 +59,7 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 		err := tx.QueryRow(ctx, insertDestinationSQL, pgx.NamedArgs{"tenant_id": tenantID,
 			"url": pg.NullString(nd.URL), "nats_url": pg.NullString(nd.NATSURL), "subject": pg.NullString(nd.Subject),
 			"provider_id": providerID, "object_type": pg.NullString(nd.ObjectType), "types": nd.Types,
-			"allow_private": nd.AllowPrivate, "max_in_flight": nd.MaxInFlight}).Scan(&id)
+			"format": nd.Format, "allow_private": nd.AllowPrivate, "max_in_flight": nd.MaxInFlight}).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -78,6 +81,9 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 // information of its URL.
 func describe(d stream.Destination) string {
 	parts := []string{d.RedactedTarget(), "types " + strings.Join(d.Types, ",")}
+	if d.Format != stream.FormatStandard {
+		parts = append(parts, "format "+d.Format)
+	}
 	if d.Provider != "" {
 		parts = append(parts, "provider "+d.Provider)
 	}
@@ -130,7 +136,9 @@ const lockDestinationSQL = `SELECT cursor FROM destinations WHERE tenant_id = @t
 
 const changeHeadSQL = `SELECT coalesce((SELECT position FROM change_heads WHERE tenant_id = @tenant_id), 0)`
 
-const clearQueueSQL = `DELETE FROM destination_queue WHERE tenant_id = @tenant_id AND destination_id = @id`
+// clearQueueSQL drops the pending changes; pending alert events (below
+// zero) stay, since a rewind is of the change feed.
+const clearQueueSQL = `DELETE FROM destination_queue WHERE tenant_id = @tenant_id AND destination_id = @id AND position > 0`
 
 const setCursorSQL = `UPDATE destinations SET cursor = @cursor WHERE tenant_id = @tenant_id AND id = @id`
 

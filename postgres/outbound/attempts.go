@@ -48,7 +48,8 @@ UPDATE destinations d SET
     last_success_at = CASE WHEN EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) THEN now() ELSE d.last_success_at END,
     status = CASE WHEN d.status = 'active' AND EXISTS (SELECT FROM given_up) THEN 'failing' ELSE d.status END,
     status_reason = CASE WHEN d.status = 'active' AND EXISTS (SELECT FROM given_up)
-        THEN (SELECT format('change %s has not been delivered since %s: %s', position,
+        THEN (SELECT format('%s has not been delivered since %s: %s',
+                            CASE WHEN position > 0 THEN 'change ' || position ELSE 'alert event ' || (position - @alert_base) END,
                             to_char(first_failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), last_error) FROM given_up)
         ELSE d.status_reason END
 WHERE d.tenant_id = @tenant_id AND d.id = @id
@@ -74,7 +75,8 @@ func recordArgs(tenantID, id int64, results []stream.AttemptResult) pgx.NamedArg
 		duration[i], retry[i] = int32(r.Duration.Milliseconds()), r.Retry.Milliseconds()
 	}
 	return pgx.NamedArgs{"tenant_id": tenantID, "id": id, "position": position, "status": status, "error": errs,
-		"duration_ms": duration, "retry_ms": retry, "give_up_ms": stream.DestinationGiveUp.Milliseconds()}
+		"duration_ms": duration, "retry_ms": retry, "give_up_ms": stream.DestinationGiveUp.Milliseconds(),
+		"alert_base": stream.AlertQueueBase()}
 }
 
 // scanFailing reads recordSQL's answer: no row when nothing was delivered

@@ -52,7 +52,7 @@ FROM (SELECT * FROM mine UNION ALL SELECT * FROM free) t, tenants tn
 WHERE d.tenant_id = t.tenant_id AND d.id = t.id AND tn.id = d.tenant_id
   AND d.status = 'active' AND (d.lease_owner = @owner OR d.lease_until IS NULL OR d.lease_until < now())
 RETURNING d.tenant_id, d.id, tn.slug, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
-          d.allow_private, d.max_in_flight,
+          d.allow_private, d.max_in_flight, d.format,
           ARRAY(SELECT s.id FROM destination_secrets s
                 WHERE s.tenant_id = d.tenant_id AND s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > now())
                 ORDER BY s.id DESC)`
@@ -73,7 +73,7 @@ func (o *Outbox) LeaseDestinations(ctx context.Context, owner string, ttl time.D
 	leased, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.LeasedDestination, error) {
 		var d stream.LeasedDestination
 		var ids []int64
-		err := row.Scan(&d.TenantID, &d.ID, &d.TenantSlug, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &ids)
+		err := row.Scan(&d.TenantID, &d.ID, &d.TenantSlug, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format, &ids)
 		tenantIDs, secretIDs = append(tenantIDs, d.TenantID), append(secretIDs, ids...)
 		return d, err
 	})

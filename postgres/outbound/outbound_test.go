@@ -151,3 +151,65 @@ func TestFillSelects(t *testing.T) {
 		t.Fatalf("a contact's change was taken by a deal destination: %+v", got)
 	}
 }
+
+// TestStepTakesAlertEvents: a destination of alert types takes its
+// tenant's alert events after its alert cursor, those its types select,
+// one at a time in event order and before the changes; another tenant's
+// are not its, and a destination of record types takes none.
+func TestStepTakesAlertEvents(t *testing.T) {
+	t.Parallel()
+	s, p, d := setup(t, stream.NewDestination{Types: []string{"alert.resolved", "record.*"}})
+	records, _, err := s.CreateDestination(pgtest.AsCLI(context.Background()), p.TenantID, stream.NewDestination{URL: "https://203.0.113.1/r"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	other := pgtest.Provider(t, s, "globex", "crm").TenantID
+	a := pgtest.InsertAlertFired(t, s.Pool(), p.TenantID, "refusals", "crm: 20 refused deliveries in 5m0s.")
+	pgtest.InsertAlertFired(t, s.Pool(), other, "refusals", "globex's")
+	pgtest.InsertAlertResolved(t, s.Pool(), p.TenantID, a)
+	b := pgtest.InsertAlertFired(t, s.Pool(), p.TenantID, "dead_letters", "1 dead letter in 1h0m0s.")
+	pgtest.InsertAlertResolved(t, s.Pool(), p.TenantID, b)
+	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`))
+	s.LeaseDestinations(ctx, "a", time.Minute, 64)
+
+	step := func(id int64, done []stream.AttemptResult, inFlight []int64, limit int) []stream.QueuedChange {
+		t.Helper()
+		failing, due, err := s.Step(ctx, "a", p.TenantID, id, done, inFlight, limit)
+		if err != nil || failing {
+			t.Fatalf("step: failing %v, %v", failing, err)
+		}
+		return due
+	}
+	due := step(d.ID, nil, nil, 8)
+	if len(due) != 2 || due[0].Alert == nil || due[1].Alert != nil || due[1].Position != 1 {
+		t.Fatalf("due %+v, want the first resolution, then change 1", due)
+	}
+	ev := due[0].Alert
+	if ev.Type != "alert.resolved" || ev.Alert.ID != a || ev.Alert.ResolvedAt == nil || ev.Alert.Value != 0 ||
+		ev.Alert.Summary != "crm: 20 refused deliveries in 5m0s." || ev.Alert.Window != 15*time.Minute ||
+		!stream.IsAlertQueuePosition(due[0].Position) || due[0].MessageID() != ev.MessageID() {
+		t.Fatalf("alert event %+v at %d", ev, due[0].Position)
+	}
+	if got := step(d.ID, nil, []int64{due[0].Position, 1}, 8); len(got) != 0 {
+		t.Fatalf("with both in flight, due %+v; the next alert event waits its turn", got)
+	}
+	if got := step(d.ID, nil, nil, 1); len(got) != 1 || got[0].Alert == nil {
+		t.Fatalf("with room for one, due %+v; want the alert event", got)
+	}
+	delivered := []stream.AttemptResult{{DestinationAttempt: stream.DestinationAttempt{Position: due[0].Position, Status: 200}}}
+	next := step(d.ID, delivered, []int64{1}, 8)
+	if len(next) != 1 || next[0].Alert == nil || next[0].Alert.Alert.ID != b || next[0].Alert.Type != "alert.resolved" {
+		t.Fatalf("after the first was delivered, due %+v; want b's resolution", next)
+	}
+	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Pending != 2 {
+		t.Fatalf("pending %d, want b's resolution and change 1 (the firings are not selected)", got.Pending)
+	}
+
+	if due := step(records.ID, nil, nil, 8); len(due) != 1 || due[0].Alert != nil {
+		t.Fatalf("a destination of record types got %+v, want the change alone", due)
+	}
+	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM destination_queue WHERE position < 0 AND destination_id = `+fmt.Sprint(records.ID)); n != 0 {
+		t.Fatalf("%d alert events queued for the record destination", n)
+	}
+}

@@ -53,7 +53,7 @@ WHERE tenant_id = @tenant_id AND id = @id AND EXISTS (SELECT FROM scanned)
 RETURNING (SELECT count(*) FROM scanned)`
 
 // Step implements stream.Outbox: recordSQL (when there are results),
-// fillSQL and dueSQL in one pipelined round trip, one implicit
+// fillSQL, fillAlertsSQL, dueAlertSQL and dueSQL in one pipelined round trip, one implicit
 // transaction. A sender's statements wait their turn for a CPU with every
 // ingest connection's on a busy machine, so one round trip a cycle instead
 // of three is what lets it keep up.
@@ -69,9 +69,20 @@ func (o *Outbox) Step(ctx context.Context, owner string, tenantID, id int64, don
 	}
 	batch.Queue(fillSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
 		"batch": fillBatch, "max_pending": maxPending})
+	batch.Queue(fillAlertsSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
+		"batch": fillBatch, "max_pending": maxPending, "alert_base": stream.AlertQueueBase()})
 	if inFlight == nil {
 		inFlight = []int64{}
 	}
+	var alert []stream.QueuedChange
+	batch.Queue(dueAlertSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
+		"in_flight": inFlight, "alert_base": stream.AlertQueueBase(), "gone_error": goneAlertError}).Query(func(rows pgx.Rows) error {
+		var err error
+		alert, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.QueuedChange, error) {
+			return scanAlert(row, tenantID)
+		})
+		return err
+	})
 	batch.Queue(dueSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
 		"in_flight": inFlight, "limit": limit, "gone_error": goneError}).Query(func(rows pgx.Rows) error {
 		var attempts []int
@@ -84,6 +95,11 @@ func (o *Outbox) Step(ctx context.Context, owner string, tenantID, id int64, don
 	if err := o.pool.SendBatch(ctx, batch).Close(); err != nil {
 		return false, nil, pg.Translate(err)
 	}
+	if len(alert) > 0 {
+		// The alert goes first; a change it displaces past limit stays
+		// queued for the next cycle.
+		due = append(alert, due[:max(0, min(len(due), limit-len(alert)))]...)
+	}
 	return failing, due, nil
 }
 
@@ -92,7 +108,7 @@ func (o *Outbox) Step(ctx context.Context, owner string, tenantID, id int64, don
 const goneError = "not sent: the change was removed from the feed (retention) before it was delivered"
 
 // dueSQL picks the first pending change of each record, those due and not
-// in flight, lowest positions first, for owner while it holds the lease.
+// in flight (alert events, below zero, are dueAlertSQL's), lowest positions first, for owner while it holds the lease.
 // A change the retention removed leaves the queue with an attempt that
 // says so. Each change is looked up by its position in a LATERAL subquery
 // with LIMIT 1, which the planner keeps a per-row primary key lookup: the
@@ -103,7 +119,7 @@ const dueSQL = `
 WITH due AS (
     SELECT position, attempts FROM (
         SELECT DISTINCT ON (record_key) position, attempts, next_attempt_at FROM destination_queue
-        WHERE tenant_id = @tenant_id AND destination_id = @id
+        WHERE tenant_id = @tenant_id AND destination_id = @id AND position > 0
         ORDER BY record_key, position) first
     WHERE next_attempt_at <= now() AND position <> ALL(@in_flight::bigint[])
       AND EXISTS (SELECT FROM destinations d WHERE d.tenant_id = @tenant_id AND d.id = @id

@@ -22,6 +22,7 @@ type destinationJSON struct {
 	Provider        *string   `json:"provider"`
 	ObjectType      *string   `json:"object_type"`
 	Types           []string  `json:"types"`
+	Format          string    `json:"format"`
 	MaxInFlight     int       `json:"max_in_flight"`
 	Status          string    `json:"status"`
 	StatusReason    *string   `json:"status_reason"`
@@ -36,7 +37,7 @@ type destinationJSON struct {
 func newDestinationJSON(d stream.Destination) destinationJSON {
 	j := destinationJSON{ID: d.ID, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
 		Subject: optionalString(d.Subject), Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
-		Types: d.Types, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
+		Types: d.Types, Format: d.Format, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
 		Cursor: stream.FormatCursor(d.Cursor), Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
 		CreatedAt: jsonTime(d.CreatedAt), LastSuccessAt: optionalTime(d.LastSuccess)}
 	if d.Oldest != nil {
@@ -47,7 +48,8 @@ func newDestinationJSON(d stream.Destination) destinationJSON {
 }
 
 type destinationAttemptJSON struct {
-	ChangeID    string   `json:"change_id"`
+	ChangeID    string   `json:"change_id"` // the message's webhook-id: a change's, or an alert event's
+	Type        string   `json:"type"`
 	AttemptedAt jsonTime `json:"attempted_at"`
 	Status      int      `json:"status"`
 	Delivered   bool     `json:"delivered"`
@@ -56,7 +58,7 @@ type destinationAttemptJSON struct {
 }
 
 func newDestinationAttemptJSON(a stream.DestinationAttempt) destinationAttemptJSON {
-	return destinationAttemptJSON{ChangeID: a.ChangeID, AttemptedAt: jsonTime(a.At), Status: a.Status,
+	return destinationAttemptJSON{ChangeID: a.ChangeID, Type: a.Type, AttemptedAt: jsonTime(a.At), Status: a.Status,
 		Delivered: a.Delivered(), Error: optionalString(a.Error), DurationMS: a.Duration.Milliseconds()}
 }
 
@@ -88,14 +90,15 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		Provider    string   `json:"provider"`
 		ObjectType  string   `json:"object_type"`
 		Types       []string `json:"types"`
+		Format      string   `json:"format"`
 		MaxInFlight *int     `json:"max_in_flight"`
 	}
 	if !decodeBody(w, r, &req, `{"url": "https://hooks.example.com/tidemark", "provider": "crm", "object_type": "contact", `+
-		`"types": ["record.*"], "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) {
+		`"types": ["record.*", "alert.*"], "format": "standard", "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) {
 		return
 	}
 	nd := stream.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
-		ObjectType: req.ObjectType, Types: req.Types}
+		ObjectType: req.ObjectType, Types: req.Types, Format: req.Format}
 	if req.MaxInFlight != nil {
 		if *req.MaxInFlight == 0 { // 0 is NewDestination's default, not a value to accept
 			h.fail(w, r, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got 0", stream.MaxMaxInFlight))

@@ -22,7 +22,7 @@ func destinationCall(e *webtest.Env, method, path, token, body string) (int, map
 	return e.Do(req)
 }
 
-var destinationKeys = []string{"id", "url", "nats_url", "subject", "provider", "object_type", "types", "max_in_flight",
+var destinationKeys = []string{"id", "url", "nats_url", "subject", "provider", "object_type", "types", "format", "max_in_flight",
 	"status", "status_reason", "cursor", "pending", "oldest_pending_at", "lag_seconds", "created_at", "last_success_at"}
 
 // TestDestinationAPI: create shows the secret once; get, list, pause,
@@ -46,8 +46,8 @@ func TestDestinationAPI(t *testing.T) {
 	delete(body, "secret")
 	delete(body, "created_at")
 	assertJSON(t, "created", body, fmt.Sprintf(`{"id": %d, "url": "https://203.0.113.10/tidemark", "nats_url": null,
-		"subject": null, "provider": "crm", "object_type": "contact", "types": ["record.applied"], "max_in_flight": 4,
-		"status": "active", "status_reason": null, "cursor": "c1_0", "pending": 0, "oldest_pending_at": null,
+		"subject": null, "provider": "crm", "object_type": "contact", "types": ["record.applied"], "format": "standard",
+		"max_in_flight": 4, "status": "active", "status_reason": null, "cursor": "c1_0", "pending": 0, "oldest_pending_at": null,
 		"lag_seconds": null, "last_success_at": null}`, id))
 
 	one := fmt.Sprintf("%s/%d", destinationsPath, id)
@@ -131,6 +131,9 @@ func TestDestinationAPIRefusals(t *testing.T) {
 		{`{"url": "https://203.0.113.10/", "nats_url": "nats://203.0.113.11:4222", "subject": "a"}`, "not both"},
 		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.>"}`, "wildcards"},
 		{`{"url": "https://203.0.113.10/", "provider": "nope"}`, `provider "nope"`},
+		{`{"url": "https://203.0.113.10/", "format": "slack", "types": ["record.*"]}`, "format slack takes alert types only"},
+		{`{"url": "https://203.0.113.10/", "format": "teams"}`, "format must be standard or slack"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "a", "types": ["alert.*"]}`, "alert types are sent to url destinations only"},
 	} {
 		status, body := destinationCall(e, http.MethodPost, destinationsPath, token, tc.body)
 		webtest.AssertError(t, status, body, http.StatusBadRequest, tc.want)
@@ -168,5 +171,37 @@ func TestDestinationAPIRefusals(t *testing.T) {
 	status, body = e.Get(one, token)
 	if status != http.StatusOK || body["status"] != "active" {
 		t.Fatalf("after the other tenant's tries: %d %v", status, body)
+	}
+}
+
+// TestDestinationAPIAlerts: a destination of alert types in the slack
+// format, created and shown with its format; its attempts name the alert
+// event's type and webhook-id.
+func TestDestinationAPIAlerts(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	token := e.Token("acme")
+	status, body := destinationCall(e, http.MethodPost, destinationsPath, token, `{"url": "https://203.0.113.10/slack", "format": "slack"}`)
+	if status != http.StatusCreated || body["format"] != "slack" || fmt.Sprint(body["types"]) != "[alert.*]" {
+		t.Fatalf("create slack: %d %v; want format slack with types alert.*", status, body)
+	}
+	id := int64(body["id"].(float64))
+	status, body = destinationCall(e, http.MethodPost, destinationsPath, token,
+		`{"url": "https://203.0.113.10/both", "types": ["record.*", "alert.fired"]}`)
+	if status != http.StatusCreated || body["format"] != "standard" || fmt.Sprint(body["types"]) != "[record.* alert.fired]" {
+		t.Fatalf("create with both: %d %v", status, body)
+	}
+	tenant := e.Tenant("acme").ID
+	e.Exec(fmt.Sprintf(`
+		WITH a AS (INSERT INTO alerts (tenant_id, rule, summary, value, threshold, window_seconds, started_at)
+		           VALUES (%[1]d, 'refusals', 's', 1, 1, 300, now()) RETURNING id),
+		     ev AS (INSERT INTO alert_events (tenant_id, alert_id, type, at) SELECT %[1]d, id, 'alert.fired', now() FROM a RETURNING id)
+		INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
+		SELECT %[1]d, %[2]d, id + %[3]d, 503, 'answered 503 Service Unavailable', 12 FROM ev`, tenant, id, stream.AlertQueuePosition(0)))
+	status, body = e.Get(fmt.Sprintf("%s/%d/attempts", destinationsPath, id), token)
+	attempts := webtest.List(t, status, body, "attempts")
+	if len(attempts) != 1 || attempts[0]["type"] != "alert.fired" ||
+		!strings.HasPrefix(fmt.Sprint(attempts[0]["change_id"]), fmt.Sprintf("alert_%d_", tenant)) || attempts[0]["status"] != float64(503) {
+		t.Fatalf("attempts %v; want the alert.fired attempt by its webhook-id", attempts)
 	}
 }

@@ -73,10 +73,10 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 	form := views.DestinationForm{URL: strings.TrimSpace(r.PostFormValue("url")),
 		NATSURL: strings.TrimSpace(r.PostFormValue("nats_url")), Subject: strings.TrimSpace(r.PostFormValue("subject")),
 		Provider: strings.TrimSpace(r.PostFormValue("provider")), ObjectType: strings.TrimSpace(r.PostFormValue("object_type")),
-		MaxInFlight: strings.TrimSpace(r.PostFormValue("max_in_flight"))}
+		Format: r.PostFormValue("format"), MaxInFlight: strings.TrimSpace(r.PostFormValue("max_in_flight"))}
 	form.Types = r.PostForm["types"] // parsed by PostFormValue above
 	nd := stream.NewDestination{URL: form.URL, NATSURL: form.NATSURL, Subject: form.Subject, Provider: form.Provider,
-		ObjectType: form.ObjectType, Types: form.Types}
+		ObjectType: form.ObjectType, Types: form.Types, Format: form.Format}
 	var err error
 	if form.MaxInFlight != "" {
 		if nd.MaxInFlight, err = strconv.Atoi(form.MaxInFlight); err != nil {

@@ -344,3 +344,56 @@ func TestDestinationsStayInTheirTenant(t *testing.T) {
 		t.Fatalf("after cross-site posts: %+v", ds)
 	}
 }
+
+// TestOwnerCreatesAlertDestination: the form offers the alert types and
+// the format; a slack destination of alerts is stored and listed as such;
+// slack with a record type is refused in the form, which keeps what was
+// chosen; the attempts name an alert event's type.
+func TestOwnerCreatesAlertDestination(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	owner := e.Operator("owner@example.com", false, "acme")
+	_, doc := owner.Get("/t/acme/destinations")
+	for _, sel := range []string{`.dest-new input[name=types][value="alert.fired"]`, `.dest-new input[name=types][value="alert.resolved"]`,
+		`.dest-new select[name=format] option[value=standard][selected]`, `.dest-new select[name=format] option[value=slack]`} {
+		if doc.Find(sel).Length() != 1 {
+			t.Errorf("the form lacks %s", sel)
+		}
+	}
+
+	status, doc, _ := owner.Post("/t/acme/destinations", url.Values{"url": {publicURL}, "format": {"slack"},
+		"types": {"record.applied", "alert.fired"}})
+	alert := webtest.Text(doc, ".dest-new [role=alert]")
+	if status != http.StatusUnprocessableEntity || !strings.Contains(alert, "format slack takes alert types only") {
+		t.Fatalf("slack with a record type: %d %q", status, alert)
+	}
+	if doc.Find(`.dest-new select[name=format] option[value=slack][selected]`).Length() != 1 ||
+		doc.Find(`.dest-new input[name=types][value="alert.fired"][checked]`).Length() != 1 {
+		t.Error("the refused form lost its format or its alert type")
+	}
+
+	status, doc, _ = owner.Post("/t/acme/destinations", url.Values{"url": {publicURL}, "format": {"slack"}})
+	if status != http.StatusOK || !strings.HasPrefix(webtest.Text(doc, "#destination-secret"), "whsec_") {
+		t.Fatalf("create slack: %d", status)
+	}
+	ds := destinations(t, e, "acme")
+	if len(ds) != 1 || ds[0].Format != stream.FormatSlack || strings.Join(ds[0].Types, ",") != "alert.*" {
+		t.Fatalf("stored %+v; want slack with alert.*", ds)
+	}
+	if row := webtest.Text(doc, "table.destinations tbody tr"); !strings.Contains(row, "alert.*; Slack format") {
+		t.Errorf("row %q does not say alert.*; Slack format", row)
+	}
+
+	tenant := e.Tenant("acme").ID
+	e.Exec(fmt.Sprintf(`
+		WITH a AS (INSERT INTO alerts (tenant_id, rule, summary, value, threshold, window_seconds, started_at)
+		           VALUES (%[1]d, 'refusals', 's', 1, 1, 300, now()) RETURNING id),
+		     ev AS (INSERT INTO alert_events (tenant_id, alert_id, type, at) SELECT %[1]d, id, 'alert.fired', now() FROM a RETURNING id)
+		INSERT INTO destination_attempts (tenant_id, destination_id, position, status, duration_ms)
+		SELECT %[1]d, %[2]d, id + %[3]d, 200, 12 FROM ev`, tenant, ds[0].ID, stream.AlertQueuePosition(0)))
+	_, doc = owner.Get(fmt.Sprintf("/t/acme/destinations/%d", ds[0].ID))
+	if cell := webtest.Text(doc, "table.dest-attempts tbody td[data-label=Message]"); !strings.HasPrefix(cell, fmt.Sprintf("alert_%d_", tenant)) ||
+		!strings.HasSuffix(cell, "alert.fired") {
+		t.Errorf("attempt cell %q; want the alert event's id and type", cell)
+	}
+}
