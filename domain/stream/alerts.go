@@ -14,7 +14,7 @@ import (
 // Destination formats: the body of an alert's message.
 const (
 	// FormatStandard: {"type", "timestamp", "data"}, like a change's.
-	FormatStandard = "standard"
+	FormatStandard = "standard" // not a provider kind
 	// FormatSlack: {"text"}, a Slack-compatible incoming-webhook body. A
 	// record change has no such form: a slack destination takes alert
 	// types only.

@@ -226,8 +226,13 @@ func TestKindNamesStayHome(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if loc := named.FindIndex(src); loc != nil {
-			t.Errorf("%s names a provider kind (%s): look it up in the registry instead", rel, src[loc[0]:loc[1]])
+		// A line marked "not a provider kind" uses one of the words for
+		// something else (a destination's format "standard").
+		for _, line := range strings.Split(string(src), "\n") {
+			if m := named.FindString(line); m != "" && !strings.Contains(line, "// not a provider kind") {
+				t.Errorf("%s names a provider kind (%s): look it up in the registry instead", rel, m)
+				break
+			}
 		}
 		return nil
 	})

@@ -94,7 +94,7 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		MaxInFlight *int     `json:"max_in_flight"`
 	}
 	if !decodeBody(w, r, &req, `{"url": "https://hooks.example.com/tidemark", "provider": "crm", "object_type": "contact", `+
-		`"types": ["record.*", "alert.*"], "format": "standard", "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) {
+		`"types": ["record.*", "alert.*"], "format": "standard", "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) { // not a provider kind
 		return
 	}
 	nd := stream.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
