@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/tracing"
 )
 
 // Settings of the consumers and of each message's handling.
@@ -203,10 +204,20 @@ func (q *Queue) checkClaim(subject string, c claim, qd domain.QueuedDelivery) er
 // delivered again after a worker committed it and died, or its ack was
 // lost) is acknowledged without writing anything: ingesting it again would
 // fail on the delivery's primary key, so it is never applied twice.
-func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered bool, store domain.QueueStore, stats *WorkerStats) error {
+func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered bool, store domain.QueueStore, stats *WorkerStats) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
 	defer cancel()
 	d := qd.Delivery
+	// A queued delivery's application is a trace of its own (the webhook's
+	// ended when the queue stored it), named by the same delivery id.
+	ctx, span := tracing.StartRoot(ctx, "apply queued delivery")
+	tracing.NoteEndpoint(ctx, qd.TenantSlug, qd.ProviderName, qd.ProviderKind, d.ID)
+	defer func() {
+		if err != nil {
+			tracing.Fail(span, domain.ErrorCode(err))
+		}
+		span.End()
+	}()
 	if redelivered {
 		if done, err := store.DeliveryRecorded(ctx, d.TenantID, d.ID, d.ReceivedAt); err != nil || done {
 			if done {
@@ -233,6 +244,7 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 	}
 	results, err := store.Ingest(ctx, d, p, events)
 	if err == nil {
+		tracing.NoteOutcomes(span, results)
 		stats.Applied.Add(1)
 		stats.Events.Add(int64(len(results)))
 		return nil
