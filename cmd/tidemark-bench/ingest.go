@@ -130,7 +130,8 @@ type measurement struct {
 	busy       float64 // 503s of the tenant holding its share of the pool
 	rss        int64   // the server's resident memory after the load
 	floor      *floorResult
-	traced     *tracedRow // with --trace: the same row with tracing on
+	traced     *tracedRow    // with --trace: the same row with tracing on
+	cpu        time.Duration // with --trace: the server's CPU time during the load
 }
 
 func (m measurement) eventsPerSecond() float64 { return m.load.perSecond() * float64(m.batch) }
@@ -206,12 +207,7 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 	floors := map[int]*floorResult{}
 	for _, n := range cfg.senders {
 		for _, k := range cfg.kinds {
-			var m measurement
-			if traced != nil {
-				m, err = e.measureTraced(ctx, cfg, dbs, srv, traced, k, sources[k.Name()], n)
-			} else {
-				m, err = e.measure(ctx, cfg, dbs, srv, k, sources[k.Name()], n)
-			}
+			m, err := e.measureTraced(ctx, cfg, dbs, srv, traced, k, sources[k.Name()], n)
 			if err != nil {
 				return nil, err
 			}

@@ -72,7 +72,7 @@ func TestServeTracingAndJSONLog(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("delivery: %d %v", resp.StatusCode, answer)
 	}
-	if _, spans := recv.Counts(); spans != 0 {
+	if _, spans, _ := recv.Counts(); spans != 0 {
 		t.Fatalf("%d spans exported before the shutdown; the test wants the shutdown to flush them", spans)
 	}
 

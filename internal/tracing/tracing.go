@@ -128,10 +128,12 @@ func NoteEndpoint(ctx context.Context, tenant, providerName, kind, deliveryID st
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(AttrTenant.String(tenant), AttrProvider.String(providerName), AttrKind.String(kind))
-	if deliveryID != "" {
-		span.SetAttributes(AttrDelivery.String(deliveryID))
+	attrs := []attribute.KeyValue{AttrTenant.String(tenant), AttrProvider.String(providerName), AttrKind.String(kind),
+		AttrDelivery.String(deliveryID)}
+	if deliveryID == "" {
+		attrs = attrs[:3]
 	}
+	span.SetAttributes(attrs...)
 }
 
 // NoteOutcomes records on span how many events had each outcome, as

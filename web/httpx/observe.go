@@ -39,17 +39,18 @@ func Observe(next http.Handler) http.Handler {
 		defer span.End()
 		sw := &statusWriter{ResponseWriter: w}
 		next.ServeHTTP(sw, r.WithContext(ctx))
-		if rc := chi.RouteContext(ctx); rc != nil {
-			if route := rc.RoutePattern(); route != "" {
-				span.SetName(r.Method + " " + route)
-				span.SetAttributes(attribute.String("http.route", route))
-			}
-		}
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK
 		}
-		span.SetAttributes(attribute.Int("http.response.status_code", status))
+		code := attribute.Int("http.response.status_code", status)
+		if rc := chi.RouteContext(ctx); rc != nil && rc.RoutePattern() != "" {
+			route := rc.RoutePattern()
+			span.SetName(r.Method + " " + route)
+			span.SetAttributes(attribute.String("http.route", route), code)
+		} else {
+			span.SetAttributes(code)
+		}
 		if status >= 500 {
 			tracing.Fail(span, http.StatusText(status))
 		}
