@@ -217,7 +217,9 @@ func takeGroup(pending *[]*ingestJob) []*ingestJob {
 func (w *Writer) commitGroup(group []*ingestJob) {
 	live := group[:0]
 	for _, job := range group {
-		job.wait.End()
+		if job.wait != nil {
+			job.wait.End()
+		}
 		if err := job.ctx.Err(); err != nil {
 			job.done <- err // its sender gave up waiting: nothing written
 			continue
