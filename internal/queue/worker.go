@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/reqlog"
 	"github.com/tidemark/tidemark/internal/tracing"
 )
 
@@ -212,6 +213,10 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 	// ended when the queue stored it), named by the same delivery id.
 	ctx, span := tracing.StartRoot(ctx, "apply queued delivery")
 	tracing.NoteEndpoint(ctx, qd.TenantSlug, qd.ProviderName, qd.ProviderKind, d.ID)
+	// Its log lines carry the tenant and delivery as a request's do.
+	ctx, _ = reqlog.With(ctx)
+	reqlog.SetTenant(ctx, qd.TenantSlug)
+	reqlog.SetDelivery(ctx, d.ID)
 	defer func() {
 		if err != nil {
 			tracing.Fail(span, domain.ErrorCode(err))
@@ -240,7 +245,7 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 		return err
 	}
 	if dropped > 0 {
-		q.log.Info("queued events of an erased record or lead dropped", "delivery", d.ID, "events", dropped)
+		q.log.InfoContext(ctx, "queued events of an erased record or lead dropped", "delivery", d.ID, "events", dropped)
 	}
 	results, err := store.Ingest(ctx, d, p, events)
 	if err == nil {
@@ -257,7 +262,7 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 			return err
 		}
 		stats.Refused.Add(1)
-		q.log.Warn("queued delivery refused by the database, logged as a refused delivery", "delivery", d.ID,
+		q.log.WarnContext(ctx, "queued delivery refused by the database, logged as a refused delivery", "delivery", d.ID,
 			"tenant", qd.TenantSlug, "provider", qd.ProviderName, "reason", d.Reason)
 		return nil
 	}
