@@ -28,13 +28,14 @@ func Observe(next http.Handler) http.Handler {
 			next.ServeHTTP(w, r.WithContext(ctx))
 			return
 		}
+		method := knownMethod(r.Method)
 		opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer),
-			trace.WithAttributes(attribute.String("http.request.method", r.Method))}
+			trace.WithAttributes(attribute.String("http.request.method", method))}
 		var span trace.Span
 		if strings.HasPrefix(r.URL.Path, "/api/") {
-			ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), r.Method, opts...)
+			ctx, span = tracing.Start(tracing.Extract(ctx, r.Header), method, opts...)
 		} else {
-			ctx, span = tracing.StartRoot(ctx, r.Method, opts...)
+			ctx, span = tracing.StartRoot(ctx, method, opts...)
 		}
 		defer span.End()
 		sw := &statusWriter{ResponseWriter: w}
@@ -46,7 +47,7 @@ func Observe(next http.Handler) http.Handler {
 		code := attribute.Int("http.response.status_code", status)
 		if rc := chi.RouteContext(ctx); rc != nil && rc.RoutePattern() != "" {
 			route := rc.RoutePattern()
-			span.SetName(r.Method + " " + route)
+			span.SetName(method + " " + route)
 			span.SetAttributes(attribute.String("http.route", route), code)
 		} else {
 			span.SetAttributes(code)
@@ -55,6 +56,18 @@ func Observe(next http.Handler) http.Handler {
 			tracing.Fail(span, http.StatusText(status))
 		}
 	})
+}
+
+// knownMethod is the request's method, or _OTHER for one HTTP does not
+// define (as OpenTelemetry's conventions say): a client's made-up text never
+// reaches a span.
+func knownMethod(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete,
+		http.MethodConnect, http.MethodOptions, http.MethodTrace:
+		return m
+	}
+	return "_OTHER"
 }
 
 // untraced are the paths no span is worth: probes, metrics, assets.
