@@ -147,9 +147,12 @@ type sweepResult struct {
 // problems is the error a run ends with: failed deliveries (the table shows
 // them by status) or events the server rejected.
 func (r *sweepResult) problems() error {
-	failed, rejected := tracingFailed(r.rows), 0.0
+	failed, rejected := 0, 0.0
 	for _, m := range r.rows {
 		failed += m.load.failed()
+		if m.traced != nil { // --trace: failures with tracing on too
+			failed += m.traced.on.load.failed()
+		}
 		rejected += m.rejected
 	}
 	switch {
@@ -202,6 +205,7 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 		if traced, err = startTraced(ctx, db, e.stderr); err != nil {
 			return nil, err
 		}
+		traced.keep = cfg.keep
 		defer traced.stop()
 	}
 	floors := map[int]*floorResult{}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ type tracedServer struct {
 	srv  *serverProcess
 	sink *otlptest.Receiver
 	log  io.Writer
+	keep bool // its log, which stop removes otherwise
 }
 
 func startTraced(ctx context.Context, db receiverDatabase, log io.Writer) (*tracedServer, error) {
@@ -34,15 +36,17 @@ func startTraced(ctx context.Context, db receiverDatabase, log io.Writer) (*trac
 		sink.Close()
 		return nil, err
 	}
-	fmt.Fprintf(log, "server with tracing on: %s, exporting to %s; log %s\n", srv.base, sink.URL(), srv.logPath)
 	return &tracedServer{srv: srv, sink: sink, log: log}, nil
 }
 
 func (t *tracedServer) stop() {
 	t.srv.stop() // flushes its last spans to the sink
 	exports, _, bytes := t.sink.Counts()
-	fmt.Fprintf(t.log, "the tracing sink received %d exports, %s\n", exports, table.MiB(bytes))
+	fmt.Fprintf(t.log, "the tracing sink received %d exports, %s; traced server's log: %s\n", exports, table.MiB(bytes), t.srv.logPath)
 	t.sink.Close()
+	if !t.keep {
+		os.Remove(t.srv.logPath)
+	}
 }
 
 // tracedRow is a row with tracing on, and the OTLP bytes exported meanwhile.
@@ -184,15 +188,4 @@ func printTracing(w io.Writer, cfg benchConfig, res *sweepResult) {
 	table.Print(w, rows)
 	fmt.Fprintln(w, "overhead = 1 - on ÷ off; server CPU/delivery: the tidemark process's user+system time (/proc) over the\n"+
 		"  deliveries answered, PostgreSQL's not included; exported/delivery: OTLP bytes the sink received per delivery answered")
-}
-
-// tracingFailed counts the deliveries that failed while traced: a run with
-// any fails, as one without tracing does.
-func tracingFailed(rows []measurement) (n int) {
-	for _, m := range rows {
-		if m.traced != nil {
-			n += m.traced.on.load.failed()
-		}
-	}
-	return n
 }
