@@ -15,8 +15,9 @@ import (
 func (s *Server) Handler() http.Handler {
 	r := chi.NewRouter()
 	// The client's address first, so every handler and middleware keys on
-	// the client rather than on a proxy in front.
-	r.Use(httpx.ClientAddr(s.trusted), httpx.RecoverPanics(s.log), httpx.NoSniff)
+	// the client rather than on a proxy in front; then the request's log
+	// context and span, so that a panic's 500 is logged under its id.
+	r.Use(httpx.ClientAddr(s.trusted), httpx.Observe, httpx.RecoverPanics(s.log), httpx.NoSniff)
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)

@@ -30,6 +30,8 @@ type benchConfig struct {
 	serverURL    string
 	pgbench      bool
 	keep         bool
+	// trace also measures each row with tracing on (tracing.go).
+	trace bool
 }
 
 func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
@@ -70,6 +72,8 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	fs.BoolVar(&cfg.pgbench, "pgbench", true, "also run the pgbench floor baseline")
 	fs.IntVar(&cfg.floorClients, "floor-max-clients", 32, "the most pgbench clients: the floor runs at min(senders, this)")
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the scratch databases and files")
+	fs.BoolVar(&cfg.trace, "trace", false, "also measure each row on a second server with tracing on, exporting every span over "+
+		"OTLP/HTTP to a local sink, interleaved off, on, on, off, and print the overhead")
 	if err := parse(fs, args); err != nil {
 		return cfg, err
 	}
@@ -126,6 +130,8 @@ type measurement struct {
 	busy       float64 // 503s of the tenant holding its share of the pool
 	rss        int64   // the server's resident memory after the load
 	floor      *floorResult
+	traced     *tracedRow    // with --trace: the same row with tracing on
+	cpu        time.Duration // with --trace: the server's CPU time during the load
 }
 
 func (m measurement) eventsPerSecond() float64 { return m.load.perSecond() * float64(m.batch) }
@@ -144,6 +150,9 @@ func (r *sweepResult) problems() error {
 	failed, rejected := 0, 0.0
 	for _, m := range r.rows {
 		failed += m.load.failed()
+		if m.traced != nil { // --trace: failures with tracing on too
+			failed += m.traced.on.load.failed()
+		}
 		rejected += m.rejected
 	}
 	switch {
@@ -191,10 +200,18 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 		provider.HubSpot.Name(): &hubspotLoad{target: srv.webhookURL(batchProvider), secret: db.hubspotSecret,
 			contacts: cfg.contacts, batch: cfg.batch},
 	}
+	var traced *tracedServer
+	if cfg.trace {
+		if traced, err = startTraced(ctx, db, e.stderr); err != nil {
+			return nil, err
+		}
+		traced.keep = cfg.keep
+		defer traced.stop()
+	}
 	floors := map[int]*floorResult{}
 	for _, n := range cfg.senders {
 		for _, k := range cfg.kinds {
-			m, err := e.measure(ctx, cfg, dbs, srv, k, sources[k.Name()], n)
+			m, err := e.measureTraced(ctx, cfg, dbs, srv, traced, k, sources[k.Name()], n)
 			if err != nil {
 				return nil, err
 			}

@@ -49,6 +49,9 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 	if n := len(res.floors); n > 0 && !res.floors[n-1].missing {
 		fmt.Fprintf(w, "pgbench (at %s): %s\n", clients(res.floors[n-1].clients), shellJoin(res.floors[n-1].command))
 	}
+	if cfg.trace {
+		printTracing(w, cfg, res)
+	}
 }
 
 func clients(n int) string {

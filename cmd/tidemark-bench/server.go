@@ -38,6 +38,12 @@ const tidemarkModule = "github.com/tidemark/tidemark"
 // It returns an error naming the server log when the server does not get
 // ready.
 func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer, extra ...string) (*serverProcess, error) {
+	return startServerEnv(ctx, dbURL, key, nil, log, extra...)
+}
+
+// startServerEnv is startServer with env added to the server's environment
+// (such as OTEL_EXPORTER_OTLP_ENDPOINT).
+func startServerEnv(ctx context.Context, dbURL string, key []byte, env []string, log io.Writer, extra ...string) (*serverProcess, error) {
 	binDir, err := os.MkdirTemp("", "tidemark-bench-bin-*")
 	if err != nil {
 		return nil, err
@@ -60,7 +66,7 @@ func startServer(ctx context.Context, dbURL string, key []byte, log io.Writer, e
 	// The public URL is the address the bench calls, whatever the caller's
 	// TIDEMARK_PUBLIC_URL: HubSpot signatures cover it.
 	cmd := exec.Command(exe, append([]string{"serve", "--addr", addr, "--public-url", "http://" + addr}, extra...)...)
-	cmd.Env = tidemarkEnv(dbURL, key)
+	cmd.Env = append(tidemarkEnv(dbURL, key), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -125,9 +131,10 @@ func freeAddr() (string, error) {
 }
 
 // tidemarkEnv is the environment of a tidemark process on dbURL with key,
-// whatever the caller's own database, key and queue.
+// whatever the caller's own database, key, queue and tracing.
 func tidemarkEnv(dbURL string, key []byte) []string {
-	return append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE"),
+	return append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE", "OTEL_EXPORTER_OTLP_ENDPOINT",
+		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"),
 		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
 }
 

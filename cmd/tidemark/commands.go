@@ -39,7 +39,7 @@ func commands() []command {
 				"ingest as synchronous mode, acknowledging each after its commit. Any number of\n" +
 				"workers may run; each tenant's deliveries are applied in the order received.\n" +
 				"Needs the database (DATABASE_URL) and TIDEMARK_ENCRYPTION_KEY, like serve.",
-			flags: func(e cliEnv, fs *flag.FlagSet) { e.addQueueFlags(fs, false) }, run: cliEnv.worker},
+			flags: func(e cliEnv, fs *flag.FlagSet) { e.addQueueFlags(fs, false); logFormatFlag(fs) }, run: cliEnv.worker},
 		{name: "migrate", summary: "Apply pending database migrations and exit.",
 			about: "Apply pending database migrations and exit.",
 			flags: func(cliEnv, *flag.FlagSet) {}, run: cliEnv.migrate},

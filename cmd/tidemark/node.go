@@ -8,11 +8,14 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/internal/alerting"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
+	"github.com/tidemark/tidemark/internal/tracing"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
 )
@@ -69,7 +72,18 @@ func queueStreams(q *queue.Queue) supervisor.Service {
 // it at once: one runs each pass, the others skip it.
 func cleanupService(store *postgres.Store, retention time.Duration, log *slog.Logger) supervisor.Service {
 	return supervisor.Every("cleanup", 0, func(ctx context.Context) time.Duration {
+		ctx, span := tracing.StartRoot(ctx, "cleanup")
+		defer span.End()
 		report, err := store.Cleanup(ctx, time.Now(), retention)
+		if span.IsRecording() {
+			span.SetAttributes(attribute.Bool("tidemark.cleanup.skipped", report.Skipped),
+				attribute.Int64("tidemark.cleanup.expired_keys", report.ExpiredKeys),
+				attribute.Int("tidemark.cleanup.dropped_partitions", len(report.DroppedPartitions)),
+				attribute.Int("tidemark.cleanup.deferred", len(report.Deferred)))
+			if err != nil {
+				tracing.Fail(span, "cleanup failed")
+			}
+		}
 		switch {
 		case ctx.Err() != nil:
 		case err != nil:
@@ -91,7 +105,21 @@ func cleanupService(store *postgres.Store, retention time.Duration, log *slog.Lo
 // in progress and then finds little left to do.
 func searchIndexService(store *postgres.Store, log *slog.Logger) supervisor.Service {
 	return supervisor.Every("search indexer", 0, func(ctx context.Context) time.Duration {
-		if _, err := store.IndexSearch(ctx); err != nil && ctx.Err() == nil {
+		began := time.Now()
+		n, err := store.IndexSearch(ctx)
+		if n > 0 || err != nil {
+			// A span for the passes that did something: one every 2 s
+			// that found nothing to do would drown the rest.
+			_, span := tracing.StartRoot(ctx, "search index", trace.WithTimestamp(began))
+			if span.IsRecording() {
+				span.SetAttributes(attribute.Int("tidemark.search.indexed", n))
+				if err != nil {
+					tracing.Fail(span, "search index failed")
+				}
+			}
+			span.End()
+		}
+		if err != nil && ctx.Err() == nil {
 			log.Error("search index", "err", err)
 		}
 		return postgres.SearchIndexEvery

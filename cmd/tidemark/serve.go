@@ -51,6 +51,7 @@ const (
 // serveOptions are serve's flags.
 type serveOptions struct {
 	addr, metricsAddr, publicURL, proxies, memoryLimit *string
+	logFormat                                          *string
 	allowRemote                                        *bool
 	retention, historyRetention, readTimeout           *time.Duration
 	queue                                              queueFlags
@@ -71,7 +72,8 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter"),
 		memoryLimit: fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
 			"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)"),
-		queue: e.addQueueFlags(fs, true),
+		queue:     e.addQueueFlags(fs, true),
+		logFormat: logFormatFlag(fs),
 	}
 }
 
@@ -102,7 +104,15 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		return fmt.Errorf("serve: --addr %s is not a loopback address, and the embedded database's demo would be reachable "+
 			"from the network: listen on 127.0.0.1, set DATABASE_URL, or pass --allow-remote", *o.addr)
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	log, err := newLogger(*o.logFormat, e.stderr)
+	if err != nil {
+		return fmt.Errorf("serve: %w", err)
+	}
+	traces, stopTracing, err := e.startTracing(ctx, "tidemark", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // when serve stops early; else the node stops it before the pools
 
 	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true, migrate: true})
 	if err != nil {
@@ -140,7 +150,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
 		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), store.AlertMetrics(log), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *o.metricsAddr != "", ReadConns: readPoolConns}
-	services := []supervisor.Service{poolsService(db), listenerService(store)}
+	services := append(append([]supervisor.Service{poolsService(db)}, traces...), listenerService(store))
 	if q != nil {
 		defer q.Close() // when serve stops early; else the queue's service closes it
 		cfg.Queue, cfg.Collectors = q, append(cfg.Collectors, q.Collector())

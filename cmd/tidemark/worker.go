@@ -59,13 +59,22 @@ func (f queueFlags) open(name string, log *slog.Logger, keys [][]byte, deadMaxAg
 func (e cliEnv) worker(ctx context.Context, args []string) error {
 	fs := e.flags("worker")
 	qf := e.addQueueFlags(fs, false)
+	logFormat := logFormatFlag(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *qf.url == "" {
 		return fmt.Errorf("worker: --queue (or TIDEMARK_QUEUE) is required, such as nats://127.0.0.1:4222")
 	}
-	log := slog.New(slog.NewTextHandler(e.stderr, nil))
+	log, err := newLogger(*logFormat, e.stderr)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	traces, stopTracing, err := e.startTracing(ctx, "tidemark-worker", log)
+	if err != nil {
+		return err
+	}
+	defer stopTracing() // when the worker stops early; else the node stops it before the pools
 	db, err := e.openDatabase(ctx, openOptions{ingest: true})
 	if err != nil {
 		return err
@@ -90,8 +99,9 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 		return nil
 	})
 	fmt.Fprintf(e.stdout, "Tidemark worker is consuming stream %s on %s\n", q.Stream(), queue.Redact(*qf.url))
-	return newNode(log).Run(ctx, poolsService(db),
+	services := append(append([]supervisor.Service{poolsService(db)}, traces...),
 		queueCloser(q), listenerService(db.store), workReport(stats, log), committersService(db.store), consume)
+	return newNode(log).Run(ctx, services...)
 }
 
 // workReport logs what the worker did every 30 s in which it did something.

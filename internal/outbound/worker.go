@@ -6,7 +6,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/internal/tracing"
 )
 
 // trimEvery is how often a worker trims its destination's attempts.
@@ -224,6 +228,7 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	}
 	sctx, cancel := context.WithDeadline(ctx, deadline)
 	defer cancel()
+	sctx, span := tracing.StartRoot(sctx, "destination send", trace.WithSpanKind(trace.SpanKindProducer))
 	start := time.Now()
 	var a answer
 	switch {
@@ -235,6 +240,7 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 		a = w.s.post(sctx, d, c.Change)
 	}
 	r.At, r.Status, r.Error, r.Duration = start, a.status, a.err, time.Since(start)
+	endSendSpan(span, d, c, r)
 	if !r.Delivered() && (ctx.Err() != nil || !time.Now().Before(until)) {
 		return sent{result: r, discard: true}
 	}
@@ -244,4 +250,19 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 			"status", a.status, "err", a.err, "retry", r.Retry)
 	}
 	return sent{result: r}
+}
+
+// endSendSpan closes an attempt's span with its destination, change and
+// answer: ids, counts and the status only, never the URL (it can hold a
+// token), the body or the error's text (it quotes the answer).
+func endSendSpan(span trace.Span, d stream.LeasedDestination, c stream.QueuedChange, r stream.AttemptResult) {
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrTenant.String(d.TenantSlug), attribute.Int64("tidemark.destination.id", d.ID),
+			attribute.Int64("tidemark.change.position", c.Position), attribute.Int("tidemark.attempt", c.Attempts+1),
+			attribute.Int("http.response.status_code", r.Status))
+		if !r.Delivered() {
+			tracing.Fail(span, "not delivered")
+		}
+	}
+	span.End()
 }

@@ -14,6 +14,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/reqlog"
+	"github.com/tidemark/tidemark/internal/tracing"
 )
 
 // Settings of the consumers and of each message's handling.
@@ -203,10 +205,24 @@ func (q *Queue) checkClaim(subject string, c claim, qd domain.QueuedDelivery) er
 // delivered again after a worker committed it and died, or its ack was
 // lost) is acknowledged without writing anything: ingesting it again would
 // fail on the delivery's primary key, so it is never applied twice.
-func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered bool, store domain.QueueStore, stats *WorkerStats) error {
+func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered bool, store domain.QueueStore, stats *WorkerStats) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
 	defer cancel()
 	d := qd.Delivery
+	// A queued delivery's application is a trace of its own (the webhook's
+	// ended when the queue stored it), named by the same delivery id.
+	ctx, span := tracing.StartRoot(ctx, "apply queued delivery")
+	tracing.NoteEndpoint(ctx, qd.TenantSlug, qd.ProviderName, qd.ProviderKind, d.ID)
+	// Its log lines carry the tenant and delivery as a request's do.
+	ctx, _ = reqlog.With(ctx)
+	reqlog.SetTenant(ctx, qd.TenantSlug)
+	reqlog.SetDelivery(ctx, d.ID)
+	defer func() {
+		if err != nil {
+			tracing.Fail(span, domain.ErrorCode(err))
+		}
+		span.End()
+	}()
 	if redelivered {
 		if done, err := store.DeliveryRecorded(ctx, d.TenantID, d.ID, d.ReceivedAt); err != nil || done {
 			if done {
@@ -229,10 +245,11 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 		return err
 	}
 	if dropped > 0 {
-		q.log.Info("queued events of an erased record or lead dropped", "delivery", d.ID, "events", dropped)
+		q.log.InfoContext(ctx, "queued events of an erased record or lead dropped", "delivery", d.ID, "events", dropped)
 	}
 	results, err := store.Ingest(ctx, d, p, events)
 	if err == nil {
+		tracing.NoteOutcomes(span, results)
 		stats.Applied.Add(1)
 		stats.Events.Add(int64(len(results)))
 		return nil
@@ -245,7 +262,7 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 			return err
 		}
 		stats.Refused.Add(1)
-		q.log.Warn("queued delivery refused by the database, logged as a refused delivery", "delivery", d.ID,
+		q.log.WarnContext(ctx, "queued delivery refused by the database, logged as a refused delivery", "delivery", d.ID,
 			"tenant", qd.TenantSlug, "provider", qd.ProviderName, "reason", d.Reason)
 		return nil
 	}

@@ -13,9 +13,12 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
+	"github.com/tidemark/tidemark/internal/tracing"
 )
 
 // Replays re-run a stored delivery through the webhook's own parsing
@@ -81,10 +84,20 @@ func (rp *Replayer) Replay(ctx context.Context, orig domain.DeliveryDetail) (str
 
 // replay replays orig: by hand when step is nil, else as one step of a
 // bulk job.
-func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step *domain.ReplayStep) (string, []domain.Result, error) {
+func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step *domain.ReplayStep) (id string, results []domain.Result, err error) {
 	if err := orig.Replayable(); err != nil {
 		return "", nil, err
 	}
+	// Each replay is a trace of its own, linked to the request that asked
+	// for it.
+	ctx, span := tracing.StartRoot(ctx, "replay", trace.WithAttributes(attribute.String("tidemark.replay_of", orig.ID)))
+	defer func() {
+		if err != nil {
+			tracing.Fail(span, replayFailure(err))
+		}
+		tracing.NoteOutcomes(span, results)
+		span.End()
+	}()
 	p, err := rp.endpoints.Endpoint(ctx, orig.TenantSlug, orig.Provider)
 	if err != nil {
 		return "", nil, err
@@ -106,7 +119,7 @@ func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID,
 		ReceivedAt: rp.now(), Status: http.StatusOK, Signature: orig.Signature,
 		Request: orig.Request, ReplayOf: orig.ID}
-	var results []domain.Result
+	tracing.NoteEndpoint(ctx, p.TenantSlug, p.Name, p.Kind, d.ID)
 	if step == nil {
 		results, err = rp.replays.Replay(ctx, d, p, events)
 	} else {
@@ -122,6 +135,15 @@ func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step
 	}
 	rp.counted(p.Kind, results)
 	return d.ID, results, nil
+}
+
+// replayFailure is the class of a replay's error on its span.
+func replayFailure(err error) string {
+	var unparsable *unparsableError
+	if errors.As(err, &unparsable) {
+		return "unparsable"
+	}
+	return domain.ErrorCode(err)
 }
 
 // Parse parses an authenticated body into its events, numbered in

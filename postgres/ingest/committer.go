@@ -9,8 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/tracing"
 )
 
 // Group commit. Deliveries that arrive while a group is being written wait
@@ -71,6 +73,7 @@ type ingestJob struct {
 	events  []domain.Event
 	results []domain.Result
 	done    chan error // buffered: the committer never blocks on it
+	wait    trace.Span // "queue wait", until the committer takes its group
 }
 
 // groupQueues holds, per tenant, the deliveries waiting for its committer.
@@ -116,6 +119,7 @@ func (q *groupQueues) measured(events int, took time.Duration) {
 // it.
 func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
 	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1)}
+	_, job.wait = tracing.Start(ctx, "queue wait")
 	q := &w.groups
 	q.mu.Lock()
 	if q.pending == nil {
@@ -213,6 +217,9 @@ func takeGroup(pending *[]*ingestJob) []*ingestJob {
 func (w *Writer) commitGroup(group []*ingestJob) {
 	live := group[:0]
 	for _, job := range group {
+		if job.wait != nil {
+			job.wait.End()
+		}
 		if err := job.ctx.Err(); err != nil {
 			job.done <- err // its sender gave up waiting: nothing written
 			continue
@@ -224,16 +231,20 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 	}
 	ctx, cancel := groupContext(live)
 	defer cancel()
+	spans := startGroupSpans(live)
 	batch := &pgx.Batch{}
 	// Each round of the group counts its outcomes in the next counter
 	// shard, so that few counter rows are updated twice in one transaction
 	// (each update would walk the chain of the row's earlier versions).
-	w.queueGroup(batch, live, rand.IntN(w.counterShards))
+	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards))
 	if w.beforeCommitSQL != "" {
 		batch.Queue(w.beforeCommitSQL)
 	}
+	sql := spans.startSQL(batch.Len())
 	began := time.Now()
 	err := w.pool.SendBatch(ctx, batch).Close()
+	endBatchSpan(sql, err)
+	spans.end(len(live), rounds, err)
 	if err == nil || len(live) == 1 {
 		if err == nil {
 			GroupSize.Observe(float64(len(live)))

@@ -19,8 +19,8 @@ func (w *Writer) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.Pro
 
 // queueGroup queues the plan of a group of one tenant's deliveries,
 // counting from counter shard shard on; each job's results are filled in as
-// the batch is read.
-func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
+// the batch is read. It returns the number of rounds.
+func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) (rounds int) {
 	for _, job := range group {
 		job.results = make([]domain.Result, len(job.events))
 	}
@@ -28,7 +28,11 @@ func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) {
 		if s.stmt != stChanges || !w.withoutChanges {
 			s.queue(batch)
 		}
+		if s.stmt == stOutcome {
+			rounds++
+		}
 	}
+	return rounds
 }
 
 // queue queues the step's statement on batch; an outcome step reads the

@@ -177,7 +177,10 @@ func (w *Writer) commitAlone(ctx context.Context, d domain.Delivery, p domain.Pr
 	if w.beforeCommitSQL != "" {
 		batch.Queue(w.beforeCommitSQL)
 	}
-	return results, w.pool.SendBatch(ctx, batch).Close()
+	ctx, span := startBatchSpan(ctx, batch.Len())
+	err := w.pool.SendBatch(ctx, batch).Close()
+	endBatchSpan(span, err)
+	return results, err
 }
 
 // commitReplay writes a replay's statements as one pipelined batch inside
@@ -187,7 +190,10 @@ func (w *Writer) commitReplay(ctx context.Context, d domain.Delivery, p domain.P
 	err := pg.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
 		results = w.queueDelivery(batch, d, p, events, rand.IntN(w.counterShards))
-		if err := tx.SendBatch(ctx, batch).Close(); err != nil {
+		_, span := startBatchSpan(ctx, batch.Len())
+		err := tx.SendBatch(ctx, batch).Close()
+		endBatchSpan(span, err)
+		if err != nil {
 			return err
 		}
 		return then(ctx, tx, results)

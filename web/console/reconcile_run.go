@@ -32,7 +32,7 @@ func (h adminPages) handleRunReconciliation(w http.ResponseWriter, r *http.Reque
 		h.consoleError(w, r, err)
 		return
 	}
-	h.log.Info("reconciliation run", "report", report.Summary(), "by", currentUser(r.Context()).Email)
+	h.log.InfoContext(r.Context(), "reconciliation run", "report", report.Summary(), "by", currentUser(r.Context()).Email)
 	kind := "ok"
 	if report.Total() > 0 {
 		kind = "error"

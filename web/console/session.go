@@ -122,7 +122,7 @@ func (h *Handler) saveSession(w http.ResponseWriter, r *http.Request, cookie htt
 	case scs.Modified:
 		token, _, err := h.sessions.Commit(r.Context())
 		if err != nil {
-			h.log.Error("save console session", "method", r.Method, "path", r.URL.Path, "err", err)
+			h.log.ErrorContext(r.Context(), "save console session", "method", r.Method, "path", r.URL.Path, "err", err)
 			return
 		}
 		cookie.Value = token

@@ -58,7 +58,7 @@ func (h tokenPages) handleCreateToken(w http.ResponseWriter, r *http.Request) {
 		h.consoleError(w, r, err)
 		return
 	}
-	h.log.Info("API token created", "tenant", t.Slug, "name", form.Name, "access", form.Access, "by", currentUser(r.Context()).Email)
+	h.log.InfoContext(r.Context(), "API token created", "tenant", t.Slug, "name", form.Name, "access", form.Access, "by", currentUser(r.Context()).Email)
 	example := "curl -sS -H " + provider.ShellQuote("Authorization: Bearer "+token) + " " + provider.ShellWord(httpx.BaseURL(h.publicURL, r)+"/api/v1/tenants/"+t.Slug+"/stats")
 	w.Header().Set("Cache-Control", "no-store")
 	h.renderTokens(w, r, http.StatusOK, views.TokensView{Created: views.NewToken{Name: form.Name, Access: form.Access, Token: token, APIExample: example},
@@ -76,7 +76,7 @@ func (h tokenPages) handleRevokeToken(w http.ResponseWriter, r *http.Request) {
 		h.consoleError(w, r, err)
 		return
 	}
-	h.log.Info("API token revoked", "tenant", t.Slug, "id", id, "by", currentUser(r.Context()).Email)
+	h.log.InfoContext(r.Context(), "API token revoked", "tenant", t.Slug, "id", id, "by", currentUser(r.Context()).Email)
 	h.redirectWithFlash(w, r, "/t/"+t.Slug+"/tokens", "ok", "Token revoked: API calls with it are refused from now on.")
 }
 

@@ -27,7 +27,7 @@ func (h *Handler) enqueue(ctx context.Context, w http.ResponseWriter, r *http.Re
 			h.fail(w, r, err)
 			return
 		}
-		h.log.Warn("delivery queue unavailable", "tenant", p.TenantSlug, "provider", p.Name, "err", err)
+		h.log.WarnContext(ctx, "delivery queue unavailable", "tenant", p.TenantSlug, "provider", p.Name, "err", err)
 		httpx.WriteError(w, http.StatusServiceUnavailable, "the delivery queue is unavailable and nothing was stored; retry after the Retry-After delay")
 		return
 	}

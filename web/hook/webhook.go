@@ -10,10 +10,13 @@ import (
 
 	"github.com/go-chi/chi/v5"
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/internal/reqlog"
+	"github.com/tidemark/tidemark/internal/tracing"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -84,6 +87,10 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	var ctx context.Context // what is left of the budget once the body is read
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start,
 		Request: captureRequest(r, p.Kind)}
+	// From here on, the request's log lines and span name the delivery.
+	reqlog.SetTenant(r.Context(), p.TenantSlug)
+	reqlog.SetDelivery(r.Context(), d.ID)
+	tracing.NoteEndpoint(r.Context(), p.TenantSlug, p.Name, p.Kind, d.ID)
 	// reject answers a refusal. It costs no database write: the refusal is
 	// counted in memory and written with others (refusals.go), and past the
 	// address's or provider's budget the answer is 429.
@@ -119,19 +126,30 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, "could not read the request body")
 		return
 	}
+	_, span := tracing.Start(r.Context(), "authenticate")
 	verdict, err := kind.Authenticate(r, body, p, start)
 	if err != nil {
+		tracing.Fail(span, verdict)
+		span.End()
 		reject(http.StatusUnauthorized, verdict, nil, err.Error())
 		return
 	}
+	span.End()
 	// Credentials the kind declares inside bodies are blanked before the
 	// body is parsed, stored or queued; a replay parses what was stored.
+	_, span = tracing.Start(r.Context(), "parse")
 	body = provider.RedactBody(p.Kind, body)
 	events, err := replay.Parse(kind, r, body, p)
 	if err != nil {
+		tracing.Fail(span, "unparsable")
+		span.End()
 		reject(http.StatusBadRequest, verdict, body, err.Error())
 		return
 	}
+	if span.IsRecording() {
+		span.SetAttributes(tracing.AttrEvents.Int(len(events)))
+	}
+	span.End()
 	d.Status, d.Signature, d.Body = http.StatusOK, verdict, body
 	if h.queue != nil {
 		h.enqueue(ctx, w, r, d, p, kind, body, events, start)
@@ -151,6 +169,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	}
 	h.metrics.Events(p.Kind, results)
 	h.metrics.Delivery(p.Kind, http.StatusOK, time.Since(start).Seconds())
+	tracing.NoteOutcomes(trace.SpanFromContext(r.Context()), results)
 	kind.Respond(w, d.ID, results)
 }
 

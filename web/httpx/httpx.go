@@ -16,9 +16,8 @@ import (
 	"strconv"
 
 	"github.com/go-chi/chi/v5"
-	"github.com/google/uuid"
-
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/reqlog"
 )
 
 // ErrorStatus maps a domain error code to an HTTP status.
@@ -54,11 +53,11 @@ func Fail(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) {
 		InternalError(log, w, r, err)
 		return
 	case errors.Is(err, domain.ErrReadTimeout):
-		log.Warn("read stopped by the read timeout", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.WarnContext(r.Context(), "read stopped by the read timeout", "method", r.Method, "path", r.URL.Path, "err", err)
 	case errors.Is(err, domain.ErrWriteTimeout):
-		log.Warn("write stopped by the write timeout", "method", r.Method, "path", r.URL.Path, "err", err)
+		log.WarnContext(r.Context(), "write stopped by the write timeout", "method", r.Method, "path", r.URL.Path, "err", err)
 	case status == http.StatusServiceUnavailable:
-		log.Warn("database unavailable", "path", r.URL.Path, "err", err)
+		log.WarnContext(r.Context(), "database unavailable", "path", r.URL.Path, "err", err)
 		msg = "database unavailable, retry later"
 	}
 	WriteError(w, status, msg)
@@ -71,14 +70,15 @@ func InternalError(log *slog.Logger, w http.ResponseWriter, r *http.Request, err
 	WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "internal error", "request_id": id})
 }
 
-// LogInternal logs err under a new request id, which it also sets as the
-// answer's X-Request-Id header, and returns the id. Only the method and the
-// path are logged with it: never a query (it can carry a URL token), a
-// header or a body.
+// LogInternal logs err under the request's id (reqlog: every line logged
+// for the request carries it), which it also sets as the answer's
+// X-Request-Id header, and returns the id. Only the method and the path are
+// logged with it: never a query (it can carry a URL token), a header or a
+// body.
 func LogInternal(log *slog.Logger, w http.ResponseWriter, r *http.Request, err error) string {
-	id := uuid.Must(uuid.NewV7()).String()
+	id := reqlog.ID(r.Context())
 	w.Header().Set("X-Request-Id", id)
-	log.Error("internal error", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
+	log.ErrorContext(r.Context(), "internal error", "request_id", id, "method", r.Method, "path", r.URL.Path, "err", err)
 	return id
 }
 

@@ -80,7 +80,7 @@ func (p Pages) queue(ctx context.Context, tenantID int64, now time.Time) *views.
 	defer cancel()
 	st, err := p.Queue.State(ctx, tenantID)
 	if err != nil {
-		p.Log.Warn("delivery queue state", "err", err)
+		p.Log.WarnContext(ctx, "delivery queue state", "err", err)
 		return &views.OverviewQueue{Unreachable: true}
 	}
 	q := &views.OverviewQueue{Depth: st.Depth}

@@ -174,7 +174,7 @@ func (h Pages) HandleConnectProvider(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, err)
 		return
 	}
-	h.Log.Info("provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", by(r))
+	h.Log.InfoContext(r.Context(), "provider connected", "tenant", t.Slug, "provider", p.Name, "kind", p.Kind, "by", by(r))
 	h.renderNewSecret(w, r, p, k, secret, false)
 }
 

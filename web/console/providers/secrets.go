@@ -74,7 +74,7 @@ func (h Pages) HandleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, err)
 		return
 	}
-	h.Log.Info("provider secret rotated", "tenant", h.tenant(r).Slug, "provider", p.Name, "by", by(r))
+	h.Log.InfoContext(r.Context(), "provider secret rotated", "tenant", h.tenant(r).Slug, "provider", p.Name, "by", by(r))
 	h.renderNewSecret(w, r, p.Provider, k, secret, true)
 }
 
@@ -89,7 +89,7 @@ func (h Pages) HandleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, err)
 		return
 	}
-	h.Log.Info("provider secrets retired", "tenant", h.tenant(r).Slug, "provider", p.Name, "count", n, "by", by(r))
+	h.Log.InfoContext(r.Context(), "provider secrets retired", "tenant", h.tenant(r).Slug, "provider", p.Name, "count", n, "by", by(r))
 	msg := "Nothing to retire: only one secret is active."
 	if n > 0 {
 		msg = fmt.Sprintf("Retired %d old secret(s). Only the newest secret is accepted now.", n)
@@ -138,7 +138,7 @@ func (h Pages) HandleSecretShown(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, err)
 		return
 	}
-	h.Log.Info("issued provider secret confirmed", "tenant", t.Slug, "provider", p.Name, "secret", id, "by", by(r))
+	h.Log.InfoContext(r.Context(), "issued provider secret confirmed", "tenant", t.Slug, "provider", p.Name, "secret", id, "by", by(r))
 	name := k.SecretPage(h.endpointURL(r, p.Name), "", p.Config).SecretName
 	h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "ok", "Confirmed: the issued "+name+" is no longer shown. Deliveries without it are refused.")
 }

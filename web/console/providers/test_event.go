@@ -61,7 +61,7 @@ func (h Pages) HandleTestEvent(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			msg += ": " + domain.OutcomeLabel(string(o))
 		} else {
-			h.Log.Warn("test event outcome not found", "tenant", t.Slug, "provider", p.Name, "err", err)
+			h.Log.WarnContext(r.Context(), "test event outcome not found", "tenant", t.Slug, "provider", p.Name, "err", err)
 		}
 		if sample.Ack != "" && bytes.Contains(answer, []byte(sample.Ack)) {
 			msg += " (answered " + sample.AckNote + ")"

@@ -1,5 +1,5 @@
 // Package procmem reads how much memory a process holds resident, from
-// Linux's /proc/PID/status.
+// Linux's /proc/PID/status, and the CPU time it used, from /proc/PID/stat.
 package procmem
 
 import (
@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Memory is a process's resident memory, in bytes.
@@ -50,4 +51,27 @@ func parseStatus(r io.Reader) (Memory, error) {
 		return m, errors.New("no VmHWM in /proc status")
 	}
 	return m, sc.Err()
+}
+
+// CPU is the CPU time process pid has used (user and system), from
+// /proc/PID/stat; 0 where /proc cannot tell.
+func CPU(pid int) time.Duration {
+	raw, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	return parseStat(string(raw))
+}
+
+// parseStat reads utime and stime, the 12th and 13th fields after the
+// command's name (which ends with the last ')'), in clock ticks (100 a
+// second).
+func parseStat(stat string) time.Duration {
+	fields := strings.Fields(stat[strings.LastIndexByte(stat, ')')+1:])
+	if len(fields) < 13 {
+		return 0
+	}
+	user, _ := strconv.ParseInt(fields[11], 10, 64)
+	sys, _ := strconv.ParseInt(fields[12], 10, 64)
+	return time.Duration(user+sys) * 10 * time.Millisecond
 }
