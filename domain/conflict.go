@@ -49,7 +49,7 @@ type ConflictQueue struct {
 
 // ConflictCountBound is how many resolved conflicts the queue counts: past
 // it, the queue says "more than" rather than count them all.
-const ConflictCountBound = 10000
+const ConflictCountBound = 1000
 
 // ConflictDetail is a conflict with the current state of its record;
 // Current is nil when the record no longer exists.
