@@ -11,7 +11,8 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tidemark/tidemark/internal/alerting"
+	"github.com/tidemark/tidemark/domain/alerting"
+	alerts "github.com/tidemark/tidemark/internal/alerting"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
@@ -134,9 +135,10 @@ func senderService(store *postgres.Store, log *slog.Logger) supervisor.Service {
 
 // alertService evaluates the alert rules every alerting.EvaluateEvery.
 // Every serve node runs it; the evaluation holds a session advisory lock,
-// so one node at a time evaluates and the others' turns do nothing.
-func alertService(store *postgres.Store, log *slog.Logger) supervisor.Service {
-	return supervisor.Func("alert evaluator", alerting.Evaluator{Store: store, Log: log}.Run)
+// so one node at a time evaluates and the others' turns do nothing. queue
+// is queued mode's stream, for the queue rules; nil outside queued mode.
+func alertService(store *postgres.Store, queue alerting.QueueWatcher, log *slog.Logger) supervisor.Service {
+	return supervisor.Func("alert evaluator", alerts.Evaluator{Store: store, Queue: queue, Log: log}.Run)
 }
 
 // refusalFlusher writes refused deliveries every few seconds, and once

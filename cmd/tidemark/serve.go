@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"log/slog"
 	"net"
 	"net/http"
@@ -151,7 +152,9 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), store.AlertMetrics(log), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *o.metricsAddr != "", ReadConns: readPoolConns}
 	services := append(append([]supervisor.Service{poolsService(db)}, traces...), listenerService(store))
+	var watcher alerting.QueueWatcher // the queue rules' stream: none outside queued mode
 	if q != nil {
+		watcher = q
 		defer q.Close() // when serve stops early; else the queue's service closes it
 		cfg.Queue, cfg.Collectors = q, append(cfg.Collectors, q.Collector())
 		services = append(services, queueCloser(q), queueStreams(q))
@@ -164,7 +167,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	services = append(services,
 		cleanupService(store, *o.retention, log), reconcileService(store, log), searchIndexService(store, log),
 		refusalFlusher{handler: handler, log: log}, committersService(store),
-		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, log))
+		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, watcher, log))
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
 		if err != nil {

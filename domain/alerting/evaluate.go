@@ -43,7 +43,33 @@ type Evaluation struct {
 }
 
 // Evaluator evaluates every rule of every tenant as of now, on one node
-// at a time (see Evaluation.Ran).
+// at a time (see Evaluation.Ran), with what queued mode's stream said.
 type Evaluator interface {
-	EvaluateAlerts(ctx context.Context, now time.Time) (Evaluation, error)
+	EvaluateAlerts(ctx context.Context, now time.Time, queue QueueFacts) (Evaluation, error)
+}
+
+// QueueFact is what queued mode's stream holds of one tenant.
+type QueueFact struct {
+	TenantID int64
+	// Oldest is when the oldest delivery waiting was stored; zero when
+	// none waits.
+	Oldest time.Time
+	// DeadLetters are the tenant's deliveries set aside; LastDead is when
+	// the newest of them was (zero without any).
+	DeadLetters int64
+	LastDead    time.Time
+}
+
+// QueueFacts are the facts of the queue rules (queue_backlog,
+// dead_letters) at an evaluation. Known is false when the stream could not
+// be read: those rules then neither fire nor resolve anything. Outside
+// queued mode they are known and empty, so those rules find nothing.
+type QueueFacts struct {
+	Known   bool
+	Tenants []QueueFact
+}
+
+// QueueWatcher reads the queue rules' facts from queued mode's stream.
+type QueueWatcher interface {
+	AlertFacts(ctx context.Context) ([]QueueFact, error)
 }

@@ -21,21 +21,21 @@ type Evaluator struct {
 	Now func() time.Time
 	// Every is how often it evaluates (default alerting.EvaluateEvery).
 	Every time.Duration
+	// Queue is queued mode's stream, for the queue rules; nil outside
+	// queued mode.
+	Queue alerting.QueueWatcher
 	Log   *slog.Logger
 }
 
 // Run evaluates at once and then every Every until ctx ends. An
 // evaluation that fails is logged; the next one tries again.
 func (e Evaluator) Run(ctx context.Context) error {
-	now, every, log := e.Now, e.Every, e.Log
+	now, every, log := e.Now, e.Every, e.logger()
 	if now == nil {
 		now = time.Now
 	}
 	if every <= 0 {
 		every = alerting.EvaluateEvery
-	}
-	if log == nil {
-		log = slog.Default()
 	}
 	t := time.NewTicker(every)
 	defer t.Stop()
@@ -48,7 +48,7 @@ func (e Evaluator) Run(ctx context.Context) error {
 			log.Error("alert evaluation failed; trying again at the next one", "err", err)
 		default:
 			for _, c := range ev.Fired {
-				log.Warn("alert fired", "tenant_id", c.TenantID, "alert", c.Alert.ID, "rule", c.Alert.Rule, "summary", c.Alert.Summary)
+				log.Info("alert fired", "tenant_id", c.TenantID, "alert", c.Alert.ID, "rule", c.Alert.Rule, "summary", c.Alert.Summary)
 			}
 			for _, c := range ev.Resolved {
 				log.Info("alert resolved", "tenant_id", c.TenantID, "alert", c.Alert.ID, "rule", c.Alert.Rule, "value", c.Alert.Value)
@@ -66,5 +66,23 @@ func (e Evaluator) Run(ctx context.Context) error {
 // time it controls. Ran is false in its answer when another node was
 // evaluating.
 func (e Evaluator) Evaluate(ctx context.Context, now time.Time) (alerting.Evaluation, error) {
-	return e.Store.EvaluateAlerts(ctx, now)
+	facts := alerting.QueueFacts{Known: true}
+	if e.Queue != nil {
+		tenants, err := e.Queue.AlertFacts(ctx)
+		if err != nil {
+			// The queue rules wait for a stream that answers; the others
+			// are evaluated as usual.
+			e.logger().WarnContext(ctx, "the queue rules are not evaluated: the stream cannot be read", "err", err)
+			facts.Known = false
+		}
+		facts.Tenants = tenants
+	}
+	return e.Store.EvaluateAlerts(ctx, now, facts)
+}
+
+func (e Evaluator) logger() *slog.Logger {
+	if e.Log == nil {
+		return slog.Default()
+	}
+	return e.Log
 }

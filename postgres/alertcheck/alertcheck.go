@@ -97,7 +97,7 @@ type key struct {
 // transaction on a pooled connection that holds a session advisory lock
 // for the evaluation. When another node holds the lock it does nothing
 // and answers Ran false.
-func (c *Evaluations) EvaluateAlerts(ctx context.Context, now time.Time) (alerting.Evaluation, error) {
+func (c *Evaluations) EvaluateAlerts(ctx context.Context, now time.Time, queue alerting.QueueFacts) (alerting.Evaluation, error) {
 	ev := alerting.Evaluation{At: now}
 	conn, err := c.pool.Acquire(ctx)
 	if err != nil {
@@ -119,14 +119,14 @@ func (c *Evaluations) EvaluateAlerts(ctx context.Context, now time.Time) (alerti
 		return ev, pg.Translate(err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	if err := evaluate(ctx, tx, now, &ev); err != nil {
+	if err := evaluate(ctx, tx, now, queue, &ev); err != nil {
 		return ev, err
 	}
 	return ev, pg.Translate(tx.Commit(ctx))
 }
 
 // evaluate does an evaluation's work in tx.
-func evaluate(ctx context.Context, tx pgx.Tx, now time.Time, ev *alerting.Evaluation) error {
+func evaluate(ctx context.Context, tx pgx.Tx, now time.Time, queue alerting.QueueFacts, ev *alerting.Evaluation) error {
 	if _, err := tx.Exec(ctx, evaluationTimeoutSQL, pgx.NamedArgs{"timeout": evaluationTimeout}); err != nil {
 		return pg.Translate(err)
 	}
@@ -137,6 +137,13 @@ func evaluate(ctx context.Context, tx pgx.Tx, now time.Time, ev *alerting.Evalua
 	measures, err := measure(ctx, tx, now)
 	if err != nil {
 		return err
+	}
+	if queue.Known {
+		qm, err := measureQueue(ctx, tx, now, queue.Tenants)
+		if err != nil {
+			return err
+		}
+		measures = append(measures, qm...)
 	}
 	measured := map[key]alerting.Measure{}
 	var fire []alerting.Measure
@@ -155,6 +162,9 @@ func evaluate(ctx context.Context, tx pgx.Tx, now time.Time, ev *alerting.Evalua
 	for k, a := range firing {
 		if m, ok := measured[k]; ok && m.Holds {
 			continue
+		}
+		if !queue.Known && (k.rule == alerting.QueueBacklog || k.rule == alerting.DeadLetters) {
+			continue // the stream could not be read: nothing is known of them
 		}
 		// The value at resolution is the measure's; without one (a disabled
 		// rule, a deleted subject), the value it fired with.

@@ -99,7 +99,13 @@ func setRule(t *testing.T, pool *pgxpool.Pool, tenantID int64, rule alerting.Rul
 
 func evaluate(t *testing.T, s alerting.Evaluator, at time.Time) alerting.Evaluation {
 	t.Helper()
-	ev, err := s.EvaluateAlerts(context.Background(), at)
+	return evaluateWith(t, s, at, alerting.QueueFacts{Known: true})
+}
+
+// evaluateWith evaluates at with what queued mode's stream said.
+func evaluateWith(t *testing.T, s alerting.Evaluator, at time.Time, queue alerting.QueueFacts) alerting.Evaluation {
+	t.Helper()
+	ev, err := s.EvaluateAlerts(context.Background(), at, queue)
 	if err != nil {
 		t.Fatal(err)
 	}

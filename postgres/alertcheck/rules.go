@@ -11,7 +11,6 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
-	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Each rule's statement measures every subject of every tenant whose rule
@@ -154,19 +153,10 @@ func measure(ctx context.Context, q pgx.Tx, now time.Time) ([]alerting.Measure, 
 		{alerting.DestinationFailing, destinationFailingSQL, scanDestination},
 		{alerting.Reconciliation, reconciliationSQL, scanReconciliation},
 	} {
-		d := alerting.Default(r.rule)
-		rows, err := q.Query(ctx, r.sql, pgx.NamedArgs{"rule": string(r.rule), "enabled": d.Enabled, "threshold": d.Threshold,
-			"window_seconds": int64(d.Window / time.Second), "now": now, "attempts_looked": attemptsLooked,
-			"report_tenant": reportTenant})
+		ms, err := measureRule(ctx, q, r.rule, r.sql, pgx.NamedArgs{"now": now, "attempts_looked": attemptsLooked,
+			"report_tenant": reportTenant}, func(row pgx.CollectableRow) (alerting.Measure, error) { return r.scan(row, now) })
 		if err != nil {
-			return nil, pg.Translate(err)
-		}
-		ms, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (alerting.Measure, error) { return r.scan(row, now) })
-		if err != nil {
-			return nil, pg.Translate(err)
-		}
-		for i := range ms {
-			ms[i].Rule = r.rule
+			return nil, err
 		}
 		all = append(all, ms...)
 	}
