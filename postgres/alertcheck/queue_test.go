@@ -24,7 +24,9 @@ func TestQueueRulesFireOnceResolveOnce(t *testing.T) {
 		setRule(t, pool, tenant, alerting.DeadLetters, true, 1, time.Hour)
 	}
 	t0 := time.Now()
-	facts := func(fs ...alerting.QueueFact) alerting.QueueFacts { return alerting.QueueFacts{Known: true, Tenants: fs} }
+	facts := func(fs ...alerting.QueueFact) alerting.QueueFacts {
+		return alerting.QueueFacts{Known: true, Tenants: fs}
+	}
 	queued := alerting.QueueFact{TenantID: crm.TenantID, Oldest: t0}
 
 	// Queued for less than the window (15 min): nothing.
