@@ -38,10 +38,10 @@ type DeliveryListPage struct {
 
 // Thousands writes n with thousands separators: 3,100.
 func Thousands(n int64) string {
-	s := strconv.FormatInt(n, 10)
 	if n < 0 {
 		return "-" + Thousands(-n)
 	}
+	s := strconv.FormatInt(n, 10)
 	for i := len(s) - 3; i > 0; i -= 3 {
 		s = s[:i] + "," + s[i:]
 	}
