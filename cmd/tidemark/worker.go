@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
+	"github.com/tidemark/tidemark/postgres/leases"
 )
 
 // queueFlags are the delivery queue's flags of serve and worker.
@@ -94,7 +95,7 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 	defer q.Close() // when the worker stops early; else the queue's service closes it
 	stats := &queue.WorkerStats{}
 	consume := supervisor.Func("queue consumer", func(ctx context.Context) error {
-		q.Work(ctx, db.store, stats)
+		q.Work(ctx, db.store, leases.New(db.store.Pool().Config().ConnConfig), stats)
 		log.Info("worker stopped", "work", stats.String())
 		return nil
 	})

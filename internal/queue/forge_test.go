@@ -99,7 +99,7 @@ func (b *bundle) workWith(keys [][]byte) *queue.WorkerStats {
 	ctx, cancel := context.WithCancel(context.Background())
 	stats := &queue.WorkerStats{}
 	done := make(chan struct{})
-	go func() { w.Work(ctx, b.store, stats); w.Close(); close(done) }()
+	go func() { w.Work(ctx, b.store, b.leases(), stats); w.Close(); close(done) }()
 	b.t.Cleanup(func() { cancel(); <-done })
 	return stats
 }

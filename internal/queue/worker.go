@@ -60,17 +60,17 @@ func (q *Queue) consumerConfig(p int) jetstream.ConsumerConfig {
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       ackWait,
 		MaxDeliver:    -1, // the worker decides when a message is poison
-		// One message of a partition at a time, across all workers: the
-		// order of its tenants' deliveries is the stream's.
-		MaxAckPending: 1,
+		// One worker at a time consumes a partition (its lease,
+		// owner.go), with up to this many of its messages in flight.
+		MaxAckPending: maxInFlight,
 		DeliverPolicy: jetstream.DeliverAllPolicy,
 	}
 }
 
-// Work consumes every partition until ctx ends, applying each delivery with
-// store, and returns what it did. It keeps trying while NATS or the
-// database is unavailable.
-func (q *Queue) Work(ctx context.Context, store domain.QueueStore, stats *WorkerStats) {
+// Work consumes the partitions whose leases it holds until ctx ends,
+// applying each delivery with store, and returns what it did. It keeps
+// trying while NATS or the database is unavailable.
+func (q *Queue) Work(ctx context.Context, store domain.QueueStore, leases Leases, stats *WorkerStats) {
 	for {
 		ectx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		err := q.Ensure(ectx, false)
@@ -84,98 +84,85 @@ func (q *Queue) Work(ctx context.Context, store domain.QueueStore, stats *Worker
 		case <-time.After(time.Second):
 		}
 	}
+	o := &owner{leases: leases, log: q.log, held: map[int]bool{}}
+	defer o.close()
 	var wg sync.WaitGroup
 	for p := range Partitions {
-		wg.Go(func() { q.consume(ctx, p, store, stats) })
+		wg.Go(func() { q.consume(ctx, p, o, store, stats) })
 	}
 	wg.Wait()
 }
 
-// consume takes partition p's messages one at a time until ctx ends.
-func (q *Queue) consume(ctx context.Context, p int, store domain.QueueStore, stats *WorkerStats) {
-	for ctx.Err() == nil {
-		cons, err := q.js.CreateOrUpdateConsumer(ctx, q.cfg.Stream, q.consumerConfig(p))
-		var it jetstream.MessagesContext
-		if err == nil {
-			it, err = cons.Messages(jetstream.PullMaxMessages(1))
-		}
-		if err != nil {
-			if ctx.Err() == nil {
-				q.log.Warn("delivery queue consumer not ready", "partition", p, "err", err)
-			}
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-			continue
-		}
-		for {
-			msg, err := it.Next(jetstream.NextContext(ctx))
-			if err != nil {
-				if ctx.Err() == nil && !errors.Is(err, jetstream.ErrMsgIteratorClosed) {
-					q.log.Warn("delivery queue consumer", "partition", p, "err", err)
-				}
-				break
-			}
-			q.handle(ctx, msg, store, stats)
-		}
-		it.Stop()
-	}
+// opened is a message whose seal verified, with its delivery.
+type opened struct {
+	msg      jetstream.Msg
+	qd       domain.QueuedDelivery
+	seq      uint64 // its place in the stream
+	attempts int    // deliveries of the message to workers so far
+	// unerased: a check for several deliveries at once found nothing of
+	// them erased since their receipt (pipeline.checkErasures).
+	unerased bool
 }
 
-// handle applies one message and acknowledges it after the commit. It
-// holds the message while it retries, so its partition waits, in order:
-// indefinitely while the database is unavailable, MaxAttempts times in all
-// for any other failure, after which the message is a dead letter.
-func (q *Queue) handle(ctx context.Context, msg jetstream.Msg, store domain.QueueStore, stats *WorkerStats) {
-	attempts := 1
+// open verifies and decodes msg. A message that does not verify (nothing
+// of it is read before its signature does) is a dead letter; one of a newer
+// version is left for a worker that reads it. Either way open returns false.
+func (q *Queue) open(ctx context.Context, msg jetstream.Msg, stats *WorkerStats) (*opened, bool) {
+	m := &opened{msg: msg, attempts: 1}
 	if meta, err := msg.Metadata(); err == nil {
-		attempts = int(meta.NumDelivered)
+		m.attempts, m.seq = int(meta.NumDelivered), meta.Sequence.Stream
 	}
-	// Nothing of a message is read before its signature verifies: a
-	// message serve did not seal is a dead letter, never applied.
 	plain, c, err := q.keys.open(msg.Subject(), msg.Headers(), msg.Data())
-	var qd domain.QueuedDelivery
 	if err == nil {
-		qd, err = decode(plain)
+		m.qd, err = decode(plain)
 	}
 	if err == nil {
-		err = q.checkClaim(msg.Subject(), c, qd)
+		err = q.checkClaim(msg.Subject(), c, m.qd)
 	}
 	var version errVersion
 	if errors.As(err, &version) {
 		// Left for a worker that reads it (workers are upgraded first).
 		q.log.Error("queued delivery left for a newer worker", "err", err)
 		msg.NakWithDelay(5 * time.Second)
-		return
+		return nil, false
 	}
 	if err != nil {
-		q.deadLetter(ctx, msg, attempts, err, stats)
-		return
+		q.deadLetter(ctx, msg, m.attempts, err, stats)
+		return nil, false
 	}
+	return m, true
+}
+
+// applyRetrying applies m and acknowledges it after the commit. It holds
+// the message while it retries, so its tenant waits, in order:
+// indefinitely while the database is unavailable, MaxAttempts times in all
+// for any other failure, after which the message is a dead letter.
+func (q *Queue) applyRetrying(ctx context.Context, m *opened, store domain.QueueStore, stats *WorkerStats) {
+	attempts := m.attempts
+	m.unerased = false // what was checked before may have been erased since
 	wait, warned := 100*time.Millisecond, time.Time{}
 	for {
-		msg.InProgress()
-		err := q.apply(ctx, qd, attempts > 1, store, stats)
+		m.msg.InProgress()
+		err := q.apply(ctx, m, attempts > 1, store, stats)
 		switch {
 		case err == nil:
 			// A lost acknowledgement redelivers the message, which then
 			// finds its delivery recorded.
-			msg.Ack()
+			m.msg.Ack()
 			return
 		case ctx.Err() != nil:
-			msg.Nak() // another worker takes it at once
+			m.msg.Nak() // the partition's next owner takes it at once
 			return
 		case domain.ErrorCode(err) == domain.EUNAVAILABLE || errors.Is(err, context.DeadlineExceeded):
 			if time.Since(warned) > 30*time.Second {
-				q.log.Warn("queued delivery waits for the database: retrying", "delivery", qd.Delivery.ID, "err", err)
+				q.log.Warn("queued delivery waits for the database: retrying", "delivery", m.qd.Delivery.ID, "err", err)
 				warned = time.Now()
 			}
 		case attempts >= MaxAttempts:
-			q.deadLetter(ctx, msg, attempts, err, stats)
+			q.deadLetter(ctx, m.msg, attempts, err, stats)
 			return
 		default:
-			q.log.Warn("queued delivery failed; retrying", "delivery", qd.Delivery.ID, "attempt", attempts, "err", err)
+			q.log.Warn("queued delivery failed; retrying", "delivery", m.qd.Delivery.ID, "attempt", attempts, "err", err)
 			attempts++
 		}
 		select {
@@ -205,7 +192,8 @@ func (q *Queue) checkClaim(subject string, c claim, qd domain.QueuedDelivery) er
 // delivered again after a worker committed it and died, or its ack was
 // lost) is acknowledged without writing anything: ingesting it again would
 // fail on the delivery's primary key, so it is never applied twice.
-func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered bool, store domain.QueueStore, stats *WorkerStats) (err error) {
+func (q *Queue) apply(ctx context.Context, m *opened, redelivered bool, store domain.QueueStore, stats *WorkerStats) (err error) {
+	qd := m.qd
 	ctx, cancel := context.WithTimeout(ctx, ingestTimeout)
 	defer cancel()
 	d := qd.Delivery
@@ -240,9 +228,11 @@ func (q *Queue) apply(ctx context.Context, qd domain.QueuedDelivery, redelivered
 	}
 	// Events of a record or lead erased since the receipt are dropped, as
 	// the erase would have dropped them; the delivery is still recorded.
-	events, dropped, err := domain.DropErased(ctx, store, &d, qd.Events)
-	if err != nil {
-		return err
+	events, dropped := qd.Events, 0
+	if !m.unerased {
+		if events, dropped, err = domain.DropErased(ctx, store, &d, qd.Events); err != nil {
+			return err
+		}
 	}
 	if dropped > 0 {
 		q.log.InfoContext(ctx, "queued events of an erased record or lead dropped", "delivery", d.ID, "events", dropped)

@@ -6,17 +6,20 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/queue/queuetest"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/leases"
 )
 
 // bundle is a queue on a fresh stream and a fresh database with tenant
@@ -87,11 +90,14 @@ func (b *bundle) work(n int) []*queue.WorkerStats {
 		}
 		stats := &queue.WorkerStats{}
 		all = append(all, stats)
-		wg.Go(func() { w.Work(ctx, b.store, stats); w.Close() })
+		wg.Go(func() { w.Work(ctx, b.store, b.leases(), stats); w.Close() })
 	}
 	b.t.Cleanup(func() { cancel(); wg.Wait() })
 	return all
 }
+
+// leases are a worker's partition leases on the test's database.
+func (b *bundle) leases() queue.Leases { return leases.New(b.store.Pool().Config().ConnConfig) }
 
 // count runs a counting query for the tenant.
 func (b *bundle) count(sql string) int {
@@ -259,4 +265,58 @@ func TestForgedMessageIsNotApplied(t *testing.T) {
 	if got := stats[0].DeadLetters.Load(); got != 1 {
 		t.Errorf("%d dead letters counted, want 1", got)
 	}
+}
+
+// TestWorkersShareThePartitions: two workers split the partitions' leases
+// (each a session advisory lock, seen in pg_locks) half and half; when one
+// stops, the other takes its half and applies what was queued meanwhile.
+func TestWorkersShareThePartitions(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	stop := make([]func(), 2)
+	for i := range stop {
+		w, err := queue.Open(queue.Config{URL: queuetest.URL(), Stream: b.q.Stream(), Keys: queuetest.Keys,
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wctx, cancel := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { w.Work(wctx, b.store, b.leases(), &queue.WorkerStats{}); w.Close(); close(done) }()
+		stop[i] = func() { cancel(); <-done }
+		t.Cleanup(stop[i])
+	}
+	// held is how many partition leases each worker's session holds.
+	held := func() []int {
+		rows, err := b.store.Pool().Query(ctx, `
+			SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = x'54444d51'::int::oid
+			AND objsubid = 2 AND database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			GROUP BY pid ORDER BY 1`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		counts, err := pgx.CollectRows(rows, pgx.RowTo[int])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return counts
+	}
+	awaitHeld := func(want []int) {
+		t.Helper()
+		var got []int
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+			if got = held(); slices.Equal(got, want) {
+				return
+			}
+		}
+		t.Fatalf("partition leases held per worker: %v, want %v", got, want)
+	}
+	awaitHeld([]int{queue.Partitions / 2, queue.Partitions / 2})
+	stop[0]()
+	for rev := int64(1); rev <= 50; rev++ {
+		b.enqueue(b.delivery(fmt.Sprintf("e-%d", rev), "c-1", rev))
+	}
+	awaitHeld([]int{queue.Partitions})
+	b.await(`SELECT count(*) FROM events WHERE tenant_id = $1 AND outcome = 'applied'`, 50)
 }

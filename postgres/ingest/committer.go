@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/inorder"
 	"github.com/tidemark/tidemark/internal/tracing"
 )
 
@@ -72,8 +73,9 @@ type ingestJob struct {
 	p       domain.ProviderEndpoint
 	events  []domain.Event
 	results []domain.Result
-	done    chan error // buffered: the committer never blocks on it
-	wait    trace.Span // "queue wait", until the committer takes its group
+	done    chan error    // buffered: the committer never blocks on it
+	wait    trace.Span    // "queue wait", until the committer takes its group
+	link    *inorder.Link // a queue worker's chain (internal/inorder), or nil
 }
 
 // groupQueues holds, per tenant, the deliveries waiting for its committer.
@@ -118,7 +120,12 @@ func (q *groupQueues) measured(events int, took time.Duration) {
 // commitGrouped writes a delivery in its tenant's next group and waits for
 // it.
 func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1)}
+	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1), link: inorder.From(ctx)}
+	if job.link != nil {
+		if err := job.link.WaitTurn(ctx); err != nil {
+			return nil, err
+		}
+	}
 	_, job.wait = tracing.Start(ctx, "queue wait")
 	q := &w.groups
 	q.mu.Lock()
@@ -139,6 +146,9 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 		go w.commitGroups(p.TenantID)
 	}
 	q.mu.Unlock()
+	if job.link != nil {
+		job.link.MarkQueued()
+	}
 	select {
 	case err := <-job.done:
 		return job.results, err
@@ -221,7 +231,11 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 			job.wait.End()
 		}
 		if err := job.ctx.Err(); err != nil {
-			job.done <- err // its sender gave up waiting: nothing written
+			job.finish(err) // its sender gave up waiting: nothing written
+			continue
+		}
+		if !job.chainAllows(live) {
+			job.finish(errEarlierNotWritten)
 			continue
 		}
 		live = append(live, job)
@@ -251,14 +265,49 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 			w.groups.measured(groupEvents(live), time.Since(began))
 		}
 		for _, job := range live {
-			job.done <- err
+			job.finish(err)
 		}
 		return
 	}
 	for _, job := range live {
+		if !job.chainAllows(nil) {
+			job.finish(errEarlierNotWritten)
+			continue
+		}
 		job.results, err = w.commit(job.ctx, alone, job.d, job.p, job.events, nil)
-		job.done <- err
+		job.finish(err)
 	}
+}
+
+// errEarlierNotWritten fails a delivery of a queue worker's chain whose
+// predecessor was not written: the worker writes it again after that one.
+var errEarlierNotWritten = domain.Errorf(domain.EUNAVAILABLE, "an earlier delivery of this tenant was not written yet")
+
+// chainAllows reports whether the delivery may be written: it has no
+// chain, or the delivery before it in its chain committed or is written
+// ahead of it in the same transaction (one of group).
+func (job *ingestJob) chainAllows(group []*ingestJob) bool {
+	if job.link == nil {
+		return true
+	}
+	before := job.link.Before()
+	if before == nil || before.Committed() {
+		return true
+	}
+	for _, other := range group {
+		if other.link == before {
+			return true
+		}
+	}
+	return false
+}
+
+// finish answers the delivery's sender and settles its link.
+func (job *ingestJob) finish(err error) {
+	if job.link != nil {
+		job.link.Settle(err)
+	}
+	job.done <- err
 }
 
 func groupEvents(group []*ingestJob) int {

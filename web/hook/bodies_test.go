@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/queue/queuetest"
+	"github.com/tidemark/tidemark/postgres/leases"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -24,7 +25,10 @@ func TestQueuedSessionIdBlanked(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { q.Work(ctx, e.Store, &queue.WorkerStats{}); close(done) }()
+	go func() {
+		q.Work(ctx, e.Store, leases.New(e.Store.Pool().Config().ConnConfig), &queue.WorkerStats{})
+		close(done)
+	}()
 	defer func() { cancel(); <-done }()
 	var body []string
 	for deadline := time.Now().Add(10 * time.Second); len(body) == 0 && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
