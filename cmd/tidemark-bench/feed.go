@@ -128,10 +128,10 @@ func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatab
 		}
 	}
 	checkpoint(ctx, dbs.admin)
-	e.warmUp(ctx, cfg.warmup, src, cfg.senders)
+	e.warmUp(ctx, cfg.warmup, senderLoads{src}, cfg.senders)
 	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s, %s\n", cfg.senders, cfg.duration, phaseLabel(reading, cfg.consumers))
 	start := time.Now()
-	ph.load = runLoad(ctx, cfg.senders, cfg.duration, src, e.stderr)
+	ph.load = runLoad(ctx, cfg.senders, cfg.duration, senderLoads{src}, e.stderr)
 	ph.window = feedread.Window{Start: start, End: start.Add(ph.load.elapsed)}
 	if ctx.Err() != nil {
 		return ph, ctx.Err()

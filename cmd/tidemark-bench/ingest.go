@@ -19,6 +19,7 @@ import (
 // benchConfig is the command line of ingest.
 type benchConfig struct {
 	senders  []int           // each is one measurement per kind
+	tenants  []int           // each is one measurement per kind and number of senders
 	kinds    []provider.Kind // standard and/or HubSpot
 	batch    int             // events per HubSpot delivery
 	duration time.Duration
@@ -59,7 +60,8 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 		"senders: standard contact.snapshot deliveries (one event each) and/or HubSpot batches\n"+
 		"(--kind), at each number of --senders in turn. Compare its events/s with pgbench running\n"+
 		"the PostgreSQL floor (claim + guarded upsert, one event per transaction) on the same\n"+
-		"server in the same run, and print one table.")
+		"server in the same run, and print one table. --tenants spreads the senders over several\n"+
+		"tenants, each with its own providers and secrets, as the floor spreads its work over 50.")
 	var cfg benchConfig
 	senders := fs.String("senders", "32", "concurrent senders, or a comma-separated list measured in turn (1,8,32,128)")
 	kinds := fs.String("kind", provider.Standard.Name(), "comma-separated provider kinds to send, each at every --senders: "+
@@ -67,7 +69,9 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	fs.IntVar(&cfg.batch, "batch", 100, "events per "+provider.HubSpot.Name()+" delivery (1 to 100)")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each measurement runs")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load before each receiver measurement (0 for none)")
-	fs.IntVar(&cfg.contacts, "contacts", 20000, "distinct contact ids the events are spread over")
+	tenants := fs.String("tenants", "1", fmt.Sprintf("tenants the senders are spread over (sender i sends to tenant i mod N), each with its own "+
+		"providers and secrets, or a comma-separated list measured in turn (1,50); at most %d", maxTenants))
+	fs.IntVar(&cfg.contacts, "contacts", 20000, "distinct contact ids the events of each tenant are spread over")
 	fs.StringVar(&cfg.serverURL, "server-url", e.serverURL(), "maintenance URL of the PostgreSQL server the scratch databases are created on (default DATABASE_URL)")
 	fs.BoolVar(&cfg.pgbench, "pgbench", true, "also run the pgbench floor baseline")
 	fs.IntVar(&cfg.floorClients, "floor-max-clients", 32, "the most pgbench clients: the floor runs at min(senders, this)")
@@ -84,6 +88,9 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	if cfg.kinds, err = parseKinds(*kinds); err != nil {
 		return cfg, err
 	}
+	if cfg.tenants, err = parseTenants(*tenants); err != nil {
+		return cfg, err
+	}
 	if cfg.contacts < 1 || cfg.duration <= 0 || cfg.warmup < 0 || cfg.floorClients < 1 {
 		return cfg, errors.New("ingest: --contacts, --duration and --floor-max-clients must be positive, --warmup not negative")
 	}
@@ -91,6 +98,25 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 		return cfg, fmt.Errorf("ingest: --batch %d: a %s delivery carries 1 to 100 events", cfg.batch, provider.HubSpot.Name())
 	}
 	return cfg, nil
+}
+
+// maxTenants bounds ingest --tenants: every tenant is created before the
+// load, and the endpoints of all of them (two each) must fit the server's
+// endpoint cache (4,096 entries) for the rows to measure ingest, not lookups.
+const maxTenants = 1000
+
+// parseTenants reads --tenants: numbers of tenants from 1 to maxTenants.
+func parseTenants(s string) ([]int, error) {
+	counts, err := parseCounts("ingest: --tenants", s)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range counts {
+		if n > maxTenants {
+			return nil, fmt.Errorf("ingest: --tenants %d: the bench creates at most %d tenants", n, maxTenants)
+		}
+	}
+	return counts, nil
 }
 
 // parseKinds reads --kind: the kinds the bench knows how to send.
@@ -116,11 +142,13 @@ func parseKinds(s string) ([]provider.Kind, error) {
 	return out, nil
 }
 
-// measurement is one row of the table: one kind at one number of senders.
+// measurement is one row of the table: one kind at one number of senders
+// spread over one number of tenants.
 type measurement struct {
 	kind    string
 	batch   int // events per delivery
 	senders int
+	tenants int // the senders were spread over; 0 and 1 both mean the bench tenant alone
 	load    loadResult
 	// groupSize is the mean deliveries per committed group; known is false
 	// when the server has no group-size histogram.
@@ -174,6 +202,11 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 	if err != nil {
 		return nil, err
 	}
+	// Before the server starts, which then finds them all in place.
+	tenants, err := db.benchTenants(ctx, slices.Max(cfg.tenants))
+	if err != nil {
+		return nil, err
+	}
 	srv, err := startServer(ctx, db.url, db.key, e.stderr)
 	if err != nil {
 		return nil, err
@@ -194,11 +227,14 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 		defer floor.close(cfg.keep)
 	}
 
-	// One source per kind for the whole run, so no delivery id repeats.
-	sources := map[string]loadSource{
-		provider.Standard.Name(): &standardLoad{target: srv.webhookURL(benchProvider), secret: db.secret, contacts: cfg.contacts},
-		provider.HubSpot.Name(): &hubspotLoad{target: srv.webhookURL(batchProvider), secret: db.hubspotSecret,
-			contacts: cfg.contacts, batch: cfg.batch},
+	// One source per kind and tenant for the whole run, so no delivery id
+	// repeats within a tenant; a row over n tenants uses the first n.
+	sources := map[string]senderLoads{}
+	for _, t := range tenants {
+		sources[provider.Standard.Name()] = append(sources[provider.Standard.Name()],
+			&standardLoad{target: srv.tenantWebhookURL(t.slug, benchProvider), secret: t.secret, contacts: cfg.contacts})
+		sources[provider.HubSpot.Name()] = append(sources[provider.HubSpot.Name()],
+			&hubspotLoad{target: srv.tenantWebhookURL(t.slug, batchProvider), secret: t.hubspotSecret, contacts: cfg.contacts, batch: cfg.batch})
 	}
 	var traced *tracedServer
 	if cfg.trace {
@@ -211,11 +247,13 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 	floors := map[int]*floorResult{}
 	for _, n := range cfg.senders {
 		for _, k := range cfg.kinds {
-			m, err := e.measureTraced(ctx, cfg, dbs, srv, traced, k, sources[k.Name()], n)
-			if err != nil {
-				return nil, err
+			for _, t := range cfg.tenants {
+				m, err := e.measureTraced(ctx, cfg, dbs, srv, traced, k, sources[k.Name()][:t], n)
+				if err != nil {
+					return nil, err
+				}
+				res.rows = append(res.rows, m)
 			}
-			res.rows = append(res.rows, m)
 		}
 		if c := min(n, cfg.floorClients); floor != nil && floors[c] == nil {
 			if floors[c], err = floor.run(ctx, cfg, c); err != nil {
@@ -233,23 +271,23 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 	return res, nil
 }
 
-// measure sends kind's deliveries from senders senders for cfg.duration
-// after an unmeasured warm-up, and reads the server's metrics and memory
-// around it.
+// measure sends kind's deliveries from senders senders, spread over the
+// tenants of loads, for cfg.duration after an unmeasured warm-up, and reads
+// the server's metrics and memory around it.
 func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, srv *serverProcess,
-	kind provider.Kind, src loadSource, senders int) (measurement, error) {
-	m := measurement{kind: kind.Name(), batch: 1, senders: senders}
+	kind provider.Kind, loads senderLoads, senders int) (measurement, error) {
+	m := measurement{kind: kind.Name(), batch: 1, senders: senders, tenants: len(loads)}
 	if kind == provider.HubSpot {
 		m.batch = cfg.batch
 	}
 	checkpoint(ctx, dbs.admin)
-	e.warmUp(ctx, cfg.warmup, src, senders)
+	e.warmUp(ctx, cfg.warmup, loads, senders)
 	before, err := srv.scrapeMetrics(ctx)
 	if err != nil {
 		return m, err
 	}
 	fmt.Fprintf(e.stderr, "tidemark receiver: %s, %d senders for %s on %s\n", m.label(), senders, cfg.duration, srv.base)
-	m.load = runLoad(ctx, senders, cfg.duration, src, e.stderr)
+	m.load = runLoad(ctx, senders, cfg.duration, loads, e.stderr)
 	if ctx.Err() != nil {
 		return m, ctx.Err()
 	}
@@ -271,21 +309,30 @@ func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratchDataba
 	return m, nil
 }
 
+// name is the row's kind, with its number of tenants when it is more than
+// one, so that the rows of several tenant counts tell apart in one table.
+func (m measurement) name() string {
+	if m.tenants > 1 {
+		return fmt.Sprintf("%s, %d tenants", m.kind, m.tenants)
+	}
+	return m.kind
+}
+
 // label names the row's load in progress lines.
 func (m measurement) label() string {
 	if m.batch == 1 {
-		return m.kind + " (one event per delivery)"
+		return m.name() + " (one event per delivery)"
 	}
-	return fmt.Sprintf("%s (%d events per delivery)", m.kind, m.batch)
+	return fmt.Sprintf("%s (%d events per delivery)", m.name(), m.batch)
 }
 
 // warmUp sends unmeasured load first, so the measurement does not include
 // the server opening its database connections and preparing its statements,
 // just as pgbench reports its rate without initial connection time.
-func (e cliEnv) warmUp(ctx context.Context, warmup time.Duration, src loadSource, senders int) {
+func (e cliEnv) warmUp(ctx context.Context, warmup time.Duration, loads senderLoads, senders int) {
 	if warmup <= 0 {
 		return
 	}
-	res := runLoad(ctx, senders, warmup, src, io.Discard)
+	res := runLoad(ctx, senders, warmup, loads, io.Discard)
 	fmt.Fprintf(e.stderr, "warm-up: %s deliveries in %s (not measured)\n", table.Thousands(int64(res.ok)), res.elapsed.Round(time.Millisecond))
 }

@@ -44,16 +44,16 @@ func TestBenchFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.senders, []int{32}) || len(cfg.kinds) != 1 || cfg.kinds[0] != provider.Standard ||
+	if !slices.Equal(cfg.senders, []int{32}) || !slices.Equal(cfg.tenants, []int{1}) || len(cfg.kinds) != 1 || cfg.kinds[0] != provider.Standard ||
 		cfg.duration != 10*time.Second || cfg.warmup != time.Second || cfg.floorClients != 32 || cfg.batch != 100 || !cfg.pgbench {
 		t.Errorf("defaults = %+v", cfg)
 	}
 	cfg, err = env.benchFlags([]string{"--senders", "1, 8,32,128", "--kind", "standard," + provider.HubSpot.Name(),
-		"--batch", "50", "--duration", "5s", "--floor-max-clients", "16", "--pgbench=false"})
+		"--batch", "50", "--duration", "5s", "--floor-max-clients", "16", "--pgbench=false", "--tenants", "1, 50,1000"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(cfg.senders, []int{1, 8, 32, 128}) || !slices.Equal(cfg.kinds, []provider.Kind{provider.Standard, provider.HubSpot}) ||
+	if !slices.Equal(cfg.senders, []int{1, 8, 32, 128}) || !slices.Equal(cfg.tenants, []int{1, 50, 1000}) || !slices.Equal(cfg.kinds, []provider.Kind{provider.Standard, provider.HubSpot}) ||
 		cfg.batch != 50 || cfg.duration != 5*time.Second || cfg.floorClients != 16 || cfg.pgbench {
 		t.Errorf("sweep = %+v", cfg)
 	}
@@ -64,9 +64,20 @@ func TestBenchFlags(t *testing.T) {
 	for _, bad := range [][]string{
 		{"--senders", "0"}, {"--senders", "8,x"}, {"--senders", ""}, {"--kind", "salesforce"}, {"--kind", ","},
 		{"--batch", "0"}, {"--batch", "101"}, {"--duration", "0s"}, {"--floor-max-clients", "0"}, {"extra"},
+		{"--tenants", "0"}, {"--tenants", "-1"}, {"--tenants", "1,x"}, {"--tenants", ""}, {"--tenants", ","},
 	} {
 		if _, err := env.benchFlags(bad); err == nil {
 			t.Errorf("benchFlags(%q) accepted", bad)
+		}
+	}
+	// The errors name the flag and the bounds.
+	for arg, want := range map[string]string{
+		"0":        `ingest: --tenants "0": "0" is not a positive integer`,
+		"50,1001":  "ingest: --tenants 1001: the bench creates at most 1000 tenants",
+		"1,100000": "ingest: --tenants 100000: the bench creates at most 1000 tenants",
+	} {
+		if _, err := env.benchFlags([]string{"--tenants", arg}); err == nil || err.Error() != want {
+			t.Errorf("--tenants %s: error %v, want %q", arg, err, want)
 		}
 	}
 }
@@ -118,6 +129,9 @@ func TestBenchPrintSweep(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
 	}
+	if strings.Contains(out, " tenants") {
+		t.Errorf("rows of the bench tenant alone mention tenants:\n%s", out)
+	}
 	// Without the floor the ratio is not made up.
 	res.rows, res.floors = res.rows[:1], nil
 	res.rows[0].floor = nil
@@ -125,5 +139,41 @@ func TestBenchPrintSweep(t *testing.T) {
 	printSweep(&b, benchConfig{duration: time.Second, floorClients: 32}, res)
 	if !regexp.MustCompile(`(?m)  not run  +-  +-$`).MatchString(b.String()) || strings.Contains(b.String(), "ratio =") {
 		t.Errorf("output without the floor:\n%s", b.String())
+	}
+}
+
+// Rows over several tenants say how many in their kind cell, beside the
+// one-tenant rows of the same run, and the notes say how the senders were
+// spread and when some tenants had none.
+func TestBenchPrintSweepTenants(t *testing.T) {
+	t.Parallel()
+	floor := &floorResult{clients: 32, tps: 2000, p99: 30 * time.Millisecond, command: []string{"pgbench"}}
+	load := loadResult{elapsed: time.Second, ok: 3000, statuses: map[int]int{}, latencies: []time.Duration{time.Millisecond}}
+	row := func(kind string, batch, senders, tenants int) measurement {
+		return measurement{kind: kind, batch: batch, senders: senders, tenants: tenants, load: load, floor: floor}
+	}
+	hubspot := provider.HubSpot.Name()
+	res := &sweepResult{rows: []measurement{
+		row("standard", 1, 32, 1), row("standard", 1, 32, 50), row(hubspot, 100, 32, 1), row(hubspot, 100, 32, 50),
+		row("standard", 1, 64, 50),
+	}, floors: []*floorResult{floor}}
+	var b bytes.Buffer
+	printSweep(&b, benchConfig{duration: time.Second, contacts: 20000, floorClients: 32}, res)
+	out := b.String()
+	lines := strings.Split(out, "\n")
+	for i, want := range []string{`standard +1 +32 `, `standard, 50 tenants +1 +32 `, hubspot + ` +100 +32 `,
+		hubspot + `, 50 tenants +100 +32 `, `standard, 50 tenants +1 +64 `} {
+		if !regexp.MustCompile(`^` + want + `+3 000 +.* 2 000 \(32\) +30\.0 ms +(1\.50|150\.00)$`).MatchString(lines[i+1]) {
+			t.Errorf("row %d = %q, want %s", i+1, lines[i+1], want)
+		}
+	}
+	for _, want := range []string{
+		`"N tenants": sender i sends to tenant i mod N, each tenant with its own providers and secrets and the same contact ids`,
+		// Once for both kinds; not at 64 senders, where every tenant has one.
+		"  fewer senders than tenants: only 32 of 50 tenants at 32 senders received deliveries\n",
+	} {
+		if strings.Count(out, want) != 1 {
+			t.Errorf("output lacks %q once:\n%s", want, out)
+		}
 	}
 }

@@ -87,10 +87,15 @@ type loadSource interface {
 	request(ctx context.Context) (*http.Request, error)
 }
 
-// runLoad sends deliveries of src from senders goroutines until duration
+// senderLoads are one measurement's sources, one per tenant: sender i
+// sends the deliveries of loads[i mod len(loads)] (ingest --tenants), and a
+// single source is every sender's.
+type senderLoads []loadSource
+
+// runLoad sends deliveries of loads from senders goroutines until duration
 // has passed. Requests in flight at the end complete and count, and the
 // rate is taken over the time until the last one answered.
-func runLoad(ctx context.Context, senders int, duration time.Duration, src loadSource, progress io.Writer) loadResult {
+func runLoad(ctx context.Context, senders int, duration time.Duration, loads senderLoads, progress io.Writer) loadResult {
 	transport := http.DefaultTransport.(*http.Transport).Clone()
 	// Every sender keeps its connection: no reconnects in the measurement.
 	transport.MaxIdleConnsPerHost = senders
@@ -103,8 +108,8 @@ func runLoad(ctx context.Context, senders int, duration time.Duration, src loadS
 	deadline := start.Add(duration)
 	stopProgress := startProgress(rec, start, progress)
 	var wg sync.WaitGroup
-	for range senders {
-		wg.Go(func() { runSender(ctx, client, src, deadline, rec) })
+	for i := range senders {
+		wg.Go(func() { runSender(ctx, client, loads[i%len(loads)], deadline, rec) })
 	}
 	wg.Wait()
 	stopProgress()

@@ -23,7 +23,7 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 			group = fmt.Sprintf("%.1f", m.groupSize)
 		}
 		floor, floorP99, ratio := floorCells(m)
-		rows = append(rows, []string{m.kind, strconv.Itoa(m.batch), strconv.Itoa(m.senders),
+		rows = append(rows, []string{m.name(), strconv.Itoa(m.batch), strconv.Itoa(m.senders),
 			table.Thousands(int64(l.perSecond() + 0.5)), table.Thousands(int64(m.eventsPerSecond() + 0.5)),
 			table.Millis(percentile(l.latencies, 0.50)), table.Millis(percentile(l.latencies, 0.99)), failures(l, m.busy),
 			group, table.MiB(m.rss), floor, floorP99, ratio})
@@ -45,6 +45,7 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 		"  failures by HTTP status, \"busy\": 503s the server counted as the tenant holding its share of the pool (%s)\n",
 		cfg.duration, cfg.warmup, table.Thousands(int64(cfg.contacts)), busyMetric)
 	fmt.Fprintf(w, "group size: mean deliveries per committed group (%s on /metrics), n/a when the server has none\n", groupSizeMetric)
+	printTenants(w, res.rows)
 	fmt.Fprintf(w, "server RSS after all the load: %s (peak %s)\n", table.MiB(res.mem.Current), table.MiB(res.mem.Peak))
 	if n := len(res.floors); n > 0 && !res.floors[n-1].missing {
 		fmt.Fprintf(w, "pgbench (at %s): %s\n", clients(res.floors[n-1].clients), shellJoin(res.floors[n-1].command))
@@ -52,6 +53,38 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 	if cfg.trace {
 		printTracing(w, cfg, res)
 	}
+}
+
+// printTenants says how the rows over several tenants spread their load,
+// and where fewer senders than tenants left some tenants without any;
+// nothing when every row is of the bench tenant alone.
+func printTenants(w io.Writer, rows []measurement) {
+	var idle []string
+	spread := false
+	for _, m := range rows {
+		spread = spread || m.tenants > 1
+		if m.senders >= m.tenants {
+			continue
+		}
+		// Once for the rows of every kind at these numbers.
+		if s := fmt.Sprintf("%d of %d tenants at %s", m.senders, m.tenants, senders(m.senders)); !slices.Contains(idle, s) {
+			idle = append(idle, s)
+		}
+	}
+	if !spread {
+		return
+	}
+	fmt.Fprintln(w, "\"N tenants\": sender i sends to tenant i mod N, each tenant with its own providers and secrets and the same contact ids")
+	if len(idle) > 0 {
+		fmt.Fprintf(w, "  fewer senders than tenants: only %s received deliveries\n", strings.Join(idle, "; "))
+	}
+}
+
+func senders(n int) string {
+	if n == 1 {
+		return "1 sender"
+	}
+	return strconv.Itoa(n) + " senders"
 }
 
 func clients(n int) string {

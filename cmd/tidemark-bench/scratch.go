@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -44,23 +45,76 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (sta
 	if err := postgres.Migrate(ctx, pool, io.Discard); err != nil {
 		return "", "", err
 	}
+	t, err := createBenchTenant(ctx, store, benchTenant)
+	return t.secret, t.hubspotSecret, err
+}
+
+// tenantSecrets is one bench tenant and the signing secrets of its
+// providers (benchProvider and batchProvider).
+type tenantSecrets struct {
+	slug          string
+	secret        string // signs deliveries to its standard provider
+	hubspotSecret string // the client secret of its HubSpot provider
+}
+
+// createBenchTenant creates tenant slug with a standard and a HubSpot
+// provider, each with a new secret.
+func createBenchTenant(ctx context.Context, store *postgres.Store, slug string) (tenantSecrets, error) {
 	ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorCLI, Name: "tidemark-bench"})
-	t, err := store.CreateTenant(ctx, benchTenant, "Bench")
+	ts := tenantSecrets{slug: slug}
+	t, err := store.CreateTenant(ctx, slug, "Bench")
 	if err != nil {
-		return "", "", err
+		return ts, err
 	}
-	standard = provider.NewStandardSecret()
-	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, provider.Standard.Name(), standard, nil); err != nil {
-		return "", "", err
+	ts.secret = provider.NewStandardSecret()
+	if _, err := store.ConnectProvider(ctx, t.ID, benchProvider, provider.Standard.Name(), ts.secret, nil); err != nil {
+		return ts, err
 	}
 	hubspot, config, err := provider.HubSpot.Setup("", nil)
 	if err != nil {
-		return "", "", err
+		return ts, err
 	}
 	if _, err := store.ConnectProvider(ctx, t.ID, batchProvider, provider.HubSpot.Name(), hubspot, config); err != nil {
-		return "", "", err
+		return ts, err
 	}
-	return standard, hubspot, nil
+	ts.hubspotSecret = hubspot
+	return ts, nil
+}
+
+// tenantSlug names the i-th bench tenant: the first is the bench tenant
+// every command sends to, so that a one-tenant row sends just what it did
+// before --tenants; the others are bench-1, bench-2, ...
+func tenantSlug(i int) string {
+	if i == 0 {
+		return benchTenant
+	}
+	return benchTenant + "-" + strconv.Itoa(i)
+}
+
+// benchTenants returns n bench tenants: the one createReceiver made, then
+// n-1 more created like it (ingest --tenants).
+func (db receiverDatabase) benchTenants(ctx context.Context, n int) ([]tenantSecrets, error) {
+	tenants := []tenantSecrets{{slug: benchTenant, secret: db.secret, hubspotSecret: db.hubspotSecret}}
+	if n <= 1 {
+		return tenants, nil
+	}
+	pool, err := pgxpool.New(ctx, db.url)
+	if err != nil {
+		return nil, err
+	}
+	defer pool.Close()
+	store, err := postgres.New(pool, db.key)
+	if err != nil {
+		return nil, err
+	}
+	for i := 1; i < n; i++ {
+		t, err := createBenchTenant(ctx, store, tenantSlug(i))
+		if err != nil {
+			return nil, fmt.Errorf("create bench tenant %d of %d: %w", i+1, n, err)
+		}
+		tenants = append(tenants, t)
+	}
+	return tenants, nil
 }
 
 // scratchDatabases creates databases and drops them all at the end.

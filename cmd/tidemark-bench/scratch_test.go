@@ -61,6 +61,38 @@ func TestScratchReceiverDatabase(t *testing.T) {
 			t.Errorf("bench provider %s of kind %s: %d rows, %v; want 1", name, kind, providers, err)
 		}
 	}
+
+	// ingest --tenants: the bench tenant first, then others made like it,
+	// each with secrets of its own.
+	if one, err := db.benchTenants(ctx, 1); err != nil || len(one) != 1 ||
+		one[0] != (tenantSecrets{slug: benchTenant, secret: db.secret, hubspotSecret: db.hubspotSecret}) {
+		t.Errorf("benchTenants(1) = %+v, %v", one, err)
+	}
+	tenants, err := db.benchTenants(ctx, 3)
+	if err != nil {
+		t.Error(err) // not Fatal: the scratch database is still dropped below
+	}
+	secrets := map[string]bool{}
+	for i, tenant := range tenants {
+		if want := []string{"bench", "bench-1", "bench-2"}[i]; tenant.slug != want {
+			t.Errorf("tenant %d is %q, want %q", i, tenant.slug, want)
+		}
+		secrets[tenant.secret], secrets[tenant.hubspotSecret] = true, true
+		var providers int
+		err = pool.QueryRow(ctx, `SELECT count(*) FROM providers p JOIN tenants t ON t.id = p.tenant_id
+			WHERE t.slug = $1 AND (p.name, p.kind) IN (($2, $3), ($4, $5))`, tenant.slug,
+			benchProvider, provider.Standard.Name(), batchProvider, provider.HubSpot.Name()).Scan(&providers)
+		if err != nil || providers != 2 {
+			t.Errorf("tenant %s: %d bench providers, %v; want 2", tenant.slug, providers, err)
+		}
+	}
+	if len(tenants) != 3 || len(secrets) != 6 || secrets[""] {
+		t.Errorf("%d tenants with %d distinct secrets: %+v", len(tenants), len(secrets), tenants)
+	}
+	var all int
+	if err := pool.QueryRow(ctx, "SELECT count(*) FROM tenants").Scan(&all); err != nil || all != 3 {
+		t.Errorf("%d tenants in the database (%v), want 3", all, err)
+	}
 	pool.Close()
 
 	dbs.close(ctx)

@@ -116,7 +116,12 @@ func exitStderr(err error) string {
 
 // webhookURL is where the deliveries of the bench tenant's provider go.
 func (p *serverProcess) webhookURL(provider string) string {
-	return p.base + "/webhooks/" + benchTenant + "/" + provider
+	return p.tenantWebhookURL(benchTenant, provider)
+}
+
+// tenantWebhookURL is where the deliveries of tenant's provider go.
+func (p *serverProcess) tenantWebhookURL(tenant, provider string) string {
+	return p.base + "/webhooks/" + tenant + "/" + provider
 }
 
 // freeAddr asks the kernel for a free port. Another process could take it

@@ -59,17 +59,20 @@ type tracedRow struct {
 // measurement with tracing off, carrying the one with tracing on; without
 // a traced server, it measures the row once.
 func (e cliEnv) measureTraced(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, off *serverProcess, on *tracedServer,
-	kind provider.Kind, src loadSource, senders int) (measurement, error) {
+	kind provider.Kind, loads senderLoads, senders int) (measurement, error) {
 	if on == nil {
-		return e.measure(ctx, cfg, dbs, off, kind, src, senders)
+		return e.measure(ctx, cfg, dbs, off, kind, loads, senders)
 	}
 	var offs, ons []measurement
 	var bytes int64
-	tracedSrc := on.source(off, src)
+	tracedLoads := make(senderLoads, len(loads))
+	for i, src := range loads {
+		tracedLoads[i] = on.source(off, src)
+	}
 	for _, traced := range []bool{false, true, true, false} {
-		srv, load := off, src
+		srv, load := off, loads
 		if traced {
-			srv, load = on.srv, tracedSrc
+			srv, load = on.srv, tracedLoads
 		}
 		// Warmed up first, so that the CPU time and the bytes exported
 		// (counted until a second after the load, when the last batches
@@ -176,7 +179,7 @@ func printTracing(w io.Writer, cfg benchConfig, res *sweepResult) {
 		if cpuOff > 0 {
 			cpuOverhead = fmt.Sprintf("%.1f%%", 100*(float64(cpuOn)/float64(cpuOff)-1))
 		}
-		rows = append(rows, []string{m.kind, strconv.Itoa(m.senders), table.Thousands(int64(off + 0.5)),
+		rows = append(rows, []string{m.name(), strconv.Itoa(m.senders), table.Thousands(int64(off + 0.5)),
 			table.Thousands(int64(on + 0.5)), ratio, overhead,
 			table.Millis(percentile(m.load.latencies, 0.50)), table.Millis(percentile(t.on.load.latencies, 0.50)),
 			table.Millis(percentile(m.load.latencies, 0.99)), table.Millis(percentile(t.on.load.latencies, 0.99)),
