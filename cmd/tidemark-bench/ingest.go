@@ -69,7 +69,7 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	fs.IntVar(&cfg.batch, "batch", 100, "events per "+provider.HubSpot.Name()+" delivery (1 to 100)")
 	fs.DurationVar(&cfg.duration, "duration", 10*time.Second, "how long each measurement runs")
 	fs.DurationVar(&cfg.warmup, "warmup", time.Second, "unmeasured load before each receiver measurement (0 for none)")
-	tenants := fs.String("tenants", "1", fmt.Sprintf("tenants the senders are spread over (sender i sends to tenant i mod N), each with its own "+
+	tenants := fs.String("tenants", "1", fmt.Sprintf("tenants the senders are spread over (each delivery to one drawn at random), each with its own "+
 		"providers and secrets, or a comma-separated list measured in turn (1,50); at most %d", maxTenants))
 	fs.IntVar(&cfg.contacts, "contacts", 20000, "distinct contact ids the events of each tenant are spread over")
 	fs.StringVar(&cfg.serverURL, "server-url", e.serverURL(), "maintenance URL of the PostgreSQL server the scratch databases are created on (default DATABASE_URL)")

@@ -87,10 +87,18 @@ type loadSource interface {
 	request(ctx context.Context) (*http.Request, error)
 }
 
-// senderLoads are one measurement's sources, one per tenant: sender i
-// sends the deliveries of loads[i mod len(loads)] (ingest --tenants), and a
-// single source is every sender's.
+// senderLoads are one measurement's sources, one per tenant (ingest
+// --tenants): each delivery is of one drawn at random, as the floor
+// draws each transaction's tenant.
 type senderLoads []loadSource
+
+// pick is the source of the next delivery.
+func (l senderLoads) pick() loadSource {
+	if len(l) == 1 {
+		return l[0]
+	}
+	return l[mathrand.IntN(len(l))]
+}
 
 // runLoad sends deliveries of loads from senders goroutines until duration
 // has passed. Requests in flight at the end complete and count, and the
@@ -108,8 +116,8 @@ func runLoad(ctx context.Context, senders int, duration time.Duration, loads sen
 	deadline := start.Add(duration)
 	stopProgress := startProgress(rec, start, progress)
 	var wg sync.WaitGroup
-	for i := range senders {
-		wg.Go(func() { runSender(ctx, client, loads[i%len(loads)], deadline, rec) })
+	for range senders {
+		wg.Go(func() { runSender(ctx, client, loads, deadline, rec) })
 	}
 	wg.Wait()
 	stopProgress()
@@ -121,9 +129,9 @@ func runLoad(ctx context.Context, senders int, duration time.Duration, loads sen
 }
 
 // runSender sends one delivery at a time, as a provider's worker does.
-func runSender(ctx context.Context, client *http.Client, src loadSource, deadline time.Time, rec *recorder) {
+func runSender(ctx context.Context, client *http.Client, loads senderLoads, deadline time.Time, rec *recorder) {
 	for ctx.Err() == nil && time.Now().Before(deadline) {
-		req, err := src.request(ctx)
+		req, err := loads.pick().request(ctx)
 		if err != nil {
 			rec.record(0, 0, nil, err)
 			return

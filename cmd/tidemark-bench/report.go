@@ -59,32 +59,13 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 // and where fewer senders than tenants left some tenants without any;
 // nothing when every row is of the bench tenant alone.
 func printTenants(w io.Writer, rows []measurement) {
-	var idle []string
-	spread := false
 	for _, m := range rows {
-		spread = spread || m.tenants > 1
-		if m.senders >= m.tenants {
-			continue
-		}
-		// Once for the rows of every kind at these numbers.
-		if s := fmt.Sprintf("%d of %d tenants at %s", m.senders, m.tenants, senders(m.senders)); !slices.Contains(idle, s) {
-			idle = append(idle, s)
+		if m.tenants > 1 {
+			fmt.Fprintln(w, "\"N tenants\": each delivery goes to one of N tenants drawn at random, as the floor's transactions do, "+
+				"each tenant with its own providers and secrets and the same contact ids")
+			return
 		}
 	}
-	if !spread {
-		return
-	}
-	fmt.Fprintln(w, "\"N tenants\": sender i sends to tenant i mod N, each tenant with its own providers and secrets and the same contact ids")
-	if len(idle) > 0 {
-		fmt.Fprintf(w, "  fewer senders than tenants: only %s received deliveries\n", strings.Join(idle, "; "))
-	}
-}
-
-func senders(n int) string {
-	if n == 1 {
-		return "1 sender"
-	}
-	return strconv.Itoa(n) + " senders"
 }
 
 func clients(n int) string {
