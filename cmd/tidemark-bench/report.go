@@ -55,8 +55,7 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 	}
 }
 
-// printTenants says how the rows over several tenants spread their load,
-// and where fewer senders than tenants left some tenants without any;
+// printTenants says how the rows over several tenants spread their load;
 // nothing when every row is of the bench tenant alone.
 func printTenants(w io.Writer, rows []measurement) {
 	for _, m := range rows {
