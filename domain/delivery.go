@@ -31,7 +31,12 @@ type Delivery struct {
 	Body       []byte  // kept only when the sender was authenticated
 	Request    Request // what the request said, credentials redacted
 	ReplayOf   string  // the delivery this one replays; "" for one that arrived
+	Source     string  // SourceBackfill, or "" for one a provider sent
 }
+
+// SourceBackfill is the source of a delivery Tidemark made of records it
+// pulled from the provider's API (a backfill) rather than received.
+const SourceBackfill = "backfill"
 
 // Request is what a delivery's HTTP request said, as the delivery log keeps
 // it: credentials redacted (RedactValue), headers and query within bounds.
@@ -167,6 +172,7 @@ type DeliveryBrief struct {
 	Reason     string
 	EventCount int
 	ReplayOf   string // the delivery this one replays, if it is a replay
+	Source     string // SourceBackfill, or "" for one a provider sent
 	// Outcomes counts its events by outcome; only the console's lists
 	// (DeliveryLog, ReplaysOf, ReplayJobDeliveries) fill it.
 	Outcomes map[string]int64
@@ -203,6 +209,8 @@ func (d DeliveryDetail) Replayable() error {
 	switch {
 	case d.ReplayOf != "":
 		return Errorf(ECONFLICT, "delivery %s is itself a replay; replay the original, %s", d.ID, d.ReplayOf)
+	case d.Source == SourceBackfill:
+		return Errorf(ECONFLICT, "delivery %s was pulled from the provider's API, not received: run a backfill again instead", d.ID)
 	case string(d.Body) == ErasedBody:
 		return Errorf(ECONFLICT, "delivery %s cannot be replayed: its body was erased with a record it carried", d.ID)
 	case d.Body == nil || d.Signature != SignatureValid:

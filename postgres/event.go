@@ -40,7 +40,7 @@ func (s *events) EventLogChoices(ctx context.Context, tenantID int64) (domain.Ev
 const eventDetailSQL = `
 SELECT e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
        e.outcome, e.reason, e.received_at, e.conflict_id, e.payload, e.snapshot,
-       d.status, d.signature, d.reason, d.event_count
+       d.status, d.signature, d.reason, d.event_count, d.source
 FROM events e
 JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
 LEFT JOIN deliveries d ON d.tenant_id = e.tenant_id AND d.received_at = e.received_at AND d.id = e.delivery_id
@@ -82,12 +82,13 @@ func (s *events) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.Ev
 	var (
 		d                                    domain.EventDetail
 		objectID, reason, signature, dReason *string
+		source                               *string
 		conflictID                           *int64
 		status, eventCount                   *int
 	)
 	err := s.read.QueryRow(ctx, eventDetailSQL, args).Scan(&d.DeliveryID, &d.Seq, &d.EventID, &d.Provider,
 		&d.ObjectType, &d.Action, &objectID, &d.Revision, &d.Outcome, &reason, &d.ReceivedAt, &conflictID,
-		&d.Payload, &d.Snapshot, &status, &signature, &dReason, &eventCount)
+		&d.Payload, &d.Snapshot, &status, &signature, &dReason, &eventCount, &source)
 	if err != nil {
 		return d, err
 	}
@@ -96,7 +97,7 @@ func (s *events) eventDetail(ctx context.Context, args pgx.NamedArgs) (domain.Ev
 		d.ConflictID = *conflictID
 	}
 	d.Delivery = domain.DeliveryBrief{ID: d.DeliveryID, Provider: d.Provider, ReceivedAt: d.ReceivedAt,
-		Signature: textOrEmpty(signature), Reason: textOrEmpty(dReason)}
+		Signature: textOrEmpty(signature), Reason: textOrEmpty(dReason), Source: textOrEmpty(source)}
 	if status != nil {
 		d.Delivery.Status, d.Delivery.EventCount = *status, *eventCount
 	}

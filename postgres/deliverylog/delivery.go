@@ -51,7 +51,7 @@ const deliveryDetailSQL = `
 SELECT d.id::text, p.name, p.kind, t.slug, d.received_at, d.status, d.signature, coalesce(d.reason, ''),
        d.event_count, coalesce(d.replay_of::text, ''), coalesce(d.method, ''), coalesce(d.path, ''),
        coalesce(d.query, ''), d.headers, coalesce(d.truncated, false), coalesce(d.client_address, ''), d.body,
-       d.answered_at
+       d.answered_at, coalesce(d.source, '')
 FROM deliveries d
 JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
 JOIN tenants t ON t.id = d.tenant_id
@@ -112,7 +112,7 @@ func (s *Inspector) delivery(ctx context.Context, args pgx.NamedArgs) (domain.De
 	)
 	err := s.read.QueryRow(ctx, deliveryDetailSQL, args).Scan(&d.ID, &d.Provider, &d.ProviderKind, &d.TenantSlug,
 		&d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, &d.Request.Method,
-		&d.Request.Path, &d.Request.Query, &headers, &d.Request.Truncated, &d.Request.ClientAddress, &d.Body, &answered)
+		&d.Request.Path, &d.Request.Query, &headers, &d.Request.Truncated, &d.Request.ClientAddress, &d.Body, &answered, &d.Source)
 	if err != nil {
 		return d, err
 	}
@@ -213,7 +213,7 @@ func deliveryNotFound(id string) error { return pg.NotFound("delivery %q not fou
 // eventLogSQL does.
 const deliveryLogSQL = `
 SELECT d.id::text, p.name, d.received_at, d.status, d.signature, coalesce(d.reason, ''), d.event_count,
-       coalesce(d.replay_of::text, '')
+       coalesce(d.replay_of::text, ''), coalesce(d.source, '')
 FROM deliveries d JOIN providers p ON p.tenant_id = d.tenant_id AND p.id = d.provider_id
 WHERE d.tenant_id = @tenant_id
   AND d.received_at <= @after_at AND (d.received_at, d.id) < (@after_at, @after_id::uuid)%s
@@ -248,7 +248,7 @@ func (s *Inspector) Deliveries(ctx context.Context, tenantID int64, f domain.Del
 	}
 	list, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 		var d domain.DeliveryBrief
-		return d, row.Scan(&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf)
+		return d, row.Scan(&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, &d.Source)
 	})
 	if err != nil {
 		return nil, "", pg.Translate(err)

@@ -20,13 +20,13 @@ import (
 // delivery r of provider p. Constants, for the statement check.
 const (
 	Columns = `d.id::text, p.name, d.received_at, d.status, d.signature, coalesce(d.reason, ''), d.event_count,
-       coalesce(d.replay_of::text, ''),
+       coalesce(d.replay_of::text, ''), coalesce(d.source, ''),
        (SELECT coalesce(jsonb_object_agg(o.outcome, o.n), '{}') FROM (
            SELECT e.outcome, count(*) AS n FROM events e
            WHERE e.tenant_id = d.tenant_id AND e.received_at = d.received_at AND e.delivery_id = d.id
            GROUP BY e.outcome) o)`
 	ReplayColumns = `r.id::text, p.name, r.received_at, r.status, r.signature, coalesce(r.reason, ''), r.event_count,
-       coalesce(r.replay_of::text, ''),
+       coalesce(r.replay_of::text, ''), coalesce(r.source, ''),
        (SELECT coalesce(jsonb_object_agg(o.outcome, o.n), '{}') FROM (
            SELECT e.outcome, count(*) AS n FROM events e
            WHERE e.tenant_id = r.tenant_id AND e.received_at = r.received_at AND e.delivery_id = r.id
@@ -35,7 +35,7 @@ const (
 
 // Scan reads Columns into d.
 func Scan(d *domain.DeliveryBrief, outcomes *[]byte) []any {
-	return []any{&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, outcomes}
+	return []any{&d.ID, &d.Provider, &d.ReceivedAt, &d.Status, &d.Signature, &d.Reason, &d.EventCount, &d.ReplayOf, &d.Source, outcomes}
 }
 
 // scanBrief reads Columns.

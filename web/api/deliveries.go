@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -26,6 +27,7 @@ type deliveryBriefJSON struct {
 	Reason     *string  `json:"reason"`
 	EventCount int      `json:"event_count"`
 	ReplayOf   *string  `json:"replay_of"`
+	Source     string   `json:"source"` // webhook or backfill
 }
 
 type deliveryEventJSON struct {
@@ -57,7 +59,8 @@ type deliveryJSON struct {
 
 func newDeliveryBriefJSON(d domain.DeliveryBrief) deliveryBriefJSON {
 	return deliveryBriefJSON{ID: d.ID, Provider: d.Provider, ReceivedAt: jsonTime(d.ReceivedAt), Status: d.Status,
-		Signature: d.Signature, Reason: optionalString(d.Reason), EventCount: d.EventCount, ReplayOf: optionalString(d.ReplayOf)}
+		Signature: d.Signature, Reason: optionalString(d.Reason), EventCount: d.EventCount, ReplayOf: optionalString(d.ReplayOf),
+		Source: cmp.Or(d.Source, "webhook")}
 }
 
 func newDeliveryJSON(d domain.DeliveryDetail) deliveryJSON {

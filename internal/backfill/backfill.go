@@ -1,0 +1,213 @@
+// Package backfill pulls from a provider's API the records its webhooks
+// should have carried and writes them through the ingest of every delivery:
+// each page of records becomes a delivery whose source is backfill, its
+// events decided by the same idempotency, revision guard and conflict
+// queue. A record pulled twice is a duplicate, one a webhook brought
+// already is redundant or stale, a missed change is applied.
+package backfill
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
+)
+
+// Store is what a backfill needs from storage: the ingest, and the
+// provider's API credentials.
+type Store interface {
+	domain.IngestService
+	APICredentials(ctx context.Context, tenantID, providerID int64) (pull.Credentials, bool, error)
+}
+
+// Sources makes the source of a provider kind from its credentials; an
+// error for a kind with no API to pull from.
+type Sources func(kind string, c pull.Credentials) (pull.Source, error)
+
+// Pass is one backfill: the records of a provider modified in [From, To),
+// of one object type or of every object type its scopes name.
+type Pass struct {
+	Tenant, Provider string
+	From, To         time.Time
+	ObjectType       string // "" for all
+}
+
+// Report counts what a pass did.
+type Report struct {
+	Deliveries  int
+	Events      int
+	Outcomes    map[domain.Outcome]int
+	ObjectTypes []string // the object types pulled
+}
+
+// Missed is how many changes the pass found that webhooks had missed: the
+// events it applied.
+func (r Report) Missed() int { return r.Outcomes[domain.Applied] }
+
+// String is one line per outcome, most frequent first, after a total.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "pulled %d events of %s in %d deliveries; %d changes webhooks had missed\n",
+		r.Events, strings.Join(r.ObjectTypes, ", "), r.Deliveries, r.Missed())
+	outcomes := make([]domain.Outcome, 0, len(r.Outcomes))
+	for o := range r.Outcomes {
+		outcomes = append(outcomes, o)
+	}
+	sort.Slice(outcomes, func(i, j int) bool {
+		if r.Outcomes[outcomes[i]] != r.Outcomes[outcomes[j]] {
+			return r.Outcomes[outcomes[i]] > r.Outcomes[outcomes[j]]
+		}
+		return outcomes[i] < outcomes[j]
+	})
+	for _, o := range outcomes {
+		fmt.Fprintf(&b, "%-18s %d\n", o, r.Outcomes[o])
+	}
+	return b.String()
+}
+
+// maxEventsPerDelivery bounds a backfill delivery, as HubSpot bounds a
+// batch: a page of records is written as several deliveries.
+const maxEventsPerDelivery = 100
+
+// ingestTimeout bounds the ingest of one delivery of a pass.
+const ingestTimeout = 30 * time.Second
+
+// Runner runs passes.
+type Runner struct {
+	Store   Store
+	Sources Sources
+	Log     *slog.Logger
+	// Progress, when set, is called after each delivery with the report so
+	// far.
+	Progress func(Report)
+}
+
+// Run runs one pass and returns what it did; on error, the report says
+// what was written before it.
+func (r *Runner) Run(ctx context.Context, pass Pass) (Report, error) {
+	rep := Report{Outcomes: map[domain.Outcome]int{}}
+	if !pass.From.Before(pass.To) {
+		return rep, domain.Errorf(domain.EINVALID, "the backfill's window is empty: from %s to %s", pass.From.Format(time.RFC3339), pass.To.Format(time.RFC3339))
+	}
+	p, err := r.Store.Endpoint(ctx, pass.Tenant, pass.Provider)
+	if err != nil {
+		return rep, err
+	}
+	creds, ok, err := r.Store.APICredentials(ctx, p.TenantID, p.ID)
+	if err != nil {
+		return rep, err
+	}
+	if !ok {
+		return rep, domain.Errorf(domain.EINVALID, "provider %s of tenant %s has no API credentials; set them with tidemark provider update", pass.Provider, pass.Tenant)
+	}
+	src, err := r.Sources(p.Kind, creds)
+	if err != nil {
+		return rep, err
+	}
+	rep.ObjectTypes, err = objectTypes(p, pass.ObjectType)
+	if err != nil {
+		return rep, err
+	}
+	for _, ot := range rep.ObjectTypes {
+		err := src.Pull(ctx, ot, pass.From, pass.To, func(events []domain.Event) error {
+			for chunk := range slices.Chunk(events, maxEventsPerDelivery) {
+				if err := r.write(ctx, p, chunk, &rep); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return rep, fmt.Errorf("backfill of %s: %w", ot, err)
+		}
+	}
+	return rep, nil
+}
+
+// objectTypes are the object types the provider's scopes name, or only
+// want when it is set (one of them).
+func objectTypes(p domain.ProviderEndpoint, want string) ([]string, error) {
+	var all []string
+	for s := range p.Scopes {
+		if s.ObjectType != "" && !slices.Contains(all, s.ObjectType) {
+			all = append(all, s.ObjectType)
+		}
+	}
+	slices.Sort(all)
+	switch {
+	case want != "" && !slices.Contains(all, want):
+		return nil, domain.Errorf(domain.EINVALID, "provider %s has no scope of object type %q; its object types: %s",
+			p.Name, want, cmpList(all))
+	case want != "":
+		return []string{want}, nil
+	case len(all) == 0:
+		return nil, domain.Errorf(domain.EINVALID, "provider %s has no scopes yet, so there is no object type to pull: "+
+			"scopes are created by the first delivery of each type", p.Name)
+	}
+	return all, nil
+}
+
+func cmpList(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+// write ingests events as one backfill delivery, retrying while the
+// database is unavailable.
+func (r *Runner) write(ctx context.Context, p domain.ProviderEndpoint, events []domain.Event, rep *Report) error {
+	d := delivery(p, events)
+	wait := 200 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		ictx, cancel := context.WithTimeout(ctx, ingestTimeout)
+		results, err := r.Store.Ingest(ictx, d, p, events)
+		cancel()
+		if err == nil {
+			rep.Deliveries++
+			rep.Events += len(results)
+			for _, res := range results {
+				rep.Outcomes[res.Outcome]++
+			}
+			if r.Progress != nil {
+				r.Progress(*rep)
+			}
+			return nil
+		}
+		if domain.ErrorCode(err) != domain.EUNAVAILABLE || attempt == 5 || ctx.Err() != nil {
+			return err
+		}
+		r.Log.Warn("backfill: the database is unavailable; retrying", "delivery", d.ID, "attempt", attempt, "err", err)
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		wait *= 2
+	}
+}
+
+// delivery is the backfill delivery of events: its body the events'
+// payloads as a JSON array, for the inspector.
+func delivery(p domain.ProviderEndpoint, events []domain.Event) domain.Delivery {
+	payloads := make([]json.RawMessage, len(events))
+	for i := range events {
+		events[i].Seq = i
+		payloads[i] = events[i].Payload
+		if !json.Valid(payloads[i]) {
+			payloads[i], _ = json.Marshal(string(events[i].Payload))
+		}
+	}
+	body, _ := json.Marshal(payloads)
+	return domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: time.Now(),
+		Status: 200, Signature: domain.SignatureValid, Body: body, Source: domain.SourceBackfill}
+}
