@@ -123,7 +123,7 @@ func TestPullPagesWithAfter(t *testing.T) {
 	if n := f.api.Requests(hubspottest.BatchRead); n != 5 {
 		t.Errorf("%d batch reads, want 5 (50 ids each)", n)
 	}
-	if gap := f.api.MinSearchGap(); gap < 240*time.Millisecond {
+	if gap := f.api.MinSearchGap(); gap < 200*time.Millisecond {
 		t.Errorf("searches %s apart; the search API takes a few per second", gap)
 	}
 }
