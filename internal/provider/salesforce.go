@@ -474,18 +474,37 @@ func (n sfNote) event(orgID, revField string) domain.Event {
 	}
 	stamp := strings.TrimSpace(revision.Text)
 	e.Timestamp = stamp
-	t, err := time.Parse(time.RFC3339Nano, stamp)
-	if err != nil {
-		e.RejectReason = fmt.Sprintf("%s %.60q is not a date-time like 2026-11-29T10:00:00.000Z", revField, stamp)
-		return e
-	}
-	micros := t.UnixMicro()
-	if micros < 0 {
+	micros, t, err := SalesforceRevision(stamp)
+	switch {
+	case errors.Is(err, errSFBefore1970):
 		e.RejectReason = fmt.Sprintf("%s %s is before 1970 and cannot be used as a revision", revField, stamp)
+		return e
+	case err != nil:
+		e.RejectReason = fmt.Sprintf("%s %.60q is not a date-time like 2026-11-29T10:00:00.000Z", revField, stamp)
 		return e
 	}
 	e.Revision, e.RevisionTime = &micros, t
 	return e
+}
+
+var errSFBefore1970 = errors.New("a revision before 1970")
+
+// SalesforceRevision reads the text of a revision field as an outbound
+// message carries it (a dateTime such as 2026-11-29T10:00:00.000Z): the
+// revision is its microseconds since 1970, at the instant it names. The
+// backfill's Salesforce source computes its revisions here too, so a record
+// pulled from the API and the same record received by webhook agree. It
+// fails on text that is no date-time and on an instant before 1970.
+func SalesforceRevision(stamp string) (int64, time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, stamp)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	micros := t.UnixMicro()
+	if micros < 0 {
+		return 0, time.Time{}, errSFBefore1970
+	}
+	return micros, t, nil
 }
 
 func (salesforce) Form() Form {
