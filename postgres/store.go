@@ -36,6 +36,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/people"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
+	"github.com/tidemark/tidemark/postgres/recordfields"
 	"github.com/tidemark/tidemark/postgres/replay"
 	"github.com/tidemark/tidemark/postgres/review"
 	"github.com/tidemark/tidemark/postgres/search"
@@ -61,6 +62,7 @@ type Store struct {
 	*deliverylog.Inspector
 	*queuecheck.Checker
 	*alertcheck.Evaluations // the alert evaluator's
+	*recordfields.Fields    // a backfill's
 
 	*access.Users
 	*access.Sessions
@@ -139,6 +141,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
 		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool), Evaluations: alertcheck.New(pool),
+		Fields:     recordfields.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),
 		Queue:      review.New(pool),

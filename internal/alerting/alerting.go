@@ -24,7 +24,10 @@ type Evaluator struct {
 	// Queue is queued mode's stream, for the queue rules; nil outside
 	// queued mode.
 	Queue alerting.QueueWatcher
-	Log   *slog.Logger
+	// OnFired, when set, is told of every alert that fired (after it was
+	// stored): a provider that went silent starts a backfill sweep.
+	OnFired func(ctx context.Context, c alerting.Change)
+	Log     *slog.Logger
 }
 
 // Run evaluates at once and then every Every until ctx ends. An
@@ -49,6 +52,9 @@ func (e Evaluator) Run(ctx context.Context) error {
 		default:
 			for _, c := range ev.Fired {
 				log.Info("alert fired", "tenant_id", c.TenantID, "alert", c.Alert.ID, "rule", c.Alert.Rule, "summary", c.Alert.Summary)
+				if e.OnFired != nil {
+					e.OnFired(ctx, c)
+				}
 			}
 			for _, c := range ev.Resolved {
 				log.Info("alert resolved", "tenant_id", c.TenantID, "alert", c.Alert.ID, "rule", c.Alert.Rule, "value", c.Alert.Value)

@@ -29,9 +29,9 @@ type Store interface {
 	APICredentials(ctx context.Context, tenantID, providerID int64) (pull.Credentials, bool, error)
 }
 
-// Sources makes the source of a provider kind from its credentials; an
-// error for a kind with no API to pull from.
-type Sources func(kind string, c pull.Credentials) (pull.Source, error)
+// Sources makes the source of a provider, for these object types, from its
+// credentials; an error for a kind with no API to pull from.
+type Sources func(ctx context.Context, p domain.ProviderEndpoint, objectTypes []string, c pull.Credentials) (pull.Source, error)
 
 // Pass is one backfill: the records of a provider modified in [From, To),
 // of one object type or of every object type its scopes name.
@@ -109,11 +109,11 @@ func (r *Runner) Run(ctx context.Context, pass Pass) (Report, error) {
 	if !ok {
 		return rep, domain.Errorf(domain.EINVALID, "provider %s of tenant %s has no API credentials; set them with tidemark provider update", pass.Provider, pass.Tenant)
 	}
-	src, err := r.Sources(p.Kind, creds)
+	rep.ObjectTypes, err = objectTypes(p, pass.ObjectType)
 	if err != nil {
 		return rep, err
 	}
-	rep.ObjectTypes, err = objectTypes(p, pass.ObjectType)
+	src, err := r.Sources(ctx, p, rep.ObjectTypes, creds)
 	if err != nil {
 		return rep, err
 	}

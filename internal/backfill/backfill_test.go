@@ -98,7 +98,9 @@ func TestBackfillDecidesLikeWebhooks(t *testing.T) {
 	}}
 	var progress []int
 	r := &backfill.Runner{Store: withCredentials{store}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sources:  func(string, pull.Credentials) (pull.Source, error) { return api, nil },
+		Sources: func(context.Context, domain.ProviderEndpoint, []string, pull.Credentials) (pull.Source, error) {
+			return api, nil
+		},
 		Progress: func(rep backfill.Report) { progress = append(progress, rep.Events) }}
 	pass := backfill.Pass{Tenant: "acme", Provider: "hs", From: time.UnixMilli(base - 1000), To: time.UnixMilli(base + 3600e3)}
 	// The scope came with the webhook; the endpoint lists it.
@@ -153,7 +155,9 @@ func TestBackfillRefusesWhatItCannotPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := &backfill.Runner{Store: withCredentials{store}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Sources: func(string, pull.Credentials) (pull.Source, error) { return records{}, nil }}
+		Sources: func(context.Context, domain.ProviderEndpoint, []string, pull.Credentials) (pull.Source, error) {
+			return records{}, nil
+		}}
 	now := time.Now()
 	for _, c := range []struct {
 		pass backfill.Pass

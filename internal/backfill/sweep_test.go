@@ -148,7 +148,7 @@ func TestSweepRestoresAnHourOfDroppedWebhooks(t *testing.T) {
 		}
 	}
 
-	r := &backfill.Runner{Store: hubspotAPI{store, api}, Sources: backfill.NewSources(slog.New(slog.NewTextHandler(io.Discard, nil))),
+	r := &backfill.Runner{Store: hubspotAPI{store, api}, Sources: backfill.NewSources(store, slog.New(slog.NewTextHandler(io.Discard, nil))),
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	sweep := backfill.Pass{Tenant: "acme", Provider: "hs", From: start.Add(-time.Minute), To: time.Now()}
 	rep, err := r.Run(ctx, sweep)
