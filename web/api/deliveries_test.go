@@ -137,9 +137,12 @@ func TestAPIDeliveries(t *testing.T) {
 	e.FlushRefusals()
 
 	d, _ := e.DeliveryJSON(token, id1)
-	webtest.AssertKeys(t, d, "id", "provider", "received_at", "status", "signature", "reason", "event_count", "replay_of",
+	webtest.AssertKeys(t, d, "id", "provider", "received_at", "status", "signature", "reason", "event_count", "replay_of", "source",
 		"method", "path", "query", "headers", "truncated", "client_address", "body", "body_encoding", "events", "replays", "replays_next_cursor")
 	assertTime(t, d, "received_at")
+	if d["source"] != "webhook" {
+		t.Errorf("source %v, want webhook", d["source"])
+	}
 	if d["id"] != id1 || d["provider"] != "crm" || d["status"] != float64(200) || d["body"] != string(first) ||
 		d["body_encoding"] != "utf-8" || d["replay_of"] != nil || d["client_address"] != "127.0.0.1" {
 		t.Fatalf("delivery %v", d)
@@ -154,7 +157,7 @@ func TestAPIDeliveries(t *testing.T) {
 
 	status, body := e.Get("/api/v1/tenants/acme/deliveries?limit=2", token)
 	page1 := webtest.List(t, status, body, "deliveries")
-	webtest.AssertKeys(t, page1[0], "id", "provider", "received_at", "status", "signature", "reason", "event_count", "replay_of")
+	webtest.AssertKeys(t, page1[0], "id", "provider", "received_at", "status", "signature", "reason", "event_count", "replay_of", "source")
 	if page1[0]["status"] != float64(400) || body["next_cursor"] == nil {
 		t.Fatalf("first page %v, next %v", page1, body["next_cursor"])
 	}
