@@ -17,9 +17,11 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/internal/tracing"
 )
 
 // Store is what a backfill needs from storage: the ingest, and the
@@ -93,8 +95,18 @@ type Runner struct {
 
 // Run runs one pass and returns what it did; on error, the report says
 // what was written before it.
-func (r *Runner) Run(ctx context.Context, pass Pass) (Report, error) {
-	rep := Report{Outcomes: map[domain.Outcome]int{}}
+func (r *Runner) Run(ctx context.Context, pass Pass) (rep Report, err error) {
+	// A pass is a trace of its own, its deliveries' group commits in it.
+	ctx, span := tracing.StartRoot(ctx, "backfill", trace.WithAttributes(tracing.AttrTenant.String(pass.Tenant),
+		tracing.AttrProvider.String(pass.Provider)))
+	defer func() {
+		if err != nil {
+			tracing.Fail(span, domain.ErrorCode(err))
+		}
+		span.SetAttributes(tracing.AttrEvents.Int(rep.Events))
+		span.End()
+	}()
+	rep = Report{Outcomes: map[domain.Outcome]int{}}
 	if !pass.From.Before(pass.To) {
 		return rep, domain.Errorf(domain.EINVALID, "the backfill's window is empty: from %s to %s", pass.From.Format(time.RFC3339), pass.To.Format(time.RFC3339))
 	}
