@@ -20,10 +20,12 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/alerts"
+	"github.com/tidemark/tidemark/postgres/apicreds"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
@@ -75,6 +77,8 @@ type Store struct {
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
 	*alerts.Rules    // alert rules and alert history
+	// Credentials are providers' API credentials, for backfill.
+	*apicreds.Credentials
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -139,18 +143,19 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
 		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool), Evaluations: alertcheck.New(pool),
-		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
-		Counters:   stats.New(pool),
-		Queue:      review.New(pool),
-		Maintainer: maintain.New(pool),
-		Reconciler: reconcile.New(pool, log),
-		Indexer:    search.New(pool),
-		Jobs:       replay.New(pool),
-		Feed:       changefeed.New(pool),
-		Manager:    destinations.New(pool, keys),
-		Outbox:     outbound.New(pool, keys, log),
-		Rules:      alerts.New(pool),
-		Writer:     ingestion.New(pool, d.secrets, log)}, nil
+		Rekeyer:     secretkeys.New(pool, keys, d.secrets),
+		Counters:    stats.New(pool),
+		Queue:       review.New(pool),
+		Maintainer:  maintain.New(pool),
+		Reconciler:  reconcile.New(pool, log),
+		Indexer:     search.New(pool),
+		Jobs:        replay.New(pool),
+		Feed:        changefeed.New(pool),
+		Manager:     destinations.New(pool, keys),
+		Outbox:      outbound.New(pool, keys, log),
+		Rules:       alerts.New(pool),
+		Credentials: apicreds.New(pool, d.secrets),
+		Writer:      ingestion.New(pool, d.secrets, log)}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).
@@ -174,6 +179,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Manager.UseReadPool(p)
 	s.Evaluations.UseReadPool(p)
 	s.Rules.UseReadPool(p)
+	s.Credentials.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -223,6 +229,7 @@ var (
 	_ stream.Outbox                = (*Store)(nil)
 	_ alerting.Evaluator           = (*Store)(nil)
 	_ alerting.Service             = (*Store)(nil)
+	_ pull.CredentialStore         = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
