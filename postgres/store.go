@@ -141,21 +141,20 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
+		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool), Credentials: apicreds.New(pool, d.secrets),
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool), Evaluations: alertcheck.New(pool),
-		Rekeyer:     secretkeys.New(pool, keys, d.secrets),
-		Counters:    stats.New(pool),
-		Queue:       review.New(pool),
-		Maintainer:  maintain.New(pool),
-		Reconciler:  reconcile.New(pool, log),
-		Indexer:     search.New(pool),
-		Jobs:        replay.New(pool),
-		Feed:        changefeed.New(pool),
-		Manager:     destinations.New(pool, keys),
-		Outbox:      outbound.New(pool, keys, log),
-		Rules:       alerts.New(pool),
-		Credentials: apicreds.New(pool, d.secrets),
-		Writer:      ingestion.New(pool, d.secrets, log)}, nil
+		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
+		Counters:   stats.New(pool),
+		Queue:      review.New(pool),
+		Maintainer: maintain.New(pool),
+		Reconciler: reconcile.New(pool, log),
+		Indexer:    search.New(pool),
+		Jobs:       replay.New(pool),
+		Feed:       changefeed.New(pool),
+		Manager:    destinations.New(pool, keys),
+		Outbox:     outbound.New(pool, keys, log),
+		Rules:      alerts.New(pool),
+		Writer:     ingestion.New(pool, d.secrets, log)}, nil
 }
 
 // Pool returns the store's connection pool (ingest, writes, maintenance).
