@@ -20,10 +20,12 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/alerts"
+	"github.com/tidemark/tidemark/postgres/apicreds"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
@@ -77,6 +79,8 @@ type Store struct {
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
 	*alerts.Rules    // alert rules and alert history
+	// Credentials are providers' API credentials, for backfill.
+	*apicreds.Credentials
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -139,7 +143,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pool)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool),
+		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool), Credentials: apicreds.New(pool, d.secrets),
 		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool), Evaluations: alertcheck.New(pool),
 		Fields:     recordfields.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
@@ -177,6 +181,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Manager.UseReadPool(p)
 	s.Evaluations.UseReadPool(p)
 	s.Rules.UseReadPool(p)
+	s.Credentials.UseReadPool(p)
 }
 
 // DefaultReadTimeout bounds each read statement of the console and the API
@@ -226,6 +231,7 @@ var (
 	_ stream.Outbox                = (*Store)(nil)
 	_ alerting.Evaluator           = (*Store)(nil)
 	_ alerting.Service             = (*Store)(nil)
+	_ pull.CredentialStore         = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store

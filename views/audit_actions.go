@@ -5,6 +5,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 )
 
@@ -19,6 +20,8 @@ var auditActionTexts = map[string]string{
 	domain.AuditProviderRetire:      "retired the old secrets of a provider",
 	domain.AuditProviderUpdate:      "changed a provider",
 	domain.AuditProviderSecretShown: "confirmed the issued secret of a provider",
+	pull.AuditCredentialsSet:        "set the API credentials of a provider",
+	pull.AuditCredentialsClear:      "cleared the API credentials of a provider",
 	domain.AuditScopeUpdate:         "changed a scope",
 	domain.AuditOperatorCreate:      "created an operator",
 	domain.AuditOperatorAdmin:       "changed the admin rights of an operator",

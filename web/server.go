@@ -17,6 +17,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
@@ -57,6 +58,8 @@ type Services struct {
 	// Alerts serves the alert rules and the alert history (API and
 	// console, whose pages show the firing alerts as a banner).
 	Alerts alerting.Service
+	// APICredentials keeps providers' API credentials (console).
+	APICredentials pull.CredentialStore
 }
 
 // Config wires a Server to its dependencies.
@@ -141,7 +144,8 @@ func New(cfg Config) *Server {
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
-		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations, Alerts: svc.Alerts},
+		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations, Alerts: svc.Alerts,
+		APICredentials: svc.APICredentials},
 		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
 		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s

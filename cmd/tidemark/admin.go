@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -388,16 +390,17 @@ func limitFlags(maxBody, maxFutureSkew string) (domain.ProviderLimits, error) {
 }
 
 // providerUpdateFlags declares provider update's flags.
-func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew *string) {
+func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew *string, api apiFlags) {
 	return fs.String("tenant", "", "tenant slug (required)"),
 		fs.String("provider", "", "provider name (required)"),
 		fs.String("max-body", "", maxBodyUsage),
-		fs.String("max-future-skew", "", maxFutureSkewUsage)
+		fs.String("max-future-skew", "", maxFutureSkewUsage),
+		apiCredentialFlags(fs)
 }
 
 func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 	fs := e.flags("provider update")
-	tenant, name, maxBody, maxFutureSkew := providerUpdateFlags(fs)
+	tenant, name, maxBody, maxFutureSkew, api := providerUpdateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -405,18 +408,34 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider update: --tenant and --provider are required")
 	}
-	if *maxBody == "" && *maxFutureSkew == "" {
+	setLimits := *maxBody != "" || *maxFutureSkew != ""
+	if !setLimits && !api.given() {
 		fs.Usage()
-		return fmt.Errorf("provider update: nothing to change; give --max-body, --max-future-skew or both")
+		return fmt.Errorf("provider update: nothing to change; give --max-body, --max-future-skew, API credentials " +
+			"(--api-token-stdin, or --client-id with --client-secret-stdin) or --clear-api-credentials")
 	}
 	limits, err := limitFlags(*maxBody, *maxFutureSkew)
 	if err != nil {
 		return err
 	}
+	var creds pull.Credentials
+	if api.given() {
+		if creds, err = api.credentials(bufio.NewReader(e.stdin)); err != nil {
+			return err
+		}
+	}
 	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
 		p, err := s.ProviderSummary(ctx, t.ID, *name)
 		if err != nil {
 			return err
+		}
+		if api.given() {
+			if err := e.updateAPICredentials(ctx, s, t, p, api, creds); err != nil {
+				return err
+			}
+		}
+		if !setLimits {
+			return nil
 		}
 		updated, err := s.SetProviderLimits(ctx, t.ID, p.ID, limits)
 		if err != nil {

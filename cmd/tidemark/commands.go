@@ -63,9 +63,13 @@ func commands() []command {
 				"Prints how many were retired.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { providerRetireFlags(fs) }, run: cliEnv.providerRetire},
 		{name: "provider update", required: []string{"tenant", "provider"},
-			summary: "Change a provider's limits, then print them.",
-			about:   "Change a provider's limits, then print them.",
-			flags:   func(_ cliEnv, fs *flag.FlagSet) { providerUpdateFlags(fs) }, run: cliEnv.providerUpdate},
+			summary: "Change a provider's limits or its API credentials (for backfill).",
+			about: "Change a provider's limits, then print them; or set or clear the credentials of its API, from\n" +
+				"which backfill pulls what webhooks missed. HubSpot: a private app's access token from standard\n" +
+				"input (--api-token-stdin). Salesforce: a connected app's --client-id, its secret from standard\n" +
+				"input (--client-secret-stdin) and --login-url. The secret is stored encrypted and never printed;\n" +
+				"the command prints the other fields it set. The change is recorded in the audit log.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { providerUpdateFlags(fs) }, run: cliEnv.providerUpdate},
 		{name: "token create", required: []string{"tenant"}, summary: "Create an API token for one tenant; prints it once.",
 			about: "Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenCreateFlags(fs) }, run: cliEnv.tokenCreate},
@@ -231,7 +235,8 @@ func flagWord(f *flag.Flag) string {
 // metavars name the value of flags whose default does not show what to
 // give.
 var metavars = map[string]string{
-	"access": "read|write", "after": "CURSOR", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
+	"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
+	"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
 	"contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
 	"max-body": "SIZE", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
 	"nats": "nats://HOST:4222", "object-type": "TYPE", "org-id": "ID",

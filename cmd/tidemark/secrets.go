@@ -24,8 +24,9 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		n, err := s.RekeySecrets(ctx, *batch)
-		if n.Providers+n.Destinations > 0 || err == nil {
-			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets and %d destination secrets\n", n.Providers, n.Destinations)
+		if n.Providers+n.Destinations+n.APICredentials > 0 || err == nil {
+			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets, %d destination secrets and %d provider API credentials\n",
+				n.Providers, n.Destinations, n.APICredentials)
 		}
 		return err
 	})

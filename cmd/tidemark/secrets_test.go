@@ -83,7 +83,8 @@ func TestNoKeyWithDatabaseURL(t *testing.T) {
 }
 
 // TestServeChecksKeys: serve refuses to start without the key its secrets,
-// of providers and of destinations, are stored under and names it; after
+// of providers (their API credentials too) and of destinations, are stored
+// under and names it; after
 // rekey with both keys, the new key alone serves.
 func TestServeChecksKeys(t *testing.T) {
 	t.Parallel()
@@ -92,10 +93,15 @@ func TestServeChecksKeys(t *testing.T) {
 	for _, args := range [][]string{{"tenant", "create", "acme"},
 		{"provider", "create", "--tenant", "acme", "--name", "crm", "--kind", "standard"},
 		{"provider", "create", "--tenant", "acme", "--name", "shop", "--kind", "shippo"},
-		{"destination", "create", "--tenant", "acme", "--url", "https://203.0.113.5/hook"}} {
+		{"destination", "create", "--tenant", "acme", "--url", "https://203.0.113.5/hook"},
+		{"provider", "create", "--tenant", "acme", "--name", "hub", "--kind", "hubspot", "--secret", "hubspot-client-secret-0123456789"}} {
 		if _, _, err := tidemark(t, env, "", args...); err != nil {
 			t.Fatalf("%v: %v", args, err)
 		}
+	}
+	// The API credentials' secret is sealed with the same keys.
+	if _, _, err := tidemark(t, env, "pat-na1-serve-checks-keys\n", "provider", "update", "--tenant", "acme", "--provider", "hub", "--api-token-stdin"); err != nil {
+		t.Fatal(err)
 	}
 	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {
@@ -109,13 +115,13 @@ func TestServeChecksKeys(t *testing.T) {
 
 	second := map[string]string{"DATABASE_URL": url, "TIDEMARK_ENCRYPTION_KEY": secondKey}
 	listened, _, err := serveBriefly(t, second)
-	if listened || err == nil || !strings.Contains(err.Error(), "key id "+stored+" (2 active secrets of 2 providers, 1 active secrets of 1 destinations)") {
+	if listened || err == nil || !strings.Contains(err.Error(), "key id "+stored+" (3 active secrets of 3 providers, 1 active secrets of 1 destinations, 1 API credentials of 1 providers)") {
 		t.Fatalf("serve with another key: listened %v, %v; want a refusal naming key id %s", listened, err, stored)
 	}
 
 	both := map[string]string{"DATABASE_URL": url, "TIDEMARK_ENCRYPTION_KEY": secondKey + ", " + firstKey}
-	for _, want := range []string{"re-encrypted 2 provider secrets and 1 destination secrets",
-		"re-encrypted 0 provider secrets and 0 destination secrets"} {
+	for _, want := range []string{"re-encrypted 3 provider secrets, 1 destination secrets and 1 provider API credentials",
+		"re-encrypted 0 provider secrets, 0 destination secrets and 0 provider API credentials"} {
 		if out, _, err := tidemark(t, both, "", "secrets", "rekey"); err != nil || !strings.Contains(out, want) {
 			t.Fatalf("secrets rekey: %v, %q; want %q", err, out, want)
 		}

@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
 )
 
 // HubSpot app webhooks (Webhooks API v3). A delivery is a JSON array of up to
@@ -107,6 +108,9 @@ func (hubspot) Setup(secret string, config map[string]string) (string, map[strin
 func (hubspot) NewSecret(map[string]string) (string, error) { return NewHubSpotSecret(), nil }
 
 func (hubspot) HasSecrets() bool { return true }
+
+// PullAPI: a private app's access token (domain/pull).
+func (hubspot) PullAPI() pull.API { return pull.TokenAPI }
 
 func (hubspot) Credentials() (headers, query []string) {
 	return []string{"X-HubSpot-Signature-v3", "X-HubSpot-Signature"}, nil

@@ -20,6 +20,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
 )
 
 // Salesforce outbound messages: a SOAP 1.1 "notifications" call carrying up
@@ -128,6 +129,10 @@ func (salesforce) NewSecret(map[string]string) (string, error) { return newURLTo
 
 // HasSecrets is true: the secrets are the URL tokens.
 func (salesforce) HasSecrets() bool { return true }
+
+// PullAPI: a connected app's client id and secret, for the OAuth 2.0 client
+// credentials flow (domain/pull).
+func (salesforce) PullAPI() pull.API { return pull.ClientCredentialsAPI }
 
 // Credentials: the URL token.
 func (salesforce) Credentials() (headers, query []string) { return nil, []string{"token"} }

@@ -1,6 +1,7 @@
 // Package secretkeys checks that the keys a store opened with can open
-// every stored secret, of providers and of destinations, and seals them
-// all again under the newest.
+// every stored secret, of providers (their signing secrets and API
+// credentials) and of destinations, and seals them all again under the
+// newest.
 package secretkeys
 
 import (
@@ -16,8 +17,8 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Rekeyer checks and rekeys the provider and destination secrets of pool
-// with keys.
+// Rekeyer checks and rekeys the provider, provider API and destination
+// secrets of pool with keys.
 type Rekeyer struct {
 	pool    *pgxpool.Pool
 	keys    *pg.Keyring
@@ -33,6 +34,7 @@ func New(pool *pgxpool.Pool, keys *pg.Keyring, secrets *pg.Secrets) *Rekeyer {
 // code over each, so a new kind cannot be left out of one of them.
 type table struct {
 	owner     string // what a secret belongs to, in errors: "provider", "destination"
+	uses      string // the check's count of secrets (%d) and owners (%d) under a missing key
 	activeSQL string // every tenant's secrets in use, for the check
 	batchSQL  string // locks the next batch not under @key_id and @aad_version
 	updateSQL string // stores a batch re-sealed
@@ -43,12 +45,15 @@ type table struct {
 }
 
 var tables = []table{
-	{owner: "provider", activeSQL: activeSecretsAllSQL, batchSQL: rekeyBatchSQL, updateSQL: rekeySecretsSQL,
+	{owner: "provider", uses: "%d active secrets of %d providers", activeSQL: activeSecretsAllSQL, batchSQL: rekeyBatchSQL, updateSQL: rekeySecretsSQL,
 		aad: pg.AADProvider, seal: (*pg.Keyring).Seal, logFailed: (*pg.Secrets).LogUndecryptable,
 		count: func(r *Rekeyed) *int64 { return &r.Providers }},
-	{owner: "destination", activeSQL: activeDestinationSecretsAllSQL, batchSQL: rekeyDestinationBatchSQL,
+	{owner: "destination", uses: "%d active secrets of %d destinations", activeSQL: activeDestinationSecretsAllSQL, batchSQL: rekeyDestinationBatchSQL,
 		updateSQL: rekeyDestinationSecretsSQL, aad: pg.AADDestination, seal: (*pg.Keyring).SealDestination,
 		logFailed: (*pg.Secrets).LogUndecryptableDestination, count: func(r *Rekeyed) *int64 { return &r.Destinations }},
+	{owner: "provider API", uses: "%d API credentials of %d providers", activeSQL: apiCredentialsAllSQL,
+		batchSQL: rekeyAPIBatchSQL, updateSQL: rekeyAPISecretsSQL, aad: pg.AADProviderAPI, seal: (*pg.Keyring).SealProviderAPI,
+		logFailed: (*pg.Secrets).LogUndecryptableProviderAPI, count: func(r *Rekeyed) *int64 { return &r.APICredentials }},
 }
 
 // activeSecretsAllSQL reads every tenant's active provider secrets, for the
@@ -65,7 +70,14 @@ SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM desti
 WHERE expires_at IS NULL OR expires_at > now()
 ORDER BY tenant_id, id`
 
-// CheckSecrets tries every active provider and destination secret with the
+// apiCredentialsAllSQL reads the secret of every tenant's provider API
+// credentials, one per provider, whose id stands for the secret's.
+const apiCredentialsAllSQL = `
+SELECT tenant_id, provider_id, provider_id, key_id, aad_version, ciphertext FROM provider_api_credentials
+ORDER BY tenant_id, provider_id`
+
+// CheckSecrets tries every active provider and destination secret, and the
+// secret of every provider's API credentials, with the
 // store's keys, as serve does before it starts. It returns pg.ErrNoKey on a
 // store without keys, and an error naming each key id that active secrets
 // are stored under but no key of the store has, with how many secrets and
@@ -82,7 +94,7 @@ func (s *Rekeyer) CheckSecrets(ctx context.Context) error {
 			return err
 		}
 		for id, u := range uses {
-			missing[id] = append(missing[id], fmt.Sprintf("%d active secrets of %d %ss", u.secrets, len(u.owners), tb.owner))
+			missing[id] = append(missing[id], fmt.Sprintf(tb.uses, u.secrets, len(u.owners)))
 		}
 	}
 	if len(missing) == 0 {
@@ -169,15 +181,34 @@ FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @cipher
      AS u(tenant_id, destination_id, id, ciphertext)
 WHERE ds.tenant_id = u.tenant_id AND ds.destination_id = u.destination_id AND ds.id = u.id`
 
+// rekeyAPIBatchSQL locks the next batch of provider API credentials not
+// sealed under @key_id bound to their provider, in the order of
+// apiCredentialsAllSQL (the provider id stands for the secret's id).
+const rekeyAPIBatchSQL = `
+SELECT tenant_id, provider_id, provider_id, key_id, aad_version, ciphertext FROM provider_api_credentials
+WHERE (tenant_id, provider_id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
+ORDER BY tenant_id, provider_id
+LIMIT @limit
+FOR UPDATE`
+
+// rekeyAPISecretsSQL stores a batch of re-sealed provider API secrets.
+const rekeyAPISecretsSQL = `
+UPDATE provider_api_credentials c SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
+FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
+     AS u(tenant_id, provider_id, id, ciphertext)
+WHERE c.tenant_id = u.tenant_id AND c.provider_id = u.provider_id`
+
 // Rekeyed counts the secrets a rekey changed.
 type Rekeyed struct {
 	Providers, Destinations int64
+	APICredentials          int64 // the secrets of providers' API credentials
 }
 
-// RekeySecrets re-encrypts every provider secret (retired ones included)
-// and every destination secret that still signs, that is not yet sealed
-// under the store's first key and bound to its tenant and provider or
-// destination, batchSize (at least 1) secrets per transaction, and returns
+// RekeySecrets re-encrypts every provider secret (retired ones included),
+// every destination secret that still signs and the secret of every
+// provider's API credentials, that is not yet sealed under the store's
+// first key and bound to its tenant and provider or destination, batchSize
+// (at least 1) secrets per transaction, and returns
 // how many it changed. A secret it cannot decrypt is left as it is and
 // logged; once the rest is done, such secrets make it return an error
 // saying how many there are and, for a missing key, its id. Without keys it

@@ -12,6 +12,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/e2e"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
@@ -78,6 +79,17 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 	webtest.FireAlert(e, "acme", alerting.DestinationFailing, "",
 		"Destination 1 (https://hooks.example.com/a-rather-long-path/tidemark) has had no 2xx answer for 15m.", time.Now(), nil)
 
+	// A HubSpot provider with API credentials: its page has their section
+	// and, for owners, its form.
+	hub, err := e.Store.ConnectProvider(webtest.CliContext(), e.Tenant("acme").ID, "hub", "hubspot", "hubspot-client-secret-0123456789", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.SetAPICredentials(webtest.CliContext(), hub.TenantID, hub.ID,
+		pull.Credentials{Token: "pat-na1-layout", BaseURL: "https://api.hubapi.example.com/a-rather-long-path-for-a-sandbox", BudgetShare: 0.5}); err != nil {
+		t.Fatal(err)
+	}
+
 	pages := []struct{ name, path string }{
 		{"overview", "/t/acme"},
 		{"events", "/t/acme/events"},
@@ -93,6 +105,7 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		{"providers", "/t/acme/providers"},
 		{"alerts", "/t/acme/alerts"},
 		{"provider", "/t/acme/providers/crm"},
+		{"provider-api", "/t/acme/providers/hub"},
 		{"destinations", "/t/acme/destinations"},
 		{"tokens", "/t/acme/tokens"},
 		{"members", "/t/acme/members"},

@@ -30,7 +30,7 @@ func (h *Handler) Routes(r chi.Router) {
 		member   = memberPages{h}
 		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
 		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Webhook: h.webhook,
-			PublicURL: h.publicURL, Log: h.log, Now: h.now}
+			Credentials: h.apiCreds, PublicURL: h.publicURL, Log: h.log, Now: h.now}
 		record   = recordPages{h}
 		token    = tokenPages{h}
 		dest     = destinations.Pages{Console: frame{h}, Destinations: h.dests, Log: h.log, Now: h.now}
@@ -105,6 +105,8 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/providers/{name}/secret-shown", provider.HandleSecretShown)
 				r.Post("/providers/{name}/test", provider.HandleTestEvent)
 				r.Post("/providers/{name}/scopes", provider.HandleSaveScope)
+				r.Post("/providers/{name}/api-credentials", provider.HandleSetAPICredentials)
+				r.Post("/providers/{name}/api-credentials/clear", provider.HandleClearAPICredentials)
 				r.Post("/tokens", token.handleCreateToken)
 				r.Post("/tokens/{id}/revoke", token.handleRevokeToken)
 			})

@@ -26,6 +26,11 @@ const (
 	// AADDestination: a destination's signing secret, sealed with
 	// destinationAAD(tenant, destination); ProviderID holds the destination.
 	AADDestination int16 = 2
+	// AADProviderAPI: the secret of a provider's API credentials (token or
+	// client secret), sealed with providerAPIAAD(tenant, provider):
+	// neither a signing secret's ciphertext nor another provider's opens
+	// in its row. ProviderID holds the provider; ID too (one row each).
+	AADProviderAPI int16 = 3
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
@@ -115,6 +120,18 @@ func (k *Keyring) SealDestination(tenantID, destinationID int64, plaintext strin
 		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), destinationAAD(tenantID, destinationID))}, nil
 }
 
+// SealProviderAPI encrypts the secret of a provider's API credentials
+// under the first key, bound to the tenant and provider.
+func (k *Keyring) SealProviderAPI(tenantID, providerID int64, plaintext string) (SealedSecret, error) {
+	if k.sealer == nil {
+		return SealedSecret{}, ErrNoKey
+	}
+	nonce := make([]byte, k.sealer.aead.NonceSize())
+	rand.Read(nonce)
+	return SealedSecret{TenantID: tenantID, ProviderID: providerID, ID: providerID, KeyID: k.sealer.keyID, AADVersion: AADProviderAPI,
+		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), providerAPIAAD(tenantID, providerID))}, nil
+}
+
 // ErrMissingKey wraps the error of a secret whose key the store lacks.
 var ErrMissingKey = errors.New("no configured encryption key has this key id")
 
@@ -135,6 +152,8 @@ func (k *Keyring) Open(s SealedSecret) (string, error) {
 		aad = secretAAD(s.TenantID, s.ProviderID)
 	case AADDestination:
 		aad = destinationAAD(s.TenantID, s.ProviderID)
+	case AADProviderAPI:
+		aad = providerAPIAAD(s.TenantID, s.ProviderID)
 	default:
 		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
 	}
@@ -168,6 +187,16 @@ func destinationAAD(tenantID, destinationID int64) []byte {
 	b = append(b, label...)
 	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
 	return binary.BigEndian.AppendUint64(b, uint64(destinationID))
+}
+
+// providerAPIAAD binds the secret of a provider's API credentials to its
+// tenant and provider, under a label of its own.
+func providerAPIAAD(tenantID, providerID int64) []byte {
+	const label = "tidemark provider api secret v1\x00"
+	b := make([]byte, 0, len(label)+16)
+	b = append(b, label...)
+	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
+	return binary.BigEndian.AppendUint64(b, uint64(providerID))
 }
 
 // CanSeal reports whether the keyring has a key, without which no secret

@@ -49,23 +49,29 @@ func (s *Secrets) OpenAll(secrets []SealedSecret) ([]string, error) {
 // LogUndecryptable logs a provider secret that cannot be decrypted by its
 // ids, at most once per secretLogEvery.
 func (s *Secrets) LogUndecryptable(sec SealedSecret, err error) {
-	s.logUndecryptable("provider", sec, err)
+	s.logUndecryptable("provider", "provider_id", sec, err)
 }
 
 // LogUndecryptableDestination logs a destination's secret likewise; its
 // ProviderID holds the destination id.
 func (s *Secrets) LogUndecryptableDestination(sec SealedSecret, err error) {
-	s.logUndecryptable("destination", sec, err)
+	s.logUndecryptable("destination", "destination_id", sec, err)
 }
 
-// loggedSecret keys the log's memory: the two tables number their secrets
+// LogUndecryptableProviderAPI logs the secret of a provider's API
+// credentials likewise, by its provider's ids.
+func (s *Secrets) LogUndecryptableProviderAPI(sec SealedSecret, err error) {
+	s.logUndecryptable("provider API", "provider_id", sec, err)
+}
+
+// loggedSecret keys the log's memory: the tables number their secrets
 // independently.
 type loggedSecret struct {
 	owner string
 	id    int64
 }
 
-func (s *Secrets) logUndecryptable(owner string, sec SealedSecret, err error) {
+func (s *Secrets) logUndecryptable(owner, idKey string, sec SealedSecret, err error) {
 	now := time.Now()
 	key := loggedSecret{owner, sec.ID}
 	if last, ok := s.undecryptable.Load(key); ok && now.Sub(last.(time.Time)) < secretLogEvery {
@@ -73,7 +79,7 @@ func (s *Secrets) logUndecryptable(owner string, sec SealedSecret, err error) {
 	}
 	s.undecryptable.Store(key, now)
 	s.log.Error(owner+" secret cannot be decrypted; skipped", "key_id", sec.KeyID, "tenant_id", sec.TenantID,
-		owner+"_id", sec.ProviderID, "secret_id", sec.ID, "err", err)
+		idKey, sec.ProviderID, "secret_id", sec.ID, "err", err)
 }
 
 // ScanSealedSecret reads a row of provider_secrets (tenant_id, provider_id,

@@ -226,13 +226,21 @@ func (h Pages) HandleProvider(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h.renderProvider(w, r, http.StatusOK, p, k, views.ScopeForm{})
+	h.renderProvider(w, r, http.StatusOK, p, k, refusedForm{})
+}
+
+// refusedForm is a form of the provider page just refused, shown as
+// submitted with its message in place of the stored values.
+type refusedForm struct {
+	scope views.ScopeForm
+	api   *views.APICredentialsForm
 }
 
 // renderProvider shows a provider's page. A refused scope form, when given,
 // is shown as submitted in place of the stored scope (or of the empty "add"
-// form) with its message.
-func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refusedScope views.ScopeForm) {
+// form) with its message; a refused API credentials form likewise.
+func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refused refusedForm) {
+	refusedScope := refused.scope
 	ctx, tenantID := r.Context(), h.tenant(r).ID
 	secrets, err := h.Providers.ProviderSecrets(ctx, tenantID, p.ID)
 	if err != nil {
@@ -257,6 +265,10 @@ func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int
 	if f, ok := pastedSecret(k); ok {
 		v.RotatePasted = &views.PastedSecret{Label: "New " + strings.ToLower(f.Label[:1]) + f.Label[1:],
 			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}
+	}
+	if v.API, err = h.apiCredentialsView(r, p, refused.api); err != nil {
+		h.Console.Error(w, r, err)
+		return
 	}
 	// Only owners see secrets, an issued one included.
 	if k.HasSecrets() && h.Console.Membership(r).Role.Allows(domain.RoleOwner) {

@@ -72,7 +72,7 @@ func (h Pages) HandleSaveScope(w http.ResponseWriter, r *http.Request) {
 	}
 	if formRefusal(err) {
 		f.Error = domain.ErrorMessage(err)
-		h.renderProvider(w, r, http.StatusUnprocessableEntity, p, k, f)
+		h.renderProvider(w, r, http.StatusUnprocessableEntity, p, k, refusedForm{scope: f})
 		return
 	}
 	if err != nil {

@@ -1,0 +1,62 @@
+package pullcreds_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/pullcreds"
+)
+
+// TestCheck: the kind's API decides what is taken; a loopback or private
+// login or base URL is refused, saying so, unless private addresses are
+// allowed; a public one passes.
+func TestCheck(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	const token = "pat-na1-0000"
+	sf := pull.Credentials{ClientID: "3MVG9abc", ClientSecret: "s3cr3t", LoginURL: "https://203.0.113.5"}
+	if got, err := pullcreds.Check(ctx, "salesforce", sf); err != nil || got.APIVersion != pull.DefaultAPIVersion {
+		t.Fatalf("salesforce at a public address: %+v, %v", got, err)
+	}
+	if _, err := pullcreds.Check(ctx, "hubspot", pull.Credentials{Token: token}); err != nil {
+		t.Fatalf("hubspot with a token: %v", err)
+	}
+	if _, err := pullcreds.Check(ctx, "standard", pull.Credentials{Token: token}); domain.ErrorCode(err) != domain.EINVALID ||
+		domain.ErrorMessage(err) != "provider kind standard has no API to pull from" {
+		t.Fatalf("standard: %v", err)
+	}
+	if _, err := pullcreds.Check(ctx, "hubspot", sf); err == nil || !strings.Contains(err.Error(), "take no client id") {
+		t.Fatalf("hubspot with client credentials: %v", err)
+	}
+
+	loopback := pull.Credentials{Token: token, BaseURL: "http://127.0.0.1:8080", AllowPrivate: false}
+	_, err := pullcreds.Check(ctx, "hubspot", loopback)
+	if err == nil || !strings.Contains(domain.ErrorMessage(err), "must use https") {
+		t.Fatalf("http base URL without allow-private: %v", err)
+	}
+	loopback.BaseURL = "https://127.0.0.1:8443"
+	_, err = pullcreds.Check(ctx, "hubspot", loopback)
+	if domain.ErrorCode(err) != domain.EINVALID || !errors.Is(err, egress.ErrPrivate) ||
+		!strings.HasPrefix(domain.ErrorMessage(err), "API base URL: host 127.0.0.1 is") {
+		t.Fatalf("loopback base URL: %v, want a private refusal naming the field", err)
+	}
+	private := sf
+	private.LoginURL = "https://10.1.2.3"
+	if _, err := pullcreds.Check(ctx, "salesforce", private); !errors.Is(err, egress.ErrPrivate) ||
+		!strings.HasPrefix(domain.ErrorMessage(err), "login URL: host 10.1.2.3 is") {
+		t.Fatalf("private login URL: %v", err)
+	}
+	loopback.AllowPrivate, private.AllowPrivate = true, true
+	if _, err := pullcreds.Check(ctx, "hubspot", loopback); err != nil {
+		t.Fatalf("loopback base URL with allow-private: %v", err)
+	}
+	private.LoginURL = "http://127.0.0.1:9999"
+	if _, err := pullcreds.Check(ctx, "salesforce", private); err != nil {
+		t.Fatalf("http loopback login URL with allow-private: %v", err)
+	}
+}
