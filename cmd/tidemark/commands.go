@@ -146,6 +146,14 @@ func commands() []command {
 				"the report becomes the last one, which the admin console and /metrics show; serve runs\n" +
 				"this check every night.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { auditFlags(fs) }, run: cliEnv.audit},
+		{name: "backfill", required: []string{"tenant", "provider"},
+			summary: "Pull the records a provider's webhooks missed from its API and print counts per outcome.",
+			about: "Pull from the provider's API (HubSpot or Salesforce; its credentials set with provider update)\n" +
+				"every record of its scopes' object types modified in the last --since, and write them through\n" +
+				"the ingest as deliveries whose source is backfill: a change webhooks missed is applied, one they\n" +
+				"brought is redundant or stale, one pulled before a duplicate, a contradiction a revision conflict.\n" +
+				"Prints the counts per outcome; progress goes to standard error.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { backfillFlags(fs) }, run: cliEnv.backfill},
 		{name: "secrets rekey", summary: "Re-encrypt provider and destination secrets under the first key of TIDEMARK_ENCRYPTION_KEY.",
 			about: "Re-encrypt every provider and destination secret under the first key of TIDEMARK_ENCRYPTION_KEY,\n" +
 				"bound to its tenant and provider or destination, and print how many of each changed. Secrets\n" +

@@ -58,8 +58,12 @@ func (r Report) Missed() int { return r.Outcomes[domain.Applied] }
 // String is one line per outcome, most frequent first, after a total.
 func (r Report) String() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "pulled %d events of %s in %d deliveries; %d changes webhooks had missed\n",
-		r.Events, strings.Join(r.ObjectTypes, ", "), r.Deliveries, r.Missed())
+	deliveries := "deliveries"
+	if r.Deliveries == 1 {
+		deliveries = "delivery"
+	}
+	fmt.Fprintf(&b, "pulled %d events of %s in %d %s; %d changes webhooks had missed\n",
+		r.Events, cmpList(r.ObjectTypes), r.Deliveries, deliveries, r.Missed())
 	outcomes := make([]domain.Outcome, 0, len(r.Outcomes))
 	for o := range r.Outcomes {
 		outcomes = append(outcomes, o)
