@@ -20,11 +20,13 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/alerts"
 	"github.com/tidemark/tidemark/postgres/auditlog"
+	"github.com/tidemark/tidemark/postgres/backfills"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
 	"github.com/tidemark/tidemark/postgres/destinations"
@@ -71,6 +73,7 @@ type Store struct {
 	*reconcile.Reconciler
 	*search.Indexer
 	*replay.Jobs
+	*backfills.Keeper // backfill jobs: operators', the sweep's and the runner's
 	*changefeed.Feed
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
@@ -146,6 +149,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Reconciler: reconcile.New(pool, log),
 		Indexer:    search.New(pool),
 		Jobs:       replay.New(pool),
+		Keeper:     backfills.New(pool),
 		Feed:       changefeed.New(pool),
 		Manager:    destinations.New(pool, keys),
 		Outbox:     outbound.New(pool, keys, log),
@@ -167,6 +171,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Directory.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
+	s.Keeper.UseReadPool(p)
 	s.Inspector.UseReadPool(p)
 	s.Log.UseReadPool(p)
 	s.Lists.UseReadPool(p)
@@ -223,6 +228,8 @@ var (
 	_ stream.Outbox                = (*Store)(nil)
 	_ alerting.Evaluator           = (*Store)(nil)
 	_ alerting.Service             = (*Store)(nil)
+	_ pull.JobStore                = (*Store)(nil)
+	_ pull.JobRunnerStore          = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
