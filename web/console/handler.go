@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/httpx"
@@ -38,6 +39,8 @@ type Services struct {
 	Destinations   stream.DestinationService
 	// Alerts serves the alerts page and the banner of firing alerts.
 	Alerts alerting.Service
+	// Backfills: the provider page's jobs, the overview's sweeps.
+	Backfills pull.JobStore
 }
 
 // Config wires a Handler to its dependencies.
@@ -77,6 +80,7 @@ type Handler struct {
 	replays    domain.ReplayService
 	dests      stream.DestinationService
 	alerts     alerting.Service
+	backfills  pull.JobStore
 	replayer   *replay.Replayer
 	webhook    http.Handler
 
@@ -95,7 +99,7 @@ func New(cfg Config) *Handler {
 	h := &Handler{access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers, tokens: cfg.Tokens,
 		events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts, people: cfg.People,
 		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
-		dests: cfg.Destinations, alerts: cfg.Alerts, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
+		dests: cfg.Destinations, alerts: cfg.Alerts, backfills: cfg.Backfills, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
 		queue: cfg.Queue, signIns: newSignInBudget(), reads: cfg.Reads}
 	if h.reads == nil {

@@ -1,7 +1,8 @@
 // Package providers is the console's provider pages (/t/{tenant}/providers):
 // the list with the connect form, one provider's page with its endpoint,
 // secrets, recent deliveries and scopes, and the owners' actions on them
-// (connect, rotate, retire, test event, scopes). It is a page family of
+// (connect, rotate, retire, test event, scopes), and its backfills
+// (started and cancelled by operators too). It is a page family of
 // web/console kept apart to hold that package's size down; web/console
 // registers its routes, behind the session, the tenant, the roles and
 // cross-origin protection, and hands it the page frame through Console.
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/web/console/shell"
 )
 
@@ -21,6 +23,7 @@ type Pages struct {
 	Console   shell.Console
 	Providers domain.ProviderService
 	Events    domain.EventService // the outcome of a test event
+	Backfills pull.JobStore       // the backfill section
 	// Webhook is the receiver, through which test events are sent in-process.
 	Webhook   http.Handler
 	PublicURL string // the base URL providers call; "" to build it from each request

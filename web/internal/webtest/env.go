@@ -301,7 +301,7 @@ func Signed(t *testing.T, base, secret, id string, body []byte) *http.Request {
 func Services(store *postgres.Store) web.Services {
 	return web.Services{Ingest: store, Access: store, Operators: store, Providers: store, Tokens: store,
 		Events: store, Stats: store, Records: store, Conflicts: store, People: store, Audit: store,
-		Reconciliation: store, Deliveries: store, Replays: store, Changes: store, Destinations: store, Alerts: store}
+		Reconciliation: store, Deliveries: store, Replays: store, Changes: store, Destinations: store, Alerts: store, Backfills: store}
 }
 
 // SignupBody is a standard lead.signup delivery body.
