@@ -92,7 +92,7 @@ func BenchmarkConsolePages(b *testing.B) {
 		b.Fatal(err)
 	}
 	h := web.New(web.Config{Services: web.Services{Ingest: s, Access: s, Operators: s, Providers: s, Tokens: s,
-		Events: s, Stats: s, Records: s, Conflicts: s, People: s, Audit: s, Reconciliation: s, Deliveries: s, Replays: s},
+		Events: s, Stats: s, Records: s, Conflicts: s, People: s, Audit: s, Reconciliation: s, Deliveries: s, Replays: s, Backfills: s},
 		Sessions: s.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	srv := httptest.NewServer(h)

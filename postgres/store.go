@@ -27,6 +27,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/alerts"
 	"github.com/tidemark/tidemark/postgres/apicreds"
 	"github.com/tidemark/tidemark/postgres/auditlog"
+	"github.com/tidemark/tidemark/postgres/backfills"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
 	"github.com/tidemark/tidemark/postgres/destinations"
@@ -75,6 +76,7 @@ type Store struct {
 	*reconcile.Reconciler
 	*search.Indexer
 	*replay.Jobs
+	*backfills.Keeper // backfill jobs: operators', the sweep's and the runner's
 	*changefeed.Feed
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
@@ -153,6 +155,7 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 		Reconciler: reconcile.New(pool, log),
 		Indexer:    search.New(pool),
 		Jobs:       replay.New(pool),
+		Keeper:     backfills.New(pool),
 		Feed:       changefeed.New(pool),
 		Manager:    destinations.New(pool, keys),
 		Outbox:     outbound.New(pool, keys, log),
@@ -174,6 +177,7 @@ func (s *Store) UseReadPool(p *pgxpool.Pool) {
 	s.Directory.UseReadPool(p)
 	s.Reconciler.UseReadPool(p)
 	s.Jobs.UseReadPool(p)
+	s.Keeper.UseReadPool(p)
 	s.Inspector.UseReadPool(p)
 	s.Log.UseReadPool(p)
 	s.Lists.UseReadPool(p)
@@ -232,6 +236,8 @@ var (
 	_ alerting.Evaluator           = (*Store)(nil)
 	_ alerting.Service             = (*Store)(nil)
 	_ pull.CredentialStore         = (*Store)(nil)
+	_ pull.JobStore                = (*Store)(nil)
+	_ pull.JobRunnerStore          = (*Store)(nil)
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store

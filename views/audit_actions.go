@@ -43,6 +43,8 @@ var auditActionTexts = map[string]string{
 	domain.ReplayStartAction:        "started the bulk replay", // target: replay job N
 	domain.ReplayCancelAction:       "cancelled the bulk replay",
 	domain.ReplayDoneAction:         "finished the bulk replay",
+	pull.AuditBackfillStart:         "started", // target: backfill job N
+	pull.AuditBackfillCancel:        "cancelled",
 	stream.AuditDestinationCreate:   "added", // target: destination N
 	stream.AuditDestinationRotate:   "rotated the secret of",
 	stream.AuditDestinationPause:    "paused",

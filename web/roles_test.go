@@ -32,13 +32,15 @@ const (
 // be listed here, so a new one fails TestRouteRoles until someone decides
 // who may use it, and the route table checks it.
 var routeNeeds = map[string]string{
-	"POST /login":                             needPublic,
-	"POST /logout":                            needSignedIn,
-	"POST /webhooks/{tenant}/{provider}":      needPublic,
-	"POST /t/{tenant}/conflicts/{id}/resolve": string(domain.RoleOperator),
-	"POST /t/{tenant}/deliveries/{id}/replay": string(domain.RoleOperator),
-	"POST /t/{tenant}/replays":                string(domain.RoleOperator),
-	"POST /t/{tenant}/replays/{id}/cancel":    string(domain.RoleOperator),
+	"POST /login":                                             needPublic,
+	"POST /logout":                                            needSignedIn,
+	"POST /webhooks/{tenant}/{provider}":                      needPublic,
+	"POST /t/{tenant}/conflicts/{id}/resolve":                 string(domain.RoleOperator),
+	"POST /t/{tenant}/deliveries/{id}/replay":                 string(domain.RoleOperator),
+	"POST /t/{tenant}/replays":                                string(domain.RoleOperator),
+	"POST /t/{tenant}/replays/{id}/cancel":                    string(domain.RoleOperator),
+	"POST /t/{tenant}/providers/{name}/backfills":             string(domain.RoleOperator),
+	"POST /t/{tenant}/providers/{name}/backfills/{id}/cancel": string(domain.RoleOperator),
 
 	"POST /t/{tenant}/providers":                              string(domain.RoleOwner),
 	"POST /t/{tenant}/providers/{name}/rotate":                string(domain.RoleOwner),
@@ -90,6 +92,8 @@ var routeNeeds = map[string]string{
 	"POST /api/v1/tenants/{tenant}/deliveries/{id}/replay":                             needWrite,
 	"POST /api/v1/tenants/{tenant}/replays":                                            needWrite,
 	"POST /api/v1/tenants/{tenant}/replays/{id}/cancel":                                needWrite,
+	"POST /api/v1/tenants/{tenant}/providers/{provider}/backfills":                     needWrite,
+	"POST /api/v1/tenants/{tenant}/providers/{provider}/backfills/{id}/cancel":         needWrite,
 	// The audit log names operators and their addresses: owners only in
 	// the console, read-write tokens only in the API.
 	"GET /api/v1/tenants/{tenant}/audit": needWrite,

@@ -60,6 +60,9 @@ type Services struct {
 	Alerts alerting.Service
 	// APICredentials keeps providers' API credentials (console).
 	APICredentials pull.CredentialStore
+	// Backfills are the backfill jobs operators start and read (API and
+	// console) and the sweeps the overview shows.
+	Backfills pull.JobStore
 }
 
 // Config wires a Server to its dependencies.
@@ -140,12 +143,13 @@ func New(cfg Config) *Server {
 	reads := httpx.NewReadGate(cfg.ReadConns)
 	s.api = api.New(api.Services{Tokens: svc.Tokens, Records: svc.Records, Events: svc.Events, Stats: svc.Stats,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Deliveries: svc.Deliveries,
-		Replays: svc.Replays, Destinations: svc.Destinations, Changes: svc.Changes, Alerts: svc.Alerts}, s.replayer, reads, s.log)
+		Replays: svc.Replays, Destinations: svc.Destinations, Changes: svc.Changes, Alerts: svc.Alerts,
+		Providers: svc.Providers, Backfills: svc.Backfills}, s.replayer, reads, s.log)
 	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
 		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
 		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
 		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations, Alerts: svc.Alerts,
-		APICredentials: svc.APICredentials},
+		APICredentials: svc.APICredentials, Backfills: svc.Backfills},
 		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
 		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s

@@ -61,7 +61,8 @@ type JobStore interface {
 	// queued one is cancelled at once. An ended job is an ECONFLICT error.
 	CancelBackfill(ctx context.Context, tenantID, id int64) (Job, error)
 	// LastSweeps returns, per provider of the tenant with API credentials,
-	// its newest ended sweep (zero Job when none ran yet), by provider id.
+	// its newest ended sweep, by provider id; when none ran yet, a Job with
+	// ID 0 that names only the tenant and the provider.
 	LastSweeps(ctx context.Context, tenantID int64) (map[int64]Job, error)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/httpx"
@@ -32,6 +33,10 @@ type Services struct {
 	Destinations stream.DestinationService
 	// Alerts: rules read by any token, set by read-write ones.
 	Alerts alerting.Service
+	// Providers name the providers whose backfill jobs are started and
+	// read (Backfills).
+	Providers domain.ProviderService
+	Backfills pull.JobStore
 }
 
 // Handler serves the API.
@@ -48,6 +53,8 @@ type Handler struct {
 	replays      domain.ReplayService
 	destinations stream.DestinationService
 	alerts       alerting.Service
+	providers    domain.ProviderService
+	backfills    pull.JobStore
 	replayer     *replay.Replayer // replays one delivery by hand
 	reads        *httpx.ReadGate  // bounds reads per tenant and token
 	log          *slog.Logger
@@ -64,7 +71,8 @@ func New(s Services, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog
 		reads = httpx.NewReadGate(0)
 	}
 	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
-		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, destinations: s.Destinations, alerts: s.Alerts, replayer: replayer,
+		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, destinations: s.Destinations, alerts: s.Alerts,
+		providers: s.Providers, backfills: s.Backfills, replayer: replayer,
 		reads: reads, log: log}
 }
 

@@ -47,6 +47,8 @@ func (h *Handler) gatedRoutes(r chi.Router) {
 	r.Get("/alert-rules", h.handleAlertRules)
 	r.Get("/alert-rules/{rule}", h.handleAlertRule)
 	r.Get("/alerts", h.handleAlerts)
+	r.Get("/providers/{provider}/backfills", h.handleBackfills)
+	r.Get("/providers/{provider}/backfills/{id}", h.handleBackfill)
 	r.Group(func(r chi.Router) {
 		r.Use(requireWriteToken)
 		r.Post("/conflicts/{id}/resolve", h.handleResolve)
@@ -56,6 +58,8 @@ func (h *Handler) gatedRoutes(r chi.Router) {
 		r.Post("/replays", h.handleStartReplay)
 		r.Post("/replays/{id}/cancel", h.handleCancelReplay)
 		r.Put("/alert-rules/{rule}", h.handleSetAlertRule)
+		r.Post("/providers/{provider}/backfills", h.handleStartBackfill)
+		r.Post("/providers/{provider}/backfills/{id}/cancel", h.handleCancelBackfill)
 		// Destinations, reads included: a destination's URL and status are
 		// the owners', as on the console.
 		r.Post("/destinations", h.handleCreateDestination)

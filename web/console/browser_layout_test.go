@@ -78,6 +78,9 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		"crm has sent no authenticated delivery for 6h.", time.Now().Add(-time.Hour), nil)
 	webtest.FireAlert(e, "acme", alerting.DestinationFailing, "",
 		"Destination 1 (https://hooks.example.com/a-rather-long-path/tidemark) has had no 2xx answer for 15m.", time.Now(), nil)
+	// The provider page's backfills: a failed job with a long reason, and
+	// a running sweep with its Cancel button.
+	addBackfills(t, e)
 
 	// A HubSpot provider with API credentials: its page has their section
 	// and, for owners, its form.
@@ -194,4 +197,33 @@ func visibleCount(ctx context.Context, t *testing.T, css string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// addBackfills gives acme/crm a failed backfill with a long reason and a
+// running sweep.
+func addBackfills(t *testing.T, e *webtest.Env) {
+	t.Helper()
+	ctx := webtest.CliContext()
+	tenant := e.Tenant("acme").ID
+	p, err := e.Store.ProviderSummary(ctx, tenant, "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	failed, err := e.Store.StartBackfill(ctx, tenant, p.ID, now.Add(-72*time.Hour), now, "contact", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.StartBackfill(ctx, tenant, p.ID, now.Add(-20*time.Minute), now, "", true); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, ok, err := e.Store.ClaimBackfill(ctx); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+	}
+	if err := e.Store.FinishBackfill(ctx, tenant, failed.ID, pull.Progress{Deliveries: 3, Events: 240, Missed: 12}, pull.Failed,
+		"crm has no API credentials: set them with tidemark provider update --tenant acme --provider crm --api-token-stdin"); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -41,6 +41,8 @@ type Services struct {
 	Alerts alerting.Service
 	// APICredentials are providers' API credentials, on their pages.
 	APICredentials pull.CredentialStore
+	// Backfills: the provider page's jobs, the overview's sweeps.
+	Backfills pull.JobStore
 }
 
 // Config wires a Handler to its dependencies.
@@ -81,6 +83,7 @@ type Handler struct {
 	dests      stream.DestinationService
 	alerts     alerting.Service
 	apiCreds   pull.CredentialStore
+	backfills  pull.JobStore
 	replayer   *replay.Replayer
 	webhook    http.Handler
 
@@ -99,7 +102,7 @@ func New(cfg Config) *Handler {
 	h := &Handler{access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers, tokens: cfg.Tokens,
 		events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts, people: cfg.People,
 		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
-		dests: cfg.Destinations, alerts: cfg.Alerts, apiCreds: cfg.APICredentials, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
+		dests: cfg.Destinations, alerts: cfg.Alerts, apiCreds: cfg.APICredentials, backfills: cfg.Backfills, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
 		queue: cfg.Queue, signIns: newSignInBudget(), reads: cfg.Reads}
 	if h.reads == nil {

@@ -28,8 +28,8 @@ func (h *Handler) Routes(r chi.Router) {
 		conflict = conflictPages{h}
 		event    = eventPages{h}
 		member   = memberPages{h}
-		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Queue: h.queue, Log: h.log, Now: h.now}
-		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Webhook: h.webhook,
+		overview = overviewpage.Pages{Console: frame{h}, Stats: h.stats, Sweeps: h.backfills, Queue: h.queue, Log: h.log, Now: h.now}
+		provider = providers.Pages{Console: frame{h}, Providers: h.providers, Events: h.events, Backfills: h.backfills, Webhook: h.webhook,
 			Credentials: h.apiCreds, PublicURL: h.publicURL, Log: h.log, Now: h.now}
 		record   = recordPages{h}
 		token    = tokenPages{h}
@@ -109,6 +109,13 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/providers/{name}/api-credentials/clear", provider.HandleClearAPICredentials)
 				r.Post("/tokens", token.handleCreateToken)
 				r.Post("/tokens/{id}/revoke", token.handleRevokeToken)
+			})
+			// Backfills pull what webhooks missed through the same guard,
+			// as a replay does: operators and owners.
+			r.Group(func(r chi.Router) {
+				r.Use(h.requireRole(domain.RoleOperator))
+				r.Post("/providers/{name}/backfills", provider.HandleStartBackfill)
+				r.Post("/providers/{name}/backfills/{id}/cancel", provider.HandleCancelBackfill)
 			})
 
 			// People.

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/shell"
 )
@@ -24,6 +25,7 @@ import (
 type Pages struct {
 	Console shell.Console
 	Stats   domain.StatsService
+	Sweeps  pull.JobStore        // each provider's last sweep
 	Queue   domain.DeliveryQueue // nil: synchronous mode
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -60,13 +62,29 @@ func (p Pages) Handle(w http.ResponseWriter, r *http.Request) {
 		p.Console.Error(w, r, err)
 		return
 	}
-	v := views.OverviewPage{Overview: ov, UpdatedAt: now, Queue: p.queue(ctx, t.ID, now), Period: period}
+	v := views.OverviewPage{Overview: ov, UpdatedAt: now, Queue: p.queue(ctx, t.ID, now), Period: period,
+		Sweeps: p.sweeps(ctx, t.ID)}
 	w.Header().Add("Vary", "HX-Request")
 	if r.Header.Get("HX-Request") == "true" {
 		p.Console.Render(w, r, http.StatusOK, views.OverviewLive(views.Layout{Tenant: t}, v))
 		return
 	}
 	p.Console.Render(w, r, http.StatusOK, views.OverviewView(p.Console.Layout(r, "Overview", "overview"), v))
+}
+
+// sweeps reads each provider's last sweep by name; nil, shown as unknown,
+// when they cannot be read: the counts matter more than the sweeps.
+func (p Pages) sweeps(ctx context.Context, tenantID int64) map[string]pull.Job {
+	last, err := p.Sweeps.LastSweeps(ctx, tenantID)
+	if err != nil {
+		p.Log.WarnContext(ctx, "last sweeps", "err", err)
+		return nil
+	}
+	byName := make(map[string]pull.Job, len(last))
+	for _, j := range last {
+		byName[j.Provider] = j
+	}
+	return byName
 }
 
 // queue reads what waits for the tenant in queued mode; nil in

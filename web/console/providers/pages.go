@@ -2,7 +2,8 @@
 // the list with the connect form, one provider's page with its endpoint,
 // secrets, API credentials, recent deliveries and scopes, and the owners'
 // actions on them (connect, rotate, retire, test event, API credentials,
-// scopes). It is a page family of
+// scopes), and its backfills (started and cancelled by operators too). It
+// is a page family of
 // web/console kept apart to hold that package's size down; web/console
 // registers its routes, behind the session, the tenant, the roles and
 // cross-origin protection, and hands it the page frame through Console.
@@ -25,6 +26,7 @@ type Pages struct {
 	Events    domain.EventService // the outcome of a test event
 	// Credentials are the providers' API credentials, for backfill.
 	Credentials pull.CredentialStore
+	Backfills   pull.JobStore // the backfill section
 	// Webhook is the receiver, through which test events are sent in-process.
 	Webhook   http.Handler
 	PublicURL string // the base URL providers call; "" to build it from each request

@@ -257,11 +257,17 @@ func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int
 		h.Console.Error(w, r, err)
 		return
 	}
+	backfill, err := h.backfillSection(r, p, scopes)
+	if err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
 	page := k.ProviderPage(p.Config)
 	v := views.ProviderView{Provider: p, EndpointURL: h.endpointURL(r, p.Name) + page.EndpointSuffix, Secrets: secrets,
 		Deliveries: deliveries, HasSecrets: k.HasSecrets(), Settings: append(providerSettings(k, p.Config), providerLimits(p.Provider)...),
 		URLNote: page.URLNote, AuthNote: page.AuthNote, TestHint: page.TestHint,
-		NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true}}
+		NewScope: views.ScopeForm{New: true, TTLValue: "7", TTLUnit: "days", IdentifierRule: "event_id", Enabled: true},
+		Backfill: backfill}
 	if f, ok := pastedSecret(k); ok {
 		v.RotatePasted = &views.PastedSecret{Label: "New " + strings.ToLower(f.Label[:1]) + f.Label[1:],
 			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}

@@ -302,7 +302,7 @@ func Services(store *postgres.Store) web.Services {
 	return web.Services{Ingest: store, Access: store, Operators: store, Providers: store, Tokens: store,
 		Events: store, Stats: store, Records: store, Conflicts: store, People: store, Audit: store,
 		Reconciliation: store, Deliveries: store, Replays: store, Changes: store, Destinations: store, Alerts: store,
-		APICredentials: store}
+		APICredentials: store, Backfills: store}
 }
 
 // SignupBody is a standard lead.signup delivery body.

@@ -1,0 +1,188 @@
+package backfills
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
+
+// requeueStaleSQL gives back the running jobs whose node stopped
+// reporting (it died): queued again for another node, or cancelled when
+// an operator had asked them to stop. Like the claim, it reads across
+// tenants, as maintenance does: serve's nodes run every tenant's jobs.
+const requeueStaleSQL = `
+UPDATE backfill_jobs SET heartbeat_at = NULL,
+    state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    finished_at = CASE WHEN cancel_requested THEN now() END
+WHERE state = 'running' AND heartbeat_at < now() - make_interval(secs => @stale::float8)`
+
+// claimBackfillSQL marks the oldest queued job running. SKIP LOCKED lets
+// two nodes claim at once without waiting on each other or taking the
+// same job: the one that locked it first has it.
+const claimBackfillSQL = `
+WITH next AS (
+    SELECT tenant_id, id FROM backfill_jobs WHERE state = 'queued'
+    ORDER BY created_at, id LIMIT 1
+    FOR UPDATE SKIP LOCKED)
+UPDATE backfill_jobs j SET state = 'running', started_at = coalesce(j.started_at, now()), heartbeat_at = now()
+FROM next WHERE j.tenant_id = next.tenant_id AND j.id = next.id
+RETURNING ` + jobColumns
+
+// ClaimBackfill implements pull.JobRunnerStore.
+func (k *Keeper) ClaimBackfill(ctx context.Context) (pull.Job, bool, error) {
+	if _, err := k.pool.Exec(ctx, requeueStaleSQL, pgx.NamedArgs{"stale": pull.StaleAfter.Seconds()}); err != nil {
+		return pull.Job{}, false, pg.Translate(err)
+	}
+	rows, err := k.pool.Query(ctx, claimBackfillSQL)
+	if err != nil {
+		return pull.Job{}, false, pg.Translate(err)
+	}
+	jobs, err := pgx.CollectRows(rows, scanJob)
+	if err != nil || len(jobs) == 0 {
+		return pull.Job{}, false, pg.Translate(err)
+	}
+	return jobs[0], true, nil
+}
+
+// progressArgs are the named arguments of a job's progress.
+func progressArgs(tenantID, id int64, p pull.Progress) pgx.NamedArgs {
+	outcomes := p.Outcomes
+	if outcomes == nil {
+		outcomes = map[string]int{}
+	}
+	raw, _ := json.Marshal(outcomes)
+	return pgx.NamedArgs{"tenant_id": tenantID, "job_id": id, "deliveries": p.Deliveries, "events": p.Events,
+		"missed": p.Missed, "outcomes": string(raw)}
+}
+
+const reportBackfillSQL = `
+UPDATE backfill_jobs j SET deliveries = @deliveries, events = @events, missed = @missed, outcomes = @outcomes::jsonb,
+    heartbeat_at = now()
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.state = 'running'
+RETURNING j.cancel_requested`
+
+// ReportBackfill implements pull.JobRunnerStore. A job that is no longer
+// running (it went stale and was queued again, or it ended) answers cancel
+// too: its runner must stop.
+func (k *Keeper) ReportBackfill(ctx context.Context, tenantID, id int64, p pull.Progress) (bool, error) {
+	var cancel bool
+	err := k.pool.QueryRow(ctx, reportBackfillSQL, progressArgs(tenantID, id, p)).Scan(&cancel)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	return cancel, pg.Translate(err)
+}
+
+const finishBackfillSQL = `
+UPDATE backfill_jobs j SET state = @state, error = @error, deliveries = @deliveries, events = @events, missed = @missed,
+    outcomes = @outcomes::jsonb, finished_at = now(), heartbeat_at = NULL
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.state = 'running'`
+
+// FinishBackfill implements pull.JobRunnerStore: state must be one that
+// ends a job (EINVALID otherwise), and the job running (ECONFLICT
+// otherwise: it went stale and another node may hold it).
+func (k *Keeper) FinishBackfill(ctx context.Context, tenantID, id int64, p pull.Progress, state pull.JobState, reason string) error {
+	if !(pull.Job{State: state}).Ended() {
+		return domain.Errorf(domain.EINVALID, "a backfill job cannot finish as %q", state)
+	}
+	args := progressArgs(tenantID, id, p)
+	args["state"], args["error"] = string(state), reason
+	tag, err := k.pool.Exec(ctx, finishBackfillSQL, args)
+	if err != nil {
+		return pg.Translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return domain.Errorf(domain.ECONFLICT, "backfill job %d is not running", id)
+	}
+	return nil
+}
+
+// sweepsDueSQL lists the providers with API credentials whose newest
+// sweep was created at least @every before @now, or that never had one,
+// and have none queued or running. A sweep starts where the last one that
+// finished its window ended, less the overlap (a failed or cancelled one
+// moves nothing), and never further back than @oldest. Across tenants,
+// like the claim.
+const sweepsDueSQL = `
+SELECT c.tenant_id, c.provider_id,
+       greatest(coalesce(done.to_at - make_interval(secs => @overlap::float8),
+                         @now::timestamptz - make_interval(secs => @every::float8)), @oldest::timestamptz)
+FROM provider_api_credentials c
+LEFT JOIN LATERAL (SELECT j.created_at FROM backfill_jobs j
+                   WHERE j.tenant_id = c.tenant_id AND j.provider_id = c.provider_id AND j.sweep
+                   ORDER BY j.id DESC LIMIT 1) last ON true
+LEFT JOIN LATERAL (SELECT j.to_at FROM backfill_jobs j
+                   WHERE j.tenant_id = c.tenant_id AND j.provider_id = c.provider_id AND j.sweep AND j.state = 'done'
+                   ORDER BY j.to_at DESC LIMIT 1) done ON true
+WHERE (last.created_at IS NULL OR last.created_at <= @now::timestamptz - make_interval(secs => @every::float8))
+  AND NOT EXISTS (SELECT FROM backfill_jobs a WHERE a.tenant_id = c.tenant_id AND a.provider_id = c.provider_id
+                  AND a.sweep AND a.state IN ('queued', 'running'))
+ORDER BY c.tenant_id, c.provider_id`
+
+// SweepsDue implements pull.JobRunnerStore. A sweep never reaches further
+// back than pull.MaxSince, however long the provider went unswept.
+func (k *Keeper) SweepsDue(ctx context.Context, now time.Time, every, overlap time.Duration) ([]pull.SweepDue, error) {
+	rows, err := k.pool.Query(ctx, sweepsDueSQL, pgx.NamedArgs{"now": now, "every": every.Seconds(),
+		"overlap": overlap.Seconds(), "oldest": now.Add(-pull.MaxSince)})
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	due, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pull.SweepDue, error) {
+		var d pull.SweepDue
+		return d, row.Scan(&d.TenantID, &d.ProviderID, &d.From)
+	})
+	return due, pg.Translate(err)
+}
+
+// credentialedProvidersSQL lists the tenant's providers with API
+// credentials.
+const credentialedProvidersSQL = `
+SELECT p.id, p.name FROM provider_api_credentials c
+JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+WHERE c.tenant_id = @tenant_id`
+
+// lastSweepsSQL is each provider's newest ended sweep.
+const lastSweepsSQL = `
+SELECT DISTINCT ON (j.provider_id) ` + jobColumns + ` FROM backfill_jobs j
+WHERE j.tenant_id = @tenant_id AND j.sweep AND j.finished_at IS NOT NULL
+ORDER BY j.provider_id, j.finished_at DESC, j.id DESC`
+
+// LastSweeps implements pull.JobStore, on the read pool.
+func (k *Keeper) LastSweeps(ctx context.Context, tenantID int64) (map[int64]pull.Job, error) {
+	args := pgx.NamedArgs{"tenant_id": tenantID}
+	rows, err := k.read.Query(ctx, credentialedProvidersSQL, args)
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	providers, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (pull.Job, error) {
+		j := pull.Job{TenantID: tenantID}
+		return j, row.Scan(&j.ProviderID, &j.Provider)
+	})
+	if err != nil || len(providers) == 0 {
+		return map[int64]pull.Job{}, pg.Translate(err)
+	}
+	if rows, err = k.read.Query(ctx, lastSweepsSQL, args); err != nil {
+		return nil, pg.Translate(err)
+	}
+	sweeps, err := pgx.CollectRows(rows, scanJob)
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	last := make(map[int64]pull.Job, len(providers))
+	for _, p := range providers {
+		last[p.ProviderID] = p
+	}
+	for _, j := range sweeps {
+		if _, ok := last[j.ProviderID]; ok {
+			last[j.ProviderID] = j
+		}
+	}
+	return last, nil
+}
