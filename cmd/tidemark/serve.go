@@ -55,6 +55,7 @@ type serveOptions struct {
 	logFormat                                          *string
 	allowRemote                                        *bool
 	retention, historyRetention, readTimeout           *time.Duration
+	sweepInterval                                      *time.Duration
 	queue                                              queueFlags
 }
 
@@ -73,6 +74,8 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter"),
 		memoryLimit: fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
 			"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)"),
+		sweepInterval: fs.Duration("sweep-interval", defaultSweepInterval,
+			"how often every provider with API credentials is swept for what its webhooks missed (0: never)"),
 		queue:     e.addQueueFlags(fs, true),
 		logFormat: logFormatFlag(fs),
 	}
@@ -83,6 +86,9 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	o := e.serveFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
+	}
+	if *o.sweepInterval != 0 && *o.sweepInterval < time.Minute {
+		return fmt.Errorf("serve: --sweep-interval %s: sweep at most every minute (or 0 for never)", *o.sweepInterval)
 	}
 	return e.serveNode(ctx, o)
 }
@@ -167,7 +173,8 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	services = append(services,
 		cleanupService(store, *o.retention, log), reconcileService(store, log), searchIndexService(store, log),
 		refusalFlusher{handler: handler, log: log}, committersService(store),
-		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, watcher, log))
+		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, watcher, log),
+		backfillService(newJobs(store, log), *o.sweepInterval, log))
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
 		if err != nil {

@@ -1,0 +1,116 @@
+package backfill_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/internal/backfill"
+	"github.com/tidemark/tidemark/internal/pull/hubspot/hubspottest"
+	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
+)
+
+// TestJobsRunSweepsAndOperatorsJobs: what serve's backfill service does.
+// An operator's job is run to its end with its counts stored; a sweep is
+// queued for the provider with credentials once its interval passed (not
+// twice, not for the provider without them) and finds what the webhooks
+// missed; a job the provider refuses fails with the reason, without the
+// token.
+func TestJobsRunSweepsAndOperatorsJobs(t *testing.T) {
+	t.Parallel()
+	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	tenant, err := store.CreateTenant(ctx, "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := hubspottest.New(t)
+	var eps []domain.ProviderEndpoint
+	for _, name := range []string{"hs", "other"} {
+		if _, err := store.ConnectProvider(ctx, tenant.ID, name, "hubspot", "hubspot-app-secret-0123456789", nil); err != nil {
+			t.Fatal(err)
+		}
+		ep, err := store.Endpoint(ctx, "acme", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A first webhook creates the contact scope.
+		d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: tenant.ID, ProviderID: ep.ID, ReceivedAt: time.Now(),
+			Status: 200, Signature: domain.SignatureValid}
+		if _, err := store.Ingest(ctx, d, ep, []domain.Event{property("1:1:1:1:0", "1", "email", "one@example.com", 1)}); err != nil {
+			t.Fatal(err)
+		}
+		eps = append(eps, ep)
+	}
+	if err := store.SetAPICredentials(ctx, tenant.ID, eps[0].ID, pull.Credentials{Token: api.Token(), BaseURL: api.URL(), AllowPrivate: true}); err != nil {
+		t.Fatal(err)
+	}
+	api.Create("contact", time.Now().Add(-30*time.Minute), map[string]string{"email": "ann@example.com"})
+
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	jobs := &backfill.Jobs{Store: store, Log: log, Runner: &backfill.Runner{Store: store, Sources: backfill.NewSources(store, log), Log: log}}
+	runAll := func() {
+		t.Helper()
+		for {
+			ran, err := jobs.RunNext(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !ran {
+				return
+			}
+		}
+	}
+
+	now := time.Now()
+	op, err := store.StartBackfill(ctx, tenant.ID, eps[0].ID, now.Add(-time.Hour), now, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAll()
+	if op, err = store.Backfill(ctx, tenant.ID, op.ID); err != nil || op.State != pull.Done || op.Missed != 2 || op.Events != 2 {
+		t.Fatalf("the operator's job: %+v, %v; want done with the contact's creation and email applied", op, err)
+	}
+
+	// The sweep: due for the provider with credentials only, queued once.
+	api.Create("contact", time.Now().Add(-5*time.Minute), map[string]string{"email": "bo@example.com"})
+	if n, err := jobs.Sweep(context.Background(), time.Now(), 15*time.Minute, 5*time.Minute); err != nil || n != 1 {
+		t.Fatalf("sweep queued %d, %v; want 1 (the provider with credentials)", n, err)
+	}
+	if n, err := jobs.Sweep(context.Background(), time.Now(), 15*time.Minute, 5*time.Minute); err != nil || n != 0 {
+		t.Fatalf("a second check queued %d, %v; want none while one is queued", n, err)
+	}
+	runAll()
+	sweeps, err := store.LastSweeps(ctx, tenant.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := sweeps[eps[0].ID]; s.State != pull.Done || !s.Sweep || s.Missed != 2 {
+		t.Fatalf("the sweep: %+v; want done, finding the new contact's creation and email", s)
+	}
+
+	// A token the provider refuses fails the job with the reason.
+	if err := store.SetAPICredentials(ctx, tenant.ID, eps[0].ID, pull.Credentials{Token: "pat-revoked-0123456789", BaseURL: api.URL(), AllowPrivate: true}); err != nil {
+		t.Fatal(err)
+	}
+	bad, err := store.StartBackfill(ctx, tenant.ID, eps[0].ID, now.Add(-time.Hour), now, "", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runAll()
+	bad, err = store.Backfill(ctx, tenant.ID, bad.ID)
+	if err != nil || bad.State != pull.Failed || !strings.Contains(bad.Error, "token") || strings.Contains(bad.Error, "pat-revoked") {
+		t.Fatalf("a refused token: %+v, %v; want failed, naming the token without it", bad, err)
+	}
+}
