@@ -17,6 +17,22 @@ import (
 	"github.com/tidemark/tidemark/postgres"
 )
 
+// setup is a store on a fresh database with tenant acme, and the context
+// of a command-line actor.
+func setup(t *testing.T) (*postgres.Store, context.Context, domain.Tenant) {
+	t.Helper()
+	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	tenant, err := store.CreateTenant(ctx, "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store, ctx, tenant
+}
+
 // records is a provider API in memory: the events of each object type, as
 // a source returns them.
 type records map[string][]domain.Event
@@ -61,15 +77,7 @@ func pulled(id, name, value string, ms int64) domain.Event {
 // are marked as backfill.
 func TestBackfillDecidesLikeWebhooks(t *testing.T) {
 	t.Parallel()
-	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-	tenant, err := store.CreateTenant(ctx, "acme", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ctx, tenant := setup(t)
 	if _, err := store.ConnectProvider(ctx, tenant.ID, "hs", "hubspot", "hubspot-app-secret-0123456789", nil); err != nil {
 		t.Fatal(err)
 	}
@@ -142,15 +150,7 @@ func TestBackfillDecidesLikeWebhooks(t *testing.T) {
 // provider has no scope of, and an empty window are clear errors.
 func TestBackfillRefusesWhatItCannotPull(t *testing.T) {
 	t.Parallel()
-	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-	tenant, err := store.CreateTenant(ctx, "acme", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ctx, tenant := setup(t)
 	if _, err := store.ConnectProvider(ctx, tenant.ID, "hs", "hubspot", "hubspot-app-secret-0123456789", nil); err != nil {
 		t.Fatal(err)
 	}

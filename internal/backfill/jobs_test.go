@@ -14,8 +14,6 @@ import (
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/pull/hubspot/hubspottest"
-	"github.com/tidemark/tidemark/internal/testdb"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // TestJobsRunSweepsAndOperatorsJobs: what serve's backfill service does.
@@ -26,15 +24,7 @@ import (
 // token.
 func TestJobsRunSweepsAndOperatorsJobs(t *testing.T) {
 	t.Parallel()
-	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-	tenant, err := store.CreateTenant(ctx, "acme", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ctx, tenant := setup(t)
 	api := hubspottest.New(t)
 	var eps []domain.ProviderEndpoint
 	for _, name := range []string{"hs", "other"} {

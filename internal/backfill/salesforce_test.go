@@ -15,7 +15,6 @@ import (
 	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/pull/salesforce/salesforcetest"
-	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 )
 
@@ -34,15 +33,7 @@ func (s salesforceAPI) APICredentials(context.Context, int64, int64) (pull.Crede
 // conflict for its extra fields) and one it missed is applied.
 func TestSalesforceBackfillAsksForTheMessagesFields(t *testing.T) {
 	t.Parallel()
-	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-	tenant, err := store.CreateTenant(ctx, "acme", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ctx, tenant := setup(t)
 	if _, err := store.ConnectProvider(ctx, tenant.ID, "sf", "salesforce", "", map[string]string{"org_id": "00D000000000001AAA"}); err != nil {
 		t.Fatal(err)
 	}

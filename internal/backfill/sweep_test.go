@@ -17,7 +17,6 @@ import (
 	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/pull/hubspot/hubspottest"
-	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 )
 
@@ -70,15 +69,7 @@ func webhookBody(t *testing.T, changes []change) []byte {
 // conflict queue. A second sweep changes nothing.
 func TestSweepRestoresAnHourOfDroppedWebhooks(t *testing.T) {
 	t.Parallel()
-	store, err := postgres.New(testdb.New(t), []byte("0123456789abcdef0123456789abcdef"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
-	tenant, err := store.CreateTenant(ctx, "acme", "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, ctx, tenant := setup(t)
 	if _, err := store.ConnectProvider(ctx, tenant.ID, "hs", "hubspot", "hubspot-app-secret-0123456789", nil); err != nil {
 		t.Fatal(err)
 	}
