@@ -23,6 +23,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/redis/go-redis/v9"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/naive"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -73,7 +74,7 @@ func (e cliEnv) benchBurst(ctx context.Context, args []string) error {
 		return err
 	}
 	defer pool.Close()
-	if _, err := pool.Exec(ctx, naiveSchema); err != nil {
+	if _, err := pool.Exec(ctx, naive.Schema); err != nil {
 		return fmt.Errorf("create naive tables: %w", err)
 	}
 
@@ -90,7 +91,7 @@ func (e cliEnv) benchBurst(ctx context.Context, args []string) error {
 		targets[burstGuarded], targets[burstDistinct] = target, target
 	}
 	if slices.Contains(cfg.strategies, burstNaive) {
-		ts := httptest.NewServer(naiveHandler{pool: pool})
+		ts := httptest.NewServer(naive.Handler{Pool: pool})
 		defer ts.Close()
 		targets[burstNaive] = ts.URL
 	}
@@ -104,7 +105,7 @@ func (e cliEnv) benchBurst(ctx context.Context, args []string) error {
 			fmt.Fprintf(e.stderr, "redis at %s does not answer PING (%v): skipping %s\n", cfg.redisAddr, err, burstRedis)
 			cfg.strategies = slices.DeleteFunc(cfg.strategies, func(s string) bool { return s == burstRedis })
 		} else {
-			ts := httptest.NewServer(naiveHandler{pool: pool, redis: rdb, prefix: "tidemark-burst:" + randomHex(6) + ":"})
+			ts := httptest.NewServer(naive.Handler{Pool: pool, Redis: rdb, Prefix: "tidemark-burst:" + randomHex(6) + ":"})
 			defer ts.Close()
 			targets[burstRedis] = ts.URL
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain/alerting"
 	alerts "github.com/tidemark/tidemark/internal/alerting"
+	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
@@ -138,7 +139,7 @@ func senderService(store *postgres.Store, log *slog.Logger) supervisor.Service {
 // so one node at a time evaluates and the others' turns do nothing. queue
 // is queued mode's stream, for the queue rules; nil outside queued mode.
 func alertService(store *postgres.Store, queue alerting.QueueWatcher, log *slog.Logger) supervisor.Service {
-	return supervisor.Func("alert evaluator", alerts.Evaluator{Store: store, Queue: queue, OnFired: sweepWhenSilent(store, log), Log: log}.Run)
+	return supervisor.Func("alert evaluator", alerts.Evaluator{Store: store, Queue: queue, OnFired: backfill.SweepWhenSilent(store, log), Log: log}.Run)
 }
 
 // refusalFlusher writes refused deliveries every few seconds, and once

@@ -5,7 +5,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"github.com/tidemark/tidemark/domain/alerting"
 	"log/slog"
 	"net"
 	"net/http"
@@ -15,9 +14,13 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/domain/alerting"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/backfill"
+	"github.com/tidemark/tidemark/internal/netlist"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/internal/supervisor"
@@ -74,7 +77,7 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter"),
 		memoryLimit: fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
 			"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)"),
-		sweepInterval: fs.Duration("sweep-interval", defaultSweepInterval,
+		sweepInterval: fs.Duration("sweep-interval", backfill.DefaultSweepInterval,
 			"how often every provider with API credentials is swept for what its webhooks missed (0: never)"),
 		queue:     e.addQueueFlags(fs, true),
 		logFormat: logFormatFlag(fs),
@@ -103,7 +106,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	if *o.readTimeout < time.Millisecond {
 		return fmt.Errorf("serve: --read-timeout must be at least 1ms, such as 5s; got %s", *o.readTimeout)
 	}
-	trusted, err := domain.ParseNetworks(*o.proxies)
+	trusted, err := netlist.Parse(*o.proxies)
 	if err != nil {
 		return fmt.Errorf("--trusted-proxies (or TIDEMARK_TRUSTED_PROXIES): %w", err)
 	}
@@ -174,7 +177,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		cleanupService(store, *o.retention, log), reconcileService(store, log), searchIndexService(store, log),
 		refusalFlusher{handler: handler, log: log}, committersService(store),
 		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, watcher, log),
-		backfillService(newJobs(store, log), *o.sweepInterval, log))
+		backfill.Service(backfill.NewJobs(store, log), *o.sweepInterval, log))
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
 		if err != nil {

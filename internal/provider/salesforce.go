@@ -21,6 +21,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/internal/netlist"
 )
 
 // Salesforce outbound messages: a SOAP 1.1 "notifications" call carrying up
@@ -101,7 +102,7 @@ func (salesforce) Setup(secret string, config map[string]string) (string, map[st
 	}
 	out["org_id"] = org
 	if raw := strings.TrimSpace(out["allowed_networks"]); raw != "" {
-		prefixes, err := domain.ParseNetworks(raw)
+		prefixes, err := netlist.Parse(raw)
 		if err != nil {
 			return "", nil, fieldErrorf(sfNetworksField, "%s: %v", err)
 		}
@@ -147,7 +148,7 @@ func (salesforce) Authenticate(r *http.Request, body []byte, p domain.ProviderEn
 		return domain.SignatureInvalid, fmt.Errorf("the token query parameter does not match an active token of this provider")
 	}
 	if raw := strings.TrimSpace(p.Config["allowed_networks"]); raw != "" {
-		nets, err := domain.ParseNetworks(raw)
+		nets, err := netlist.Parse(raw)
 		if err != nil {
 			return domain.SignatureInvalid, fmt.Errorf("the provider's allowed_networks is invalid; no delivery is accepted until it is fixed: %w", err)
 		}
@@ -567,7 +568,7 @@ func (salesforce) TestDelivery(_, secret string, config map[string]string, now t
 	d := Delivery{Query: "token=" + url.QueryEscape(secret), Body: salesforceSampleBody(org, noteID, now), ContentType: "text/xml; charset=utf-8",
 		Headers: map[string]string{"SOAPAction": `""`}, EventID: org + ":" + noteID,
 		Ack: "<Ack>true</Ack>", AckNote: "Ack true"}
-	if nets, err := domain.ParseNetworks(config["allowed_networks"]); err == nil && len(nets) > 0 {
+	if nets, err := netlist.Parse(config["allowed_networks"]); err == nil && len(nets) > 0 {
 		d.RemoteAddr = net.JoinHostPort(nets[0].Addr().String(), "443")
 	}
 	return d, nil

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/netlist"
 	"github.com/tidemark/tidemark/web"
 	"github.com/tidemark/tidemark/web/console"
 	"github.com/tidemark/tidemark/web/internal/webtest"
@@ -175,7 +175,7 @@ func TestSessionCookie(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			trusted, err := domain.ParseNetworks(c.trusted)
+			trusted, err := netlist.Parse(c.trusted)
 			if err != nil {
 				t.Fatal(err)
 			}

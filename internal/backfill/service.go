@@ -1,14 +1,13 @@
-package main
+package backfill
 
 import (
 	"context"
 	"log/slog"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	domainalerting "github.com/tidemark/tidemark/domain/alerting"
-	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/supervisor"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // Backfill jobs and sweeps (docs/contract/backfill.md).
@@ -21,21 +20,29 @@ const (
 	// starts, so that a change committed at the provider a little after it
 	// was stamped is not missed.
 	sweepOverlap = 5 * time.Minute
-	// defaultSweepInterval is serve's --sweep-interval.
-	defaultSweepInterval = 15 * time.Minute
+	// DefaultSweepInterval is serve's --sweep-interval.
+	DefaultSweepInterval = 15 * time.Minute
 )
 
-// newJobs is the backfill runner of a node.
-func newJobs(store *postgres.Store, log *slog.Logger) *backfill.Jobs {
-	return &backfill.Jobs{Store: store, Log: log,
-		Runner: &backfill.Runner{Store: store, Sources: backfill.NewSources(store, log), Log: log}}
+// NodeStore is what a serve node's backfills need from storage.
+type NodeStore interface {
+	Store
+	JobStore
+	FieldStore
+	// ProviderSummary finds a provider of the tenant by name.
+	ProviderSummary(ctx context.Context, tenantID int64, name string) (domain.ProviderSummary, error)
 }
 
-// backfillService runs the queued backfill jobs of every tenant, one at a
+// NewJobs is the backfill runner of a node.
+func NewJobs(store NodeStore, log *slog.Logger) *Jobs {
+	return &Jobs{Store: store, Log: log, Runner: &Runner{Store: store, Sources: NewSources(store, log), Log: log}}
+}
+
+// Service runs the queued backfill jobs of every tenant, one at a
 // time on each node, and every sweepCheck queues the sweeps that are due
 // (every is --sweep-interval; 0 sweeps never). Every node runs it: a job
 // is claimed by one node, and a provider has at most one sweep queued.
-func backfillService(jobs *backfill.Jobs, every time.Duration, log *slog.Logger) supervisor.Service {
+func Service(jobs *Jobs, every time.Duration, log *slog.Logger) supervisor.Service {
 	var checked time.Time
 	return supervisor.Every("backfill", backfillPoll, func(ctx context.Context) time.Duration {
 		if every > 0 && time.Since(checked) >= sweepCheck {
@@ -60,10 +67,10 @@ func backfillService(jobs *backfill.Jobs, every time.Duration, log *slog.Logger)
 	})
 }
 
-// sweepWhenSilent queues a sweep of a provider whose provider_silent alert
+// SweepWhenSilent queues a sweep of a provider whose provider_silent alert
 // fired, over the silent time and the overlap, when it has API
 // credentials.
-func sweepWhenSilent(store *postgres.Store, log *slog.Logger) func(context.Context, domainalerting.Change) {
+func SweepWhenSilent(store NodeStore, log *slog.Logger) func(context.Context, domainalerting.Change) {
 	return func(ctx context.Context, c domainalerting.Change) {
 		if c.Alert.Rule != domainalerting.ProviderSilent || c.Alert.Provider == "" {
 			return

@@ -1,4 +1,5 @@
-package domain
+// Package netlist reads lists of networks from flags and settings.
+package netlist
 
 import (
 	"fmt"
@@ -6,10 +7,10 @@ import (
 	"strings"
 )
 
-// ParseNetworks reads a comma-separated list of CIDRs, as Salesforce's
+// Parse reads a comma-separated list of CIDRs, as Salesforce's
 // allowed networks and serve --trusted-proxies take it. A bare address is a
 // single-host network; empty entries are skipped.
-func ParseNetworks(list string) ([]netip.Prefix, error) {
+func Parse(list string) ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for _, entry := range strings.Split(list, ",") {
 		entry = strings.TrimSpace(entry)
