@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/netlist"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/web"
 	"github.com/tidemark/tidemark/web/internal/webtest"
@@ -355,7 +355,7 @@ func TestSalesforceAllowedNetworksBehindProxy(t *testing.T) {
 	e := webtest.Setup(t)
 	sf := webtest.SfProvider(e, "sf", map[string]string{"org_id": webtest.SfOrg, "revision_field": "SystemModstamp", "allowed_networks": "13.108.0.0/14"})
 	serve := func(trusted string) string {
-		prefixes, err := domain.ParseNetworks(trusted)
+		prefixes, err := netlist.Parse(trusted)
 		if err != nil {
 			t.Fatal(err)
 		}

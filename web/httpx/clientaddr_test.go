@@ -5,12 +5,12 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/netlist"
 )
 
 func TestClientAddr(t *testing.T) {
 	t.Parallel()
-	trusted, err := domain.ParseNetworks("10.0.0.0/8, 192.0.2.7,2001:db8::/32")
+	trusted, err := netlist.Parse("10.0.0.0/8, 192.0.2.7,2001:db8::/32")
 	if err != nil {
 		t.Fatal(err)
 	}
