@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/backfill"
 )
 
@@ -28,8 +29,8 @@ func (e cliEnv) backfill(ctx context.Context, args []string) error {
 	if *tenant == "" || *provider == "" {
 		return fmt.Errorf("backfill: --tenant and --provider are required")
 	}
-	if *since <= 0 {
-		return fmt.Errorf("backfill: --since must be positive, such as 72h")
+	if *since <= 0 || *since > pull.MaxSince {
+		return fmt.Errorf("backfill: --since %s: pull more than 0 and at most 90 days (2160h), such as 72h", *since)
 	}
 	log, err := newLogger("text", e.stderr)
 	if err != nil {

@@ -118,6 +118,13 @@ DELETE FROM replay_jobs j
 USING (SELECT tenant_id, id FROM replay_jobs WHERE finished_at < @before LIMIT @limit) e
 WHERE j.tenant_id = e.tenant_id AND j.id = e.id`
 
+// deleteFinishedBackfillsSQL deletes backfill jobs that ended before
+// @before, as replay jobs go.
+const deleteFinishedBackfillsSQL = `
+DELETE FROM backfill_jobs j
+USING (SELECT tenant_id, id FROM backfill_jobs WHERE finished_at < @before LIMIT @limit) e
+WHERE j.tenant_id = e.tenant_id AND j.id = e.id`
+
 // deleteDroppedSearchSQL deletes the words of events on days before
 // @before, whose partitions the pass dropped, along each tenant's part of
 // event_search's key.
@@ -148,6 +155,7 @@ type Report struct {
 	ExpiredKeys       int64    // idempotency keys deleted
 	ExpiredAudit      int64    // audit entries past domain.AuditRetention deleted
 	FinishedReplays   int64    // replay jobs that ended before the log's retention, deleted
+	FinishedBackfills int64    // backfill jobs that ended before the log's retention, deleted
 	DroppedSearch     int64    // event_search rows of the days dropped, deleted
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
@@ -178,6 +186,9 @@ func (r Report) String() string {
 	}
 	if r.FinishedReplays > 0 {
 		fmt.Fprintf(&b, "; removed %d finished replay jobs", r.FinishedReplays)
+	}
+	if r.FinishedBackfills > 0 {
+		fmt.Fprintf(&b, "; removed %d finished backfill jobs", r.FinishedBackfills)
 	}
 	if r.ExpiredChanges > 0 {
 		fmt.Fprintf(&b, "; removed %d changes of the feed past retention", r.ExpiredChanges)
@@ -237,6 +248,11 @@ func (mt *Maintainer) cleanup(ctx context.Context, now time.Time, retention time
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete finished replay jobs: %w", err)
+		}
+		r.FinishedBackfills, err = execBatches(ctx, m.conn, deleteFinishedBackfillsSQL,
+			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete finished backfill jobs: %w", err)
 		}
 		r.ExpiredChanges, err = execBatches(ctx, m.conn, deleteExpiredChangesSQL,
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})

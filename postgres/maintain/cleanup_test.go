@@ -531,3 +531,36 @@ func TestCleanupKeepsTheChangesDestinationsNeed(t *testing.T) {
 		t.Fatalf("without: %v %+v, remaining %v", err, r, remaining())
 	}
 }
+
+// Backfill jobs that ended before the log's retention go; recent and
+// unfinished ones stay.
+func TestCleanupRemovesFinishedBackfillJobs(t *testing.T) {
+	t.Parallel()
+	s, p := pgtest.Setup(t, postgres.New)
+	ctx := pgtest.AsOperator(context.Background())
+	now := time.Now()
+	var ids []int64
+	for range 3 {
+		j, err := s.StartBackfill(ctx, p.TenantID, p.ID, now.Add(-time.Hour), now, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	// One ended long ago, one recently; the third is still queued.
+	if _, err := s.Pool().Exec(ctx, `UPDATE backfill_jobs SET state = 'done', started_at = $3, finished_at = $3
+		WHERE tenant_id = $1 AND id = $2`, p.TenantID, ids[0], now.Add(-testRetention-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Pool().Exec(ctx, `UPDATE backfill_jobs SET state = 'cancelled', finished_at = $3
+		WHERE tenant_id = $1 AND id = $2`, p.TenantID, ids[1], now.Add(-time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := s.Cleanup(ctx, now, testRetention)
+	if err != nil || r.FinishedBackfills != 1 || !strings.Contains(r.String(), "removed 1 finished backfill jobs") {
+		t.Fatalf("cleanup: %v, %+v", err, r)
+	}
+	if n := cleanupCount(t, s, `SELECT count(*) FROM backfill_jobs WHERE tenant_id = $1`, p.TenantID); n != 2 {
+		t.Fatalf("%d jobs left, want the recent and the queued one", n)
+	}
+}
