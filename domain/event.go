@@ -113,6 +113,7 @@ type LoggedEvent struct {
 	Reason     string
 	ReceivedAt time.Time
 	ConflictID int64
+	Source     string // its delivery's: SourceBackfill, or "" for a webhook
 	// Headline is the part of the snapshot that matched the query's
 	// Search, with matches between HighlightStart and HighlightStop.
 	Headline string

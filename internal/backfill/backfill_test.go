@@ -134,6 +134,19 @@ func TestBackfillDecidesLikeWebhooks(t *testing.T) {
 		t.Errorf("%d backfill deliveries and %d open conflicts, want 1 and 1", backfills, conflicts)
 	}
 
+	// The event history tells pulled events from received ones.
+	logged, _, err := store.EventLog(ctx, tenant.ID, domain.EventLogQuery{}, domain.Page{Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sources := map[string]int{}
+	for _, e := range logged {
+		sources[e.Source]++
+	}
+	if sources[domain.SourceBackfill] != 4 || sources[""] != 2 {
+		t.Errorf("the event log's sources %v, want 4 backfill and 2 webhook events", sources)
+	}
+
 	rep, err = r.Run(ctx, pass)
 	if err != nil {
 		t.Fatal(err)

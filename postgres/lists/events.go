@@ -53,10 +53,13 @@ JOIN events e ON e.tenant_id = w.tenant_id AND e.received_at = w.received_at AND
 JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
 ORDER BY e.received_at DESC, e.delivery_id DESC, e.seq DESC`
 
-// loggedEventColumns are what both statements read of an event.
+// loggedEventColumns are what both statements read of an event, its
+// delivery's source among them (a probe of the delivery log's key).
 const loggedEventColumns = `e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
        e.outcome, e.reason, e.received_at, e.conflict_id, ` + eventHeadline + `,
-       CASE WHEN @q::text IS NULL THEN NULL ELSE e.snapshot END`
+       CASE WHEN @q::text IS NULL THEN NULL ELSE e.snapshot END,
+       (SELECT coalesce(d.source, '') FROM deliveries d
+        WHERE d.tenant_id = e.tenant_id AND d.received_at = e.received_at AND d.id = e.delivery_id)`
 
 // eventHeadline is the headline of the event's snapshot (for the API).
 const eventHeadline = `CASE WHEN @q::text IS NULL THEN ''
@@ -216,9 +219,10 @@ func scanLoggedEvent(row pgx.CollectableRow, search string) (domain.LoggedEvent,
 		objectID, reason *string
 		conflictID       *int64
 		snap             []byte
+		source           *string // NULL for an event whose delivery is gone
 	)
 	err := row.Scan(&e.DeliveryID, &e.Seq, &e.EventID, &e.Provider, &e.ObjectType, &e.Action, &objectID,
-		&e.Revision, &e.Outcome, &reason, &e.ReceivedAt, &conflictID, &e.Headline, &snap)
+		&e.Revision, &e.Outcome, &reason, &e.ReceivedAt, &conflictID, &e.Headline, &snap, &source)
 	if snap != nil {
 		e.Matches = snapshot.Matches(snap, search, maxMatches)
 	}
@@ -230,6 +234,9 @@ func scanLoggedEvent(row pgx.CollectableRow, search string) (domain.LoggedEvent,
 	}
 	if conflictID != nil {
 		e.ConflictID = *conflictID
+	}
+	if source != nil {
+		e.Source = *source
 	}
 	return e, err
 }
