@@ -78,10 +78,6 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		"crm has sent no authenticated delivery for 6h.", time.Now().Add(-time.Hour), nil)
 	webtest.FireAlert(e, "acme", alerting.DestinationFailing, "",
 		"Destination 1 (https://hooks.example.com/a-rather-long-path/tidemark) has had no 2xx answer for 15m.", time.Now(), nil)
-	// The provider page's backfills: a failed job with a long reason, and
-	// a running sweep with its Cancel button.
-	addBackfills(t, e)
-
 	// A HubSpot provider with API credentials: its page has their section
 	// and, for owners, its form.
 	hub, err := e.Store.ConnectProvider(webtest.CliContext(), e.Tenant("acme").ID, "hub", "hubspot", "hubspot-client-secret-0123456789", nil)
@@ -92,6 +88,9 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		pull.Credentials{Token: "pat-na1-layout", BaseURL: "https://api.hubapi.example.com/a-rather-long-path-for-a-sandbox", BudgetShare: 0.5}); err != nil {
 		t.Fatal(err)
 	}
+	// Its backfills: a failed job with a long reason, and a running sweep
+	// with its Cancel button.
+	addBackfills(t, e)
 
 	pages := []struct{ name, path string }{
 		{"overview", "/t/acme"},
@@ -199,13 +198,13 @@ func visibleCount(ctx context.Context, t *testing.T, css string) int {
 	return n
 }
 
-// addBackfills gives acme/crm a failed backfill with a long reason and a
+// addBackfills gives acme/hub a failed backfill with a long reason and a
 // running sweep.
 func addBackfills(t *testing.T, e *webtest.Env) {
 	t.Helper()
 	ctx := webtest.CliContext()
 	tenant := e.Tenant("acme").ID
-	p, err := e.Store.ProviderSummary(ctx, tenant, "crm")
+	p, err := e.Store.ProviderSummary(ctx, tenant, "hub")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,14 +23,14 @@ func TestBackfillSection(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
 	e.Provider("acme", "billing")
-	e.Deliver1("m1", webtest.SnapshotBody("c-1", 1, `{"a":1}`)) // crm gets the scope contact/snapshot
+	hubReady(t, e)
 	owner := e.Operator("owner@example.com", false, "acme")
 	operator := e.WithRole("op@example.com", domain.RoleOperator)
 	viewer := e.WithRole("viewer@example.com", domain.RoleViewer)
-	page := "/t/acme/providers/crm"
+	page := "/t/acme/providers/hub"
 
 	_, doc := owner.Get(page)
-	form := doc.Find(`#backfill form.backfill-form[method=post][action="/t/acme/providers/crm/backfills"]`)
+	form := doc.Find(`#backfill form.backfill-form[method=post][action="/t/acme/providers/hub/backfills"]`)
 	if form.Length() != 1 || form.Find("input[name=since]").AttrOr("value", "") != "72h" {
 		t.Fatalf("owner's form: %d, since %q", form.Length(), form.Find("input[name=since]").AttrOr("value", ""))
 	}
@@ -39,7 +39,7 @@ func TestBackfillSection(t *testing.T) {
 	if strings.Join(types, ",") != ",contact" {
 		t.Errorf("object types %q, want every one and contact", types)
 	}
-	if !strings.Contains(webtest.Text(doc, "#backfill"), "No backfill of crm yet") ||
+	if !strings.Contains(webtest.Text(doc, "#backfill"), "No backfill of hub yet") ||
 		!strings.Contains(webtest.Text(doc, "#backfill .backfill-about"), "API credentials") {
 		t.Errorf("empty section: %q", webtest.Text(doc, "#backfill"))
 	}
@@ -100,7 +100,7 @@ func TestBackfillSection(t *testing.T) {
 			t.Errorf("since %q: flash %q, %d jobs", since, webtest.ShownFlash(doc), doc.Find("#backfill tbody tr").Length())
 		}
 	}
-	if got := e.AuditLog("acme"); !strings.Contains(strings.Join(got, "\n"), "op@example.com backfill_start backfill job "+id+": crm, contact") ||
+	if got := e.AuditLog("acme"); !strings.Contains(strings.Join(got, "\n"), "op@example.com backfill_start backfill job "+id+": hub, contact") ||
 		!strings.Contains(strings.Join(got, "\n"), "owner@example.com backfill_cancel backfill job "+id+": cancelled while queued") {
 		t.Errorf("audit %q", got)
 	}
@@ -114,7 +114,8 @@ func TestBackfillRunningJob(t *testing.T) {
 	b := e.Operator("owner@example.com", false, "acme")
 	ctx := webtest.CliContext()
 	crm := e.Tenant("acme")
-	p, err := e.Store.ProviderSummary(ctx, crm.ID, "crm")
+	hubReady(t, e)
+	p, err := e.Store.ProviderSummary(ctx, crm.ID, "hub")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestBackfillRunningJob(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	_, doc := b.Get("/t/acme/providers/crm")
+	_, doc := b.Get("/t/acme/providers/hub")
 	rows := doc.Find("#backfill tbody tr")
 	run := rows.Filter(fmt.Sprintf(`[data-job="%d"]`, running.ID))
 	if got := cells(run); !strings.Contains(got, "| the sweep | 90 min | every") ||
@@ -149,8 +150,8 @@ func TestBackfillRunningJob(t *testing.T) {
 		t.Errorf("failed job, escaped: %q", fail.Text())
 	}
 
-	b.Post(fmt.Sprintf("/t/acme/providers/crm/backfills/%d/cancel", running.ID), nil)
-	_, doc = b.Get("/t/acme/providers/crm")
+	b.Post(fmt.Sprintf("/t/acme/providers/hub/backfills/%d/cancel", running.ID), nil)
+	_, doc = b.Get("/t/acme/providers/hub")
 	run = doc.Find(fmt.Sprintf(`#backfill tbody tr[data-job="%d"]`, running.ID))
 	if flash := webtest.ShownFlash(doc); !strings.Contains(flash, "will stop") || run.Find(".badge").Text() != "stopping" ||
 		run.Find("form").Length() != 0 {
@@ -163,4 +164,42 @@ func cells(row *goquery.Selection) string {
 	var out []string
 	row.Find("td").Each(func(_ int, td *goquery.Selection) { out = append(out, strings.Join(strings.Fields(td.Text()), " ")) })
 	return strings.Join(out, " | ")
+}
+
+// hubReady connects acme's HubSpot provider "hub" with API credentials and
+// the scope contact.propertyChange, as its first webhook would create it.
+func hubReady(t *testing.T, e *webtest.Env) {
+	t.Helper()
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	tenant := e.Tenant("acme")
+	p, err := e.Store.ConnectProvider(ctx, tenant.ID, "hub", "hubspot", "hubspot-app-secret-0123456789", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.SetAPICredentials(ctx, tenant.ID, p.ID, pull.Credentials{Token: "pat-test-0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	e.Exec(fmt.Sprintf(`INSERT INTO scopes (tenant_id, provider_id, object_type, action) VALUES (%d, %d, 'contact', 'propertyChange')`,
+		tenant.ID, p.ID))
+}
+
+// TestBackfillNeedsCredentials: a provider whose kind has an API but no
+// credentials shows the section without the form, saying what to set; a
+// kind without an API has no section.
+func TestBackfillNeedsCredentials(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	owner := e.Operator("owner@example.com", false, "acme")
+	ctx := domain.WithActor(context.Background(), domain.Actor{Kind: domain.ActorCLI, Name: "test"})
+	if _, err := e.Store.ConnectProvider(ctx, e.Tenant("acme").ID, "hub", "hubspot", "hubspot-app-secret-0123456789", nil); err != nil {
+		t.Fatal(err)
+	}
+	_, doc := owner.Get("/t/acme/providers/hub")
+	if doc.Find("#backfill form.backfill-form").Length() != 0 || doc.Find("#backfill .backfill-needs-credentials").Length() != 1 {
+		t.Errorf("a provider without credentials: %q", webtest.Text(doc, "#backfill"))
+	}
+	_, doc = owner.Get("/t/acme/providers/crm")
+	if doc.Find("#backfill").Length() != 0 {
+		t.Errorf("a standard provider has a backfill section: %q", webtest.Text(doc, "#backfill"))
+	}
 }
