@@ -11,6 +11,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/tidemark/tidemark/domain"
+	domainalerting "github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/pull/hubspot/hubspottest"
@@ -102,5 +103,48 @@ func TestJobsRunSweepsAndOperatorsJobs(t *testing.T) {
 	bad, err = store.Backfill(ctx, tenant.ID, bad.ID)
 	if err != nil || bad.State != pull.Failed || !strings.Contains(bad.Error, "token") || strings.Contains(bad.Error, "pat-revoked") {
 		t.Fatalf("a refused token: %+v, %v; want failed, naming the token without it", bad, err)
+	}
+}
+
+// TestSilentProviderIsSweptAtOnce: a provider_silent alert that fires for
+// a provider with API credentials queues its sweep over the silent time;
+// for one without credentials, or another rule, nothing is queued.
+func TestSilentProviderIsSweptAtOnce(t *testing.T) {
+	t.Parallel()
+	store, ctx, tenant := setup(t)
+	var ids []int64
+	for _, name := range []string{"hs", "bare"} {
+		p, err := store.ConnectProvider(ctx, tenant.ID, name, "hubspot", "hubspot-app-secret-0123456789", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, p.ID)
+	}
+	if err := store.SetAPICredentials(ctx, tenant.ID, ids[0], pull.Credentials{Token: "pat-test-0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	fired := backfill.SweepWhenSilent(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	started := time.Now().Add(-time.Minute)
+	for _, c := range []domainalerting.Change{
+		{TenantID: tenant.ID, Alert: domainalerting.Alert{Rule: domainalerting.ProviderSilent, Provider: "hs", StartedAt: started, Window: 6 * time.Hour}},
+		{TenantID: tenant.ID, Alert: domainalerting.Alert{Rule: domainalerting.ProviderSilent, Provider: "bare", StartedAt: started, Window: 6 * time.Hour}},
+		{TenantID: tenant.ID, Alert: domainalerting.Alert{Rule: domainalerting.Refusals, Provider: "hs", StartedAt: started, Window: time.Hour}},
+	} {
+		fired(ctx, c)
+	}
+	for i, want := range []int{1, 0} {
+		jobs, err := store.Backfills(ctx, tenant.ID, ids[i], 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(jobs) != want {
+			t.Fatalf("provider %d: %d jobs, want %d", i, len(jobs), want)
+		}
+		if want == 1 {
+			j := jobs[0]
+			if !j.Sweep || j.State != pull.Queued || j.From.After(started.Add(-6*time.Hour)) {
+				t.Errorf("the silent provider's sweep %+v: want a queued sweep from before the silence began", j)
+			}
+		}
 	}
 }
