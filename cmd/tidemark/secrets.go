@@ -25,8 +25,12 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		n, err := s.RekeySecrets(ctx, *batch)
 		if n.Providers+n.Destinations+n.APICredentials > 0 || err == nil {
-			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets, %d destination secrets and %d provider API credentials\n",
-				n.Providers, n.Destinations, n.APICredentials)
+			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets and %d destination secrets\n", n.Providers, n.Destinations)
+		}
+		// A line of its own, and only when there were some: the first
+		// line is what scripts of earlier versions read.
+		if n.APICredentials > 0 {
+			fmt.Fprintf(e.stdout, "re-encrypted %d provider API credentials\n", n.APICredentials)
 		}
 		return err
 	})
