@@ -19,7 +19,7 @@ import (
 func TestChainedDeliveryWaitsForTheOneBefore(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	s.SetBeforeCommit(`SELECT pg_sleep(0.5)`)
+	s.SetBeforeCommit(`SELECT pg_sleep(1.5)`)
 	slow := make(chan error, 1)
 	go func() {
 		_, err := s.Ingest(context.Background(), delivery(p), p, []domain.Event{event("e0", "c-0", 1, `{"v":1}`)})
@@ -28,13 +28,13 @@ func TestChainedDeliveryWaitsForTheOneBefore(t *testing.T) {
 	pollFor(t, 10*time.Second, "the first group to be writing", func() bool {
 		var n int
 		err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE query LIKE '%pg_sleep(0.5)%' AND pid <> pg_backend_pid()`).Scan(&n)
+			WHERE query LIKE '%pg_sleep(1.5)%' AND pid <> pg_backend_pid()`).Scan(&n)
 		return err == nil && n > 0
 	})
 
 	first := inorder.After(nil)
 	second := inorder.After(first)
-	shortCtx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	shortCtx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
 	answers := make([]chan error, 2)
 	for i, c := range []struct {
