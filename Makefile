@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: run generate test test-e2e lint bench screenshots
+.PHONY: run generate test test-e2e lint bench screenshots citus
 
 run:
 	$(GO) run ./cmd/tidemark serve
@@ -32,3 +32,12 @@ bench:
 # (ignored by git), by the browser test that checks that each page fits.
 screenshots:
 	TIDEMARK_E2E=1 TIDEMARK_SCREENSHOTS=$(CURDIR)/screenshots $(GO) test ./web/console -count=1 -run 'TestBrowserConsoleFitsEveryWidth'
+
+# A Citus coordinator and two workers for development: builds Citus once per
+# machine (scripts/citus-build), prints the coordinator's DATABASE_URL and
+# runs until Ctrl-C, which removes the cluster. Built, then run: `go run`
+# exits 1 after an interrupt, whatever the program answers.
+citus:
+	scripts/citus-build
+	$(GO) build -o "$${TMPDIR:-/tmp}/tidemark-citus-cluster" ./internal/citustest/cmd/citus-cluster
+	"$${TMPDIR:-/tmp}/tidemark-citus-cluster"
