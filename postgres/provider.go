@@ -180,22 +180,6 @@ SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND retired_at IS NULL
 ORDER BY created_at DESC, id DESC`
 
-// lockProviderSQL serialises the changes of one provider's secrets and
-// settings. NO KEY UPDATE lets ingest's foreign-key checks (KEY SHARE) on
-// the provider go on meanwhile.
-const lockProviderSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR NO KEY UPDATE`
-
-// lockProvider locks the provider's row for the rest of tx and returns its
-// name, or ENOTFOUND.
-func lockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (string, error) {
-	var name string
-	err := tx.QueryRow(ctx, lockProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).Scan(&name)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", pg.NotFound("provider not found")
-	}
-	return name, pg.Translate(err)
-}
-
 // ProviderSecrets implements domain.ProviderService.
 func (s *providers) ProviderSecrets(ctx context.Context, tenantID, providerID int64) ([]domain.ProviderSecretInfo, error) {
 	rows, err := s.read.Query(ctx, providerSecretsSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID})
@@ -278,7 +262,7 @@ func (s *providers) RetireProviderSecrets(ctx context.Context, tenantID, provide
 // node holds must not be the one kept), and returns its name and how many
 // it retired.
 func (s *providers) retireOlderSecrets(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (name string, retired int64, err error) {
-	if name, err = lockProvider(ctx, tx, tenantID, providerID); err != nil {
+	if name, err = pg.LockProvider(ctx, tx, tenantID, providerID); err != nil {
 		return "", 0, err
 	}
 	keep, err := s.newestOpening(ctx, tx, tenantID, providerID)
@@ -353,7 +337,7 @@ func (s *providers) SetProviderLimits(ctx context.Context, tenantID, providerID 
 	p := domain.Provider{TenantID: tenantID, ID: providerID}
 	var skew int64
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := lockProvider(ctx, tx, tenantID, providerID); err != nil {
+		if _, err := pg.LockProvider(ctx, tx, tenantID, providerID); err != nil {
 			return err
 		}
 		var oldBody, oldSkew int64

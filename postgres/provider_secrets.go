@@ -58,7 +58,7 @@ func (s *providers) IssueMissingSecrets(ctx context.Context, kinds []string, iss
 		added := false
 		err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 			args := pgx.NamedArgs{"tenant_id": p.TenantID, "provider_id": p.ID}
-			_, err := lockProvider(ctx, tx, p.TenantID, p.ID)
+			_, err := pg.LockProvider(ctx, tx, p.TenantID, p.ID)
 			if domain.ErrorCode(err) == domain.ENOTFOUND {
 				return nil // deleted meanwhile
 			}
@@ -119,7 +119,7 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND id = @id`
 // MarkProviderSecretShown implements domain.ProviderService.
 func (s *providers) MarkProviderSecretShown(ctx context.Context, tenantID, providerID, secretID int64) error {
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, err := pg.LockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}

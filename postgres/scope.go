@@ -72,7 +72,7 @@ func (s *providers) SaveProviderScope(ctx context.Context, tenantID, providerID 
 		"object_type": sc.ObjectType, "action": sc.Action, "ttl_seconds": int64(sc.TTL / time.Second),
 		"identifier_rule": sc.IdentifierRule.String(), "enabled": sc.Enabled}
 	return pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, err := pg.LockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}

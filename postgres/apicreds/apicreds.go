@@ -42,19 +42,6 @@ const (
 	secretClient = "client_secret"
 )
 
-const lockProviderSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR UPDATE`
-
-// lockProvider locks the tenant's provider, so that its credentials change
-// one at a time, and returns its name for the audit log.
-func lockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (string, error) {
-	var name string
-	err := tx.QueryRow(ctx, lockProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).Scan(&name)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", pg.NotFound("provider not found")
-	}
-	return name, pg.Translate(err)
-}
-
 const upsertCredentialsSQL = `
 INSERT INTO provider_api_credentials AS c (tenant_id, provider_id, secret, key_id, aad_version, ciphertext,
     client_id, login_url, api_version, base_url, allow_private, budget_share, set_by)
@@ -89,7 +76,7 @@ func (c *Credentials) SetAPICredentials(ctx context.Context, tenantID, providerI
 		return err
 	}
 	return pg.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, err := pg.LockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}
@@ -114,7 +101,7 @@ RETURNING secret, client_id`
 // ClearAPICredentials implements pull.CredentialStore.
 func (c *Credentials) ClearAPICredentials(ctx context.Context, tenantID, providerID int64) error {
 	return pg.WithTx(ctx, c.pool, func(tx pgx.Tx) error {
-		name, err := lockProvider(ctx, tx, tenantID, providerID)
+		name, err := pg.LockProvider(ctx, tx, tenantID, providerID)
 		if err != nil {
 			return err
 		}

@@ -2,6 +2,7 @@ package pg
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -78,4 +79,20 @@ func Audit(ctx context.Context, tx pgx.Tx, tenantID int64, action, target, summa
 		"target": target, "summary": summary, "client_address": a.Address,
 	})
 	return err
+}
+
+// lockProviderSQL serialises the changes of one provider's secrets and
+// settings. NO KEY UPDATE lets ingest's foreign-key checks (KEY SHARE) on
+// the provider go on meanwhile.
+const lockProviderSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id AND id = @provider_id FOR NO KEY UPDATE`
+
+// LockProvider locks the provider's row for the rest of tx and returns its
+// name, or ENOTFOUND.
+func LockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (string, error) {
+	var name string
+	err := tx.QueryRow(ctx, lockProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).Scan(&name)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", NotFound("provider not found")
+	}
+	return name, Translate(err)
 }
