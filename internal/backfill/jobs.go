@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
 )
 
@@ -138,7 +139,11 @@ func (j *Jobs) Sweep(ctx context.Context, now time.Time, every, overlap time.Dur
 	queued := 0
 	var errs []error
 	for _, d := range due {
-		if _, err := j.Store.StartBackfill(ctx, d.TenantID, d.ProviderID, d.From, now, "", true); err != nil {
+		_, err := j.Store.StartBackfill(ctx, d.TenantID, d.ProviderID, d.From, now, "", true)
+		if domain.ErrorCode(err) == domain.ECONFLICT {
+			continue // another node queued it a moment ago: one sweep per provider
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}

@@ -148,3 +148,42 @@ func TestSilentProviderIsSweptAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestNodesRacingForASweepQueueOne: serve nodes check for due sweeps at the
+// same moment; the provider gets one sweep, and the nodes that lost the
+// race report no error (they would log a warning every minute).
+func TestNodesRacingForASweepQueueOne(t *testing.T) {
+	t.Parallel()
+	store, ctx, tenant := setup(t)
+	p, err := store.ConnectProvider(ctx, tenant.ID, "hs", "hubspot", "hubspot-app-secret-0123456789", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.SetAPICredentials(ctx, tenant.ID, p.ID, pull.Credentials{Token: "pat-test-0123456789"}); err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	jobs := backfill.NewJobs(store, log)
+	const nodes = 6
+	queued, errs := make(chan int, nodes), make(chan error, nodes)
+	now, start := time.Now(), make(chan struct{})
+	for range nodes {
+		go func() {
+			<-start
+			n, err := jobs.Sweep(context.Background(), now, 15*time.Minute, 5*time.Minute)
+			queued <- n
+			errs <- err
+		}()
+	}
+	close(start)
+	total := 0
+	for range nodes {
+		total += <-queued
+		if err := <-errs; err != nil {
+			t.Errorf("a node: %v", err)
+		}
+	}
+	if total != 1 {
+		t.Errorf("%d sweeps queued, want 1", total)
+	}
+}
