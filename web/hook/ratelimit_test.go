@@ -48,21 +48,35 @@ func TestRefusalBudgets(t *testing.T) {
 	// While it is over budget, its refusals are answered without a database
 	// read (the endpoint is cached): with every connection held, a bad
 	// signature is still an instant 429.
+	// The notification of erp's creation may drop crm from the cache after
+	// the refusals above (on a loaded machine): then the refusal waits for
+	// a connection, and the check is made again after a valid delivery
+	// from elsewhere cached crm again.
 	var held []interface{ Release() }
-	for range 2 {
-		c, err := pool.Acquire(context.Background())
-		if err != nil {
-			t.Fatal(err)
+	for try := 1; ; try++ {
+		held = held[:0]
+		for range 2 {
+			c, err := pool.Acquire(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			held = append(held, c)
 		}
-		held = append(held, c)
-	}
-	began := time.Now()
-	a = ask(t, attacker, forged(e.Srv.URL, "acme", "crm", "during"))
-	for _, c := range held {
-		c.Release()
-	}
-	if a.status != http.StatusTooManyRequests || time.Since(began) > time.Second {
-		t.Fatalf("refusal from an address over budget with the pool held: %+v after %v, want an instant 429", a, time.Since(began))
+		began := time.Now()
+		a = ask(t, attacker, forged(e.Srv.URL, "acme", "crm", fmt.Sprint("during-", try)))
+		took := time.Since(began)
+		for _, c := range held {
+			c.Release()
+		}
+		if a.status == http.StatusTooManyRequests && took <= time.Second {
+			break
+		}
+		if a.status != http.StatusServiceUnavailable || try == 3 {
+			t.Fatalf("refusal from an address over budget with the pool held: %+v after %v, want an instant 429", a, took)
+		}
+		if a := good(clientAt(t, "127.0.0.9", 1), "crm", e.Secret, fmt.Sprint("rewarm-", try)); a.status != http.StatusOK {
+			t.Fatalf("valid delivery answered %+v", a)
+		}
 	}
 	// A valid delivery from it is not refused for the others' refusals.
 	if a := good(attacker, "crm", e.Secret, "during"); a.status != http.StatusOK {
@@ -121,7 +135,7 @@ func TestRefusalBudgets(t *testing.T) {
 		}
 		held = append(held, c)
 	}
-	began = time.Now()
+	began := time.Now()
 	a = ask(t, scanner, forged(e.Srv.URL, fmt.Sprint("tenant-", time.Now().UnixNano()), "crm", "x"))
 	for _, c := range held {
 		c.Release()
