@@ -28,7 +28,10 @@ func (s *providers) addSecret(ctx context.Context, tx pgx.Tx, tenantID, provider
 	}
 	_, err = tx.Exec(ctx, addSecretSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"key_id": sealed.KeyID, "aad_version": sealed.AADVersion, "ciphertext": sealed.Ciphertext})
-	return pg.Translate(err)
+	if err != nil {
+		return pg.Translate(err)
+	}
+	return pg.NotifyEndpoints(ctx, tx, tenantID)
 }
 
 const providerNamesSQL = `SELECT name FROM providers WHERE tenant_id = @tenant_id ORDER BY name`
@@ -127,6 +130,9 @@ func (s *providers) ConnectProvider(ctx context.Context, tenantID int64, name, k
 		}
 		if err != nil {
 			return pg.Translate(err)
+		}
+		if err := pg.NotifyEndpoints(ctx, tx, tenantID); err != nil {
+			return err
 		}
 		if secret != "" {
 			if err := s.checkSealingKey(ctx, tx); err != nil {
@@ -273,7 +279,7 @@ func (s *providers) retireOlderSecrets(ctx context.Context, tx pgx.Tx, tenantID,
 	if err != nil {
 		return "", 0, pg.Translate(err)
 	}
-	return name, tag.RowsAffected(), nil
+	return name, tag.RowsAffected(), pg.NotifyEndpoints(ctx, tx, tenantID)
 }
 
 // plural writes n things, for summaries.
@@ -348,6 +354,9 @@ func (s *providers) SetProviderLimits(ctx context.Context, tenantID, providerID 
 			&skew, &p.TenantSlug)
 		if err != nil {
 			return pg.Translate(err)
+		}
+		if err := pg.NotifyEndpoints(ctx, tx, tenantID); err != nil {
+			return err
 		}
 		var changes []string
 		if l.MaxBody != nil {

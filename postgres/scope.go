@@ -85,6 +85,9 @@ func (s *providers) SaveProviderScope(ctx context.Context, tenantID, providerID 
 		if _, err := tx.Exec(ctx, saveScopeSQL, args); err != nil {
 			return pg.Translate(err)
 		}
+		if err := pg.NotifyEndpoints(ctx, tx, tenantID); err != nil {
+			return err
+		}
 		return pg.Audit(ctx, tx, tenantID, domain.AuditScopeUpdate, name+" "+sc.ScopeName.String(), scopeSummary(existed, before, sc))
 	})
 }

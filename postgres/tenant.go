@@ -28,7 +28,11 @@ func (s *tenants) CreateTenant(ctx context.Context, slug, name string) (domain.T
 	if pg.UniqueViolation(err) {
 		return domain.Tenant{}, domain.Errorf(domain.ECONFLICT, "tenant %q already exists", slug)
 	}
-	return t, pg.Translate(err)
+	if err != nil {
+		return domain.Tenant{}, pg.Translate(err)
+	}
+	// Nodes may hold the slug as a cached miss.
+	return t, pg.Translate(pg.NotifyEndpoints(ctx, s.pool, t.ID))
 }
 
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.

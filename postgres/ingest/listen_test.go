@@ -191,6 +191,15 @@ func TestEndpointCacheScopeDisabled(t *testing.T) {
 	}
 }
 
+// notifyByHand sends what a write path sends after a change to a tenant's
+// endpoints (pg.NotifyEndpoints), as an operator editing by SQL must.
+func notifyByHand(t *testing.T, s *postgres.Store, tenantID int64) {
+	t.Helper()
+	if _, err := s.Pool().Exec(context.Background(), `SELECT pg_notify('tidemark_endpoints', $1::bigint::text)`, tenantID); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestEndpointCacheProvidersAndTenants: a provider deleted or created, and
 // a tenant renamed or deleted, on one node are seen by the other after the
 // notification, cached misses included.
@@ -209,6 +218,7 @@ func TestEndpointCacheProvidersAndTenants(t *testing.T) {
 			if _, err := a.Pool().Exec(ctx, sql, args...); err != nil {
 				t.Fatal(err)
 			}
+			notifyByHand(t, a, p.TenantID)
 		}
 	}
 	missing := func(tenant, provider string) {
@@ -291,6 +301,7 @@ func TestEndpointCacheLogsUndecryptableOnce(t *testing.T) {
 		WHERE tenant_id = $1 AND provider_id = $2`, p.TenantID, p.ID); err != nil {
 		t.Fatal(err)
 	}
+	notifyByHand(t, s, p.TenantID)
 	awaitNotification(t, s, n, "the damaged secret")
 	for i := range 3 {
 		if got := endpointOf(t, s, "acme", "crm").Secrets; len(got) != 0 {

@@ -258,8 +258,11 @@ func (w *Writer) ensureScopes(ctx context.Context, p domain.ProviderEndpoint, ev
 			continue
 		}
 		ensured[e.Scope] = true
-		_, err := w.pool.Exec(ctx, ensureScopeSQL.SQL, ensureScopeSQL.Args(pgx.NamedArgs{"tenant_id": p.TenantID,
+		tag, err := w.pool.Exec(ctx, ensureScopeSQL.SQL, ensureScopeSQL.Args(pgx.NamedArgs{"tenant_id": p.TenantID,
 			"provider_id": p.ID, "object_type": e.Scope.ObjectType, "action": e.Scope.Action})...)
+		if err == nil && tag.RowsAffected() == 1 {
+			err = pg.NotifyEndpoints(ctx, w.pool, p.TenantID)
+		}
 		if why, refusedScope := programLimit(err); refusedScope {
 			for i := range events {
 				if events[i].Scope == e.Scope {

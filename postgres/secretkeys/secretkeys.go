@@ -42,12 +42,13 @@ type table struct {
 	seal      func(k *pg.Keyring, tenantID, ownerID int64, plaintext string) (pg.SealedSecret, error)
 	logFailed func(s *pg.Secrets, sec pg.SealedSecret, err error)
 	count     func(r *Rekeyed) *int64 // where a rekey reports how many it changed
+	endpoints bool                    // the secrets are part of webhook endpoints, which nodes cache
 }
 
 var tables = []table{
 	{owner: "provider", uses: "%d active secrets of %d providers", activeSQL: activeSecretsAllSQL, batchSQL: rekeyBatchSQL, updateSQL: rekeySecretsSQL,
 		aad: pg.AADProvider, seal: (*pg.Keyring).Seal, logFailed: (*pg.Secrets).LogUndecryptable,
-		count: func(r *Rekeyed) *int64 { return &r.Providers }},
+		count: func(r *Rekeyed) *int64 { return &r.Providers }, endpoints: true},
 	{owner: "destination", uses: "%d active secrets of %d destinations", activeSQL: activeDestinationSecretsAllSQL, batchSQL: rekeyDestinationBatchSQL,
 		updateSQL: rekeyDestinationSecretsSQL, aad: pg.AADDestination, seal: (*pg.Keyring).SealDestination,
 		logFailed: (*pg.Secrets).LogUndecryptableDestination, count: func(r *Rekeyed) *int64 { return &r.Destinations }},
@@ -286,7 +287,17 @@ func (s *Rekeyer) rekeyTable(ctx context.Context, tb table, batchSize int) table
 			tag, err := tx.Exec(ctx, tb.updateSQL, pgx.NamedArgs{"key_id": s.keys.SealerID(), "aad_version": tb.aad,
 				"tenant_ids": tenantIDs, "owner_ids": ownerIDs, "ids": ids, "ciphertexts": ciphertexts})
 			batchChanged = tag.RowsAffected()
-			return pg.Translate(err)
+			if err != nil || !tb.endpoints {
+				return pg.Translate(err)
+			}
+			for i, t := range tenantIDs {
+				if i == 0 || t != tenantIDs[i-1] { // in tenant order
+					if err := pg.NotifyEndpoints(ctx, tx, t); err != nil {
+						return err
+					}
+				}
+			}
+			return nil
 		})
 		if err != nil {
 			r.err = err

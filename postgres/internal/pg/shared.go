@@ -3,6 +3,7 @@ package pg
 import (
 	"context"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -95,4 +96,18 @@ func LockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (s
 		return "", NotFound("provider not found")
 	}
 	return name, Translate(err)
+}
+
+// notifyEndpointsSQL names the channel every node's endpoint cache LISTENs
+// on (postgres/ingest/listen.go); the payload is the tenant's id.
+const notifyEndpointsSQL = `SELECT pg_notify('tidemark_endpoints', @tenant_id)`
+
+// NotifyEndpoints tells every node to drop the tenant's cached endpoints
+// once q's transaction commits (at once, outside one). Every change to a
+// tenant, its providers, their secrets or scopes calls it. It is a call in
+// the write path rather than a trigger because on Citus a trigger fires on
+// the worker holding the shard, whose notifications no node hears.
+func NotifyEndpoints(ctx context.Context, q Querier, tenantID int64) error {
+	_, err := q.Exec(ctx, notifyEndpointsSQL, pgx.NamedArgs{"tenant_id": strconv.FormatInt(tenantID, 10)})
+	return err
 }
