@@ -3,7 +3,7 @@
 
 GO ?= go
 
-.PHONY: run generate test test-e2e lint bench screenshots citus
+.PHONY: run generate test test-e2e test-citus lint bench screenshots citus
 
 run:
 	$(GO) run ./cmd/tidemark serve
@@ -19,6 +19,16 @@ test:
 # Also runs the tests gated by internal/e2e (Chromium, node, openssl).
 test-e2e:
 	TIDEMARK_E2E=1 $(GO) test -race -count=1 ./...
+
+# The suites that hold on Citus (docs/scale.md#on-citus), every test's
+# database distributed over a coordinator and two workers that each test
+# process starts. TestDistribute and TestServeOnCitus start their own
+# cluster and run with test-e2e.
+CITUS_TESTS = TIDEMARK_E2E=1 TIDEMARK_TEST_CITUS=1 $(GO) test -count=1
+test-citus:
+	scripts/citus-build
+	$(CITUS_TESTS) ./postgres/ingest -run 'TestEndpointCache|TestLogRefusals'
+	$(CITUS_TESTS) ./cmd/tidemark -run 'TestTwoNodesOneDatabase/the_same_deliveries'
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

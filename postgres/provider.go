@@ -120,11 +120,15 @@ func (s *providers) ConnectProvider(ctx context.Context, tenantID int64, name, k
 	p := domain.Provider{TenantID: tenantID, Name: name, Kind: kind, Config: config}
 	var skew int64
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		err := tx.QueryRow(ctx, connectProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name, "kind": kind,
-			"config": config}).Scan(&p.ID, &p.CreatedAt, &p.TenantSlug, &skew)
+		err := tx.QueryRow(ctx, tenantSlugSQL, pgx.NamedArgs{"tenant_id": tenantID}).Scan(&p.TenantSlug)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return pg.NotFound("tenant not found")
 		}
+		if err != nil {
+			return pg.Translate(err)
+		}
+		err = tx.QueryRow(ctx, connectProviderSQL, pgx.NamedArgs{"tenant_id": tenantID, "name": name, "kind": kind,
+			"config": config}).Scan(&p.ID, &p.CreatedAt, &skew)
 		if pg.UniqueViolation(err) {
 			return domain.Errorf(domain.ECONFLICT, "a provider named %q already exists in this workspace", name)
 		}
@@ -169,12 +173,14 @@ func connectSummary(kind string, config map[string]string, secret bool) string {
 	return summary + "; no secret"
 }
 
-// connectProviderSQL inserts a provider of an existing tenant and returns
-// the tenant's slug with it; no row means no such tenant.
+// tenantSlugSQL reads the slug of the tenant a provider is connected to.
+const tenantSlugSQL = `SELECT slug FROM tenants WHERE id = @tenant_id`
+
+// connectProviderSQL inserts a provider. A single-row INSERT is one
+// tenant's statement, which Citus sends to its worker as it is.
 const connectProviderSQL = `
-INSERT INTO providers (tenant_id, name, kind, config)
-SELECT id, @name, @kind, @config FROM tenants WHERE id = @tenant_id
-RETURNING id, created_at, (SELECT slug FROM tenants WHERE id = @tenant_id), max_future_skew_seconds`
+INSERT INTO providers (tenant_id, name, kind, config) VALUES (@tenant_id, @name, @kind, @config)
+RETURNING id, created_at, max_future_skew_seconds`
 
 const providerSecretsSQL = `
 SELECT id, created_at FROM provider_secrets

@@ -24,12 +24,14 @@ SELECT ttl_seconds, identifier_rule, enabled FROM scopes
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND action = @action
 FOR UPDATE`
 
+// saveScopeSQL takes updated_at from VALUES: Citus evaluates now() there
+// on the coordinator, and refuses it in DO UPDATE SET.
 const saveScopeSQL = `
-INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds, identifier_rule, enabled)
-VALUES (@tenant_id, @provider_id, @object_type, @action, @ttl_seconds, @identifier_rule, @enabled)
+INSERT INTO scopes (tenant_id, provider_id, object_type, action, ttl_seconds, identifier_rule, enabled, updated_at)
+VALUES (@tenant_id, @provider_id, @object_type, @action, @ttl_seconds, @identifier_rule, @enabled, now())
 ON CONFLICT (tenant_id, provider_id, object_type, action) DO UPDATE SET
   ttl_seconds = EXCLUDED.ttl_seconds, identifier_rule = EXCLUDED.identifier_rule,
-  enabled = EXCLUDED.enabled, updated_at = now()`
+  enabled = EXCLUDED.enabled, updated_at = EXCLUDED.updated_at`
 
 // ProviderScopes implements domain.ProviderService.
 func (s *providers) ProviderScopes(ctx context.Context, tenantID, providerID int64) ([]domain.Scope, error) {

@@ -154,13 +154,13 @@ func (c *Cluster) start(ctx context.Context) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return c.register(ctx)
+	return c.register(ctx, dbName)
 }
 
 // register tells the coordinator where it and its workers are: by
 // 127.0.0.1 and port, the address the nodes reach one another on.
-func (c *Cluster) register(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, c.URL())
+func (c *Cluster) register(ctx context.Context, db string) error {
+	conn, err := pgx.Connect(ctx, c.coordinator.url(db))
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)
 	}

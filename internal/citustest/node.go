@@ -149,23 +149,10 @@ func (n *node) waitReady(ctx context.Context) error {
 
 // createDatabase creates the cluster's database with the citus extension.
 func (n *node) createDatabase(ctx context.Context) error {
-	conn, err := pgx.Connect(ctx, n.url("postgres"))
-	if err != nil {
-		return fmt.Errorf("%s: %w", n.name, err)
+	if err := n.exec(ctx, "postgres", "CREATE DATABASE "+pgx.Identifier{dbName}.Sanitize()); err != nil {
+		return err
 	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{dbName}.Sanitize())
-	conn.Close(ctx)
-	if err != nil {
-		return fmt.Errorf("%s: create database: %w", n.name, err)
-	}
-	if conn, err = pgx.Connect(ctx, n.url(dbName)); err != nil {
-		return fmt.Errorf("%s: %w", n.name, err)
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE EXTENSION citus"); err != nil {
-		return fmt.Errorf("%s: CREATE EXTENSION citus: %w", n.name, err)
-	}
-	return nil
+	return n.exec(ctx, dbName, "CREATE EXTENSION citus")
 }
 
 // env is this process's environment for a server, but for HOME and PG*.

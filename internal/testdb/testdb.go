@@ -8,6 +8,8 @@
 // running server. See embedded.go for where that cluster lives and when it
 // stops.
 //
+// With TIDEMARK_TEST_CITUS=1 it is a Citus cluster instead (citus.go).
+//
 // When no server can be had, tests are skipped, except with CI=true, where
 // they fail.
 package testdb
@@ -30,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
 
+	"github.com/tidemark/tidemark/internal/citustest"
 	"github.com/tidemark/tidemark/migrations"
 )
 
@@ -40,6 +43,7 @@ const localURL = "postgres:///postgres?host=/var/run/postgresql&sslmode=disable"
 type server struct {
 	url      string // maintenance connection string
 	embedded bool   // the embedded cluster of this process
+	citus    *citustest.Cluster
 }
 
 var shared struct {
@@ -60,6 +64,13 @@ func defaultServer() (server, error) {
 // that does not answer is an error), else local if it answers, else the
 // embedded cluster. The error says what was tried.
 func resolve(ctx context.Context, explicit, local string) (server, error) {
+	if OnCitus() {
+		c, err := startCitus(ctx)
+		if err != nil {
+			return server{}, fmt.Errorf("TIDEMARK_TEST_CITUS=1: %w", err)
+		}
+		return server{url: c.DatabaseURL("postgres"), citus: c}, nil
+	}
 	if explicit != "" {
 		if err := ping(ctx, explicit); err != nil {
 			return server{}, fmt.Errorf("TEST_DATABASE_URL=%q does not answer: %w", explicit, err)
@@ -142,6 +153,9 @@ func NewEmptyURL(t testing.TB) string {
 // migrated, dropped when t ends.
 func (s server) newURL(t testing.TB, migrated bool) string {
 	t.Helper()
+	if s.citus != nil {
+		return newCitusURL(t, s.citus, migrated)
+	}
 	ctx := context.Background()
 	admin, err := pgx.Connect(ctx, s.url)
 	if err != nil {

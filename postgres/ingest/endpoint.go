@@ -13,20 +13,23 @@ import (
 )
 
 // endpointSQL reads a provider, its active secrets (newest first) and its
-// scopes.
+// scopes. The subqueries join on p.tenant_id, not t.id: on Citus that is a
+// join of co-located tables on their distribution column, which it runs on
+// every worker at once (the tenant's id is not known before the slug is
+// read), where a join on the reference table's column is refused.
 const endpointSQL = `
 SELECT t.id, p.id, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.max_future_skew_seconds,
        coalesce(ps.ids, '{}'), coalesce(ps.key_ids, '{}'), coalesce(ps.aad_versions, '{}'), coalesce(ps.ciphertexts, '{}'),
        coalesce((SELECT json_agg(json_build_object('object_type', object_type, 'action', action,
                         'ttl_seconds', ttl_seconds, 'identifier_rule', identifier_rule, 'enabled', enabled))
-                 FROM scopes sc WHERE sc.tenant_id = t.id AND sc.provider_id = p.id), '[]')
+                 FROM scopes sc WHERE sc.tenant_id = p.tenant_id AND sc.provider_id = p.id), '[]')
 FROM tenants t JOIN providers p ON p.tenant_id = t.id
 CROSS JOIN LATERAL (
     SELECT array_agg(id ORDER BY created_at DESC, id DESC) AS ids, array_agg(key_id ORDER BY created_at DESC, id DESC) AS key_ids,
            array_agg(aad_version ORDER BY created_at DESC, id DESC) AS aad_versions,
            array_agg(ciphertext ORDER BY created_at DESC, id DESC) AS ciphertexts
     FROM provider_secrets
-    WHERE tenant_id = t.id AND provider_id = p.id AND retired_at IS NULL) ps
+    WHERE tenant_id = p.tenant_id AND provider_id = p.id AND retired_at IS NULL) ps
 WHERE t.slug = @tenant AND p.name = @provider`
 
 // Endpoint implements domain.IngestService: the provider, its active

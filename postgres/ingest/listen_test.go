@@ -264,7 +264,7 @@ func TestEndpointCacheListenerLost(t *testing.T) {
 
 	_, pid, _ := b.CacheState()
 	var killed bool
-	if err := a.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1)`, int64(pid)).Scan(&killed); err != nil || !killed {
+	if err := a.Pool().QueryRow(ctx, `SELECT pg_terminate_backend($1::int)`, int64(pid)).Scan(&killed); err != nil || !killed {
 		t.Fatalf("terminate the listener's backend %d: %v %v", pid, killed, err)
 	}
 	pollFor(t, notifyWithin, "the cache to turn off", func() bool { return !b.EndpointCacheLive() })

@@ -76,8 +76,12 @@ var LeadLockSQL = ingestStatements[stLeadLock].Statement
 // the planner sees how few events an array holds, so PostgreSQL would plan
 // them anew on every call, which costs more than running them; and a custom
 // plan prunes no more partitions of the event log than the generic one does
-// when it starts.
-const genericPlansSQL = `SELECT set_config('plan_cache_mode', 'force_generic_plan', true)`
+// when it starts. Not on Citus (its catalog pg_dist_partition exists): it
+// cannot plan an INSERT ... SELECT on parameters without their values, and
+// routes each statement to its tenant's worker from the values anyway.
+const genericPlansSQL = `
+SELECT set_config('plan_cache_mode',
+                  CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true)`
 
 // noEvents are the arguments of a group with no delivery and no event:
 // every statement runs on empty arrays.

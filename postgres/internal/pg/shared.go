@@ -100,7 +100,7 @@ func LockProvider(ctx context.Context, tx pgx.Tx, tenantID, providerID int64) (s
 
 // notifyEndpointsSQL names the channel every node's endpoint cache LISTENs
 // on (postgres/ingest/listen.go); the payload is the tenant's id.
-const notifyEndpointsSQL = `SELECT pg_notify('tidemark_endpoints', @tenant_id)`
+const notifyEndpointsSQL = `SELECT pg_notify('tidemark_endpoints', @tenant_id::text)`
 
 // NotifyEndpoints tells every node to drop the tenant's cached endpoints
 // once q's transaction commits (at once, outside one). Every change to a
