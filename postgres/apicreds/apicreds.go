@@ -44,14 +44,14 @@ const (
 
 const upsertCredentialsSQL = `
 INSERT INTO provider_api_credentials AS c (tenant_id, provider_id, secret, key_id, aad_version, ciphertext,
-    client_id, login_url, api_version, base_url, allow_private, budget_share, set_by)
+    client_id, login_url, api_version, base_url, allow_private, budget_share, set_by, set_at)
 VALUES (@tenant_id, @provider_id, @secret, @key_id, @aad_version, @ciphertext,
-    @client_id, @login_url, @api_version, @base_url, @allow_private, @budget_share, @set_by)
+    @client_id, @login_url, @api_version, @base_url, @allow_private, @budget_share, @set_by, now())
 ON CONFLICT (tenant_id, provider_id) DO UPDATE SET
     secret = excluded.secret, key_id = excluded.key_id, aad_version = excluded.aad_version,
     ciphertext = excluded.ciphertext, client_id = excluded.client_id, login_url = excluded.login_url,
     api_version = excluded.api_version, base_url = excluded.base_url, allow_private = excluded.allow_private,
-    budget_share = excluded.budget_share, set_at = now(), set_by = excluded.set_by`
+    budget_share = excluded.budget_share, set_at = excluded.set_at, set_by = excluded.set_by`
 
 // SetAPICredentials implements pull.CredentialStore. Without keys it
 // returns pg.ErrNoKey and stores nothing; under a key that none of the

@@ -169,7 +169,7 @@ func TestSecretSealedAtRest(t *testing.T) {
 
 	// A ciphertext copied into another provider's row does not open there.
 	if _, err := f.s.Pool().Exec(f.ctx, `UPDATE provider_api_credentials x SET ciphertext = y.ciphertext
-		FROM provider_api_credentials y WHERE x.provider_id = $1 AND y.provider_id = $2`, f.sf, f.hub); err != nil {
+		FROM provider_api_credentials y WHERE x.tenant_id = y.tenant_id AND x.provider_id = $1 AND y.provider_id = $2`, f.sf, f.hub); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok, err := f.s.APICredentials(f.ctx, f.acme, f.sf); ok || err == nil || !strings.Contains(err.Error(), "cannot be decrypted") {

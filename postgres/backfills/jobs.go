@@ -69,6 +69,31 @@ func collectJob(rows pgx.Rows, err error, notFound func() error) (pull.Job, erro
 	return job, pg.Translate(err)
 }
 
+// writeThenRead runs a statement that writes one job and returns its id,
+// then reads the job whole; notFound when it wrote none. Two statements:
+// a job's columns name its tenant and provider, and Citus cannot read
+// other tables in a RETURNING list.
+func writeThenRead(ctx context.Context, tx pgx.Tx, sql string, args pgx.NamedArgs, notFound func() error) (pull.Job, error) {
+	var id int64
+	err := tx.QueryRow(ctx, sql, args).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return pull.Job{}, notFound()
+	}
+	if err != nil {
+		return pull.Job{}, pg.Translate(err)
+	}
+	rows, err := tx.Query(ctx, backfillSQL, pgx.NamedArgs{"tenant_id": args["tenant_id"], "job_id": id})
+	return collectJob(rows, err, jobNotFound(id))
+}
+
+// txNow is the transaction's now(), for statements Citus would refuse it
+// in (beside a column, or in a CASE).
+func txNow(ctx context.Context, tx pgx.Tx) (time.Time, error) {
+	var now time.Time
+	err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now)
+	return now, pg.Translate(err)
+}
+
 func jobTarget(id int64) string { return fmt.Sprintf("backfill job %d", id) }
 
 func jobNotFound(id int64) func() error {
@@ -82,7 +107,7 @@ const startBackfillSQL = `
 INSERT INTO backfill_jobs AS j (tenant_id, provider_id, sweep, from_at, to_at, object_type, created_by)
 SELECT p.tenant_id, p.id, @sweep, @from_at, @to_at, @object_type, @created_by
 FROM providers p WHERE p.tenant_id = @tenant_id AND p.id = @provider_id
-RETURNING ` + jobColumns
+RETURNING j.id`
 
 // StartBackfill implements pull.JobStore. A window that is empty, or wider
 // than pull.MaxSince, is EINVALID; an unknown provider ENOTFOUND; a sweep
@@ -106,8 +131,9 @@ func (k *Keeper) StartBackfill(ctx context.Context, tenantID, providerID int64, 
 		"object_type": objectType, "created_by": createdBy}
 	var job pull.Job
 	err := pg.WithTx(ctx, k.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, startBackfillSQL, args)
-		if job, err = collectJob(rows, err, func() error { return pg.NotFound("provider %d not found", providerID) }); err != nil || sweep {
+		var err error
+		job, err = writeThenRead(ctx, tx, startBackfillSQL, args, func() error { return pg.NotFound("provider %d not found", providerID) })
+		if err != nil || sweep {
 			return err
 		}
 		return pg.Audit(ctx, tx, tenantID, pull.AuditBackfillStart, jobTarget(job.ID), jobWindow(job))
@@ -156,17 +182,22 @@ func (k *Keeper) Backfills(ctx context.Context, tenantID, providerID int64, limi
 const cancelBackfillSQL = `
 UPDATE backfill_jobs j SET cancel_requested = true,
     state = CASE WHEN j.state = 'queued' THEN 'cancelled' ELSE j.state END,
-    finished_at = CASE WHEN j.state = 'queued' THEN now() ELSE j.finished_at END
+    finished_at = CASE WHEN j.state = 'queued' THEN @now::timestamptz ELSE j.finished_at END
 WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.state IN ('queued', 'running')
-RETURNING ` + jobColumns
+RETURNING j.id`
 
 // CancelBackfill implements pull.JobStore: ENOTFOUND for a job the tenant
 // does not have, ECONFLICT for one that ended.
 func (k *Keeper) CancelBackfill(ctx context.Context, tenantID, id int64) (pull.Job, error) {
 	var job pull.Job
 	err := pg.WithTx(ctx, k.pool, func(tx pgx.Tx) error {
-		rows, err := tx.Query(ctx, cancelBackfillSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": id})
-		if job, err = collectJob(rows, err, func() error { return k.notActive(ctx, tenantID, id) }); err != nil {
+		now, err := txNow(ctx, tx)
+		if err != nil {
+			return err
+		}
+		job, err = writeThenRead(ctx, tx, cancelBackfillSQL, pgx.NamedArgs{"tenant_id": tenantID, "job_id": id, "now": now},
+			func() error { return k.notActive(ctx, tenantID, id) })
+		if err != nil {
 			return err
 		}
 		summary := "cancelled while queued"

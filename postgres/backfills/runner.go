@@ -13,43 +13,74 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// requeueStaleSQL gives back the running jobs whose node stopped
-// reporting (it died): queued again for another node, or cancelled when
-// an operator had asked them to stop. Like the claim, it reads across
-// tenants, as maintenance does: serve's nodes run every tenant's jobs.
-const requeueStaleSQL = `
-UPDATE backfill_jobs SET heartbeat_at = NULL,
-    state = CASE WHEN cancel_requested THEN 'cancelled' ELSE 'queued' END,
-    finished_at = CASE WHEN cancel_requested THEN now() END
+// requeueStaleSQL and cancelStaleSQL give back the running jobs whose node
+// stopped reporting (it died): queued again for another node, or cancelled
+// when an operator had asked them to stop. Like the claim, they read
+// across tenants, as maintenance does: serve's nodes run every tenant's
+// jobs. Two statements rather than a CASE, which Citus refuses now() in.
+const (
+	cancelStaleSQL = `
+UPDATE backfill_jobs SET heartbeat_at = NULL, state = 'cancelled', finished_at = now()
+WHERE state = 'running' AND cancel_requested AND heartbeat_at < now() - make_interval(secs => @stale::float8)`
+	requeueStaleSQL = `
+UPDATE backfill_jobs SET heartbeat_at = NULL, state = 'queued'
 WHERE state = 'running' AND heartbeat_at < now() - make_interval(secs => @stale::float8)`
+)
 
-// claimBackfillSQL marks the oldest queued job running. SKIP LOCKED lets
-// two nodes claim at once without waiting on each other or taking the
-// same job: the one that locked it first has it.
-const claimBackfillSQL = `
-WITH next AS (
-    SELECT tenant_id, id FROM backfill_jobs WHERE state = 'queued'
-    ORDER BY created_at, id LIMIT 1
-    FOR UPDATE SKIP LOCKED)
-UPDATE backfill_jobs j SET state = 'running', started_at = coalesce(j.started_at, now()), heartbeat_at = now()
-FROM next WHERE j.tenant_id = next.tenant_id AND j.id = next.id
-RETURNING ` + jobColumns
+// queuedJobsSQL lists the oldest queued jobs, without locking them: Citus
+// cannot lock rows across shards. claimJobSQL then takes one, skipping it
+// when another node holds it, so two nodes claiming at once neither wait
+// on each other nor take the same job.
+const (
+	queuedJobsSQL = `SELECT tenant_id, id FROM backfill_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT @limit`
+	claimJobSQL   = `
+UPDATE backfill_jobs j SET state = 'running', started_at = coalesce(j.started_at, @now::timestamptz), heartbeat_at = @now::timestamptz
+WHERE (j.tenant_id, j.id) IN (SELECT tenant_id, id FROM backfill_jobs
+                              WHERE tenant_id = @tenant_id AND id = @job_id AND state = 'queued' FOR UPDATE SKIP LOCKED)
+RETURNING j.id`
+)
+
+// claimCandidates is how many queued jobs a claim tries before it says
+// there is none: more than there are nodes claiming at once.
+const claimCandidates = 16
 
 // ClaimBackfill implements pull.JobRunnerStore.
 func (k *Keeper) ClaimBackfill(ctx context.Context) (pull.Job, bool, error) {
-	if _, err := k.pool.Exec(ctx, requeueStaleSQL, pgx.NamedArgs{"stale": pull.StaleAfter.Seconds()}); err != nil {
-		return pull.Job{}, false, pg.Translate(err)
+	stale := pgx.NamedArgs{"stale": pull.StaleAfter.Seconds()}
+	for _, sql := range []string{cancelStaleSQL, requeueStaleSQL} {
+		if _, err := k.pool.Exec(ctx, sql, stale); err != nil {
+			return pull.Job{}, false, pg.Translate(err)
+		}
 	}
-	rows, err := k.pool.Query(ctx, claimBackfillSQL)
+	rows, err := k.pool.Query(ctx, queuedJobsSQL, pgx.NamedArgs{"limit": claimCandidates})
 	if err != nil {
 		return pull.Job{}, false, pg.Translate(err)
 	}
-	jobs, err := pgx.CollectRows(rows, scanJob)
-	if err != nil || len(jobs) == 0 {
+	queued, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Tenant, ID int64 }])
+	if err != nil {
 		return pull.Job{}, false, pg.Translate(err)
 	}
-	return jobs[0], true, nil
+	for _, q := range queued {
+		var job pull.Job
+		err := pg.WithTx(ctx, k.pool, func(tx pgx.Tx) error {
+			now, err := txNow(ctx, tx)
+			if err != nil {
+				return err
+			}
+			job, err = writeThenRead(ctx, tx, claimJobSQL, pgx.NamedArgs{"tenant_id": q.Tenant, "job_id": q.ID, "now": now},
+				func() error { return errTaken })
+			return err
+		})
+		if errors.Is(err, errTaken) {
+			continue // another node has it, or it was cancelled meanwhile
+		}
+		return job, err == nil, err
+	}
+	return pull.Job{}, false, nil
 }
+
+// errTaken: the job a claim tried is no longer queued, or is being claimed.
+var errTaken = errors.New("job taken")
 
 // progressArgs are the named arguments of a job's progress.
 func progressArgs(tenantID, id int64, p pull.Progress) pgx.NamedArgs {

@@ -21,13 +21,17 @@ const providerIDSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND
 // rewind). A change committing meanwhile takes a position after the head
 // read here, so none falls between. Likewise it starts at the end of the
 // tenant's alert events, which their one writer adds in commit order.
+// The two are read first: Citus takes no subquery in an INSERT's VALUES.
+const startPositionsSQL = `
+SELECT coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tenant_id), 0),
+       coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = @tenant_id), 0)`
+
 const insertDestinationSQL = `
 INSERT INTO destinations (tenant_id, url, nats_url, subject, provider_id, object_type, types, format, allow_private,
                           max_in_flight, cursor, alert_cursor)
 VALUES (@tenant_id, @url::text, @nats_url::text, @subject::text, @provider_id::bigint, @object_type::text, @types::text[],
         @format, @allow_private, @max_in_flight,
-        coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tenant_id), 0),
-        coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = @tenant_id), 0))
+        @cursor, @alert_cursor)
 RETURNING id`
 
 // CreateDestination implements stream.DestinationService. Whether the URL
@@ -55,8 +59,12 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 			}
 			providerID = &id
 		}
+		var cursor, alertCursor int64
+		if err := tx.QueryRow(ctx, startPositionsSQL, pgx.NamedArgs{"tenant_id": tenantID}).Scan(&cursor, &alertCursor); err != nil {
+			return err
+		}
 		var id int64
-		err := tx.QueryRow(ctx, insertDestinationSQL, pgx.NamedArgs{"tenant_id": tenantID,
+		err := tx.QueryRow(ctx, insertDestinationSQL, pgx.NamedArgs{"tenant_id": tenantID, "cursor": cursor, "alert_cursor": alertCursor,
 			"url": pg.NullString(nd.URL), "nats_url": pg.NullString(nd.NATSURL), "subject": pg.NullString(nd.Subject),
 			"provider_id": providerID, "object_type": pg.NullString(nd.ObjectType), "types": nd.Types,
 			"format": nd.Format, "allow_private": nd.AllowPrivate, "max_in_flight": nd.MaxInFlight}).Scan(&id)

@@ -1,6 +1,8 @@
 package ingest
 
 import (
+	"math/rand/v2"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -57,7 +59,9 @@ var ingestStatements = [numStatements]*statement{
 	stApplyProperty:      newStatement("applyPropertySQL", applyPropertySQL, noEvents),
 	stOutcome:            newStatement("outcomeSQL", outcomeSQL, noEvents),
 	// Tenant 0's lock: released with PrepareIngest's rollback.
-	stLeadLock: newStatement("leadLockSQL", leadLockSQL, func() pgx.NamedArgs { return pgx.NamedArgs{"key": int64(0)} }),
+	// A key of no identity in particular, random so that connections
+	// preparing at once do not queue on one lock.
+	stLeadLock: newStatement("leadLockSQL", leadLockSQL, func() pgx.NamedArgs { return pgx.NamedArgs{"key": rand.Int64()} }),
 	// A lead signup of tenant 0, which has no claim: it writes nothing.
 	stLead: newStatement("leadSQL", leadSQL, func() pgx.NamedArgs {
 		return pgx.NamedArgs{"tenant_id": int64(0), "key": []byte{}, "delivery_id": nil, "seq": 0, "now": nil,

@@ -43,8 +43,8 @@ func (s *Checker) DeliveryRecorded(ctx context.Context, tenantID int64, id strin
 // transaction, read by queue workers.
 
 const tombstoneSQL = `
-INSERT INTO erasure_tombstones (tenant_id, kind, key_hash) VALUES (@tenant_id, @kind, @key_hash)
-ON CONFLICT (tenant_id, kind, key_hash) DO UPDATE SET erased_at = now()`
+INSERT INTO erasure_tombstones (tenant_id, kind, key_hash, erased_at) VALUES (@tenant_id, @kind, @key_hash, now())
+ON CONFLICT (tenant_id, kind, key_hash) DO UPDATE SET erased_at = EXCLUDED.erased_at`
 
 // erasedSinceSQL answers the positions (from 1) of the keys erased after
 // @since.
