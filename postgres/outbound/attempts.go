@@ -18,40 +18,48 @@ import (
 // delivered or it fails, not for every retry. The queue's rows are named
 // by arrays of positions, which its primary key finds: the queue churns
 // faster than its statistics follow, and a join with the batch was planned
-// as a nested loop over the whole queue.
+// as a nested loop over the whole queue. Times are computed in the clock
+// and r CTEs, not beside the rows' columns in the UPDATEs: Citus refuses
+// STABLE functions and operators (now(), timestamptz + interval, format)
+// with column references there.
 const recordSQL = `
-WITH r AS (
-    SELECT * FROM unnest(@position::bigint[], @status::int[], @error::text[], @duration_ms::int[], @retry_ms::bigint[])
-        AS r (position, status, error, duration_ms, retry_ms)
+WITH clock AS (
+    SELECT now() AS now, now() - @give_up_ms * interval '1 millisecond' AS give_up_before
+), r AS (
+    SELECT r.*, clock.now + r.retry_ms * interval '1 millisecond' AS next_attempt_at
+    FROM unnest(@position::bigint[], @status::int[], @error::text[], @duration_ms::int[], @retry_ms::bigint[])
+        AS r (position, status, error, duration_ms, retry_ms), clock
 ), delivered AS (
     DELETE FROM destination_queue q
     WHERE q.tenant_id = @tenant_id AND q.destination_id = @id
       AND q.position = ANY (ARRAY(SELECT position FROM r WHERE status BETWEEN 200 AND 299))
     RETURNING q.position
 ), failed AS (
-    UPDATE destination_queue q SET attempts = q.attempts + 1, next_attempt_at = now() + r.retry_ms * interval '1 millisecond',
-        first_failed_at = coalesce(q.first_failed_at, now()), last_error = r.error
-    FROM r
+    UPDATE destination_queue q SET attempts = q.attempts + 1, next_attempt_at = r.next_attempt_at,
+        first_failed_at = coalesce(q.first_failed_at, clock.now), last_error = r.error
+    FROM r, clock
     WHERE q.tenant_id = @tenant_id AND q.destination_id = @id
       AND q.position = ANY (ARRAY(SELECT position FROM r WHERE status NOT BETWEEN 200 AND 299))
       AND q.position = r.position AND r.status NOT BETWEEN 200 AND 299
     RETURNING q.position, q.first_failed_at, q.last_error
 ), given_up AS (
-    SELECT position, first_failed_at, last_error FROM failed
-    WHERE first_failed_at <= now() - @give_up_ms * interval '1 millisecond'
+    SELECT format('%s has not been delivered since %s: %s',
+                  CASE WHEN position > 0 THEN 'change ' || position ELSE 'alert event ' || (position - @alert_base) END,
+                  to_char(first_failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), last_error) AS reason
+    FROM failed
+    WHERE first_failed_at <= (SELECT give_up_before FROM clock)
     ORDER BY first_failed_at LIMIT 1
 ), logged AS (
     INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
     SELECT @tenant_id, @id, position, status, nullif(error, ''), duration_ms FROM r
 )
 UPDATE destinations d SET
-    last_success_at = CASE WHEN EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) THEN now() ELSE d.last_success_at END,
+    last_success_at = CASE WHEN EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) THEN clock.now ELSE d.last_success_at END,
     status = CASE WHEN d.status = 'active' AND EXISTS (SELECT FROM given_up) THEN 'failing' ELSE d.status END,
     status_reason = CASE WHEN d.status = 'active' AND EXISTS (SELECT FROM given_up)
-        THEN (SELECT format('%s has not been delivered since %s: %s',
-                            CASE WHEN position > 0 THEN 'change ' || position ELSE 'alert event ' || (position - @alert_base) END,
-                            to_char(first_failed_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'), last_error) FROM given_up)
+        THEN (SELECT reason FROM given_up)
         ELSE d.status_reason END
+FROM clock
 WHERE d.tenant_id = @tenant_id AND d.id = @id
   AND (EXISTS (SELECT FROM r WHERE status BETWEEN 200 AND 299) OR EXISTS (SELECT FROM given_up))
 RETURNING d.status = 'failing'`

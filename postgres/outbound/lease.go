@@ -29,58 +29,123 @@ func New(pool *pgxpool.Pool, keys *pg.Keyring, log *slog.Logger) *Outbox {
 
 var _ stream.Outbox = (*Outbox)(nil)
 
-// leaseSQL renews owner's leases of active destinations and takes free
-// ones, up to limit in all. Its own are renewed even while its fill holds
-// their rows (it waits the moment); free ones another node is taking now
-// are skipped. The condition is repeated on the rows updated, so that a
-// lease another node took meanwhile is not taken back. It is the one
-// statement over every tenant's destinations. With each it returns the
-// ids of the secrets that sign now.
-const leaseSQL = `
-WITH mine AS (
-    SELECT tenant_id, id FROM destinations WHERE lease_owner = @owner AND status = 'active'
-    ORDER BY lease_until LIMIT @limit
-), free AS (
-    SELECT tenant_id, id FROM destinations
-    WHERE status = 'active' AND (lease_until IS NULL OR lease_until < now()) AND lease_owner IS DISTINCT FROM @owner
-    ORDER BY lease_until NULLS FIRST
-    LIMIT greatest(0, @limit - (SELECT count(*) FROM mine))
-    FOR UPDATE SKIP LOCKED
-)
+// A lease is taken in statements Citus runs, none of which locks rows
+// across tenants: renewSQL renews owner's leases of active destinations;
+// freeSQL looks, without locking, for free ones; takeSQL takes each of
+// those in its tenant, skipping one another node is taking now, and
+// repeats the condition on the row, so that a lease another node took
+// meanwhile is not taken back.
+const (
+	renewSQL = `
+UPDATE destinations SET lease_until = now() + @ttl_ms * interval '1 millisecond'
+WHERE lease_owner = @owner AND status = 'active'
+RETURNING ` + leasedColumns
+	freeSQL = `
+SELECT tenant_id, id FROM destinations
+WHERE status = 'active' AND (lease_until IS NULL OR lease_until < now()) AND lease_owner IS DISTINCT FROM @owner
+ORDER BY lease_until NULLS FIRST, tenant_id, id
+LIMIT @limit`
+	takeSQL = `
 UPDATE destinations d SET lease_owner = @owner, lease_until = now() + @ttl_ms * interval '1 millisecond'
-FROM (SELECT * FROM mine UNION ALL SELECT * FROM free) t, tenants tn
-WHERE d.tenant_id = t.tenant_id AND d.id = t.id AND tn.id = d.tenant_id
-  AND d.status = 'active' AND (d.lease_owner = @owner OR d.lease_until IS NULL OR d.lease_until < now())
-RETURNING d.tenant_id, d.id, tn.slug, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
-          d.allow_private, d.max_in_flight, d.format,
-          ARRAY(SELECT s.id FROM destination_secrets s
-                WHERE s.tenant_id = d.tenant_id AND s.destination_id = d.id AND (s.expires_at IS NULL OR s.expires_at > now())
-                ORDER BY s.id DESC)`
+WHERE (d.tenant_id, d.id) IN (SELECT tenant_id, id FROM destinations
+                              WHERE tenant_id = @tenant_id AND id = @id AND status = 'active'
+                                AND (lease_until IS NULL OR lease_until < now())
+                              FOR UPDATE SKIP LOCKED)
+RETURNING ` + leasedColumns
+	leasedColumns = `tenant_id, id, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format`
+)
 
-// secretsSQL reads the sealed secrets the lease named.
-const secretsSQL = `
+// secretsSQL reads the sealed secrets that sign now of the destinations
+// leased, newest first, and slugsSQL their tenants' slugs.
+const (
+	secretsSQL = `
 SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM destination_secrets
-WHERE tenant_id = ANY(@tenant_ids::bigint[]) AND id = ANY(@ids::bigint[])`
+WHERE tenant_id = ANY(@tenant_ids::bigint[]) AND destination_id = ANY(@ids::bigint[])
+  AND (expires_at IS NULL OR expires_at > now())
+ORDER BY tenant_id, destination_id, id DESC`
+	slugsSQL = `SELECT id, slug FROM tenants WHERE id = ANY(@tenant_ids::bigint[])`
+)
 
-// LeaseDestinations implements stream.Outbox. A destination none of whose
+// LeaseDestinations implements stream.Outbox: owner's leases renewed, and
+// free ones taken while it holds fewer than limit. A destination none of whose
 // secrets opens is left out, and logged: it cannot sign.
 func (o *Outbox) LeaseDestinations(ctx context.Context, owner string, ttl time.Duration, limit int) ([]stream.LeasedDestination, error) {
-	rows, err := o.pool.Query(ctx, leaseSQL, pgx.NamedArgs{"owner": owner, "ttl_ms": ttl.Milliseconds(), "limit": limit})
+	args := pgx.NamedArgs{"owner": owner, "ttl_ms": ttl.Milliseconds()}
+	leased, err := o.leaseRows(ctx, renewSQL, args)
+	if err != nil {
+		return nil, err
+	}
+	if len(leased) < limit {
+		args["limit"] = limit - len(leased)
+		rows, err := o.pool.Query(ctx, freeSQL, args)
+		if err != nil {
+			return nil, pg.Translate(err)
+		}
+		free, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Tenant, ID int64 }])
+		if err != nil {
+			return nil, pg.Translate(err)
+		}
+		for _, f := range free {
+			args["tenant_id"], args["id"] = f.Tenant, f.ID
+			taken, err := o.leaseRows(ctx, takeSQL, args)
+			if err != nil {
+				return nil, err
+			}
+			leased = append(leased, taken...)
+		}
+	}
+	if len(leased) == 0 {
+		return nil, nil
+	}
+	if leased, err = o.withSlugs(ctx, leased); err != nil {
+		return nil, err
+	}
+	return o.withSecrets(ctx, leased)
+}
+
+// leaseRows runs a statement that returns leasedColumns.
+func (o *Outbox) leaseRows(ctx context.Context, sql string, args pgx.NamedArgs) ([]stream.LeasedDestination, error) {
+	rows, err := o.pool.Query(ctx, sql, args)
 	if err != nil {
 		return nil, pg.Translate(err)
 	}
-	var tenantIDs, secretIDs []int64
 	leased, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.LeasedDestination, error) {
 		var d stream.LeasedDestination
-		var ids []int64
-		err := row.Scan(&d.TenantID, &d.ID, &d.TenantSlug, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format, &ids)
-		tenantIDs, secretIDs = append(tenantIDs, d.TenantID), append(secretIDs, ids...)
-		return d, err
+		return d, row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format)
 	})
-	if err != nil || len(leased) == 0 {
+	return leased, pg.Translate(err)
+}
+
+// withSlugs names the tenants of leased.
+func (o *Outbox) withSlugs(ctx context.Context, leased []stream.LeasedDestination) ([]stream.LeasedDestination, error) {
+	tenantIDs := make([]int64, len(leased))
+	for i, d := range leased {
+		tenantIDs[i] = d.TenantID
+	}
+	rows, err := o.pool.Query(ctx, slugsSQL, pgx.NamedArgs{"tenant_ids": tenantIDs})
+	if err != nil {
 		return nil, pg.Translate(err)
 	}
-	rows, err = o.pool.Query(ctx, secretsSQL, pgx.NamedArgs{"tenant_ids": tenantIDs, "ids": secretIDs})
+	slugs := map[int64]string{}
+	var id int64
+	var slug string
+	if _, err := pgx.ForEachRow(rows, []any{&id, &slug}, func() error { slugs[id] = slug; return nil }); err != nil {
+		return nil, pg.Translate(err)
+	}
+	for i := range leased {
+		leased[i].TenantSlug = slugs[leased[i].TenantID]
+	}
+	return leased, nil
+}
+
+// withSecrets gives each of leased the secrets that open, and leaves out
+// those with none.
+func (o *Outbox) withSecrets(ctx context.Context, leased []stream.LeasedDestination) ([]stream.LeasedDestination, error) {
+	tenantIDs, ids := make([]int64, len(leased)), make([]int64, len(leased))
+	for i, d := range leased {
+		tenantIDs[i], ids[i] = d.TenantID, d.ID
+	}
+	rows, err := o.pool.Query(ctx, secretsSQL, pgx.NamedArgs{"tenant_ids": tenantIDs, "ids": ids})
 	if err != nil {
 		return nil, pg.Translate(err)
 	}
@@ -119,17 +184,15 @@ func scanSealed(row pgx.CollectableRow) (pg.SealedSecret, error) {
 	return s, row.Scan(&s.TenantID, &s.ProviderID, &s.ID, &s.KeyID, &s.AADVersion, &s.Ciphertext)
 }
 
-// releaseSQL ends owner's leases of the destinations named.
-const releaseSQL = `
-UPDATE destinations SET lease_until = now()
-WHERE (tenant_id, id) IN (SELECT * FROM unnest(@tenant_ids::bigint[], @ids::bigint[])) AND lease_owner = @owner`
+// releaseSQL ends owner's lease of one destination; a release sends one
+// per destination, in a batch, each in its tenant.
+const releaseSQL = `UPDATE destinations SET lease_until = now() WHERE tenant_id = @tenant_id AND id = @id AND lease_owner = @owner`
 
 // ReleaseDestinations implements stream.Outbox.
 func (o *Outbox) ReleaseDestinations(ctx context.Context, owner string, ds []stream.LeasedDestination) error {
-	tenantIDs, ids := make([]int64, len(ds)), make([]int64, len(ds))
-	for i, d := range ds {
-		tenantIDs[i], ids[i] = d.TenantID, d.ID
+	b := &pgx.Batch{}
+	for _, d := range ds {
+		b.Queue(releaseSQL, pgx.NamedArgs{"owner": owner, "tenant_id": d.TenantID, "id": d.ID})
 	}
-	_, err := o.pool.Exec(ctx, releaseSQL, pgx.NamedArgs{"owner": owner, "tenant_ids": tenantIDs, "ids": ids})
-	return pg.Translate(err)
+	return pg.Translate(o.pool.SendBatch(ctx, b).Close())
 }
