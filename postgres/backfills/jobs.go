@@ -86,11 +86,13 @@ func writeThenRead(ctx context.Context, tx pgx.Tx, sql string, args pgx.NamedArg
 	return collectJob(rows, err, jobNotFound(id))
 }
 
+const nowSQL = `SELECT now()`
+
 // txNow is the transaction's now(), for statements Citus would refuse it
 // in (beside a column, or in a CASE).
 func txNow(ctx context.Context, tx pgx.Tx) (time.Time, error) {
 	var now time.Time
-	err := tx.QueryRow(ctx, `SELECT now()`).Scan(&now)
+	err := tx.QueryRow(ctx, nowSQL).Scan(&now)
 	return now, pg.Translate(err)
 }
 

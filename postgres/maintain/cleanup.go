@@ -94,6 +94,40 @@ JOIN providers p ON p.tenant_id = s.tenant_id AND p.id = s.provider_id
 ORDER BY s.ttl_seconds DESC, t.slug, p.name, s.object_type, s.action
 LIMIT 1`
 
+// deleteExpiredKeys deletes the expired idempotency keys in batches: of
+// every tenant at once, or, on Citus, which locks no rows across shards,
+// of one tenant after another.
+func (m *pass) deleteExpiredKeys(ctx context.Context, batch int) (int64, error) {
+	if !m.distributed {
+		return execBatches(ctx, m.conn, deleteExpiredKeysSQL, pgx.NamedArgs{"limit": batch})
+	}
+	rows, err := m.conn.Query(ctx, tenantIDsSQL)
+	if err != nil {
+		return 0, pg.Translate(err)
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return 0, pg.Translate(err)
+	}
+	var total int64
+	for _, t := range tenants {
+		n, err := execBatches(ctx, m.conn, deleteTenantExpiredKeysSQL, pgx.NamedArgs{"tenant_id": t, "limit": batch})
+		if total += n; err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+const tenantIDsSQL = `SELECT id FROM tenants ORDER BY id`
+
+// deleteTenantExpiredKeysSQL is deleteExpiredKeysSQL within one tenant.
+const deleteTenantExpiredKeysSQL = `
+DELETE FROM idempotency_keys k
+USING (SELECT tenant_id, key FROM idempotency_keys WHERE tenant_id = @tenant_id AND expires_at <= statement_timestamp()
+       LIMIT @limit FOR UPDATE SKIP LOCKED) e
+WHERE k.tenant_id = @tenant_id AND k.tenant_id = e.tenant_id AND k.key = e.key AND k.expires_at <= statement_timestamp()`
+
 // A claim is forgotten once expires_at has passed on the database's clock,
 // which claimSQL sets it by. Rows being reclaimed right now are skipped, and
 // the outer WHERE re-checks expiry so a claim renewed meanwhile is never
@@ -231,7 +265,7 @@ func (mt *Maintainer) cleanup(ctx context.Context, now time.Time, retention time
 			}
 			return m.dropBefore(ctx, now.Add(-retention))
 		})
-		n, err := execBatches(ctx, m.conn, deleteExpiredKeysSQL, pgx.NamedArgs{"limit": batch})
+		n, err := m.deleteExpiredKeys(ctx, batch)
 		r.ExpiredKeys = n
 		if err != nil {
 			return fmt.Errorf("delete expired idempotency keys: %w", err)
@@ -342,7 +376,11 @@ func (mt *Maintainer) run(ctx context.Context, wait bool, r *Report, fn func(*pa
 	if err != nil {
 		return pg.Translate(err)
 	}
-	return fn(&pass{conn: conn, report: r})
+	distributed, err := pg.Distributed(ctx, conn, "idempotency_keys")
+	if err != nil {
+		return pg.Translate(err)
+	}
+	return fn(&pass{conn: conn, report: r, distributed: distributed})
 }
 
 // execBatches runs a bounded statement, each time in its own implicit

@@ -77,6 +77,9 @@ const (
 	attachPartitionSQL   = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')`
 	attachCatchAllSQL    = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO (MAXVALUE)`
 	detachPartitionSQL   = `ALTER TABLE %s DETACH PARTITION %s CONCURRENTLY`
+	// On Citus: ACCESS EXCLUSIVE on the log for the moment of the detach,
+	// so ingest waits that moment on every worker.
+	detachDistributedSQL = `ALTER TABLE %s DETACH PARTITION %s`
 	finalizePartitionSQL = `ALTER TABLE %s DETACH PARTITION %s FINALIZE`
 	dropPartitionSQL     = `DROP TABLE %s`
 	partitionBoundFormat = "2006-01-02 15:04:05-07"
@@ -84,6 +87,12 @@ const (
 	catchAllInfix        = "_from"
 	dailyInfix           = "_p"
 )
+
+// moveDistributedRowsSQL moves them all at once on Citus, which deletes by
+// ctid on no shard: a statement each worker runs on its shards, whose rows
+// no writer reaches any more. Run again after a crash before the drop, it
+// skips the rows already moved.
+const moveDistributedRowsSQL = `INSERT INTO %[2]s SELECT * FROM %[1]s ON CONFLICT DO NOTHING`
 
 // The days that rows of a detached catch-all (%s) fall on, before @before.
 const detachedRowDaysSQL = `
@@ -100,6 +109,9 @@ type pass struct {
 	conn   *pgx.Conn
 	report *Report
 	logs   []*logPartitions
+	// distributed: the database is distributed by Citus, which runs
+	// neither DETACH ... CONCURRENTLY nor locks rows across tenants.
+	distributed bool
 }
 
 // logPartitions is what one log's partitions look like.
@@ -275,7 +287,7 @@ func isCatchAll(name string) bool {
 // attached too) and the emptied tables are dropped.
 func (m *pass) rotate(ctx context.Context, lp *logPartitions, days []time.Time, after time.Time) error {
 	if lp.catchAll != "" && len(days) > 0 {
-		err := m.ddl(ctx, "detach "+lp.catchAll, fmt.Sprintf(detachPartitionSQL, ident(lp.table), ident(lp.catchAll)))
+		err := m.ddl(ctx, "detach "+lp.catchAll, fmt.Sprintf(m.detachSQL(), ident(lp.table), ident(lp.catchAll)))
 		if err != nil {
 			return err
 		}
@@ -315,8 +327,14 @@ func (m *pass) rotate(ctx context.Context, lp *logPartitions, days []time.Time, 
 		lp.catchAll, lp.from = name, after
 	}
 	for _, old := range slices.DeleteFunc(slices.Clone(lp.loose), func(n string) bool { return !isCatchAll(n) }) {
-		moveSQL := fmt.Sprintf(moveDetachedRowsSQL, ident(old), ident(lp.table))
-		if _, err := execBatches(ctx, m.conn, moveSQL, pgx.NamedArgs{"limit": cleanupBatch}); err != nil {
+		var err error
+		if m.distributed {
+			_, err = m.conn.Exec(ctx, fmt.Sprintf(moveDistributedRowsSQL, ident(old), ident(lp.table)))
+		} else {
+			_, err = execBatches(ctx, m.conn, fmt.Sprintf(moveDetachedRowsSQL, ident(old), ident(lp.table)),
+				pgx.NamedArgs{"limit": cleanupBatch})
+		}
+		if err != nil {
 			return m.failed(ctx, "move the rows of "+old, err)
 		}
 		if err := m.ddl(ctx, "drop "+old, fmt.Sprintf(dropPartitionSQL, ident(old))); err != nil {
@@ -395,7 +413,7 @@ func (m *pass) dropBefore(ctx context.Context, cutoff time.Time) error {
 		slices.SortFunc(old, func(a, b time.Time) int { return a.Compare(b) })
 		for _, day := range old {
 			name := lp.daily[day]
-			if err := m.ddl(ctx, "detach "+name, fmt.Sprintf(detachPartitionSQL, ident(lp.table), ident(name))); err != nil {
+			if err := m.ddl(ctx, "detach "+name, fmt.Sprintf(m.detachSQL(), ident(lp.table), ident(name))); err != nil {
 				return err
 			}
 			delete(lp.daily, day)
@@ -413,4 +431,12 @@ func (m *pass) dropBefore(ctx context.Context, cutoff time.Time) error {
 		}
 		return nil
 	})
+}
+
+// detachSQL is the detach of this database.
+func (m *pass) detachSQL() string {
+	if m.distributed {
+		return detachDistributedSQL
+	}
+	return detachPartitionSQL
 }

@@ -111,3 +111,20 @@ func NotifyEndpoints(ctx context.Context, q Querier, tenantID int64) error {
 	_, err := q.Exec(ctx, notifyEndpointsSQL, pgx.NamedArgs{"tenant_id": strconv.FormatInt(tenantID, 10)})
 	return err
 }
+
+// distributedSQL tells whether table is a Citus table; pg_dist_partition
+// exists only where the citus extension does.
+const distributedSQL = `SELECT to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL`
+
+const distributedTableSQL = `SELECT EXISTS (SELECT FROM pg_dist_partition WHERE logicalrelid = to_regclass(@table))`
+
+// Distributed reports whether table is distributed by Citus (or one of its
+// reference tables), for the few statements Citus runs differently.
+func Distributed(ctx context.Context, q Querier, table string) (bool, error) {
+	var citus bool
+	if err := q.QueryRow(ctx, distributedSQL).Scan(&citus); err != nil || !citus {
+		return false, err
+	}
+	err := q.QueryRow(ctx, distributedTableSQL, pgx.NamedArgs{"table": table}).Scan(&citus)
+	return citus, err
+}
