@@ -73,10 +73,10 @@ WHERE c.relkind = 'r' AND pg_table_is_visible(c.oid) AND c.relname ~ '^(deliveri
 var partitionPattern = regexp.MustCompile(`^(deliveries|events)_(p|from)([0-9]{8})$`)
 
 const (
-	createPartitionSQL   = `CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`
-	attachPartitionSQL   = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')`
-	attachCatchAllSQL    = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO (MAXVALUE)`
-	detachPartitionSQL   = `ALTER TABLE %s DETACH PARTITION %s CONCURRENTLY`
+	createPartitionSQL = `CREATE TABLE %s (LIKE %s INCLUDING DEFAULTS INCLUDING CONSTRAINTS)`
+	attachPartitionSQL = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO ('%s')`
+	attachCatchAllSQL  = `ALTER TABLE %s ATTACH PARTITION %s FOR VALUES FROM ('%s') TO (MAXVALUE)`
+	detachPartitionSQL = `ALTER TABLE %s DETACH PARTITION %s CONCURRENTLY`
 	// On Citus: ACCESS EXCLUSIVE on the log for the moment of the detach,
 	// so ingest waits that moment on every worker.
 	detachDistributedSQL = `ALTER TABLE %s DETACH PARTITION %s`
