@@ -60,6 +60,9 @@ func (s *Users) CreateUser(ctx context.Context, email, password string, admin bo
 		if err != nil {
 			return pg.Translate(err)
 		}
+		if err := countAdmins(ctx, tx, false, admin); err != nil {
+			return err
+		}
 		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorCreate, email, fmt.Sprintf("admin %t", admin)); err != nil {
 			return pg.Translate(err)
 		}
@@ -126,8 +129,11 @@ func (s *Users) SetAdmin(ctx context.Context, actor domain.User, userID int64, a
 		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
 			return err
 		}
+		if err := countAdmins(ctx, tx, u.IsAdmin && !u.Disabled, admin && !u.Disabled); err != nil {
+			return err
+		}
 		if _, err = tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin}); err != nil {
-			return lastAdmin(err)
+			return pg.Translate(err)
 		}
 		if admin || !u.IsAdmin {
 			return nil

@@ -3,9 +3,9 @@ package access
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tidemark/tidemark/domain"
@@ -17,8 +17,12 @@ import (
 // it in one transaction. Ending sessions raises session_epoch, which the
 // console compares with the one a session stored at sign-in; each also
 // revokes the API tokens the operator created, in every tenant. That at least
-// one enabled admin remains is the database's rule (trigger
-// users_keep_an_admin, migration 00019), not a read before the write.
+// one enabled admin remains is kept by the count in enabled_admins, which
+// every change to an admin moves in its transaction (countAdmins): its row
+// lock serialises such changes, so two cannot each leave the other as the
+// last. It was a trigger on users (migration 00019) until Citus, where a
+// trigger on a reference table runs on the nodes that hold its copies and
+// may not write other tables there (migration 00043).
 
 const lockUserSQL = `SELECT id, email, is_admin, disabled_at IS NOT NULL FROM users WHERE id = @id FOR UPDATE`
 
@@ -38,20 +42,41 @@ func scanLockedUser(row pgx.Row) (domain.User, error) {
 	return u, pg.Translate(err)
 }
 
-// lastAdmin translates the refusal of trigger users_keep_an_admin.
-func lastAdmin(err error) error {
-	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) && pgErr.ConstraintName == "users_keep_an_admin" {
+// countAdminsSQL moves the count of enabled admins by @delta.
+const countAdminsSQL = `UPDATE enabled_admins SET n = n + @delta RETURNING n`
+
+// countAdmins moves the count of enabled admins from was to is (each
+// whether the operator is an enabled admin) and refuses, with
+// domain.ErrLastAdmin, a change that leaves none.
+func countAdmins(ctx context.Context, tx pgx.Tx, was, is bool) error {
+	delta := 0
+	if was {
+		delta--
+	}
+	if is {
+		delta++
+	}
+	if delta == 0 {
+		return nil
+	}
+	var n int
+	if err := tx.QueryRow(ctx, countAdminsSQL, pgx.NamedArgs{"delta": delta}).Scan(&n); err != nil {
+		return pg.Translate(err)
+	}
+	if delta < 0 && n < 1 {
 		return domain.ErrLastAdmin
 	}
-	return pg.Translate(err)
+	return nil
 }
 
+const nowSQL = `SELECT now()`
+
 // setDisabledSQL disables (keeping the first instant) or enables an
-// operator; disabling also ends their sessions.
+// operator; disabling also ends their sessions. The time is a parameter:
+// Citus refuses now() in a CASE.
 const setDisabledSQL = `
 UPDATE users
-SET disabled_at = CASE WHEN @disabled::boolean THEN coalesce(disabled_at, now()) END,
+SET disabled_at = CASE WHEN @disabled::boolean THEN coalesce(disabled_at, @now::timestamptz) END,
     session_epoch = session_epoch + CASE WHEN @disabled::boolean THEN 1 ELSE 0 END
 WHERE id = @id`
 
@@ -82,8 +107,15 @@ func (s *Users) SetDisabled(ctx context.Context, actor domain.User, userID int64
 		if err := pg.Audit(ctx, tx, 0, action, u.Email, summary); err != nil {
 			return err
 		}
-		if _, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled}); err != nil || !disabled {
-			return lastAdmin(err)
+		if err := countAdmins(ctx, tx, u.IsAdmin && !u.Disabled, u.IsAdmin && !disabled); err != nil {
+			return err
+		}
+		var now time.Time
+		if err := tx.QueryRow(ctx, nowSQL).Scan(&now); err != nil {
+			return pg.Translate(err)
+		}
+		if _, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled, "now": now}); err != nil || !disabled {
+			return pg.Translate(err)
 		}
 		return revokeEveryCreatorToken(ctx, tx, userID, "its creator was disabled")
 	})

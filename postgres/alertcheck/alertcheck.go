@@ -44,13 +44,13 @@ const (
 	unlockEvaluationSQL  = `SELECT pg_advisory_unlock(@key)`
 	evaluationTimeoutSQL = `SELECT set_config('statement_timeout', @timeout, true)`
 
-	// firingSQL locks every firing alert of every tenant for the
-	// evaluation's transaction.
+	// firingSQL reads every firing alert of every tenant. No row lock:
+	// the evaluation, which alone writes alerts, runs under the advisory
+	// lock, and Citus locks no rows across shards.
 	firingSQL = `
 SELECT tenant_id, id, rule, provider, subject, summary, value, threshold, window_seconds, started_at
 FROM alerts WHERE resolved_at IS NULL
-ORDER BY tenant_id, id
-FOR UPDATE`
+ORDER BY tenant_id, id`
 
 	// resolveSQL resolves alerts with the value measured at resolution and
 	// records each resolution.
