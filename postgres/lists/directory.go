@@ -22,7 +22,8 @@ import (
 // row has what it shows) and counts each row's badges. The first %s holds
 // the keyset and filter conditions in use on record_search, the second the
 // same on lead_search, each combination its own statement as in the event
-// log.
+// log. Every table is filtered by @tenant_id itself, joins included, which
+// is what lets Citus send the statement to the tenant's worker.
 const directorySQL = `
 SELECT p.name, s.object_type, s.object_id, coalesce(r.revision, ` + forgotten + `), coalesce(r.updated_at, s.updated_at),
        coalesce(r.application_count, s.application_count),
@@ -49,9 +50,9 @@ FROM (
     ORDER BY updated_at DESC, object_id DESC, provider_id DESC, object_type DESC
     LIMIT @limit
 ) s
-LEFT JOIN records r ON r.tenant_id = s.tenant_id AND r.provider_id = s.provider_id
+LEFT JOIN records r ON r.tenant_id = @tenant_id AND r.provider_id = s.provider_id
     AND r.object_type = s.object_type AND r.object_id = s.object_id
-JOIN providers p ON p.tenant_id = s.tenant_id AND p.id = s.provider_id
+JOIN providers p ON p.tenant_id = @tenant_id AND p.id = s.provider_id
 ORDER BY s.updated_at DESC, s.object_id DESC, s.provider_id DESC, s.object_type DESC`
 
 // forgotten is domain.ForgottenRevision, the revision a lead shows.
