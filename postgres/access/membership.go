@@ -86,8 +86,8 @@ func addMembership(ctx context.Context, tx pgx.Tx, m domain.NewMembership) error
 // tokenCreatorSQL).
 const memberForUpdateSQL = `
 SELECT m.tenant_id, m.role, u.email
-FROM memberships m JOIN tenants t ON t.id = m.tenant_id JOIN users u ON u.id = m.user_id
-WHERE t.slug = @tenant AND m.user_id = @user_id
+FROM memberships m JOIN users u ON u.id = m.user_id
+WHERE m.tenant_id = @tenant_id AND m.user_id = @user_id
 FOR UPDATE OF m`
 
 const setMemberRoleSQL = `UPDATE memberships SET role = @role WHERE tenant_id = @tenant_id AND user_id = @user_id`
@@ -120,8 +120,8 @@ func (s *Users) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 }
 
 const removeMembershipSQL = `
-DELETE FROM memberships m USING tenants t, users u
-WHERE m.tenant_id = t.id AND t.slug = @tenant AND m.user_id = @user_id AND u.id = m.user_id
+DELETE FROM memberships m USING users u
+WHERE m.tenant_id = @tenant_id AND m.user_id = @user_id AND u.id = m.user_id
 RETURNING m.tenant_id, m.role, u.email`
 
 // RemoveMembership implements domain.OperatorService.
@@ -144,12 +144,18 @@ func (s *Users) RemoveMembership(ctx context.Context, userID int64, tenantSlug s
 // tenantSlug, and returns the tenant's id, the role and the operator's
 // email; ENOTFOUND when they are not a member.
 func member(ctx context.Context, tx pgx.Tx, sql string, userID int64, tenantSlug string) (tenantID int64, role domain.Role, email string, err error) {
-	err = tx.QueryRow(ctx, sql, pgx.NamedArgs{"tenant": tenantSlug, "user_id": userID}).Scan(&tenantID, &role, &email)
+	// The tenant first: a statement on its id alone is one worker's on Citus.
+	err = tx.QueryRow(ctx, tenantIDSQL, pgx.NamedArgs{"tenant": tenantSlug}).Scan(&tenantID)
+	if err == nil {
+		err = tx.QueryRow(ctx, sql, pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID}).Scan(&tenantID, &role, &email)
+	}
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, "", "", pg.NotFound("the operator is not a member of %q", tenantSlug)
 	}
 	return tenantID, role, email, pg.Translate(err)
 }
+
+const tenantIDSQL = `SELECT id FROM tenants WHERE slug = @tenant`
 
 // revokeCreatorTokensSQL revokes the tokens an operator created in a
 // tenant that still work.

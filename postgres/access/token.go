@@ -38,7 +38,7 @@ SELECT coalesce((SELECT is_admin FROM u), false), coalesce((SELECT disabled FROM
 const createAPITokenSQL = `
 INSERT INTO api_tokens (tenant_id, name, token_hash, access, expires_at, created_by, created_by_user_id)
 VALUES (@tenant_id, @name, @token_hash, @access,
-        CASE WHEN @lifetime_s::bigint = 0 THEN NULL ELSE now() + @lifetime_s::bigint * interval '1 second' END,
+        now() + nullif(@lifetime_s::bigint, 0) * interval '1 second', -- no lifetime, no end (Citus takes no CASE here)
         @created_by, nullif(@user_id::bigint, 0))
 RETURNING expires_at`
 
@@ -169,21 +169,24 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) er
 	})
 }
 
-// tokenSQL resolves a working API token of the tenant the request names,
-// on that tenant's rows. It records the use at most once a minute, so that
+// tokenTenantSQL reads the tenant the request names; tokenSQL then
+// resolves a working API token of it, on that tenant's rows alone (on
+// Citus, its worker). It records the use at most once a minute, so that
 // API reads do not each write the token's row.
-const tokenSQL = `
+const (
+	tokenTenantSQL = `SELECT id, slug, name, created_at FROM tenants WHERE slug = @slug`
+	tokenSQL       = `
 WITH k AS (
-    SELECT t.id AS tenant_id, t.slug, t.name AS tenant_name, t.created_at, k.id, k.name, k.access, k.last_used_at
-    FROM api_tokens k JOIN tenants t ON t.id = k.tenant_id
-    WHERE t.slug = @slug AND k.token_hash = @token_hash
-      AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
+    SELECT id, name, access, last_used_at FROM api_tokens
+    WHERE tenant_id = @tenant_id AND token_hash = @token_hash
+      AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
 ), touched AS (
     UPDATE api_tokens a SET last_used_at = now() FROM k
-    WHERE a.tenant_id = k.tenant_id AND a.id = k.id
+    WHERE a.tenant_id = @tenant_id AND a.id = k.id
       AND (k.last_used_at IS NULL OR k.last_used_at < now() - interval '1 minute')
 )
-SELECT tenant_id, slug, tenant_name, created_at, id, name, access FROM k`
+SELECT id, name, access FROM k`
+)
 
 // tokenElsewhereSQL tells, after tokenSQL missed, whether the token works
 // for some other tenant: the one lookup across tenants, on the error path.
@@ -195,17 +198,20 @@ SELECT EXISTS (SELECT FROM api_tokens WHERE token_hash = @token_hash
 func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain.TokenGrant, error) {
 	var g domain.TokenGrant
 	args := pgx.NamedArgs{"slug": slug, "token_hash": tokenHash(token)}
-	err := s.read.QueryRow(ctx, tokenSQL, args).
-		Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt, &g.ID, &g.Name, &g.Access)
+	err := s.read.QueryRow(ctx, tokenTenantSQL, args).Scan(&g.Tenant.ID, &g.Tenant.Slug, &g.Tenant.Name, &g.Tenant.CreatedAt)
+	if err == nil {
+		args["tenant_id"] = g.Tenant.ID
+		err = s.read.QueryRow(ctx, tokenSQL, args).Scan(&g.ID, &g.Name, &g.Access)
+	}
 	if !errors.Is(err, pgx.ErrNoRows) {
 		return g, pg.Translate(err)
 	}
 	var elsewhere bool
 	if err := s.read.QueryRow(ctx, tokenElsewhereSQL, args).Scan(&elsewhere); err != nil {
-		return g, pg.Translate(err)
+		return domain.TokenGrant{}, pg.Translate(err)
 	}
 	if elsewhere {
-		return g, domain.Errorf(domain.ENOTFOUND, "not found")
+		return domain.TokenGrant{}, domain.Errorf(domain.ENOTFOUND, "not found")
 	}
-	return g, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
+	return domain.TokenGrant{}, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
 }

@@ -57,7 +57,9 @@ func Advance(ctx context.Context, tx pgx.Tx, step domain.ReplayStep, add map[str
 	return nil
 }
 
-// replayJobColumns are a job's columns as scanReplayJob reads them.
+// replayJobColumns are a job's columns as scanReplayJob reads them, from a
+// CTE j that a statement writing the job returns it through: Citus refuses
+// their subquery (the tenant's slug) in a RETURNING list.
 const replayJobColumns = `j.id, j.tenant_id, (SELECT slug FROM tenants WHERE id = j.tenant_id), j.filter, j.status,
        j.upto, j.total, j.done, j.counts, j.after_at, coalesce(j.after_id::text, ''), j.actor_kind, j.actor,
        j.actor_address, coalesce(j.actor_id, 0), j.created_at, j.started_at, j.finished_at, j.error`
@@ -106,9 +108,11 @@ const countReplayableSQL = `SELECT count(*) FROM deliveries d WHERE d.tenant_id 
 // counted before on the read pool; replay_jobs_one_active refuses a second
 // active job of the tenant.
 const startReplayJobSQL = `
+WITH j AS (
 INSERT INTO replay_jobs AS j (tenant_id, filter, upto, total, actor_kind, actor, actor_address, actor_id)
 VALUES (@tenant_id, @filter::jsonb, @upto, @total, @actor_kind, @actor, @actor_address, nullif(@actor_id::bigint, 0))
-RETURNING ` + replayJobColumns
+RETURNING j.*)
+SELECT ` + replayJobColumns + ` FROM j`
 
 // nextReplayableSQL lists the deliveries a job has yet to handle, in order,
 // along the primary key from its position.
@@ -234,9 +238,11 @@ func (q *Jobs) ReplayJobs(ctx context.Context, tenantID int64, page domain.Page)
 }
 
 const cancelReplayJobSQL = `
+WITH j AS (
 UPDATE replay_jobs j SET status = 'cancelled', finished_at = now(), lease_until = NULL
 WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.status IN ('queued', 'running')
-RETURNING ` + replayJobColumns
+RETURNING j.*)
+SELECT ` + replayJobColumns + ` FROM j`
 
 // CancelReplayJob implements domain.ReplayService. The update waits for a
 // step that already moved the job to commit, so the summary counts it.
@@ -285,11 +291,17 @@ LIMIT @limit`
 // statements, and each claim is a statement on one tenant's row (one shard
 // under Citus).
 const claimReplayJobSQL = `
+WITH j AS (
 UPDATE replay_jobs j SET status = 'running', worker = @worker,
-    lease_until = now() + make_interval(secs => @lease::float8), started_at = coalesce(j.started_at, now())
+    lease_until = now() + make_interval(secs => @lease::float8), started_at = coalesce(j.started_at, @now::timestamptz)
 WHERE j.tenant_id = @tenant_id AND j.id = @job_id
   AND (j.status = 'queued' OR (j.status = 'running' AND j.lease_until < now()))
-RETURNING ` + replayJobColumns
+RETURNING j.*)
+SELECT ` + replayJobColumns + ` FROM j`
+
+// nowSQL is the database's time, which the claim takes as a parameter:
+// Citus refuses now() beside a column in an UPDATE.
+const nowSQL = `SELECT now()`
 
 // replayCandidates is how many candidates a claim tries before it gives up
 // until the next poll.
@@ -309,8 +321,12 @@ func (q *Jobs) ClaimReplayJob(ctx context.Context, worker string, lease time.Dur
 		return domain.ReplayJob{}, false, pg.Translate(err)
 	}
 	for _, c := range candidates {
+		var now time.Time
+		if err := q.pool.QueryRow(ctx, nowSQL).Scan(&now); err != nil {
+			return domain.ReplayJob{}, false, pg.Translate(err)
+		}
 		rows, err := q.pool.Query(ctx, claimReplayJobSQL, pgx.NamedArgs{"tenant_id": c[0], "job_id": c[1],
-			"worker": worker, "lease": lease.Seconds()})
+			"worker": worker, "lease": lease.Seconds(), "now": now})
 		if err != nil {
 			return domain.ReplayJob{}, false, pg.Translate(err)
 		}
@@ -342,9 +358,11 @@ func (q *Jobs) NextReplayable(ctx context.Context, job domain.ReplayJob, limit i
 }
 
 const finishReplayJobSQL = `
+WITH j AS (
 UPDATE replay_jobs j SET status = @status, error = @error, finished_at = now(), lease_until = NULL
 WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.status = 'running' AND j.worker = @worker
-RETURNING ` + replayJobColumns
+RETURNING j.*)
+SELECT ` + replayJobColumns + ` FROM j`
 
 // FinishReplayJob implements domain.ReplayService.
 func (q *Jobs) FinishReplayJob(ctx context.Context, step domain.ReplayStep, status, reason string) (domain.ReplayJob, error) {
