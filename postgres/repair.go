@@ -89,10 +89,10 @@ UPDATE deliveries d SET body = CASE WHEN EXISTS (
         WHERE o.tenant_id = d.tenant_id AND o.received_at = d.received_at AND o.delivery_id = d.id
           AND NOT ((@provider_id::bigint IS NULL OR o.provider_id = @provider_id) AND o.object_type = @object_type
                    AND o.object_id IS NOT DISTINCT FROM @object_id AND (@action::text IS NULL OR o.action = @action)))
-    THEN convert_to(@erased_body::text, 'UTF8') END
+    THEN @erased_body::bytea END
 FROM mine
 WHERE d.tenant_id = @tenant_id AND d.received_at = mine.received_at AND d.id = mine.delivery_id
-  AND d.body IS DISTINCT FROM convert_to(@erased_body::text, 'UTF8') AND d.body IS NOT NULL`
+  AND d.body IS DISTINCT FROM @erased_body::bytea AND d.body IS NOT NULL`
 
 // eraseKeysSQL empties the identifiers of the erased events' idempotency
 // claims (a fields rule builds them from the snapshot); the key itself is
@@ -144,7 +144,7 @@ const (
 func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Erasure, error) {
 	var e domain.Erasure
 	args := refArgs(tenantID, ref)
-	args["action"], args["forget_id"], args["erased_body"] = nil, false, domain.ErasedBody
+	args["action"], args["forget_id"], args["erased_body"] = nil, false, []byte(domain.ErasedBody)
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID int64
 		err := tx.QueryRow(ctx, repairProviderSQL, args).Scan(&providerID)
@@ -202,7 +202,7 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 	email = domain.NormalizeEmail(email)
 	objectType, action, _ := strings.Cut(domain.LeadSignupType, ".")
 	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": nil, "object_type": objectType,
-		"object_id": email, "action": action, "forget_id": true, "erased_body": domain.ErasedBody}
+		"object_id": email, "action": action, "forget_id": true, "erased_body": []byte(domain.ErasedBody)}
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The signup's locks (domain.LeadLockKeys): a signup of this email
 		// in flight finishes first, or starts after the erase.

@@ -33,9 +33,9 @@ const mentionEvents = `tenant_id = @tenant_id AND (@provider_id::bigint IS NULL 
 // eraseMentionBodiesSQL replaces the bodies of the kept 400 samples that
 // name it, and of the deliveries of mentionEvents, by domain.ErasedBody.
 const eraseMentionBodiesSQL = `
-UPDATE deliveries d SET body = convert_to(@erased_body::text, 'UTF8')
+UPDATE deliveries d SET body = @erased_body::bytea
 WHERE d.tenant_id = @tenant_id AND (@provider_id::bigint IS NULL OR d.provider_id = @provider_id)
-  AND d.body IS NOT NULL AND d.body <> convert_to(@erased_body::text, 'UTF8')
+  AND d.body IS NOT NULL AND d.body <> @erased_body::bytea
   AND ((d.status = 400 AND ` + mentionBodyCond + `)
        OR (d.received_at, d.id) IN (SELECT received_at, delivery_id FROM events WHERE ` + mentionEvents + `))`
 
