@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -125,7 +126,7 @@ const eraseRevisionsSQL = `DELETE FROM accepted_revisions WHERE tenant_id = @ten
 const eraseConflictsSQL = `
 UPDATE conflicts SET accepted_snapshot = '{}', conflicting_snapshot = '{}',
     note = CASE WHEN status = 'open' THEN 'closed: the record was erased' ELSE note END,
-    resolved_by = coalesce(resolved_by, @actor), resolved_at = coalesce(resolved_at, now()),
+    resolved_by = coalesce(resolved_by, @actor), resolved_at = coalesce(resolved_at, @now::timestamptz),
     status = CASE WHEN status = 'open' THEN '` + domain.ConflictKept + `' ELSE status END
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id`
 
@@ -138,6 +139,7 @@ const (
     AND object_type = @object_type AND object_id = @object_id`
 	erasePersonSQL    = `DELETE FROM people WHERE tenant_id = @tenant_id AND email = @object_id`
 	repairProviderSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider`
+	repairNowSQL      = `SELECT now()`
 )
 
 // EraseRecord implements domain.RecordService.
@@ -158,6 +160,11 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if _, err := tx.Exec(ctx, repairLockSQL, args); err != nil {
 			return err
 		}
+		var now time.Time // the transaction's, a parameter: Citus takes no now() in a coalesce
+		if err := tx.QueryRow(ctx, repairNowSQL).Scan(&now); err != nil {
+			return err
+		}
+		args["now"] = now
 		if a, ok := domain.ActorFrom(ctx); ok {
 			args["actor"] = a.Name
 		}

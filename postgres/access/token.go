@@ -191,7 +191,7 @@ SELECT id, name, access FROM k`
 // tokenElsewhereSQL tells, after tokenSQL missed, whether the token works
 // for some other tenant: the one lookup across tenants, on the error path.
 const tokenElsewhereSQL = `
-SELECT EXISTS (SELECT FROM api_tokens WHERE token_hash = @token_hash
+SELECT EXISTS (SELECT 1 FROM api_tokens WHERE token_hash = @token_hash
                AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()))`
 
 // TenantForToken implements domain.TokenService.
