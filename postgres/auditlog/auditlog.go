@@ -156,12 +156,23 @@ WITH RECURSIVE a(action) AS (
     FROM a WHERE a.action IS NOT NULL
 )
 SELECT action FROM a WHERE action IS NOT NULL`
+	// On Citus, which runs a recursive CTE only within one tenant, each
+	// worker reads its shards' actions.
+	distributedAuditActionsSQL = `SELECT DISTINCT action FROM audit_log ORDER BY action`
 )
 
 // AuditActions implements domain.AuditService.
 func (s *Log) AuditActions(ctx context.Context, q domain.AuditQuery) ([]string, error) {
 	sql, args := allAuditActionsSQL, []any{}
-	if !q.AllTenants {
+	if q.AllTenants {
+		distributed, err := pg.Distributed(ctx, s.read, "audit_log")
+		if err != nil {
+			return nil, pg.Translate(err)
+		}
+		if distributed {
+			sql = distributedAuditActionsSQL
+		}
+	} else {
 		sql, args = tenantAuditActionsSQL, []any{pgx.NamedArgs{"tenant_id": q.TenantID}}
 	}
 	rows, err := s.read.Query(ctx, sql, args...)
