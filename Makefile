@@ -27,6 +27,9 @@ test-e2e:
 CITUS_TESTS = TIDEMARK_E2E=1 TIDEMARK_TEST_CITUS=1 $(GO) test -count=1
 test-citus:
 	scripts/citus-build
+	$(CITUS_TESTS) ./postgres ./postgres/access ./postgres/apicreds ./postgres/backfills ./postgres/changefeed \
+		./postgres/deliverylog ./postgres/destinations ./postgres/outbound ./postgres/people ./postgres/replay \
+		./postgres/review ./postgres/search
 	$(CITUS_TESTS) ./postgres/ingest -run 'TestEndpointCache|TestLogRefusals'
 	$(CITUS_TESTS) ./cmd/tidemark -run 'TestTwoNodesOneDatabase/the_same_deliveries'
 

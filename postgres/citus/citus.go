@@ -153,10 +153,9 @@ func planOf(ctx context.Context, tx pgx.Tx) (plan, error) {
 // apply drops the foreign keys, converts the tables and adds the keys back.
 // Without the keys, Citus would turn every table that refers to a new
 // reference table into a coordinator-local table at once, which cannot
-// then be distributed. Triggers (the audit log's append-only rule, the
-// last-admin rule on users) run on the nodes holding the rows, which is
-// what citus.enable_unsafe_triggers allows: they read and write nothing
-// but their own row or table.
+// then be distributed. The audit log's append-only triggers run on the
+// workers holding its shards, which is what citus.enable_unsafe_triggers
+// allows: they only refuse a change of their own row.
 func (p plan) apply(ctx context.Context, tx pgx.Tx, o Options, r *Report) error {
 	settings := []string{
 		`SET LOCAL citus.enable_unsafe_triggers = on`,
