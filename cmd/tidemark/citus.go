@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"strings"
 
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/citus"
@@ -28,22 +27,10 @@ func (e cliEnv) citusDistribute(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(e.stdout, "citus %s with %d workers\n", r.Version, r.Workers)
 		if r.Workers == 0 {
 			fmt.Fprintln(e.stderr, "no workers: the shards stay on the coordinator until workers are added (citus_add_node) and shards rebalanced (citus_rebalance_start)")
 		}
-		if len(r.Reference)+len(r.Distributed) == 0 {
-			fmt.Fprintf(e.stdout, "nothing to do: %d tables were already distributed or reference tables\n", r.Already)
-			return nil
-		}
-		if len(r.Reference) > 0 {
-			fmt.Fprintf(e.stdout, "reference tables: %s\n", strings.Join(r.Reference, ", "))
-		}
-		if len(r.Distributed) > 0 {
-			fmt.Fprintf(e.stdout, "distributed by tenant_id: %s\n", strings.Join(r.Distributed, ", "))
-		}
-		fmt.Fprintf(e.stdout, "foreign keys dropped and created again: %d\n", r.ForeignKeys)
-		fmt.Fprintf(e.stdout, "local to the coordinator: %s\n", strings.Join(citus.LocalTables, ", "))
+		fmt.Fprint(e.stdout, r)
 		return nil
 	})
 }

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,6 +38,25 @@ type Report struct {
 	Distributed []string // tables it distributed by tenant_id
 	Already     int      // tables that were already one or the other
 	ForeignKeys int      // foreign keys it dropped and created again around the change
+}
+
+// String says what the report holds, a line each, as the CLI prints it.
+func (r Report) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "citus %s with %d workers\n", r.Version, r.Workers)
+	if len(r.Reference)+len(r.Distributed) == 0 {
+		fmt.Fprintf(&b, "nothing to do: %d tables were already distributed or reference tables\n", r.Already)
+		return b.String()
+	}
+	if len(r.Reference) > 0 {
+		fmt.Fprintf(&b, "reference tables: %s\n", strings.Join(r.Reference, ", "))
+	}
+	if len(r.Distributed) > 0 {
+		fmt.Fprintf(&b, "distributed by tenant_id: %s\n", strings.Join(r.Distributed, ", "))
+	}
+	fmt.Fprintf(&b, "foreign keys dropped and created again: %d\n", r.ForeignKeys)
+	fmt.Fprintf(&b, "local to the coordinator: %s\n", strings.Join(LocalTables, ", "))
+	return b.String()
 }
 
 // Options tune a distribution.
