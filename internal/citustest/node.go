@@ -97,8 +97,11 @@ func (n *node) launch(ctx context.Context) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: n.cred,
 		// Die with this process, even when it is killed (a test binary
-		// that times out runs no cleanup).
-		Pdeathsig: syscall.SIGTERM,
+		// that times out runs no cleanup). SIGINT, a fast shutdown: on
+		// SIGTERM a server waits for its sessions to end, and the nodes'
+		// connections to one another kept three servers of a killed test
+		// running (seen here).
+		Pdeathsig: syscall.SIGINT,
 		// Keep a terminal's Ctrl-C away from the servers: the owner stops
 		// them, after it has finished with them.
 		Setpgid: true,
