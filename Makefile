@@ -32,6 +32,7 @@ test-citus:
 		./postgres/review ./postgres/search
 	$(CITUS_TESTS) ./postgres/ingest -run 'TestEndpointCache|TestLogRefusals'
 	$(CITUS_TESTS) ./cmd/tidemark -run 'TestTwoNodesOneDatabase/the_same_deliveries'
+	$(GO) run ./internal/citustest/cmd/citus-cluster -sweep
 
 lint:
 	@out="$$(gofmt -l $$(git ls-files '*.go'))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

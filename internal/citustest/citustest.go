@@ -86,8 +86,15 @@ func New(ctx context.Context, log io.Writer) (*Cluster, error) {
 	if err := installed(); err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "tidemark-citus-")
+	if err := Sweep(log); err != nil {
+		fmt.Fprintf(log, "citustest: %v\n", err) // costs disk, not correctness
+	}
+	dir, err := os.MkdirTemp("", folderPrefix)
 	if err != nil {
+		return nil, err
+	}
+	if err := writeOwner(dir); err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
 	c := &Cluster{dir: dir, log: log}

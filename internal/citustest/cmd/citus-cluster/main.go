@@ -15,6 +15,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) == 2 && os.Args[1] == "-sweep" {
+		// Only the clusters' folders left by exited processes (make test-citus).
+		if err := citustest.Sweep(os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "citus-cluster:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	c, err := citustest.New(ctx, os.Stderr)
