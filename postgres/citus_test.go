@@ -8,22 +8,24 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/citus"
 )
 
-// tenantlessTables are the tables without a tenant, and what they become
-// on Citus (docs/scale.md): reference tables are copied to every worker,
-// so that tenant tables may keep foreign keys to them; local tables stay
-// on the coordinator, which alone reads and writes them.
-var tenantlessTables = map[string]string{
-	"tenants":          "reference",
-	"users":            "reference",
-	"enabled_admins":   "reference", // kept by a trigger on users
-	"sessions":         "local",
-	"login_throttle":   "local",
-	"sign_in_refusals": "local", // refused sign-ins counted per address and window
-	"goose_db_version": "local",
-	"search_progress":  "local", // IndexSearch's position
-}
+// tenantlessTables are the tables without a tenant, and what `tidemark
+// citus distribute` makes them (postgres/citus, docs/scale.md): reference
+// tables are copied to every worker, so that tenant tables may keep
+// foreign keys to them; local tables stay on the coordinator, which alone
+// reads and writes them.
+var tenantlessTables = func() map[string]string {
+	roles := map[string]string{}
+	for _, t := range citus.ReferenceTables {
+		roles[t] = "reference"
+	}
+	for _, t := range citus.LocalTables {
+		roles[t] = "local"
+	}
+	return roles
+}()
 
 // TestSchemaDistributable inspects the migrated catalog for the rules that
 // let Citus distribute every tenant-owned table by tenant_id and co-locate

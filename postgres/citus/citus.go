@@ -23,11 +23,14 @@ import (
 )
 
 // ReferenceTables are the tables without a tenant that tenant tables keep
-// foreign keys to, in the order they are created.
+// foreign keys to, in the order they are created: enabled_admins is the
+// count of enabled admins that the users' write paths keep.
 var ReferenceTables = []string{"tenants", "users", "enabled_admins"}
 
 // LocalTables are the tables without a tenant that stay on the
-// coordinator, which alone reads and writes them.
+// coordinator, which alone reads and writes them: sessions, sign-in
+// throttling and its refusals counted per address and window, goose's
+// version, and the search indexer's position (IndexSearch).
 var LocalTables = []string{"sessions", "login_throttle", "sign_in_refusals", "goose_db_version", "search_progress"}
 
 // Report says what Distribute found and did.
