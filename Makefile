@@ -31,7 +31,6 @@ test-citus:
 		./postgres/deliverylog ./postgres/destinations ./postgres/outbound ./postgres/people ./postgres/replay \
 		./postgres/review ./postgres/search
 	$(CITUS_TESTS) ./postgres/ingest -run 'TestEndpointCache|TestLogRefusals'
-	$(CITUS_TESTS) ./cmd/tidemark -run 'TestTwoNodesOneDatabase/the_same_deliveries'
 	$(GO) run ./internal/citustest/cmd/citus-cluster -sweep
 
 lint:
