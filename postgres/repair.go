@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -139,7 +138,6 @@ const (
     AND object_type = @object_type AND object_id = @object_id`
 	erasePersonSQL    = `DELETE FROM people WHERE tenant_id = @tenant_id AND email = @object_id`
 	repairProviderSQL = `SELECT id FROM providers WHERE tenant_id = @tenant_id AND name = @provider`
-	repairNowSQL      = `SELECT now()`
 )
 
 // EraseRecord implements domain.RecordService.
@@ -160,11 +158,9 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if _, err := tx.Exec(ctx, repairLockSQL, args); err != nil {
 			return err
 		}
-		var now time.Time // the transaction's, a parameter: Citus takes no now() in a coalesce
-		if err := tx.QueryRow(ctx, repairNowSQL).Scan(&now); err != nil {
+		if args["now"], err = pg.Now(ctx, tx); err != nil { // Citus takes no now() in a coalesce
 			return err
 		}
-		args["now"] = now
 		if a, ok := domain.ActorFrom(ctx); ok {
 			args["actor"] = a.Name
 		}

@@ -3,7 +3,6 @@ package access
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"golang.org/x/crypto/bcrypt"
@@ -69,8 +68,6 @@ func countAdmins(ctx context.Context, tx pgx.Tx, was, is bool) error {
 	return nil
 }
 
-const nowSQL = `SELECT now()`
-
 // setDisabledSQL disables (keeping the first instant) or enables an
 // operator; disabling also ends their sessions. The time is a parameter:
 // Citus refuses now() in a CASE.
@@ -110,9 +107,9 @@ func (s *Users) SetDisabled(ctx context.Context, actor domain.User, userID int64
 		if err := countAdmins(ctx, tx, u.IsAdmin && !u.Disabled, u.IsAdmin && !disabled); err != nil {
 			return err
 		}
-		var now time.Time
-		if err := tx.QueryRow(ctx, nowSQL).Scan(&now); err != nil {
-			return pg.Translate(err)
+		now, err := pg.Now(ctx, tx)
+		if err != nil {
+			return err
 		}
 		if _, err = tx.Exec(ctx, setDisabledSQL, pgx.NamedArgs{"id": userID, "disabled": disabled, "now": now}); err != nil || !disabled {
 			return pg.Translate(err)

@@ -86,16 +86,6 @@ func writeThenRead(ctx context.Context, tx pgx.Tx, sql string, args pgx.NamedArg
 	return collectJob(rows, err, jobNotFound(id))
 }
 
-const nowSQL = `SELECT now()`
-
-// txNow is the transaction's now(), for statements Citus would refuse it
-// in (beside a column, or in a CASE).
-func txNow(ctx context.Context, tx pgx.Tx) (time.Time, error) {
-	var now time.Time
-	err := tx.QueryRow(ctx, nowSQL).Scan(&now)
-	return now, pg.Translate(err)
-}
-
 func jobTarget(id int64) string { return fmt.Sprintf("backfill job %d", id) }
 
 func jobNotFound(id int64) func() error {
@@ -193,7 +183,7 @@ RETURNING j.id`
 func (k *Keeper) CancelBackfill(ctx context.Context, tenantID, id int64) (pull.Job, error) {
 	var job pull.Job
 	err := pg.WithTx(ctx, k.pool, func(tx pgx.Tx) error {
-		now, err := txNow(ctx, tx)
+		now, err := pg.Now(ctx, tx)
 		if err != nil {
 			return err
 		}

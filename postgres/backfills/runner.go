@@ -63,7 +63,7 @@ func (k *Keeper) ClaimBackfill(ctx context.Context) (pull.Job, bool, error) {
 	for _, q := range queued {
 		var job pull.Job
 		err := pg.WithTx(ctx, k.pool, func(tx pgx.Tx) error {
-			now, err := txNow(ctx, tx)
+			now, err := pg.Now(ctx, tx)
 			if err != nil {
 				return err
 			}

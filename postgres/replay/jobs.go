@@ -299,10 +299,6 @@ WHERE j.tenant_id = @tenant_id AND j.id = @job_id
 RETURNING j.*)
 SELECT ` + replayJobColumns + ` FROM j`
 
-// nowSQL is the database's time, which the claim takes as a parameter:
-// Citus refuses now() beside a column in an UPDATE.
-const nowSQL = `SELECT now()`
-
 // replayCandidates is how many candidates a claim tries before it gives up
 // until the next poll.
 const replayCandidates = 10
@@ -321,9 +317,9 @@ func (q *Jobs) ClaimReplayJob(ctx context.Context, worker string, lease time.Dur
 		return domain.ReplayJob{}, false, pg.Translate(err)
 	}
 	for _, c := range candidates {
-		var now time.Time
-		if err := q.pool.QueryRow(ctx, nowSQL).Scan(&now); err != nil {
-			return domain.ReplayJob{}, false, pg.Translate(err)
+		now, err := pg.Now(ctx, q.pool) // Citus refuses now() beside a column in an UPDATE
+		if err != nil {
+			return domain.ReplayJob{}, false, err
 		}
 		rows, err := q.pool.Query(ctx, claimReplayJobSQL, pgx.NamedArgs{"tenant_id": c[0], "job_id": c[1],
 			"worker": worker, "lease": lease.Seconds(), "now": now})

@@ -128,3 +128,14 @@ func Distributed(ctx context.Context, q Querier, table string) (bool, error) {
 	err := q.QueryRow(ctx, distributedTableSQL, pgx.NamedArgs{"table": table}).Scan(&citus)
 	return citus, err
 }
+
+const nowSQL = `SELECT now()`
+
+// Now is the database's now(): a transaction's start when q is one. It is
+// passed as a parameter to statements Citus refuses now() in (beside a
+// column, in a CASE or a coalesce).
+func Now(ctx context.Context, q Querier) (time.Time, error) {
+	var now time.Time
+	err := q.QueryRow(ctx, nowSQL).Scan(&now)
+	return now, Translate(err)
+}
