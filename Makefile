@@ -20,17 +20,17 @@ test:
 test-e2e:
 	TIDEMARK_E2E=1 $(GO) test -race -count=1 ./...
 
-# The suites that hold on Citus (docs/scale.md#on-citus), every test's
+# Every suite of postgres/ on Citus (docs/scale.md#on-citus), every test's
 # database distributed over a coordinator and two workers that each test
 # process starts. TestDistribute and TestServeOnCitus start their own
 # cluster and run with test-e2e.
 CITUS_TESTS = TIDEMARK_E2E=1 TIDEMARK_TEST_CITUS=1 $(GO) test -count=1
 test-citus:
 	scripts/citus-build
-	$(CITUS_TESTS) ./postgres ./postgres/access ./postgres/apicreds ./postgres/backfills ./postgres/changefeed \
-		./postgres/deliverylog ./postgres/destinations ./postgres/outbound ./postgres/people ./postgres/replay \
-		./postgres/review ./postgres/search
-	$(CITUS_TESTS) ./postgres/ingest -run 'TestEndpointCache|TestLogRefusals'
+	$(CITUS_TESTS) ./postgres ./postgres/access ./postgres/alertcheck ./postgres/alerts ./postgres/apicreds \
+		./postgres/backfills ./postgres/changefeed ./postgres/deliverylog ./postgres/destinations ./postgres/ingest \
+		./postgres/maintain ./postgres/outbound ./postgres/people ./postgres/reconcile ./postgres/replay \
+		./postgres/review ./postgres/search ./postgres/secretkeys
 	$(GO) run ./internal/citustest/cmd/citus-cluster -sweep
 
 lint:

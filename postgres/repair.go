@@ -28,16 +28,23 @@ SELECT r.provider_id, r.revision FROM records r JOIN providers p ON p.tenant_id 
 WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @object_type AND r.object_id = @object_id
 FOR UPDATE OF r`
 
-// resetSQL forgets the revision, each property's and the deletion's, and
-// remembers the last accepted revision before the reset for
-// reconciliation. -1 is domain.ForgottenRevision. It runs after repairLockSQL, as a statement of its own:
-// its snapshot then sees every application that committed before the lock
-// was granted, and any later one gets a higher id.
+// resetSQL forgets the revision, each property's and the deletion's. -1 is
+// domain.ForgottenRevision.
 const resetSQL = `
-UPDATE records r SET revision = -1, property_revisions = '{}', deleted_revision = NULL, reset_at = now(),
-    reset_after = coalesce((SELECT max(a.id) FROM accepted_revisions a WHERE a.tenant_id = r.tenant_id
-        AND a.provider_id = r.provider_id AND a.object_type = r.object_type AND a.object_id = r.object_id), 0)
+UPDATE records r SET revision = -1, property_revisions = '{}', deleted_revision = NULL, reset_at = now()
 WHERE r.tenant_id = @tenant_id AND r.provider_id = @provider_id AND r.object_type = @object_type AND r.object_id = @object_id`
+
+// markBeforeResetSQL marks the record's accepted revisions as accepted
+// before its reset, for reconciliation and history retention, which then
+// compare the record only with the revisions accepted since. It runs after
+// repairLockSQL, as a statement of its own: its snapshot then sees every
+// application that committed before the lock was granted, and any later
+// one waits for the reset to commit and stays unmarked. A mark, not an id
+// bound: on Citus ids are not in the order rows were written.
+const markBeforeResetSQL = `
+UPDATE accepted_revisions SET before_reset = true
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id
+  AND NOT before_reset`
 
 // ResetRecord implements domain.RecordService.
 func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
@@ -52,8 +59,10 @@ func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.Re
 			return err
 		}
 		args["provider_id"] = providerID
-		if _, err := tx.Exec(ctx, resetSQL, args); err != nil {
-			return err
+		for _, sql := range []string{resetSQL, markBeforeResetSQL} {
+			if _, err := tx.Exec(ctx, sql, args); err != nil {
+				return err
+			}
 		}
 		was := "revision " + strconv.FormatInt(revision, 10) + " forgotten"
 		if revision == domain.ForgottenRevision {

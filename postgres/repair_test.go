@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
@@ -221,7 +220,6 @@ func TestEraseLead(t *testing.T) {
 // TestReconcileAfterRepair: resets and erasures on a consistent database
 // leave it consistent, before and after later events.
 func TestReconcileAfterRepair(t *testing.T) {
-	testdb.SkipOnCitus(t, "reconciliation does not run on Citus yet (docs/scale.md#on-citus)")
 	t.Parallel()
 	f := pgtest.NewReconcileFixture(t, New)
 	ctx := ownerCtx()

@@ -24,6 +24,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/naive"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -53,13 +54,13 @@ func (e cliEnv) benchBurst(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dbs, err := openScratch(ctx, cfg.serverURL, cfg.keep, e.stderr)
+	dbs, err := scratch.Open(ctx, cfg.serverURL, cfg.keep, e.stderr)
 	if err != nil {
 		return err
 	}
-	defer dbs.close(ctx)
+	defer dbs.Close(ctx)
 
-	db, err := dbs.createReceiver(ctx, fmt.Sprintf("tidemark_burst_%d", time.Now().Unix()))
+	db, err := createReceiver(ctx, dbs, fmt.Sprintf("tidemark_burst_%d", time.Now().Unix()))
 	if err != nil {
 		return err
 	}
@@ -128,7 +129,7 @@ func (e cliEnv) benchBurst(ctx context.Context, args []string) error {
 			if err := resetBurstTables(ctx, pool); err != nil {
 				return err
 			}
-			checkpoint(ctx, dbs.admin)
+			dbs.Checkpoint(ctx)
 			leads := burstLeads(c, s == burstDistinct, "r"+strconv.Itoa(c))
 			res := fire(ctx, cfg, s, targets[s], db.secret, leads, e.stderr)
 			if ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/feedread"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 )
 
 // feedConfig is the command line of feed.
@@ -28,11 +29,11 @@ func (e cliEnv) benchFeed(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dbs, err := openScratch(ctx, cfg.serverURL, cfg.keep, e.stderr)
+	dbs, err := scratch.Open(ctx, cfg.serverURL, cfg.keep, e.stderr)
 	if err != nil {
 		return err
 	}
-	defer dbs.close(ctx)
+	defer dbs.Close(ctx)
 	name := scratchName()
 	res := feedResult{}
 	if res.alone, err = e.feedPhase(ctx, cfg, dbs, name+"_alone", false); err != nil {
@@ -90,8 +91,8 @@ type feedPhase struct {
 
 // feedPhase runs the senders on a fresh database and server, with the
 // readers following from before the warm-up when reading.
-func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatabases, name string, reading bool) (ph feedPhase, err error) {
-	db, err := dbs.createReceiver(ctx, name)
+func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratch.Databases, name string, reading bool) (ph feedPhase, err error) {
+	db, err := createReceiver(ctx, dbs, name)
 	if err != nil {
 		return ph, err
 	}
@@ -127,7 +128,7 @@ func (e cliEnv) feedPhase(ctx context.Context, cfg feedConfig, dbs *scratchDatab
 			return ph, err
 		}
 	}
-	checkpoint(ctx, dbs.admin)
+	dbs.Checkpoint(ctx)
 	e.warmUp(ctx, cfg.warmup, senderLoads{src}, cfg.senders)
 	fmt.Fprintf(e.stderr, "tidemark receiver: %d senders for %s, %s\n", cfg.senders, cfg.duration, phaseLabel(reading, cfg.consumers))
 	start := time.Now()

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/pgbench"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 )
 
 // The PostgreSQL floor, the floor scripts in cmd/tidemark-bench/benchdata:
@@ -46,14 +47,14 @@ type floorResult struct {
 type floorBench struct {
 	bin, dbURL, script string
 	missing            bool // pgbench was not found
-	dbs                *scratchDatabases
+	dbs                *scratch.Databases
 	log                io.Writer
 }
 
 // prepareFloor loads the floor schema into a scratch database of its own.
 // Without pgbench it says so and returns a floorBench whose results are
 // marked missing.
-func (e cliEnv) prepareFloor(ctx context.Context, dbs *scratchDatabases, name string) (*floorBench, error) {
+func (e cliEnv) prepareFloor(ctx context.Context, dbs *scratch.Databases, name string) (*floorBench, error) {
 	f := &floorBench{bin: pgbench.Find(), dbs: dbs, log: e.stderr}
 	if f.bin == "" {
 		fmt.Fprintln(e.stderr, "pgbench not found on PATH or under /usr/lib/postgresql/*/bin: skipping the floor baseline")
@@ -61,7 +62,7 @@ func (e cliEnv) prepareFloor(ctx context.Context, dbs *scratchDatabases, name st
 		return f, nil
 	}
 	var err error
-	if f.dbURL, err = dbs.create(ctx, name); err != nil {
+	if f.dbURL, err = dbs.Create(ctx, name); err != nil {
 		return nil, err
 	}
 	if err := loadFloorSchema(ctx, f.dbURL); err != nil {
@@ -99,7 +100,7 @@ func (f *floorBench) run(ctx context.Context, cfg benchConfig, clients int) (*fl
 	// command works wherever it is pasted.
 	args := []string{"-n", "-f", f.script, "-c", strconv.Itoa(clients), "-j", strconv.Itoa(min(2, clients)),
 		"-T", strconv.Itoa(seconds), "-l", "--log-prefix", floorLogPrefix, f.dbURL}
-	checkpoint(ctx, f.dbs.admin)
+	f.dbs.Checkpoint(ctx)
 	fmt.Fprintf(f.log, "pgbench floor: %d clients for %ds\n", clients, seconds)
 	cmd := exec.CommandContext(ctx, f.bin, args...)
 	cmd.Dir = logDir

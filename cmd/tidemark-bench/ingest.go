@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procmem"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
@@ -33,6 +34,8 @@ type benchConfig struct {
 	keep         bool
 	// trace also measures each row with tracing on (tracing.go).
 	trace bool
+	// citus also runs every row on a local Citus cluster (citus.go).
+	citus bool
 }
 
 func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
@@ -40,15 +43,24 @@ func (e cliEnv) benchIngest(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	dbs, err := openScratch(ctx, cfg.serverURL, cfg.keep, e.stderr)
+	dbs, err := scratch.Open(ctx, cfg.serverURL, cfg.keep, e.stderr)
 	if err != nil {
 		return err
 	}
-	defer dbs.close(ctx)
+	defer dbs.Close(ctx)
 
 	res, err := e.sweep(ctx, cfg, dbs, scratchName())
 	if err != nil {
 		return err
+	}
+	if cfg.citus && res.problems() == nil {
+		distributed, err := e.citusSweep(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		printSweep(e.stdout, cfg, res)
+		printCitus(e.stdout, cfg, res, distributed)
+		return distributed.problems()
 	}
 	printSweep(e.stdout, cfg, res)
 	return res.problems()
@@ -78,6 +90,8 @@ func (e cliEnv) benchFlags(args []string) (benchConfig, error) {
 	fs.BoolVar(&cfg.keep, "keep", false, "keep the scratch databases and files")
 	fs.BoolVar(&cfg.trace, "trace", false, "also measure each row on a second server with tracing on, exporting every span over "+
 		"OTLP/HTTP to a local sink, interleaved off, on, on, off, and print the overhead")
+	fs.BoolVar(&cfg.citus, "citus", false, "also run every row against a receiver whose database is distributed over a local Citus cluster "+
+		"(a coordinator and two workers; scripts/citus-build installs Citus), and print both and their ratio")
 	if err := parse(fs, args); err != nil {
 		return cfg, err
 	}
@@ -196,9 +210,9 @@ func (r *sweepResult) problems() error {
 // process, so its memory is measured after all the load), and the floor at
 // each number of clients the rows need, each right after the receiver's
 // rows at that many senders so both see databases grown alike.
-func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, name string) (res *sweepResult, err error) {
+func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratch.Databases, name string) (res *sweepResult, err error) {
 	res = &sweepResult{}
-	db, err := dbs.createReceiver(ctx, name)
+	db, err := createReceiver(ctx, dbs, name)
 	if err != nil {
 		return nil, err
 	}
@@ -274,13 +288,13 @@ func (e cliEnv) sweep(ctx context.Context, cfg benchConfig, dbs *scratchDatabase
 // measure sends kind's deliveries from senders senders, spread over the
 // tenants of loads, for cfg.duration after an unmeasured warm-up, and reads
 // the server's metrics and memory around it.
-func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, srv *serverProcess,
+func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratch.Databases, srv *serverProcess,
 	kind provider.Kind, loads senderLoads, senders int) (measurement, error) {
 	m := measurement{kind: kind.Name(), batch: 1, senders: senders, tenants: len(loads)}
 	if kind == provider.HubSpot {
 		m.batch = cfg.batch
 	}
-	checkpoint(ctx, dbs.admin)
+	dbs.Checkpoint(ctx)
 	e.warmUp(ctx, cfg.warmup, loads, senders)
 	before, err := srv.scrapeMetrics(ctx)
 	if err != nil {

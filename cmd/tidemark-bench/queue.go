@@ -20,6 +20,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 )
 
@@ -76,11 +77,11 @@ func (e cliEnv) benchQueue(ctx context.Context, args []string) error {
 	if cfg.deliveries < 1 || cfg.senders < 1 || cfg.workers < 1 || cfg.contacts < 1 {
 		return errors.New("queue: --deliveries, --senders, --workers and --contacts must be positive")
 	}
-	dbs, err := openScratch(ctx, cfg.serverURL, cfg.keep, e.stderr)
+	dbs, err := scratch.Open(ctx, cfg.serverURL, cfg.keep, e.stderr)
 	if err != nil {
 		return err
 	}
-	defer dbs.close(ctx)
+	defer dbs.Close(ctx)
 	tmp, err := os.MkdirTemp("", "tidemark-bench-queue-*")
 	if err != nil {
 		return err
@@ -120,9 +121,9 @@ type queueRow struct {
 }
 
 // burstMode runs one burst on a fresh database (and NATS store).
-func (e cliEnv) burstMode(ctx context.Context, cfg queueConfig, dbs *scratchDatabases, mode, dbName, dir string) (queueRow, error) {
+func (e cliEnv) burstMode(ctx context.Context, cfg queueConfig, dbs *scratch.Databases, mode, dbName, dir string) (queueRow, error) {
 	res := queueRow{mode: mode}
-	db, err := dbs.createReceiver(ctx, dbName)
+	db, err := createReceiver(ctx, dbs, dbName)
 	if err != nil {
 		return res, err
 	}

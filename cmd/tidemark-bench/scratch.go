@@ -5,17 +5,15 @@ import (
 	"crypto/rand"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
-	"strings"
-	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/citus"
 )
 
 // Both benchmarks measure the receiver on scratch databases of the server at
@@ -29,10 +27,11 @@ const (
 	batchProvider = "batch" // HubSpot: batches of events
 )
 
-// prepareReceiverDatabase migrates the scratch database and creates the
+// prepareReceiverDatabase migrates the scratch database (and distributes
+// it on a Citus cluster) and creates the
 // bench tenant with a standard and a HubSpot provider, returning their
 // signing secrets.
-func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (standard, hubspot string, err error) {
+func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte, distribute bool) (standard, hubspot string, err error) {
 	pool, err := pgxpool.New(ctx, dbURL)
 	if err != nil {
 		return "", "", err
@@ -44,6 +43,11 @@ func prepareReceiverDatabase(ctx context.Context, dbURL string, key []byte) (sta
 	}
 	if err := postgres.Migrate(ctx, pool, io.Discard); err != nil {
 		return "", "", err
+	}
+	if distribute { // with Citus' default of 32 shards a table, as in production
+		if _, err := citus.Distribute(ctx, pool, citus.Options{}); err != nil {
+			return "", "", fmt.Errorf("distribute the scratch database: %w", err)
+		}
 	}
 	t, err := createBenchTenant(ctx, store, benchTenant)
 	return t.secret, t.hubspotSecret, err
@@ -117,32 +121,6 @@ func (db receiverDatabase) benchTenants(ctx context.Context, n int) ([]tenantSec
 	return tenants, nil
 }
 
-// scratchDatabases creates databases and drops them all at the end.
-type scratchDatabases struct {
-	admin     *pgx.Conn // creates and drops them, and runs CHECKPOINT
-	serverURL string
-	keep      bool
-	log       io.Writer
-	names     []string
-}
-
-// openScratch opens the one maintenance connection that creates and drops
-// the scratch databases on serverURL. With keep, close leaves them in place
-// and says where they are.
-func openScratch(ctx context.Context, serverURL string, keep bool, log io.Writer) (*scratchDatabases, error) {
-	admin, err := pgx.Connect(ctx, serverURL)
-	if err != nil {
-		return nil, fmt.Errorf("connect to --server-url: %w", err)
-	}
-	return &scratchDatabases{admin: admin, serverURL: serverURL, keep: keep, log: log}, nil
-}
-
-// close drops the scratch databases (unless kept) and the connection.
-func (s *scratchDatabases) close(ctx context.Context) {
-	s.dropAll(ctx)
-	s.admin.Close(context.WithoutCancel(ctx))
-}
-
 // receiverDatabase is a scratch database ready for the receiver.
 type receiverDatabase struct {
 	url    string
@@ -154,72 +132,16 @@ type receiverDatabase struct {
 
 // createReceiver creates the scratch database name, migrates it and adds
 // the bench tenant and providers under a fresh encryption key.
-func (s *scratchDatabases) createReceiver(ctx context.Context, name string) (receiverDatabase, error) {
+func createReceiver(ctx context.Context, dbs *scratch.Databases, name string) (receiverDatabase, error) {
 	db := receiverDatabase{key: make([]byte, 32)}
 	rand.Read(db.key)
 	var err error
-	if db.url, err = s.create(ctx, name); err != nil {
+	if db.url, err = dbs.Create(ctx, name); err != nil {
 		return db, err
 	}
-	db.secret, db.hubspotSecret, err = prepareReceiverDatabase(ctx, db.url, db.key)
+	db.secret, db.hubspotSecret, err = prepareReceiverDatabase(ctx, db.url, db.key, dbs.OnCitus())
 	return db, err
 }
 
-// scratchName is a new name for a run's scratch databases, which its
-// commands suffix: when and a random part, so runs never collide.
-func scratchName() string {
-	return fmt.Sprintf("tidemark_bench_%d_%s", time.Now().Unix(), randomHex(3))
-}
-
-func (s *scratchDatabases) create(ctx context.Context, name string) (string, error) {
-	if _, err := s.admin.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
-		return "", fmt.Errorf("create scratch database %s: %w", name, err)
-	}
-	s.names = append(s.names, name)
-	return databaseURL(s.serverURL, name)
-}
-
-// dropAll runs even after an interrupt, so it uses a context of its own.
-func (s *scratchDatabases) dropAll(ctx context.Context) {
-	if s.keep {
-		for _, name := range s.names {
-			url, _ := databaseURL(s.serverURL, name)
-			fmt.Fprintf(s.log, "kept scratch database %s (%s)\n", name, url)
-		}
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer cancel()
-	for _, name := range s.names {
-		// FORCE ends connections a killed child may have left behind.
-		if _, err := s.admin.Exec(ctx, "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
-			fmt.Fprintf(s.log, "could not drop scratch database %s: %v\n", name, err)
-		}
-	}
-}
-
-// databaseURL points a connection string at another database on the same
-// server, in URL or keyword/value form.
-func databaseURL(serverURL, name string) (string, error) {
-	if strings.HasPrefix(serverURL, "postgres://") || strings.HasPrefix(serverURL, "postgresql://") {
-		u, err := url.Parse(serverURL)
-		if err != nil {
-			return "", fmt.Errorf("--server-url: %w", err)
-		}
-		q := u.Query()
-		if q.Has("dbname") {
-			q.Set("dbname", name)
-			u.RawQuery = q.Encode()
-		}
-		u.Path = "/" + name
-		return u.String(), nil
-	}
-	// In keyword/value form a later keyword overrides an earlier one.
-	return strings.TrimSpace(serverURL) + " dbname=" + name, nil
-}
-
-// checkpoint flushes dirty buffers before a measurement so it does not pay
-// for the previous one's writes. Best effort: it needs pg_checkpoint rights.
-func checkpoint(ctx context.Context, admin *pgx.Conn) {
-	admin.Exec(ctx, "CHECKPOINT")
-}
+// scratchName is a new name for a run's scratch databases.
+func scratchName() string { return scratch.Name(randomHex(3)) }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 )
@@ -20,9 +21,9 @@ func TestScratchDatabaseURL(t *testing.T) {
 		{"postgresql://db/app?dbname=app", "postgresql://db/scratch?dbname=scratch"},
 		{"host=/tmp dbname=app", "host=/tmp dbname=app dbname=scratch"},
 	} {
-		got, err := databaseURL(c.server, "scratch")
+		got, err := scratch.URL(c.server, "scratch")
 		if err != nil || got != c.want {
-			t.Errorf("databaseURL(%q) = %q, %v; want %q", c.server, got, err, c.want)
+			t.Errorf("scratch.URL(%q) = %q, %v; want %q", c.server, got, err, c.want)
 		}
 	}
 }
@@ -33,14 +34,14 @@ func TestScratchReceiverDatabase(t *testing.T) {
 	t.Parallel()
 	testdb.NewURL(t) // skips (or fails under CI=true) when no server answers
 	ctx := context.Background()
-	dbs, err := openScratch(ctx, testdb.ServerURL(t), false, io.Discard)
+	dbs, err := scratch.Open(ctx, testdb.ServerURL(t), false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
 	name := "tidemark_bench_test_" + randomHex(6)
-	db, err := dbs.createReceiver(ctx, name)
+	db, err := createReceiver(ctx, dbs, name)
 	if err != nil {
-		dbs.close(ctx)
+		dbs.Close(ctx)
 		t.Fatal(err)
 	}
 	if len(db.key) != 32 || db.secret == "" {
@@ -95,14 +96,13 @@ func TestScratchReceiverDatabase(t *testing.T) {
 	}
 	pool.Close()
 
-	dbs.close(ctx)
-	admin, err := openScratch(ctx, testdb.ServerURL(t), false, io.Discard)
+	dbs.Close(ctx)
+	admin, err := scratch.Open(ctx, testdb.ServerURL(t), false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer admin.close(ctx)
-	var exists bool
-	if err := admin.admin.QueryRow(ctx, "SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil || exists {
+	defer admin.Close(ctx)
+	if exists, err := admin.Exists(ctx, name); err != nil || exists {
 		t.Errorf("scratch database %s still exists after close (%v)", name, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/pgbench"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
 )
@@ -67,11 +68,11 @@ func TestBenchIngestTenants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dbs, err := openScratch(ctx, server, false, io.Discard)
+	dbs, err := scratch.Open(ctx, server, false, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dbs.close(ctx)
+	defer dbs.Close(ctx)
 	name := "tidemark_bench_test_" + randomHex(6)
 	res, err := env.sweep(ctx, cfg, dbs, name)
 	if err == nil {
@@ -89,7 +90,7 @@ func TestBenchIngestTenants(t *testing.T) {
 		}
 	}
 
-	url, err := databaseURL(server, name)
+	url, err := scratch.URL(server, name)
 	if err != nil {
 		t.Fatal(err)
 	}

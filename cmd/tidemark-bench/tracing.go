@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procmem"
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/scratch"
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/tracing/otlptest"
@@ -58,7 +59,7 @@ type tracedRow struct {
 // measureTraced measures a row off, on, on, off and returns the pooled
 // measurement with tracing off, carrying the one with tracing on; without
 // a traced server, it measures the row once.
-func (e cliEnv) measureTraced(ctx context.Context, cfg benchConfig, dbs *scratchDatabases, off *serverProcess, on *tracedServer,
+func (e cliEnv) measureTraced(ctx context.Context, cfg benchConfig, dbs *scratch.Databases, off *serverProcess, on *tracedServer,
 	kind provider.Kind, loads senderLoads, senders int) (measurement, error) {
 	if on == nil {
 		return e.measure(ctx, cfg, dbs, off, kind, loads, senders)

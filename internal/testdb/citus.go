@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/internal/citustest"
@@ -108,3 +110,24 @@ func citusTemplate(ctx context.Context, c *citustest.Cluster) (string, error) {
 	citusCluster.made[name] = true
 	return name, nil
 }
+
+// LockWaits counts the backends of q's database that wait for a lock of
+// type locktype (pg_locks.locktype). On Citus a statement takes its row
+// locks on the worker that holds the shard, so there every node is asked:
+// a test that proves a wait by observing pg_locks sees it wherever it is.
+func LockWaits(ctx context.Context, q interface {
+	QueryRow(context.Context, string, ...any) pgx.Row
+}, locktype string) (int, error) {
+	var n int
+	if !OnCitus() {
+		err := q.QueryRow(ctx, localWaitsSQL, locktype).Scan(&n)
+		return n, err
+	}
+	err := q.QueryRow(ctx, `
+SELECT coalesce(sum(result::int), 0)::int
+FROM run_command_on_all_nodes(format($q$`+strings.ReplaceAll(localWaitsSQL, "$1", "%L")+`$q$, $1::text))`, locktype).Scan(&n)
+	return n, err
+}
+
+const localWaitsSQL = `SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+WHERE NOT l.granted AND l.locktype = $1 AND a.datname = current_database()`

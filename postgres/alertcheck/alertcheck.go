@@ -134,16 +134,22 @@ func evaluate(ctx context.Context, tx pgx.Tx, now time.Time, queue alerting.Queu
 	if err != nil {
 		return err
 	}
-	measures, err := measure(ctx, tx, now)
+	rows, err := tx.Query(ctx, tenantsSQL)
+	if err != nil {
+		return pg.Translate(err)
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return pg.Translate(err)
+	}
+	var b rulesBatch
+	b.queueRules(now, tenants)
+	if queue.Known {
+		b.queueFacts(now, queue.Tenants)
+	}
+	measures, err := b.send(ctx, tx)
 	if err != nil {
 		return err
-	}
-	if queue.Known {
-		qm, err := measureQueue(ctx, tx, now, queue.Tenants)
-		if err != nil {
-			return err
-		}
-		measures = append(measures, qm...)
 	}
 	measured := map[key]alerting.Measure{}
 	var fire []alerting.Measure

@@ -11,24 +11,27 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Each rule's statement measures every subject of every tenant whose rule
-// is enabled, as of @now (the evaluation's time, not the database's), and
+// Each rule's statement measures every subject of tenant @tenant_id when
+// its rule is enabled, as of @now (the evaluation's time, not the database's), and
 // answers one row per subject with the tenant's setting of the rule
 // (settingsSQL: the stored row, else the default passed as @enabled,
 // @threshold and @window_seconds). Go decides whether the condition holds
 // and writes the summary, so that durations read as everywhere else
 // (time.Duration's String).
 
-// settingsSQL is every tenant's effective setting of rule @rule.
+// settingsSQL is the tenant's effective setting of rule @rule. Every
+// table of a rule's statement is filtered by @tenant_id, so that Citus
+// sends the whole statement to the tenant's worker.
 const settingsSQL = `settings AS (
     SELECT t.id AS tenant_id, t.slug, coalesce(r.threshold, @threshold::bigint) AS threshold,
            coalesce(r.window_seconds, @window_seconds::bigint) AS window_seconds,
            make_interval(secs => coalesce(r.window_seconds, @window_seconds::bigint)) AS window
     FROM tenants t
-    LEFT JOIN alert_rules r ON r.tenant_id = t.id AND r.rule = @rule::text
-    WHERE coalesce(r.enabled, @enabled::boolean)
+    LEFT JOIN alert_rules r ON r.tenant_id = @tenant_id AND r.rule = @rule::text
+    WHERE t.id = @tenant_id AND coalesce(r.enabled, @enabled::boolean)
 )`
 
 // providerSilentSQL finds each provider's last authenticated (2xx,
@@ -42,15 +45,15 @@ WITH ` + settingsSQL + `
 SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, p.created_at,
        coalesce(d.received_at, CASE WHEN h.hour IS NOT NULL THEN least(h.hour + interval '1 hour', @now::timestamptz) END)
 FROM settings s
-JOIN providers p ON p.tenant_id = s.tenant_id
+JOIN providers p ON p.tenant_id = @tenant_id
 LEFT JOIN LATERAL (
     SELECT max(c.bucket) AS hour FROM outcome_counters c
-    WHERE c.tenant_id = p.tenant_id AND c.provider_id = p.id AND c.outcome <> '` + domain.DeliveryRejected + `'
+    WHERE c.tenant_id = @tenant_id AND c.provider_id = p.id AND c.outcome <> '` + domain.DeliveryRejected + `'
       AND c.bucket <= @now::timestamptz
 ) h ON true
 LEFT JOIN LATERAL (
     SELECT x.received_at FROM deliveries x
-    WHERE x.tenant_id = p.tenant_id AND x.received_at >= h.hour AND x.received_at < h.hour + interval '1 hour'
+    WHERE x.tenant_id = @tenant_id AND x.received_at >= h.hour AND x.received_at < h.hour + interval '1 hour'
       AND x.received_at <= @now::timestamptz
       AND x.provider_id = p.id AND x.status BETWEEN 200 AND 299 AND x.replay_of IS NULL
     ORDER BY x.received_at DESC LIMIT 1
@@ -68,20 +71,20 @@ const refusalsSQL = `
 WITH ` + settingsSQL + `, logged AS (
     SELECT d.tenant_id, d.provider_id, count(*) AS n
     FROM settings s
-    JOIN deliveries d ON d.tenant_id = s.tenant_id AND d.received_at > @now::timestamptz - s.window
+    JOIN deliveries d ON d.tenant_id = @tenant_id AND d.received_at > @now::timestamptz - s.window
         AND d.received_at <= @now::timestamptz
     WHERE d.status NOT BETWEEN 200 AND 299 AND d.replay_of IS NULL
     GROUP BY d.tenant_id, d.provider_id
 ), counted AS (
     SELECT c.tenant_id, c.provider_id, sum(c.n) AS n
     FROM settings s
-    JOIN outcome_counters c ON c.tenant_id = s.tenant_id AND c.outcome = '` + domain.DeliveryRejected + `'
+    JOIN outcome_counters c ON c.tenant_id = @tenant_id AND c.outcome = '` + domain.DeliveryRejected + `'
         AND c.bucket >= @now::timestamptz - s.window AND c.bucket <= @now::timestamptz
     GROUP BY c.tenant_id, c.provider_id
 )
 SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, greatest(coalesce(l.n, 0), coalesce(c.n, 0))::bigint
 FROM settings s
-JOIN providers p ON p.tenant_id = s.tenant_id
+JOIN providers p ON p.tenant_id = @tenant_id
 LEFT JOIN logged l ON l.tenant_id = p.tenant_id AND l.provider_id = p.id
 LEFT JOIN counted c ON c.tenant_id = p.tenant_id AND c.provider_id = p.id
 ORDER BY p.tenant_id, p.name`
@@ -93,7 +96,7 @@ WITH ` + settingsSQL + `
 SELECT s.tenant_id, s.threshold, s.window_seconds, count(c.id),
        count(c.id) FILTER (WHERE c.detected_at > @now::timestamptz - s.window)
 FROM settings s
-LEFT JOIN conflicts c ON c.tenant_id = s.tenant_id AND c.status = 'open'
+LEFT JOIN conflicts c ON c.tenant_id = @tenant_id AND c.status = 'open'
 GROUP BY s.tenant_id, s.threshold, s.window_seconds
 ORDER BY s.tenant_id`
 
@@ -106,12 +109,12 @@ WITH ` + settingsSQL + `
 SELECT d.tenant_id, d.id, coalesce(d.url, d.nats_url || ' ' || d.subject), d.status, coalesce(d.status_reason, ''),
        s.threshold, s.window_seconds, coalesce(d.last_success_at, d.created_at), a.attempts, a.successes
 FROM settings s
-JOIN destinations d ON d.tenant_id = s.tenant_id AND d.status <> 'paused'
+JOIN destinations d ON d.tenant_id = @tenant_id AND d.status <> 'paused'
 CROSS JOIN LATERAL (
     SELECT count(*) FILTER (WHERE x.attempted_at > @now::timestamptz - s.window) AS attempts,
            count(*) FILTER (WHERE x.attempted_at > @now::timestamptz - s.window AND x.status BETWEEN 200 AND 299) AS successes
     FROM (SELECT x.attempted_at, x.status FROM destination_attempts x
-          WHERE x.tenant_id = d.tenant_id AND x.destination_id = d.id AND x.attempted_at <= @now::timestamptz
+          WHERE x.tenant_id = @tenant_id AND x.destination_id = d.id AND x.attempted_at <= @now::timestamptz
           ORDER BY x.id DESC LIMIT @attempts_looked) x
 ) a
 ORDER BY d.tenant_id, d.id`
@@ -139,28 +142,60 @@ ORDER BY s.tenant_id`
 // (postgres/reconcile).
 const reportTenant = 0
 
-// measure runs every rule's statement and returns every measure.
-func measure(ctx context.Context, q pgx.Tx, now time.Time) ([]alerting.Measure, error) {
-	var all []alerting.Measure
-	for _, r := range []struct {
-		rule alerting.Rule
-		sql  string
-		scan func(pgx.CollectableRow, time.Time) (alerting.Measure, error)
-	}{
-		{alerting.ProviderSilent, providerSilentSQL, scanSilent},
-		{alerting.Refusals, refusalsSQL, scanRefusals},
-		{alerting.ConflictsOpen, conflictsOpenSQL, scanConflicts},
-		{alerting.DestinationFailing, destinationFailingSQL, scanDestination},
-		{alerting.Reconciliation, reconciliationSQL, scanReconciliation},
-	} {
-		ms, err := measureRule(ctx, q, r.rule, r.sql, pgx.NamedArgs{"now": now, "attempts_looked": attemptsLooked,
-			"report_tenant": reportTenant}, func(row pgx.CollectableRow) (alerting.Measure, error) { return r.scan(row, now) })
-		if err != nil {
-			return nil, err
+// tenantsSQL lists the tenants an evaluation measures.
+const tenantsSQL = `SELECT id FROM tenants ORDER BY id`
+
+// rulesBatch queues rule statements, one tenant's at a time, on one
+// pipelined batch, and collects their measures as the batch is read.
+type rulesBatch struct {
+	batch    pgx.Batch
+	measures []alerting.Measure
+}
+
+// queue queues rule's statement sql for tenant with rule's default setting
+// and args.
+func (b *rulesBatch) queue(rule alerting.Rule, sql string, tenant int64, args pgx.NamedArgs,
+	scan func(pgx.CollectableRow) (alerting.Measure, error)) {
+	d := alerting.Default(rule)
+	args["tenant_id"], args["rule"], args["enabled"], args["threshold"], args["window_seconds"] =
+		tenant, string(rule), d.Enabled, d.Threshold, int64(d.Window/time.Second)
+	b.batch.Queue(sql, args).Query(func(rows pgx.Rows) error {
+		ms, err := pgx.CollectRows(rows, scan)
+		for i := range ms {
+			ms[i].Rule = rule
 		}
-		all = append(all, ms...)
+		b.measures = append(b.measures, ms...)
+		return err
+	})
+}
+
+// send runs the batch in tx and returns every measure.
+func (b *rulesBatch) send(ctx context.Context, tx pgx.Tx) ([]alerting.Measure, error) {
+	if b.batch.Len() == 0 {
+		return nil, nil
 	}
-	return all, nil
+	err := tx.SendBatch(ctx, &b.batch).Close()
+	return b.measures, pg.Translate(err)
+}
+
+// queueRules queues every rule's statement for each of tenants.
+func (b *rulesBatch) queueRules(now time.Time, tenants []int64) {
+	for _, t := range tenants {
+		for _, r := range []struct {
+			rule alerting.Rule
+			sql  string
+			scan func(pgx.CollectableRow, time.Time) (alerting.Measure, error)
+		}{
+			{alerting.ProviderSilent, providerSilentSQL, scanSilent},
+			{alerting.Refusals, refusalsSQL, scanRefusals},
+			{alerting.ConflictsOpen, conflictsOpenSQL, scanConflicts},
+			{alerting.DestinationFailing, destinationFailingSQL, scanDestination},
+			{alerting.Reconciliation, reconciliationSQL, scanReconciliation},
+		} {
+			b.queue(r.rule, r.sql, t, pgx.NamedArgs{"now": now, "attempts_looked": attemptsLooked, "report_tenant": reportTenant},
+				func(row pgx.CollectableRow) (alerting.Measure, error) { return r.scan(row, now) })
+		}
+	}
 }
 
 func setting(m *alerting.Measure, windowSeconds int64) {

@@ -41,12 +41,14 @@ type Report struct {
 	Distributed []string // tables it distributed by tenant_id
 	Already     int      // tables that were already one or the other
 	ForeignKeys int      // foreign keys it dropped and created again around the change
+	Database    string   // the database whose JIT compilation it turned off
 }
 
 // String says what the report holds, a line each, as the CLI prints it.
 func (r Report) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "citus %s with %d workers\n", r.Version, r.Workers)
+	fmt.Fprintf(&b, "jit off for database %s\n", r.Database)
 	if len(r.Reference)+len(r.Distributed) == 0 {
 		fmt.Fprintf(&b, "nothing to do: %d tables were already distributed or reference tables\n", r.Already)
 		return b.String()
@@ -86,6 +88,9 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool, o Options) (Report, err
 		if err := tx.QueryRow(ctx, workersSQL).Scan(&r.Workers); err != nil {
 			return err
 		}
+		if err := jitOff(ctx, tx, &r); err != nil {
+			return err
+		}
 		plan, err := planOf(ctx, tx)
 		if err != nil {
 			return err
@@ -97,6 +102,18 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool, o Options) (Report, err
 		return plan.apply(ctx, tx, o, &r)
 	})
 	return r, err
+}
+
+// jitOff turns JIT compilation off for the database's new sessions. Citus
+// estimates every CTE it reads back from an intermediate result at 1,000
+// rows, so a join of two crosses jit_above_cost, and compiling took
+// 170-250 ms of a statement that handles one row (docs/scale.md).
+func jitOff(ctx context.Context, tx pgx.Tx, r *Report) error {
+	if err := tx.QueryRow(ctx, `SELECT current_database()`).Scan(&r.Database); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, fmt.Sprintf(`ALTER DATABASE %s SET jit = off`, pgx.Identifier{r.Database}.Sanitize()))
+	return err
 }
 
 // Every active primary node but the coordinator (group 0).

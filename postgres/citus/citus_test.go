@@ -4,14 +4,18 @@ import (
 	"context"
 	"io"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/jackc/pgx/v5/stdlib"
+	"github.com/pressly/goose/v3"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/citustest"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/migrations"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/citus"
 )
@@ -68,6 +72,18 @@ WHERE logicalrelid::regclass::text = ANY ($1)`, citus.LocalTables); len(got) != 
 		t.Errorf("tables meant to stay on the coordinator are in Citus: %v", got)
 	}
 
+	// New sessions compile nothing: a fresh connection sees jit off.
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jit string
+	err = conn.QueryRow(ctx, `SHOW jit`).Scan(&jit)
+	conn.Close(ctx)
+	if err != nil || jit != "off" || r.Database == "" {
+		t.Errorf("jit in a new session %q (%v), report's database %q: want off", jit, err, r.Database)
+	}
+
 	again, err := citus.Distribute(ctx, pool, citus.Options{ShardCount: 4})
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +111,54 @@ SELECT DISTINCT nodeport::text FROM pg_dist_shard_placement
 WHERE shardid IN (SELECT get_shard_id_for_distribution_column(t, $1::bigint) FROM unnest('{providers,scopes}'::regclass[]) AS t)`, tenantID)
 	if len(nodes) != 1 {
 		t.Errorf("the tenant's providers and scopes shards are on nodes %v, want one", nodes)
+	}
+}
+
+// firstDistributable is the first schema version Distribute accepts:
+// migrations 00042 and 00043 removed the triggers Citus refuses.
+const firstDistributable = 43
+
+// TestMigrateAfterDistribute: the migrations after the schema a database
+// was distributed with run through the coordinator on the distributed
+// tables (as `tidemark migrate` runs them after an upgrade), and the
+// tables stay distributed. A migration Citus cannot run distributed fails
+// here.
+func TestMigrateAfterDistribute(t *testing.T) {
+	t.Parallel()
+	c := citustest.Start(t)
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	db := stdlib.OpenDBFromPool(pool)
+	defer db.Close()
+	p, err := goose.NewProvider(goose.DialectPostgres, db, migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := p.UpTo(ctx, firstDistributable); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := citus.Distribute(ctx, pool, citus.Options{ShardCount: 4}); err != nil {
+		t.Fatal(err)
+	}
+	var applied strings.Builder
+	if err := postgres.Migrate(ctx, pool, &applied); err != nil {
+		t.Fatalf("migrations after %d on the distributed database: %v", firstDistributable, err)
+	}
+	sources, err := p.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := sources[len(sources)-1].Source.Version; last > firstDistributable && !strings.Contains(applied.String(), "applied migration") {
+		t.Errorf("no migration after %d was applied (last is %d): %q", firstDistributable, last, applied.String())
+	}
+	if got := queryStrings(t, pool, `
+SELECT logicalrelid::regclass::text FROM pg_dist_partition WHERE logicalrelid::regclass::text IN ('records', 'accepted_revisions')
+ORDER BY 1`); !slices.Equal(got, []string{"accepted_revisions", "records"}) {
+		t.Errorf("distributed after migrating: %v", got)
 	}
 }
 

@@ -137,6 +137,13 @@ func TestFeedNeverSkipsALateCommit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Released on failure too: the pools' cleanup waits for it.
+		released := false
+		t.Cleanup(func() {
+			if !released {
+				hold.Release()
+			}
+		})
 		if _, err := hold.Exec(ctx, `SELECT pg_advisory_lock(27)`); err != nil {
 			t.Fatal(err)
 		}
@@ -164,6 +171,7 @@ func TestFeedNeverSkipsALateCommit(t *testing.T) {
 			t.Fatal(err)
 		}
 		hold.Release()
+		released = true
 		a.SetBeforeCommit("")
 		lateReply, earlyReply := await(t, late, "a's delivery"), await(t, early, "b's delivery")
 		if earlyReply.err != nil || (lateReply.err != nil) != abort {
@@ -192,10 +200,7 @@ func TestFeedNeverSkipsALateCommit(t *testing.T) {
 // waiting reports whether some backend waits on a lock of this kind.
 func waiting(t *testing.T, s *postgres.Store, locktype string) bool {
 	t.Helper()
-	var n int
-	err := s.Pool().QueryRow(context.Background(),
-		`SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-		 WHERE NOT l.granted AND l.locktype = $1 AND a.datname = current_database()`, locktype).Scan(&n)
+	n, err := testdb.LockWaits(context.Background(), s.Pool(), locktype)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -67,7 +67,7 @@ func TestGroupWithAPoisonedDelivery(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
-	_, err := s.Pool().Exec(ctx, `
+	createTrigger(t, s, `
 CREATE FUNCTION poison() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
     IF NEW.object_id = 'poison' THEN
@@ -76,9 +76,6 @@ BEGIN
     RETURN NEW;
 END $$;
 CREATE TRIGGER poison BEFORE INSERT ON records FOR EACH ROW EXECUTE FUNCTION poison();`)
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobs := []*ingest.Job{
 		newJob(t, s, p, event("e1", "c-1", 1, `{}`)),
 		newJob(t, s, p, event("e2", "poison", 1, `{}`), event("e3", "c-3", 1, `{}`)),
@@ -265,7 +262,7 @@ func TestTenantQueueIsBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer lock.Rollback(ctx)
-	if _, err := lock.Exec(ctx, `SELECT FROM records WHERE object_id = 'c-1' FOR UPDATE`); err != nil {
+	if _, err := lock.Exec(ctx, `SELECT FROM records WHERE tenant_id = $1 AND object_id = 'c-1' FOR UPDATE`, p.TenantID); err != nil {
 		t.Fatal(err)
 	}
 	errs := make(chan error, 3)
@@ -284,9 +281,8 @@ func TestTenantQueueIsBounded(t *testing.T) {
 	queued := func() int { return s.Queued(p.TenantID) }
 	go send(1) // taken by the committer, which waits on the lock
 	waitFor("the committer to wait on the lock", func() bool {
-		var n int
-		s.Pool().QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
-		return n == 1
+		n, err := testdb.LockWaits(ctx, s.Pool(), "transactionid")
+		return err == nil && n == 1
 	})
 	go send(2)
 	go send(3)

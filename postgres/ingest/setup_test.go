@@ -8,6 +8,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
@@ -22,6 +23,25 @@ import (
 // raceTimeout bounds every wait of the race tests, so a lost wake-up or an
 // undetected deadlock fails the test instead of hanging it.
 const raceTimeout = 30 * time.Second
+
+// createTrigger runs a test's CREATE FUNCTION and CREATE TRIGGER on a
+// tenant table, on a connection that lets Citus create the trigger on
+// every shard (PostgreSQL keeps the setting as a placeholder).
+func createTrigger(t *testing.T, s *postgres.Store, ddl string) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := s.Pool().Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	function, trigger, _ := strings.Cut(ddl, "\nCREATE TRIGGER")
+	for _, sql := range []string{`SET citus.enable_unsafe_triggers = on`, function, "CREATE TRIGGER" + trigger} {
+		if _, err := conn.Exec(ctx, sql); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // counters sums outcome_counters over shards and hours, per outcome.
 func counters(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint) map[domain.Outcome]int {

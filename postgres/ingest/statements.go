@@ -83,9 +83,15 @@ var LeadLockSQL = ingestStatements[stLeadLock].Statement
 // when it starts. Not on Citus (its catalog pg_dist_partition exists): it
 // cannot plan an INSERT ... SELECT on parameters without their values, and
 // routes each statement to its tenant's worker from the values anyway.
+//
+// It also turns JIT compilation off: the statements handle a few rows, and
+// on Citus a CTE read back from an intermediate result is estimated at
+// 1,000 rows, so a join of two crossed jit_above_cost and the change
+// statement spent 170-250 ms compiling (EXPLAIN on a cluster, docs/scale.md).
 const genericPlansSQL = `
 SELECT set_config('plan_cache_mode',
-                  CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true)`
+                  CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true),
+       set_config('jit', 'off', true)`
 
 // noEvents are the arguments of a group with no delivery and no event:
 // every statement runs on empty arrays.

@@ -26,6 +26,7 @@ import (
 // DDL queued behind the reader and every delivery queued behind the DDL
 // until the reader ended.
 func TestCleanupNeverBlocksIngest(t *testing.T) {
+	testdb.SkipOnCitus(t, "on Citus a partition is detached with a plain DETACH, which blocks ingest for that moment (docs/scale.md#on-citus)")
 	t.Parallel()
 	for i, table := range maintain.PartitionedTables {
 		other := maintain.PartitionedTables[1-i]
@@ -237,6 +238,7 @@ func detachPending(t *testing.T, s *postgres.Store, url, table, partition string
 // old daily partition is then dropped, and a catch-all replaced, its rows
 // kept.
 func TestCleanupFinishesInterruptedDetach(t *testing.T) {
+	testdb.SkipOnCitus(t, "Citus refuses DETACH ... CONCURRENTLY, so no detach is left half done there")
 	t.Parallel()
 	url := testdb.NewURL(t)
 	s := pgtest.StoreOn(t, postgres.New, url, "test", 4)

@@ -46,10 +46,8 @@ func (mt *Maintainer) SetHistoryRetention(d time.Duration) { mt.historyRetention
 const pruneRevisionsSQL = `
 WITH examined AS (
     SELECT a.tenant_id, a.id, a.provider_id, a.object_type, a.object_id, a.property, a.revision, a.applied_at,
-           coalesce(r.reset_after, 0) AS reset_after
+           a.before_reset
     FROM accepted_revisions a
-    LEFT JOIN records r ON r.tenant_id = a.tenant_id AND r.provider_id = a.provider_id
-                       AND r.object_type = a.object_type AND r.object_id = a.object_id
     WHERE a.applied_at < @before
       AND (a.applied_at, a.tenant_id, a.id) > (@after_at::timestamptz, @after_tenant::bigint, @after_id::bigint)
     ORDER BY a.applied_at, a.tenant_id, a.id
@@ -63,7 +61,7 @@ WITH examined AS (
                     AND n.object_id = x.object_id AND n.property IS NOT DISTINCT FROM x.property
                     AND (n.revision, n.applied_at, n.id) > (x.revision, x.applied_at, x.id)
                     -- Since a reset, only a revision accepted after it supersedes.
-                    AND (x.id <= x.reset_after OR n.id > x.reset_after))
+                    AND (x.before_reset OR NOT n.before_reset))
     RETURNING a.tenant_id, a.provider_id, a.object_type, a.object_id
 ), tallied AS (
     INSERT INTO pruned_revisions AS p (tenant_id, provider_id, object_type, object_id, n)

@@ -152,6 +152,7 @@ func TestHistoryRetention(t *testing.T) {
 // changing at that moment: ingest never waits for it, and what both leave
 // reconciles (every application is either kept or counted as pruned).
 func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
+	testdb.SkipOnCitus(t, "it watches lock waits on the coordinator's backends, and on Citus the row locks are taken on the workers")
 	t.Parallel()
 	url := testdb.NewURL(t)
 	const ingestApp = "ingest"
@@ -180,7 +181,7 @@ func TestHistoryRetentionNeverBlocksIngest(t *testing.T) {
 		}
 	}
 	// Applied long ago, as far as retention can tell; the log is today's.
-	if _, err := in.Pool().Exec(ctx, `UPDATE accepted_revisions SET applied_at = applied_at - interval '40 days'`); err != nil {
+	if _, err := in.Pool().Exec(ctx, `UPDATE accepted_revisions SET applied_at = (applied_at AT TIME ZONE 'UTC' - interval '40 days') AT TIME ZONE 'UTC'`); err != nil {
 		t.Fatal(err)
 	}
 

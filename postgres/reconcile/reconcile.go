@@ -5,7 +5,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -18,8 +17,8 @@ import (
 )
 
 // Reconciliation: one statement per invariant (domain.Invariants), each
-// set-based over the whole of what it checks, for one tenant
-// (@tenant_id) or, with @tenant_id NULL, for every tenant. Each finds its
+// set-based over the whole of what it checks of one tenant (@tenant_id,
+// on every table), run for one tenant or for each in turn. Each finds its
 // violations as rows (tenant_id, provider_id, object_type, object_id,
 // subject, detail) of a CTE named found, which reconcileFound turns into
 // the answer.
@@ -56,7 +55,7 @@ SELECT coalesce(t.slug, '#' || f.tenant_id), coalesce(p.name, '#' || f.provider_
        count(*) OVER ()
 FROM found f
 LEFT JOIN tenants t ON t.id = f.tenant_id
-LEFT JOIN providers p ON p.tenant_id = f.tenant_id AND p.id = f.provider_id
+LEFT JOIN providers p ON p.tenant_id = @tenant_id AND p.id = f.provider_id
 ORDER BY 1, 2, 3, 4, 5, 6
 LIMIT @limit`
 
@@ -64,14 +63,13 @@ LIMIT @limit`
 // each property of a per-property record (property NULL for the others);
 // of two at one revision, the later, which an operator adopted. History
 // retention always keeps these rows. A reset record (postgres/repair.go)
-// is compared only with the revisions accepted after its reset.
+// is compared only with the revisions accepted after its reset (not
+// marked before_reset).
 const reconcileLatest = `latest AS (
     SELECT DISTINCT ON (tenant_id, provider_id, object_type, object_id, property)
            tenant_id, provider_id, object_type, object_id, property, revision, snapshot, event_id
     FROM accepted_revisions a
-    WHERE (@tenant_id::bigint IS NULL OR tenant_id = @tenant_id)
-      AND NOT EXISTS (SELECT FROM records r WHERE r.tenant_id = a.tenant_id AND r.provider_id = a.provider_id
-                      AND r.object_type = a.object_type AND r.object_id = a.object_id AND a.id <= r.reset_after)
+    WHERE tenant_id = @tenant_id AND NOT before_reset
     ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC, applied_at DESC, id DESC
 )`
 
@@ -83,7 +81,7 @@ const reconcileRecordRevisionSQL = `
 WITH ` + reconcileLatest + `, stored AS (
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, kv.key AS property, kv.value::bigint AS revision
     FROM records r, jsonb_each_text(r.property_revisions) kv
-    WHERE @tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id
+    WHERE r.tenant_id = @tenant_id
 ), found AS (
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '' AS subject,
            CASE WHEN l.revision IS NULL THEN format('revision %s, but no accepted revision of the record is kept', r.revision)
@@ -92,10 +90,10 @@ WITH ` + reconcileLatest + `, stored AS (
     FROM records r
     LEFT JOIN latest l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
         AND l.object_id = r.object_id AND l.property IS NULL
-    WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions = '{}'
+    WHERE r.tenant_id = @tenant_id AND r.property_revisions = '{}'
       AND r.revision IS DISTINCT FROM l.revision
       -- reset (revision -1, domain.ForgottenRevision) and no event applied since
-      AND NOT (r.revision = -1 AND r.reset_after IS NOT NULL AND l.revision IS NULL)
+      AND NOT (r.revision = -1 AND r.reset_at IS NOT NULL AND l.revision IS NULL)
     UNION ALL
     SELECT coalesce(s.tenant_id, l.tenant_id), coalesce(s.provider_id, l.provider_id),
            coalesce(s.object_type, l.object_type), coalesce(s.object_id, l.object_id), '',
@@ -112,7 +110,7 @@ WITH ` + reconcileLatest + `, stored AS (
        AND l.object_id = s.object_id AND l.property = s.property
     WHERE s.revision IS DISTINCT FROM l.revision
       AND (s.tenant_id IS NOT NULL OR EXISTS (
-          SELECT FROM records r WHERE r.tenant_id = l.tenant_id AND r.provider_id = l.provider_id
+          SELECT FROM records r WHERE r.tenant_id = @tenant_id AND r.provider_id = l.provider_id
              AND r.object_type = l.object_type AND r.object_id = l.object_id))
     UNION ALL
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
@@ -124,7 +122,7 @@ WITH ` + reconcileLatest + `, stored AS (
     FROM records r
     LEFT JOIN latest l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
         AND l.object_id = r.object_id AND l.property IS NOT NULL
-    WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions <> '{}'
+    WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
     GROUP BY r.tenant_id, r.provider_id, r.object_type, r.object_id, r.revision, r.deleted_revision
     HAVING r.revision IS DISTINCT FROM max(l.revision)
         OR r.deleted_revision IS DISTINCT FROM max(l.revision) FILTER (WHERE l.property = '` + domain.PropertyDeleted + `')
@@ -143,7 +141,7 @@ WITH ` + reconcileLatest + `, found AS (
     FROM records r
     JOIN latest l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
         AND l.object_id = r.object_id AND l.property IS NULL
-    WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions = '{}'
+    WHERE r.tenant_id = @tenant_id AND r.property_revisions = '{}'
       AND r.snapshot <> l.snapshot
     UNION ALL
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
@@ -153,15 +151,15 @@ WITH ` + reconcileLatest + `, found AS (
     FROM records r
     JOIN latest l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
         AND l.object_id = r.object_id AND l.property IS NOT NULL AND l.property NOT LIKE '$%'
-    WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions <> '{}'
+    WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
       AND (r.snapshot -> l.property) IS DISTINCT FROM (l.snapshot -> l.property)
     UNION ALL
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
            format('property %s is %s, but no accepted revision of it is kept', kv.key, left(kv.value::text, 200))
     FROM records r, jsonb_each(r.snapshot) kv
-    WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id) AND r.property_revisions <> '{}'
+    WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
       -- any accepted revision, before a reset too: a reset keeps the snapshot
-      AND NOT EXISTS (SELECT FROM accepted_revisions a WHERE a.tenant_id = r.tenant_id AND a.provider_id = r.provider_id
+      AND NOT EXISTS (SELECT FROM accepted_revisions a WHERE a.tenant_id = @tenant_id AND a.provider_id = r.provider_id
                       AND a.object_type = r.object_type AND a.object_id = r.object_id AND a.property = kv.key)
 )` + reconcileFound
 
@@ -172,7 +170,7 @@ const reconcileApplicationCountSQL = `
 WITH kept AS (
     SELECT tenant_id, provider_id, object_type, object_id, count(*) AS n
     FROM accepted_revisions
-    WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
+    WHERE tenant_id = @tenant_id
     GROUP BY 1, 2, 3, 4
 ), found AS (
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '' AS subject,
@@ -181,9 +179,9 @@ WITH kept AS (
     FROM records r
     LEFT JOIN kept k ON k.tenant_id = r.tenant_id AND k.provider_id = r.provider_id AND k.object_type = r.object_type
         AND k.object_id = r.object_id
-    LEFT JOIN pruned_revisions p ON p.tenant_id = r.tenant_id AND p.provider_id = r.provider_id
+    LEFT JOIN pruned_revisions p ON p.tenant_id = @tenant_id AND p.provider_id = r.provider_id
         AND p.object_type = r.object_type AND p.object_id = r.object_id
-    WHERE (@tenant_id::bigint IS NULL OR r.tenant_id = @tenant_id)
+    WHERE r.tenant_id = @tenant_id
       AND r.application_count <> coalesce(k.n, 0) + coalesce(p.n, 0)
 )` + reconcileFound
 
@@ -222,9 +220,9 @@ WITH applied AS (
                     WHERE btrim(f) <> '')
            END AS fields
     FROM events e
-    JOIN scopes s ON s.tenant_id = e.tenant_id AND s.provider_id = e.provider_id AND s.object_type = e.object_type
+    JOIN scopes s ON s.tenant_id = @tenant_id AND s.provider_id = e.provider_id AND s.object_type = e.object_type
         AND s.action = e.action
-    WHERE (@tenant_id::bigint IS NULL OR e.tenant_id = @tenant_id) AND e.outcome = 'applied'
+    WHERE e.tenant_id = @tenant_id AND e.outcome = 'applied'
       AND e.payload IS NOT NULL -- an erased event's identifier cannot be rebuilt
       AND (s.updated_at = s.created_at OR e.received_at > s.updated_at + make_interval(secs => @margin_seconds::float8))
 ), paired AS (
@@ -253,13 +251,13 @@ WITH days AS (
 ), counted AS (
     SELECT tenant_id, provider_id, bucket, outcome, sum(n) AS n
     FROM outcome_counters
-    WHERE (@tenant_id::bigint IS NULL OR tenant_id = @tenant_id) AND outcome <> '` + domain.DeliveryRejected + `'
+    WHERE tenant_id = @tenant_id AND outcome <> '` + domain.DeliveryRejected + `'
       AND bucket < @closed_before AND date_trunc('day', bucket, 'UTC') IN (SELECT day FROM days)
     GROUP BY 1, 2, 3, 4
 ), logged AS (
     SELECT tenant_id, provider_id, date_trunc('hour', received_at, 'UTC') AS bucket, outcome, count(*) AS n
     FROM events
-    WHERE (@tenant_id::bigint IS NULL OR tenant_id = @tenant_id)
+    WHERE tenant_id = @tenant_id
       AND received_at < @closed_before AND date_trunc('day', received_at, 'UTC') IN (SELECT day FROM days)
     GROUP BY 1, 2, 3, 4
 ), found AS (
@@ -281,8 +279,8 @@ WITH found AS (
            format('open conflict at revision %s (events %s and %s) names a record that does not exist',
                   c.revision, c.accepted_event_id, c.conflicting_event_id) AS detail
     FROM conflicts c
-    WHERE (@tenant_id::bigint IS NULL OR c.tenant_id = @tenant_id) AND c.status = 'open'
-      AND NOT EXISTS (SELECT FROM records r WHERE r.tenant_id = c.tenant_id AND r.provider_id = c.provider_id
+    WHERE c.tenant_id = @tenant_id AND c.status = 'open'
+      AND NOT EXISTS (SELECT FROM records r WHERE r.tenant_id = @tenant_id AND r.provider_id = c.provider_id
                       AND r.object_type = c.object_type AND r.object_id = c.object_id)
 )` + reconcileFound
 
@@ -297,7 +295,7 @@ WITH found AS (
            format('%[1]s %%s share this %[3]s (stored as %%s)', string_agg(id::text, ', ' ORDER BY id),
                   string_agg(%[2]s, ', ' ORDER BY id)) AS detail
     FROM %[1]s
-    WHERE @tenant_id::bigint IS NULL OR tenant_id = @tenant_id
+    WHERE tenant_id = @tenant_id
     GROUP BY tenant_id, lower(btrim(%[2]s))
     HAVING count(*) > 1
 )` + reconcileFound
@@ -327,11 +325,65 @@ const reconcileMargin = 5 * time.Minute
 const reconcileClosedAfter = pg.OverviewFoldGrace
 
 const (
-	reconcileTenantSQL = `SELECT slug FROM tenants WHERE id = @tenant_id`
+	reconcileTenantSQL     = `SELECT id, slug FROM tenants WHERE id = @tenant_id`
+	reconcileAllTenantsSQL = `SELECT id, slug FROM tenants ORDER BY slug`
 	// The checks run in one snapshot, with no statement timeout: they read
 	// whole tables, and the caller's context bounds them.
 	reconcileNoTimeoutSQL = `SELECT set_config('statement_timeout', '0', true)`
 )
+
+type tenantRef struct {
+	id   int64
+	slug string
+}
+
+// reconciledTenants is tenant tenantID, or with 0 every tenant in the
+// order of their slugs, the order of the report. Each check runs tenant by
+// tenant, its statement filtered by @tenant_id on every table, so that on
+// Citus it goes to the tenant's worker (docs/scale.md). An unknown tenant
+// is an ENOTFOUND error.
+func reconciledTenants(ctx context.Context, tx pgx.Tx, tenantID int64) ([]tenantRef, error) {
+	sql := reconcileAllTenantsSQL
+	if tenantID != 0 {
+		sql = reconcileTenantSQL
+	}
+	rows, err := tx.Query(ctx, sql, pgx.NamedArgs{"tenant_id": tenantID})
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	tenants, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (tenantRef, error) {
+		var t tenantRef
+		return t, row.Scan(&t.id, &t.slug)
+	})
+	if err == nil && tenantID != 0 && len(tenants) == 0 {
+		return nil, pg.NotFound("tenant %d not found", tenantID)
+	}
+	return tenants, pg.Translate(err)
+}
+
+// runCheck runs one check's statement for tenant and answers its
+// violations, at most room of them (room < 0: all), and how many the
+// tenant has in all.
+func runCheck(ctx context.Context, tx pgx.Tx, invariant domain.Invariant, sql string, args pgx.NamedArgs, tenant int64,
+	room int) ([]domain.Violation, int64, error) {
+	args["tenant_id"] = tenant
+	rows, err := tx.Query(ctx, sql, args)
+	if err != nil {
+		return nil, 0, err
+	}
+	var (
+		found []domain.Violation
+		v     = domain.Violation{Invariant: invariant}
+		total int64
+	)
+	_, err = pgx.ForEachRow(rows, []any{&v.Tenant, &v.Provider, &v.ObjectType, &v.ObjectID, &v.Subject, &v.Detail, &total}, func() error {
+		if room < 0 || len(found) < room {
+			found = append(found, v)
+		}
+		return nil
+	})
+	return found, total, err
+}
 
 // Reconcile implements domain.ReconciliationService. It runs on a
 // connection of its own, so that neither the read pool's statement timeout
@@ -366,36 +418,33 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 	if _, err := tx.Exec(ctx, reconcileNoTimeoutSQL); err != nil {
 		return r, pg.Translate(err)
 	}
-	args := pgx.NamedArgs{"tenant_id": nil, "limit": nil, "margin_seconds": reconcileMargin.Seconds(),
+	args := pgx.NamedArgs{"limit": nil, "margin_seconds": reconcileMargin.Seconds(),
 		"closed_before": now.Add(-reconcileClosedAfter).Truncate(time.Hour)}
-	if tenantID != 0 {
-		args["tenant_id"] = tenantID
-		err := tx.QueryRow(ctx, reconcileTenantSQL, args).Scan(&r.Tenant)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return r, pg.NotFound("tenant %d not found", tenantID)
-		}
-		if err != nil {
-			return r, pg.Translate(err)
-		}
-	}
 	if limit > 0 {
 		args["limit"] = limit
 	}
+	tenants, err := reconciledTenants(ctx, tx, tenantID)
+	if err != nil {
+		return r, err
+	}
+	if tenantID != 0 {
+		r.Tenant = tenants[0].slug
+	}
 	for _, check := range reconcileChecks {
-		rows, err := tx.Query(ctx, check.sql, args)
-		if err != nil {
-			return r, fmt.Errorf("check %s: %w", check.invariant, pg.Translate(err))
+		var total int64
+		room := -1 // the violations this check may still add to the report
+		if limit > 0 {
+			room = limit
 		}
-		var (
-			v     = domain.Violation{Invariant: check.invariant}
-			total int64
-		)
-		_, err = pgx.ForEachRow(rows, []any{&v.Tenant, &v.Provider, &v.ObjectType, &v.ObjectID, &v.Subject, &v.Detail, &total}, func() error {
-			r.Violations = append(r.Violations, v)
-			return nil
-		})
-		if err != nil {
-			return r, fmt.Errorf("check %s: %w", check.invariant, pg.Translate(err))
+		for _, t := range tenants {
+			found, n, err := runCheck(ctx, tx, check.invariant, check.sql, args, t.id, room)
+			if err != nil {
+				return r, fmt.Errorf("check %s: %w", check.invariant, pg.Translate(err))
+			}
+			r.Violations, total = append(r.Violations, found...), total+n
+			if room > 0 {
+				room -= len(found)
+			}
 		}
 		r.Counts[check.invariant] = total
 	}

@@ -66,7 +66,8 @@ func TestReconcileReportsEachInvariant(t *testing.T) {
 			        revision + 10, outcome, reason, snapshot, payload, conflict_id, property
 			 FROM events WHERE tenant_id = @tenant AND provider_id = @crm AND event_id = 'f1'`},
 		{"outcome counters", domain.InvariantOutcomeCounters, 1, "provider crm, ",
-			`UPDATE outcome_counters SET n = n + 1 WHERE ctid = (SELECT ctid FROM outcome_counters
+			`UPDATE outcome_counters SET n = n + 1 WHERE tenant_id = @tenant AND provider_id = @crm AND outcome = 'stale'
+			 AND (bucket, shard) = (SELECT bucket, shard FROM outcome_counters
 			 WHERE tenant_id = @tenant AND provider_id = @crm AND outcome = 'stale' LIMIT 1)`},
 		{"open conflict without record", domain.InvariantConflictRecord, 1, "provider crm, contact/c-9, conflict ",
 			`UPDATE conflicts SET object_id = 'c-9' WHERE tenant_id = @tenant AND provider_id = @crm AND status = 'open'`},

@@ -148,11 +148,13 @@ func (s *Rekeyer) missingKeys(ctx context.Context, tb table) (map[string]*keyUse
 }
 
 // rekeyBatchSQL locks the next batch of provider secrets, retired ones
-// included, that are not sealed under @key_id bound to their provider.
+// included, of tenant @tenant_id that are not sealed under @key_id bound
+// to their provider. A rekey goes tenant by tenant, so that on Citus each
+// batch is locked on the tenant's worker (it locks no rows across shards).
 const rekeyBatchSQL = `
 SELECT tenant_id, provider_id, id, key_id, aad_version, ciphertext FROM provider_secrets
-WHERE (tenant_id, id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
-ORDER BY tenant_id, id
+WHERE tenant_id = @tenant_id AND id > @after_id AND (key_id <> @key_id OR aad_version <> @aad_version)
+ORDER BY id
 LIMIT @limit
 FOR UPDATE`
 
@@ -161,17 +163,16 @@ const rekeySecretsSQL = `
 UPDATE provider_secrets ps SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
 FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
      AS u(tenant_id, provider_id, id, ciphertext)
-WHERE ps.tenant_id = u.tenant_id AND ps.provider_id = u.provider_id AND ps.id = u.id`
+WHERE ps.tenant_id = @tenant_id AND u.tenant_id = @tenant_id AND ps.provider_id = u.provider_id AND ps.id = u.id`
 
 // rekeyDestinationBatchSQL locks the next batch of destination secrets not
 // sealed under @key_id bound to their destination. Expired ones are left
-// out: they never sign again, and the next rotation deletes them. Ids come
-// from one identity, so (tenant_id, id) orders the batches as for providers.
+// out: they never sign again, and the next rotation deletes them.
 const rekeyDestinationBatchSQL = `
 SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM destination_secrets
-WHERE (tenant_id, id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
+WHERE tenant_id = @tenant_id AND id > @after_id AND (key_id <> @key_id OR aad_version <> @aad_version)
   AND (expires_at IS NULL OR expires_at > now())
-ORDER BY tenant_id, id
+ORDER BY id
 LIMIT @limit
 FOR UPDATE`
 
@@ -180,15 +181,15 @@ const rekeyDestinationSecretsSQL = `
 UPDATE destination_secrets ds SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
 FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
      AS u(tenant_id, destination_id, id, ciphertext)
-WHERE ds.tenant_id = u.tenant_id AND ds.destination_id = u.destination_id AND ds.id = u.id`
+WHERE ds.tenant_id = @tenant_id AND u.tenant_id = @tenant_id AND ds.destination_id = u.destination_id AND ds.id = u.id`
 
 // rekeyAPIBatchSQL locks the next batch of provider API credentials not
 // sealed under @key_id bound to their provider, in the order of
 // apiCredentialsAllSQL (the provider id stands for the secret's id).
 const rekeyAPIBatchSQL = `
 SELECT tenant_id, provider_id, provider_id, key_id, aad_version, ciphertext FROM provider_api_credentials
-WHERE (tenant_id, provider_id) > (@after_tenant, @after_id) AND (key_id <> @key_id OR aad_version <> @aad_version)
-ORDER BY tenant_id, provider_id
+WHERE tenant_id = @tenant_id AND provider_id > @after_id AND (key_id <> @key_id OR aad_version <> @aad_version)
+ORDER BY provider_id
 LIMIT @limit
 FOR UPDATE`
 
@@ -197,7 +198,7 @@ const rekeyAPISecretsSQL = `
 UPDATE provider_api_credentials c SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
 FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
      AS u(tenant_id, provider_id, id, ciphertext)
-WHERE c.tenant_id = u.tenant_id AND c.provider_id = u.provider_id`
+WHERE c.tenant_id = @tenant_id AND u.tenant_id = @tenant_id AND c.provider_id = u.provider_id`
 
 // Rekeyed counts the secrets a rekey changed.
 type Rekeyed struct {
@@ -245,15 +246,39 @@ type tableRekey struct {
 	err     error          // stopped the rekey of this table
 }
 
-// rekeyTable re-seals the secrets of tb batch by batch.
+// rekeyTenantsSQL lists the tenants a rekey goes through, in order.
+const rekeyTenantsSQL = `SELECT id FROM tenants ORDER BY id`
+
+// rekeyTable re-seals the secrets of tb tenant by tenant, batch by batch.
 func (s *Rekeyer) rekeyTable(ctx context.Context, tb table, batchSize int) tableRekey {
 	r := tableRekey{owner: tb.owner, missing: map[string]int{}}
-	var afterTenant, afterID int64
+	rows, err := s.pool.Query(ctx, rekeyTenantsSQL)
+	if err != nil {
+		r.err = pg.Translate(err)
+		return r
+	}
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		r.err = pg.Translate(err)
+		return r
+	}
+	for _, tenant := range tenants {
+		if r.err = s.rekeyTenant(ctx, tb, tenant, batchSize, &r); r.err != nil {
+			return r
+		}
+	}
+	return r
+}
+
+// rekeyTenant re-seals the secrets of tb of one tenant, batch by batch,
+// each batch in a transaction of its own.
+func (s *Rekeyer) rekeyTenant(ctx context.Context, tb table, tenant int64, batchSize int, r *tableRekey) error {
+	var afterID int64
 	for {
 		var n int
 		var batchChanged int64
 		err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-			rows, err := tx.Query(ctx, tb.batchSQL, pgx.NamedArgs{"after_tenant": afterTenant, "after_id": afterID,
+			rows, err := tx.Query(ctx, tb.batchSQL, pgx.NamedArgs{"tenant_id": tenant, "after_id": afterID,
 				"key_id": s.keys.SealerID(), "aad_version": tb.aad, "limit": batchSize})
 			if err != nil {
 				return pg.Translate(err)
@@ -263,7 +288,7 @@ func (s *Rekeyer) rekeyTable(ctx context.Context, tb table, batchSize int) table
 				return pg.Translate(err)
 			}
 			n = len(batch)
-			afterTenant, afterID = batch[n-1].TenantID, batch[n-1].ID
+			afterID = batch[n-1].ID
 			var tenantIDs, ownerIDs, ids []int64
 			var ciphertexts [][]byte
 			for _, sec := range batch {
@@ -284,28 +309,20 @@ func (s *Rekeyer) rekeyTable(ctx context.Context, tb table, batchSize int) table
 				tenantIDs, ownerIDs, ids = append(tenantIDs, sec.TenantID), append(ownerIDs, sec.ProviderID), append(ids, sec.ID)
 				ciphertexts = append(ciphertexts, sealed.Ciphertext)
 			}
-			tag, err := tx.Exec(ctx, tb.updateSQL, pgx.NamedArgs{"key_id": s.keys.SealerID(), "aad_version": tb.aad,
+			tag, err := tx.Exec(ctx, tb.updateSQL, pgx.NamedArgs{"tenant_id": tenant, "key_id": s.keys.SealerID(), "aad_version": tb.aad,
 				"tenant_ids": tenantIDs, "owner_ids": ownerIDs, "ids": ids, "ciphertexts": ciphertexts})
 			batchChanged = tag.RowsAffected()
-			if err != nil || !tb.endpoints {
+			if err != nil || !tb.endpoints || batchChanged == 0 {
 				return pg.Translate(err)
 			}
-			for i, t := range tenantIDs {
-				if i == 0 || t != tenantIDs[i-1] { // in tenant order
-					if err := pg.NotifyEndpoints(ctx, tx, t); err != nil {
-						return err
-					}
-				}
-			}
-			return nil
+			return pg.NotifyEndpoints(ctx, tx, tenant)
 		})
 		if err != nil {
-			r.err = err
-			return r
+			return err
 		}
 		r.changed += batchChanged
 		if n < batchSize {
-			return r
+			return nil
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
@@ -90,13 +91,33 @@ func secretsOf(t *testing.T, s *postgres.Store, tenant, provider string) []strin
 // other's rows, as someone with write access to the table could.
 func swapCiphertexts(t *testing.T, s *postgres.Store, a, b int64) {
 	t.Helper()
-	_, err := s.Pool().Exec(context.Background(), `
-		UPDATE provider_secrets x SET ciphertext = y.ciphertext, key_id = y.key_id, aad_version = y.aad_version
-		FROM provider_secrets y
-		WHERE x.retired_at IS NULL AND y.retired_at IS NULL AND x.provider_id <> y.provider_id
-		  AND x.provider_id IN ($1, $2) AND y.provider_id IN ($1, $2)`, a, b)
+	ctx := context.Background()
+	// Read, then written row by row: on Citus the two tenants' rows are on
+	// different shards, which one UPDATE ... FROM cannot join.
+	type sealed struct {
+		tenant, provider int64
+		ciphertext       []byte
+		keyID            string
+		aad              int
+	}
+	rows, err := s.Pool().Query(ctx, `SELECT tenant_id, provider_id, ciphertext, key_id, aad_version FROM provider_secrets
+		WHERE retired_at IS NULL AND provider_id IN ($1, $2) ORDER BY provider_id`, a, b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	both, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (sealed, error) {
+		var x sealed
+		return x, row.Scan(&x.tenant, &x.provider, &x.ciphertext, &x.keyID, &x.aad)
+	})
+	if err != nil || len(both) != 2 {
+		t.Fatalf("active secrets of providers %d and %d: %d (%v), want 2", a, b, len(both), err)
+	}
+	for i, x := range both {
+		y := both[1-i]
+		if _, err := s.Pool().Exec(ctx, `UPDATE provider_secrets SET ciphertext = $3, key_id = $4, aad_version = $5
+			WHERE tenant_id = $1 AND provider_id = $2 AND retired_at IS NULL`, x.tenant, x.provider, y.ciphertext, y.keyID, y.aad); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
