@@ -51,8 +51,9 @@ type Cluster struct {
 	coordinator *node
 	workers     []*node
 
-	stopOnce sync.Once
-	stopErr  error
+	registering sync.Mutex // register, one database at a time
+	stopOnce    sync.Once
+	stopErr     error
 }
 
 // Start starts a cluster for t and stops and removes it when t ends. It
@@ -167,6 +168,13 @@ func (c *Cluster) start(ctx context.Context) error {
 // register tells the coordinator where it and its workers are: by
 // 127.0.0.1 and port, the address the nodes reach one another on.
 func (c *Cluster) register(ctx context.Context, db string) error {
+	// One at a time: citus_add_node copies the roles to the worker (ALTER
+	// ROLE, a row of a catalog all of the worker's databases share), and
+	// two databases registered at once failed with "tuple concurrently
+	// updated" there, which Citus reports as "failure on connection
+	// marked as essential".
+	c.registering.Lock()
+	defer c.registering.Unlock()
 	conn, err := pgx.Connect(ctx, c.coordinator.url(db))
 	if err != nil {
 		return fmt.Errorf("coordinator: %w", err)

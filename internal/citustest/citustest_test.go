@@ -2,6 +2,7 @@ package citustest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -180,4 +181,37 @@ func children(pid int) []int {
 		}
 	}
 	return out
+}
+
+// TestCreateDatabasesAtOnce: databases created on one cluster at the same
+// time, as parallel tests create them, are each registered with both
+// workers. Unserialised, several of the eight failed in citus_add_node ("tuple
+// concurrently updated" on the worker's roles).
+func TestCreateDatabasesAtOnce(t *testing.T) {
+	c := Start(t)
+	ctx := context.Background()
+	errs := make(chan error, 8)
+	for i := range 8 {
+		go func() {
+			name := "at_once_" + strconv.Itoa(i)
+			err := c.CreateDatabase(ctx, name)
+			if err == nil {
+				var conn *pgx.Conn
+				if conn, err = pgx.Connect(ctx, c.DatabaseURL(name)); err == nil {
+					var workers int
+					err = conn.QueryRow(ctx, "SELECT count(*) FROM citus_get_active_worker_nodes()").Scan(&workers)
+					if err == nil && workers != 2 {
+						err = fmt.Errorf("%s has %d active workers, want 2", name, workers)
+					}
+					conn.Close(ctx)
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range 8 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
 }
