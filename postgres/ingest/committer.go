@@ -47,16 +47,8 @@ const (
 // defaultMaxQueued is how many of one tenant's deliveries may wait for its
 // committer in one process; past it a delivery is refused at once (503)
 // rather than waiting out its budget behind a tenant that floods or is
-// stuck on a lock.
+// stuck on a lock (admission.go).
 const defaultMaxQueued = 1024
-
-// minQueuedEvents is the fewest events one tenant may have waiting in one
-// process: two groups' worth. Past that, a delivery waits only if the
-// committer, at the pace it has been writing, would reach it within half of
-// what is left of its budget (queuedEventsAllowed); otherwise it is refused
-// at once, rather than accepted to time out in the queue while the ones
-// before it time out too.
-const minQueuedEvents = 2 * maxGroupEvents
 
 // GroupSize observes how many deliveries each committed group held;
 // serve exposes it on /metrics as tidemark_ingest_group_size.
@@ -83,38 +75,11 @@ type ingestJob struct {
 type groupQueues struct {
 	mu      sync.Mutex
 	pending map[int64][]*ingestJob
-	// pace is how many events per second a committer has been writing,
-	// smoothed over recent groups; 0 until the first group is measured.
-	pace float64
+	// samples are the recent groups' paces (admission.go).
+	samples []paceSample
 	// draining refuses new deliveries while Drain waits for the
 	// committers to finish the ones they hold.
 	draining bool
-}
-
-// queuedEventsAllowed is how many events may wait ahead of a delivery that
-// must be answered by deadline: what the committer writes, at its recent
-// pace, in half of the time left (the other half is for the delivery's own
-// group), and never fewer than minQueuedEvents. Called with mu held.
-func (q *groupQueues) queuedEventsAllowed(deadline time.Time, ok bool) int {
-	if !ok || q.pace == 0 {
-		return minQueuedEvents
-	}
-	return max(minQueuedEvents, int(q.pace*time.Until(deadline).Seconds()/2))
-}
-
-// measured folds a committed group into the pace.
-func (q *groupQueues) measured(events int, took time.Duration) {
-	if took <= 0 {
-		return
-	}
-	pace := float64(events) / took.Seconds()
-	q.mu.Lock()
-	if q.pace == 0 {
-		q.pace = pace
-	} else {
-		q.pace = 0.8*q.pace + 0.2*pace
-	}
-	q.mu.Unlock()
 }
 
 // commitGrouped writes a delivery in its tenant's next group and waits for
@@ -137,9 +102,10 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "this node is shutting down")
 	}
 	queue, running := q.pending[p.TenantID]
-	if len(queue) >= w.maxQueued || (len(queue) > 0 && groupEvents(queue)+len(events) > q.queuedEventsAllowed(ctx.Deadline())) {
+	deadline, hasDeadline := ctx.Deadline()
+	if err := w.admit(q, queue, len(events), deadline, hasDeadline); err != nil {
 		q.mu.Unlock()
-		return nil, domain.Errorf(domain.EUNAVAILABLE, "%d deliveries of this tenant are already waiting to be written", len(queue))
+		return nil, err
 	}
 	q.pending[p.TenantID] = append(queue, job)
 	if !running {

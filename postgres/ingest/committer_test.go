@@ -35,6 +35,64 @@ func TestQueuedEventsFollowPace(t *testing.T) {
 	}
 }
 
+// TestOneSlowGroupKeepsThePace: a group a hundred times slower than the
+// ones around it (a checkpoint, another node's row lock) leaves the pace,
+// and so the events a tenant may queue, as they were. The smoothed pace
+// this replaced lost a fifth of itself to each such group.
+func TestOneSlowGroupKeepsThePace(t *testing.T) {
+	t.Parallel()
+	var q groupQueues
+	in3s := time.Now().Add(3 * time.Second)
+	for range 10 {
+		q.measured(2000, 200*time.Millisecond) // 10 000 events/s
+	}
+	before := q.queuedEventsAllowed(in3s, true)
+	q.measured(2000, 20*time.Second) // one group of 100 events/s
+	if after := q.queuedEventsAllowed(in3s, true); after < before*9/10 {
+		t.Errorf("after one slow group %d events may wait, before %d", after, before)
+	}
+}
+
+// TestAdmissionReasons: a short queue is never refused; past the floor the
+// refusal says why, for /metrics.
+func TestAdmissionReasons(t *testing.T) {
+	t.Parallel()
+	w := &Writer{maxQueued: 8}
+	jobs := func(n, events int) []*ingestJob {
+		var js []*ingestJob
+		for range n {
+			js = append(js, &ingestJob{events: make([]domain.Event, events)})
+		}
+		return js
+	}
+	in3s := time.Now().Add(3 * time.Second)
+	var slow groupQueues
+	for range 10 {
+		slow.measured(10, time.Second) // 10 events/s
+	}
+	for _, tc := range []struct {
+		name   string
+		queue  []*ingestJob
+		events int
+		want   string
+	}{
+		{"empty queue", nil, maxQueuedEvents + 1, ""},
+		{"short queue at a slow pace", jobs(7, 1), 1, ""},
+		{"two groups' worth at a slow pace", jobs(2, maxGroupEvents-1), 1, ""},
+		{"too many deliveries", jobs(8, 1), 1, domain.OverloadQueueFull},
+		{"past the floor at a slow pace", jobs(2, maxGroupEvents), 1, domain.OverloadBudget},
+		{"past the memory bound", jobs(1, maxQueuedEvents), 1, domain.OverloadMemory},
+	} {
+		err := w.admit(&slow, tc.queue, tc.events, in3s, true)
+		if got := domain.OverloadReason(err); got != tc.want || (err != nil) != (tc.want != "") {
+			t.Errorf("%s: %v (reason %q), want reason %q", tc.name, err, got, tc.want)
+		}
+		if err != nil && domain.ErrorCode(err) != domain.EUNAVAILABLE {
+			t.Errorf("%s: code %s, want %s", tc.name, domain.ErrorCode(err), domain.EUNAVAILABLE)
+		}
+	}
+}
+
 // TestTakeGroup: a group is at least one delivery, then as many as fit
 // its bounds, in arrival order.
 func TestTakeGroup(t *testing.T) {

@@ -6,9 +6,16 @@ import (
 	"time"
 )
 
-// tenantWait is how long a delivery waits for one of its tenant's
-// connections before it is answered 503.
-const tenantWait = 250 * time.Millisecond
+// A delivery waits for one of its tenant's lookup slots for as long as a
+// slow lookup may take (gateWait, half of the delivery's budget: the rest
+// is for its write), unless gateWaiters of the tenant's deliveries already
+// wait on this node: then it is refused at once (503), as a flood is. So a
+// short burst that meets a slow lookup (a cold cache, a lock on providers,
+// a checkpoint) waits for it instead of being refused.
+const (
+	gateWait    = ingestBudget / 2
+	gateWaiters = 256
+)
 
 // tenantGate lets each tenant run at most limit endpoint lookups at once,
 // so one tenant's flood holds at most that share of the ingest pool (a
@@ -25,8 +32,9 @@ type tenantGate struct {
 }
 
 type tenantSlots struct {
-	sem   chan struct{}
-	users int // holders and waiters
+	sem     chan struct{}
+	users   int // holders and waiters
+	waiting int // waiters
 }
 
 // newTenantGate caps each tenant at half of an ingest pool of poolSize
@@ -39,8 +47,9 @@ func newTenantGate(poolSize int) *tenantGate {
 	return g
 }
 
-// acquire waits up to tenantWait for one of tenant's slots. It returns the
-// release function, or false when none freed up in time or ctx ended.
+// acquire takes one of tenant's slots, waiting up to gateWait unless
+// gateWaiters already wait. It returns the release function, or false
+// when it was refused, no slot freed up in time, or ctx ended.
 func (g *tenantGate) acquire(ctx context.Context, tenant string) (func(), bool) {
 	if g.limit == 0 {
 		return func() {}, true
@@ -54,26 +63,43 @@ func (g *tenantGate) acquire(ctx context.Context, tenant string) (func(), bool) 
 	ts.users++
 	g.mu.Unlock()
 
-	leave := func() {
+	leave := func(waited bool) {
 		g.mu.Lock()
+		if waited {
+			ts.waiting--
+		}
 		if ts.users--; ts.users == 0 {
 			delete(g.tenants, tenant)
 		}
 		g.mu.Unlock()
 	}
+	release := func() { <-ts.sem; leave(false) }
 	select {
 	case ts.sem <- struct{}{}:
-		return func() { <-ts.sem; leave() }, true
+		return release, true
 	default:
 	}
-	timer := time.NewTimer(tenantWait)
+	g.mu.Lock()
+	full := ts.waiting >= gateWaiters
+	if !full {
+		ts.waiting++
+	}
+	g.mu.Unlock()
+	if full {
+		leave(false)
+		return nil, false
+	}
+	timer := time.NewTimer(gateWait)
 	defer timer.Stop()
 	select {
 	case ts.sem <- struct{}{}:
-		return func() { <-ts.sem; leave() }, true
+		g.mu.Lock()
+		ts.waiting--
+		g.mu.Unlock()
+		return release, true
 	case <-timer.C:
 	case <-ctx.Done():
 	}
-	leave()
+	leave(true)
 	return nil, false
 }

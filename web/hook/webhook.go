@@ -163,6 +163,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
+		h.metrics.Overloaded(domain.OverloadReason(err))
 		h.metrics.Delivery(p.Kind, httpx.ErrorStatus(err), time.Since(start).Seconds())
 		h.fail(w, r, err)
 		return
@@ -207,6 +208,7 @@ func tooManyMessage(over string) string {
 // ingest pool: the other tenants keep theirs.
 func (h *Handler) tenantBusy(w http.ResponseWriter, kind string, start time.Time) {
 	h.metrics.TenantBusy()
+	h.metrics.Overloaded(domain.OverloadLookupGate)
 	h.metrics.Delivery(kind, http.StatusServiceUnavailable, time.Since(start).Seconds())
 	w.Header().Set("Retry-After", "1")
 	httpx.WriteError(w, http.StatusServiceUnavailable, "too many deliveries of this tenant are being processed; retry after the Retry-After delay")

@@ -21,6 +21,7 @@ type Metrics struct {
 	latency    *prometheus.HistogramVec
 	limited    *prometheus.CounterVec // 429s, by the budget that ran out
 	tenantBusy prometheus.Counter     // 503s of a tenant holding its share of the ingest pool
+	overloaded *prometheus.CounterVec // 503s for overload, by reason (domain.OverloadReasons)
 }
 
 // NewMetrics registers Tidemark's metrics and extra, those of other
@@ -45,8 +46,15 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 		tenantBusy: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "tidemark_tenant_busy_total", Help: "Deliveries answered 503 because their tenant held its share of the ingest pool.",
 		}),
+		overloaded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tidemark_ingest_refusals_total",
+			Help: "Deliveries answered 503 for overload, by reason: queue_full, budget, memory, lookup_gate.",
+		}, []string{"reason"}),
 	}
-	m.registry.MustRegister(m.deliveries, m.events, m.latency, m.limited, m.tenantBusy,
+	for _, reason := range domain.OverloadReasons { // each shows, at 0, from the start
+		m.overloaded.WithLabelValues(reason)
+	}
+	m.registry.MustRegister(m.deliveries, m.events, m.latency, m.limited, m.tenantBusy, m.overloaded,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m.registry.MustRegister(extra...)
 	return m
@@ -70,6 +78,14 @@ func (m *Metrics) Limited(over string) { m.limited.WithLabelValues(over).Inc() }
 
 // TenantBusy counts a 503 of a tenant holding its share of the ingest pool.
 func (m *Metrics) TenantBusy() { m.tenantBusy.Inc() }
+
+// Overloaded counts a 503 for overload for reason (domain.OverloadReason);
+// "" is no overload, and counts nothing.
+func (m *Metrics) Overloaded(reason string) {
+	if reason != "" {
+		m.overloaded.WithLabelValues(reason).Inc()
+	}
+}
 
 // Handler serves the metrics in Prometheus's text format.
 func (m *Metrics) Handler() http.Handler {
