@@ -51,9 +51,12 @@ func (s *Sessions) SessionStore() scs.Store {
 	return pgxstore.NewWithCleanupInterval(s.read, 30*time.Minute)
 }
 
+// visibleTenantsSQL: the operator's memberships in an uncorrelated
+// subquery, which Citus runs across the shards first; a correlated one
+// beside the reference table tenants it refuses.
 const visibleTenantsSQL = `
 SELECT t.id, t.slug, t.name, t.created_at FROM tenants t
-WHERE @is_admin::boolean OR EXISTS (SELECT FROM memberships m WHERE m.tenant_id = t.id AND m.user_id = @user_id)
+WHERE @is_admin::boolean OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = @user_id)
 ORDER BY t.slug`
 
 // VisibleTenants implements domain.AccessService.

@@ -19,7 +19,11 @@ func (h *Handler) layout(r *http.Request, title, nav string) views.Layout {
 	u := currentUser(r.Context())
 	m := currentMembership(r.Context())
 	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: m.Tenant, Role: m.Role, Nav: nav}
-	l.Tenants, _ = h.access.VisibleTenants(r.Context(), u)
+	var err error
+	if l.Tenants, err = h.access.VisibleTenants(r.Context(), u); err != nil {
+		// The page is still shown, without its workspace menu.
+		h.log.Error("reading the operator's workspaces", "user", u.Email, "err", err)
+	}
 	if m.Tenant.ID != 0 && h.alerts != nil {
 		// The banner of firing alerts: a page is still shown without it.
 		firing, err := h.alerts.FiringAlerts(r.Context(), m.Tenant.ID)

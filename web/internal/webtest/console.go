@@ -212,11 +212,14 @@ func (e *Env) ReconcileBroken() {
 	e.T.Helper()
 	ctx := context.Background()
 	e.Outcome("acme", "crm", e.Secret, "r1", SnapshotBody("c-1", 1, `{"job_title":"Analyst"}`))
+	// The tenant's id is passed in: on Citus an INSERT ... SELECT from the
+	// reference table tenants inserted no row, and said nothing.
+	acme := e.Tenant("acme").ID
 	for _, sql := range []string{
-		`UPDATE records SET revision = 7`,
-		`INSERT INTO people (tenant_id, email) SELECT id, e FROM tenants, unnest(ARRAY['ann@example.com', 'ANN@example.com']) e WHERE slug = 'acme'`,
+		`UPDATE records SET revision = 7 WHERE tenant_id = $1`,
+		`INSERT INTO people (tenant_id, email) VALUES ($1, 'ann@example.com'), ($1, 'ANN@example.com')`,
 	} {
-		if _, err := e.Store.Pool().Exec(ctx, sql); err != nil {
+		if _, err := e.Store.Pool().Exec(ctx, sql, acme); err != nil {
 			e.T.Fatal(err)
 		}
 	}
