@@ -69,7 +69,7 @@ func printFeed(w io.Writer, cfg feedConfig, r feedResult) {
 // changes columns.
 func phaseCells(run, reader string, ph feedPhase, ratio float64) []string {
 	return []string{run, reader, table.Thousands(int64(ph.load.perSecond() + 0.5)), fmt.Sprintf("%.2f", ratio),
-		failures(ph.load, 0), table.Thousands(int64(ph.committed))}
+		failures(ph.load, nil), table.Thousands(int64(ph.committed))}
 }
 
 // readmeRow is the run as a row of the README's table: the first consumer

@@ -168,9 +168,9 @@ type measurement struct {
 	// when the server has no group-size histogram.
 	groupSize  float64
 	groupKnown bool
-	rejected   float64 // events the server rejected: a mistake of the bench
-	busy       float64 // 503s of the tenant holding its share of the pool
-	rss        int64   // the server's resident memory after the load
+	rejected   float64            // events the server rejected: a mistake of the bench
+	overloads  map[string]float64 // 503s for overload, by reason (overloadMetric)
+	rss        int64              // the server's resident memory after the load
 	floor      *floorResult
 	traced     *tracedRow    // with --trace: the same row with tracing on
 	cpu        time.Duration // with --trace: the server's CPU time during the load
@@ -311,7 +311,7 @@ func (e cliEnv) measure(ctx context.Context, cfg benchConfig, dbs *scratch.Datab
 	}
 	m.groupSize, m.groupKnown = after.Histogram(groupSizeMetric).MeanSince(before.Histogram(groupSizeMetric))
 	m.rejected = after.Since(before, eventsMetric, map[string]string{"outcome": string(domain.Rejected)})
-	m.busy = after.Since(before, busyMetric, nil)
+	m.overloads = overloadsSince(before, after)
 	mem, err := procmem.Read(srv.cmd.Process.Pid)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "server memory unknown: %v\n", err)

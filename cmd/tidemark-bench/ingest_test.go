@@ -96,7 +96,7 @@ func TestBenchPrintSweep(t *testing.T) {
 		rows: []measurement{
 			{kind: "standard", batch: 1, senders: 1, load: load(350, map[int]int{}, 0), rss: 20 << 20, floor: floor1},
 			{kind: "standard", batch: 1, senders: 128, load: load(7700, map[int]int{503: 12, 400: 1}, 2),
-				groupSize: 6.25, groupKnown: true, busy: 10, rss: 30 << 20, floor: floor32},
+				groupSize: 6.25, groupKnown: true, overloads: map[string]float64{"lookup_gate": 10}, rss: 30 << 20, floor: floor32},
 			{kind: provider.HubSpot.Name(), batch: 100, senders: 32, load: load(210, map[int]int{}, 0), rss: 31 << 20, floor: floor32},
 		},
 		floors: []*floorResult{floor1, floor32},
@@ -111,7 +111,7 @@ func TestBenchPrintSweep(t *testing.T) {
 	}
 	for i, want := range []*regexp.Regexp{
 		regexp.MustCompile(`^standard +1 +1 +350 +350 +3\.0 ms +40\.0 ms +none +n/a +20 MiB +400 \(1\) +6\.0 ms +0\.88$`),
-		regexp.MustCompile(`^standard +1 +128 +7 700 +7 700 +3\.0 ms +40\.0 ms +503=12 \(10 busy\) 400=1 no-answer=2 +6\.2 +30 MiB +7 000 \(32\) +12\.5 ms +1\.10$`),
+		regexp.MustCompile(`^standard +1 +128 +7 700 +7 700 +3\.0 ms +40\.0 ms +503=12 \(lookup_gate 10\) 400=1 no-answer=2 +6\.2 +30 MiB +7 000 \(32\) +12\.5 ms +1\.10$`),
 		regexp.MustCompile(`^hubspot +100 +32 +210 +21 000 +.* +none +n/a +31 MiB +7 000 \(32\) +12\.5 ms +3\.00$`),
 	} {
 		if !want.MatchString(lines[i+1]) {

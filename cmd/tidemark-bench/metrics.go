@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/promtext"
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Names in the server's /metrics that the bench reads.
@@ -15,9 +16,18 @@ const (
 	// servers without group commit do not have it.
 	groupSizeMetric = "tidemark_ingest_group_size"
 	eventsMetric    = "tidemark_events_total"
-	// busyMetric counts the 503s of a tenant holding its share of the pool.
-	busyMetric = "tidemark_tenant_busy_total"
+	// overloadMetric counts the 503s for overload, by reason.
+	overloadMetric = "tidemark_ingest_refusals_total"
 )
+
+// overloadsSince are the 503s for overload between two scrapes, by reason.
+func overloadsSince(before, after promtext.Metrics) map[string]float64 {
+	out := map[string]float64{}
+	for _, r := range domain.OverloadReasons {
+		out[r] = after.Since(before, overloadMetric, map[string]string{"reason": r})
+	}
+	return out
+}
 
 // scrapeMetrics reads the server's /metrics.
 func (p *serverProcess) scrapeMetrics(ctx context.Context) (promtext.Metrics, error) {

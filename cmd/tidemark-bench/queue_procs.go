@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procs"
 )
 
 // child is a process the queue bench started: a NATS server or a worker.
@@ -25,7 +27,7 @@ type child struct {
 // store under dir; syncAlways makes it sync every write to disk
 // (sync_interval: always) instead of every two minutes.
 func startBenchNATS(ctx context.Context, exe, dir string, syncAlways bool) (*child, error) {
-	addr, err := freeAddr()
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
+	"github.com/tidemark/tidemark/domain"
 )
 
 // printSweep writes the table of a run and how it was obtained.
@@ -25,7 +26,7 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 		floor, floorP99, ratio := floorCells(m)
 		rows = append(rows, []string{m.name(), strconv.Itoa(m.batch), strconv.Itoa(m.senders),
 			table.Thousands(int64(l.perSecond() + 0.5)), table.Thousands(int64(m.eventsPerSecond() + 0.5)),
-			table.Millis(percentile(l.latencies, 0.50)), table.Millis(percentile(l.latencies, 0.99)), failures(l, m.busy),
+			table.Millis(percentile(l.latencies, 0.50)), table.Millis(percentile(l.latencies, 0.99)), failures(l, m.overloads),
 			group, table.MiB(m.rss), floor, floorP99, ratio})
 	}
 	table.Print(w, rows)
@@ -42,8 +43,8 @@ func printSweep(w io.Writer, cfg benchConfig, res *sweepResult) {
 		fmt.Fprintln(w, "ratio = events/s ÷ floor transactions/s at the clients of its row; floor p99: of its transactions, from pgbench -l")
 	}
 	fmt.Fprintf(w, "each row: %s of load after a %s warm-up over %s contacts; p50 and p99 per delivery;\n"+
-		"  failures by HTTP status, \"busy\": 503s the server counted as the tenant holding its share of the pool (%s)\n",
-		cfg.duration, cfg.warmup, table.Thousands(int64(cfg.contacts)), busyMetric)
+		"  failures by HTTP status, a 503's reasons as the server counted them (%s)\n",
+		cfg.duration, cfg.warmup, table.Thousands(int64(cfg.contacts)), overloadMetric)
 	fmt.Fprintf(w, "group size: mean deliveries per committed group (%s on /metrics), n/a when the server has none\n", groupSizeMetric)
 	printTenants(w, res.rows)
 	fmt.Fprintf(w, "server RSS after all the load: %s (peak %s)\n", table.MiB(res.mem.Current), table.MiB(res.mem.Peak))
@@ -90,9 +91,9 @@ func floorCells(m measurement) (floor, p99, ratio string) {
 }
 
 // failures lists the failed deliveries by status, 503s first since the
-// targets name them (with how many of them the server counted as its
-// tenant-busy refusal), then deliveries that got no answer.
-func failures(l loadResult, busy float64) string {
+// targets name them (with the reasons the server counted for them), then
+// deliveries that got no answer.
+func failures(l loadResult, overloads map[string]float64) string {
 	if l.failed() == 0 {
 		return "none"
 	}
@@ -109,8 +110,10 @@ func failures(l loadResult, busy float64) string {
 	var parts []string
 	for _, s := range statuses {
 		parts = append(parts, fmt.Sprintf("%d=%d", s, l.statuses[s]))
-		if s == http.StatusServiceUnavailable && busy > 0 {
-			parts = append(parts, fmt.Sprintf("(%.0f busy)", busy))
+		for _, r := range domain.OverloadReasons {
+			if n := overloads[r]; s == http.StatusServiceUnavailable && n > 0 {
+				parts = append(parts, fmt.Sprintf("(%s %.0f)", r, n))
+			}
 		}
 	}
 	if l.transport > 0 {

@@ -3,18 +3,17 @@ package main
 import (
 	"context"
 	"encoding/base64"
-	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procs"
 )
 
 // serverProcess is the receiver running as a child process: the real
@@ -53,7 +52,7 @@ func startServerEnv(ctx context.Context, dbURL string, key []byte, env []string,
 		os.RemoveAll(binDir)
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := procs.FreeAddr()
 	if err != nil {
 		os.RemoveAll(binDir)
 		return nil, err
@@ -93,7 +92,7 @@ func buildTidemark(ctx context.Context, exe string, log io.Writer) error {
 	out, err := list.Output()
 	if err != nil {
 		return fmt.Errorf("find the %s source tree (run tidemark-bench inside it, with the go command on PATH): go list -m: %w%s",
-			tidemarkModule, err, exitStderr(err))
+			tidemarkModule, err, procs.ExitStderr(err))
 	}
 	root := strings.TrimSpace(string(out))
 	fmt.Fprintf(log, "building the server under test: go build -o %s ./cmd/tidemark (in %s)\n", exe, root)
@@ -103,15 +102,6 @@ func buildTidemark(ctx context.Context, exe string, log io.Writer) error {
 		return fmt.Errorf("build tidemark: %w\n%s", err, out)
 	}
 	return nil
-}
-
-// exitStderr is what a failed command's Output kept of its stderr.
-func exitStderr(err error) string {
-	var exit *exec.ExitError
-	if errors.As(err, &exit) && len(exit.Stderr) > 0 {
-		return "\n" + strings.TrimSpace(string(exit.Stderr))
-	}
-	return ""
 }
 
 // webhookURL is where the deliveries of the bench tenant's provider go.
@@ -124,21 +114,10 @@ func (p *serverProcess) tenantWebhookURL(tenant, provider string) string {
 	return p.base + "/webhooks/" + tenant + "/" + provider
 }
 
-// freeAddr asks the kernel for a free port. Another process could take it
-// before the child listens; the readiness wait would then report the error.
-func freeAddr() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
 // tidemarkEnv is the environment of a tidemark process on dbURL with key,
 // whatever the caller's own database, key, queue and tracing.
 func tidemarkEnv(dbURL string, key []byte) []string {
-	return append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	return append(procs.WithoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE", "OTEL_EXPORTER_OTLP_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"),
 		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
 }
@@ -151,7 +130,7 @@ func (p *serverProcess) runCLI(ctx context.Context, args ...string) (string, err
 	cmd.Env = p.cmd.Env
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("tidemark %s: %w%s", strings.Join(args, " "), err, exitStderr(err))
+		return "", fmt.Errorf("tidemark %s: %w%s", strings.Join(args, " "), err, procs.ExitStderr(err))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], nil
@@ -159,13 +138,6 @@ func (p *serverProcess) runCLI(ctx context.Context, args ...string) (string, err
 
 // exe is the built tidemark binary.
 func (p *serverProcess) exe() string { return filepath.Join(p.binDir, "tidemark") }
-
-func withoutEnv(env []string, names ...string) []string {
-	return slices.DeleteFunc(slices.Clone(env), func(kv string) bool {
-		name, _, _ := strings.Cut(kv, "=")
-		return slices.Contains(names, name)
-	})
-}
 
 // waitReady polls /readyz until it answers 200, the child exits, or the
 // timeout passes.

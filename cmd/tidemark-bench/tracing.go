@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -134,11 +135,14 @@ func (r readdressed) request(ctx context.Context) (*http.Request, error) {
 // pool is the measurements of one row as one: their loads together.
 func pool(ms []measurement) measurement {
 	m := ms[0]
+	m.overloads = maps.Clone(m.overloads)
 	for _, o := range ms[1:] {
 		m.load = poolLoads(m.load, o.load)
 		m.groupSize = (m.groupSize + o.groupSize) / 2
 		m.rejected += o.rejected
-		m.busy += o.busy
+		for r, n := range o.overloads {
+			m.overloads[r] += n
+		}
 		m.rss = max(m.rss, o.rss)
 		m.cpu += o.cpu
 	}
