@@ -324,6 +324,10 @@ type IngestService interface {
 	// each sample is kept with its reason for the console. Counts and
 	// samples of a provider that no longer exists are dropped.
 	LogRefusals(ctx context.Context, counts []RefusalCount, samples []Delivery) error
+	// LogOverloads adds deliveries refused for overload to their tenant's
+	// counts per hour and reason, in one round trip. Counts of a tenant
+	// that does not exist (a made-up name) are dropped.
+	LogOverloads(ctx context.Context, counts []OverloadCount) error
 }
 
 // RefusalCount is how many deliveries of one provider were refused within

@@ -3,6 +3,7 @@ package domain
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Why a delivery was refused for overload (503 with Retry-After), as
@@ -49,4 +50,13 @@ func OverloadReason(err error) string {
 		return e.reason
 	}
 	return ""
+}
+
+// OverloadCount is how many deliveries of one tenant were refused for one
+// reason within one hour, on one node.
+type OverloadCount struct {
+	TenantSlug string
+	Hour       time.Time // the start of the hour, UTC
+	Reason     string
+	N          int64
 }

@@ -55,6 +55,9 @@ type Overview struct {
 	Days          []DayCounts      // OverviewChartDays UTC days, oldest first, ending today
 	OpenConflicts int64            // revision conflicts waiting for review
 	Deliveries    []DeliveryBrief  // the latest OverviewDeliveries, newest first
+	// Overloads are the deliveries answered 503 for overload in the last
+	// 24 hours, by reason (OverloadReasons); a reason with none is absent.
+	Overloads map[string]int64
 }
 
 // Totals sums the providers' counts per window.

@@ -159,6 +159,14 @@ DELETE FROM backfill_jobs j
 USING (SELECT tenant_id, id FROM backfill_jobs WHERE finished_at < @before LIMIT @limit) e
 WHERE j.tenant_id = e.tenant_id AND j.id = e.id`
 
+// deleteExpiredOverloadsSQL deletes the counts of deliveries refused for
+// overload of hours before @before, kept as long as the event log (the
+// overview shows the last 24 hours).
+const deleteExpiredOverloadsSQL = `
+DELETE FROM overload_refusals o
+USING (SELECT tenant_id, hour, reason FROM overload_refusals WHERE hour < @before LIMIT @limit) e
+WHERE o.tenant_id = e.tenant_id AND o.hour = e.hour AND o.reason = e.reason`
+
 // deleteDroppedSearchSQL deletes the words of events on days before
 // @before, whose partitions the pass dropped, along each tenant's part of
 // event_search's key.
@@ -190,6 +198,7 @@ type Report struct {
 	ExpiredAudit      int64    // audit entries past domain.AuditRetention deleted
 	FinishedReplays   int64    // replay jobs that ended before the log's retention, deleted
 	FinishedBackfills int64    // backfill jobs that ended before the log's retention, deleted
+	ExpiredOverloads  int64    // counts of deliveries refused for overload, of hours before the log's retention
 	DroppedSearch     int64    // event_search rows of the days dropped, deleted
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
@@ -220,6 +229,9 @@ func (r Report) String() string {
 	}
 	if r.FinishedReplays > 0 {
 		fmt.Fprintf(&b, "; removed %d finished replay jobs", r.FinishedReplays)
+	}
+	if r.ExpiredOverloads > 0 {
+		fmt.Fprintf(&b, "; removed %d hourly counts of overload refusals", r.ExpiredOverloads)
 	}
 	if r.FinishedBackfills > 0 {
 		fmt.Fprintf(&b, "; removed %d finished backfill jobs", r.FinishedBackfills)
@@ -287,6 +299,11 @@ func (mt *Maintainer) cleanup(ctx context.Context, now time.Time, retention time
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete finished backfill jobs: %w", err)
+		}
+		r.ExpiredOverloads, err = execBatches(ctx, m.conn, deleteExpiredOverloadsSQL,
+			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete overload refusal counts past retention: %w", err)
 		}
 		r.ExpiredChanges, err = execBatches(ctx, m.conn, deleteExpiredChangesSQL,
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})

@@ -98,7 +98,8 @@ func (s *Counters) overview(ctx context.Context, tenantID int64, now time.Time) 
 	windows := domain.OverviewWindows
 	args := pgx.NamedArgs{"tenant_id": tenantID, "since_day": now.Add(-windows[0]),
 		"since_week": now.Add(-windows[1]), "since_month": now.Add(-windows[2]), "limit": domain.OverviewDeliveries,
-		"closed_before": now.Add(-pg.OverviewFoldGrace).Truncate(time.Hour), "fold_limit": overviewFoldLimit}
+		"closed_before": now.Add(-pg.OverviewFoldGrace).Truncate(time.Hour), "fold_limit": overviewFoldLimit,
+		"overload_since": now.Add(-24 * time.Hour).Truncate(time.Hour)}
 
 	today := pg.UTCDay(now)
 	firstDay := today.AddDate(0, 0, 1-domain.OverviewChartDays)
@@ -159,8 +160,30 @@ func (s *Counters) overview(ctx context.Context, tenantID int64, now time.Time) 
 		ov.Deliveries, err = pgx.CollectRows(rows, scanDeliveryBrief)
 		return err
 	})
+	batch.Queue(overviewOverloadsSQL, args).Query(func(rows pgx.Rows) error {
+		var (
+			reason string
+			n      int64
+		)
+		_, err := pgx.ForEachRow(rows, []any{&reason, &n}, func() error {
+			if ov.Overloads == nil {
+				ov.Overloads = map[string]int64{}
+			}
+			ov.Overloads[reason] = n
+			return nil
+		})
+		return err
+	})
 	return ov, s.read.SendBatch(ctx, batch).Close()
 }
+
+// overviewOverloadsSQL counts the tenant's deliveries answered 503 for
+// overload in the last 24 hours, by reason: the hours from the one that
+// held @overload_since.
+const overviewOverloadsSQL = `
+SELECT reason, sum(n)::bigint FROM overload_refusals
+WHERE tenant_id = @tenant_id AND hour >= @overload_since
+GROUP BY reason`
 
 func scanDeliveryBrief(row pgx.CollectableRow) (domain.DeliveryBrief, error) {
 	var (

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 	"time"
@@ -19,6 +20,10 @@ const DefaultRefusalFlush = 2 * time.Second
 const (
 	maxPendingSamples = 1000
 	maxPendingBodies  = 16 << 20
+	// maxPendingOverloads bounds the (tenant, hour, reason) counts of 503s
+	// for overload held until the next flush: the lookup gate counts a
+	// tenant by the name in the URL, which a flood may make up.
+	maxPendingOverloads = 4096
 )
 
 // refusalLog keeps refused deliveries in memory until the next flush, so a
@@ -34,6 +39,13 @@ type refusalLog struct {
 	samples []domain.Delivery
 	bodies  int             // bytes of the samples' bodies
 	sampled map[int64]int64 // provider id: the Unix second of its last sample
+	// overloads counts the 503s for overload per tenant, hour and reason.
+	overloads map[overloadKey]int64
+}
+
+type overloadKey struct {
+	tenant, reason string
+	hour           time.Time
 }
 
 type refusalKey struct {
@@ -42,7 +54,19 @@ type refusalKey struct {
 }
 
 func newRefusalLog(store domain.IngestService, log *slog.Logger) *refusalLog {
-	return &refusalLog{store: store, log: log, counts: map[refusalKey]int64{}, sampled: map[int64]int64{}}
+	return &refusalLog{store: store, log: log, counts: map[refusalKey]int64{}, sampled: map[int64]int64{},
+		overloads: map[overloadKey]int64{}}
+}
+
+// overload counts a 503 for overload of tenant for reason at at. Past
+// maxPendingOverloads names a new one is not kept (/metrics counts it).
+func (l *refusalLog) overload(tenant, reason string, at time.Time) {
+	k := overloadKey{tenant: tenant, reason: reason, hour: at.UTC().Truncate(time.Hour)}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if _, ok := l.overloads[k]; ok || len(l.overloads) < maxPendingOverloads {
+		l.overloads[k]++
+	}
 }
 
 // add counts d and keeps it when its provider has no sample in the same
@@ -71,9 +95,37 @@ func (l *refusalLog) keep(d domain.Delivery) {
 	l.samples = append(l.samples, d)
 }
 
-// flush writes what was refused since the last flush in one round trip.
-// On failure it keeps it for the next one.
+// flush writes what was refused since the last flush: the refused
+// deliveries in one round trip, the counts of 503s for overload in
+// another. On failure it keeps what was not written for the next one.
 func (l *refusalLog) flush(ctx context.Context) error {
+	return errors.Join(l.flushRefusals(ctx), l.flushOverloads(ctx))
+}
+
+func (l *refusalLog) flushOverloads(ctx context.Context) error {
+	l.mu.Lock()
+	counts := l.overloads
+	l.overloads = map[overloadKey]int64{}
+	l.mu.Unlock()
+	if len(counts) == 0 {
+		return nil
+	}
+	batch := make([]domain.OverloadCount, 0, len(counts))
+	for k, n := range counts {
+		batch = append(batch, domain.OverloadCount{TenantSlug: k.tenant, Hour: k.hour, Reason: k.reason, N: n})
+	}
+	err := l.store.LogOverloads(ctx, batch)
+	if err != nil {
+		l.mu.Lock()
+		for k, n := range counts {
+			l.overloads[k] += n
+		}
+		l.mu.Unlock()
+	}
+	return err
+}
+
+func (l *refusalLog) flushRefusals(ctx context.Context) error {
 	l.mu.Lock()
 	counts, samples := l.counts, l.samples
 	l.counts, l.samples, l.bodies = map[refusalKey]int64{}, nil, 0

@@ -61,7 +61,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 	} else {
 		release, ok := h.tenantGate.acquire(lookup, tenant)
 		if !ok {
-			h.tenantBusy(w, "unknown", start)
+			h.tenantBusy(w, tenant, start)
 			return
 		}
 		p, err = h.ingest.Endpoint(lookup, tenant, name)
@@ -163,7 +163,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.metrics.Overloaded(domain.OverloadReason(err))
+		h.overloaded(p.TenantSlug, domain.OverloadReason(err))
 		h.metrics.Delivery(p.Kind, httpx.ErrorStatus(err), time.Since(start).Seconds())
 		h.fail(w, r, err)
 		return
@@ -206,10 +206,19 @@ func tooManyMessage(over string) string {
 
 // tenantBusy answers 503 when the tenant already holds its share of the
 // ingest pool: the other tenants keep theirs.
-func (h *Handler) tenantBusy(w http.ResponseWriter, kind string, start time.Time) {
+func (h *Handler) tenantBusy(w http.ResponseWriter, tenant string, start time.Time) {
 	h.metrics.TenantBusy()
-	h.metrics.Overloaded(domain.OverloadLookupGate)
-	h.metrics.Delivery(kind, http.StatusServiceUnavailable, time.Since(start).Seconds())
+	h.overloaded(tenant, domain.OverloadLookupGate)
+	h.metrics.Delivery("unknown", http.StatusServiceUnavailable, time.Since(start).Seconds())
 	w.Header().Set("Retry-After", "1")
 	httpx.WriteError(w, http.StatusServiceUnavailable, "too many deliveries of this tenant are being processed; retry after the Retry-After delay")
+}
+
+// overloaded counts a 503 for overload of tenant for reason ("" for none)
+// on /metrics and, for the overview, in the tenant's counts per hour.
+func (h *Handler) overloaded(tenant, reason string) {
+	if reason != "" {
+		h.metrics.Overloaded(reason)
+		h.refusals.overload(tenant, reason, time.Now())
+	}
 }
