@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/overload"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/internal/reqlog"
@@ -163,7 +164,7 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		h.overloaded(p.TenantSlug, domain.OverloadReason(err))
+		h.overloaded(p.TenantSlug, overload.ReasonOf(err))
 		h.metrics.Delivery(p.Kind, httpx.ErrorStatus(err), time.Since(start).Seconds())
 		h.fail(w, r, err)
 		return
@@ -208,7 +209,7 @@ func tooManyMessage(over string) string {
 // ingest pool: the other tenants keep theirs.
 func (h *Handler) tenantBusy(w http.ResponseWriter, tenant string, start time.Time) {
 	h.metrics.TenantBusy()
-	h.overloaded(tenant, domain.OverloadLookupGate)
+	h.overloaded(tenant, overload.LookupGate)
 	h.metrics.Delivery("unknown", http.StatusServiceUnavailable, time.Since(start).Seconds())
 	w.Header().Set("Retry-After", "1")
 	httpx.WriteError(w, http.StatusServiceUnavailable, "too many deliveries of this tenant are being processed; retry after the Retry-After delay")
