@@ -2,12 +2,13 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
@@ -25,14 +26,17 @@ import (
 // is in flight is written at once, alone, so light load gets no added
 // latency. Groups form only when deliveries already queue.
 //
-// Each tenant has its own queue and at most one committer per process,
-// writing its groups in arrival order: the events of one record keep the
-// order they arrived in, and the groups of one process never wait on each
-// other's row locks (tenants share no rows). A tenant whose group waits on
-// a lock, or floods, delays only itself: the other tenants' committers go
-// on. Deliveries are grouped as they come, so the guard, conflict and lead
-// statements of each see exactly what the deliveries before it in the
-// group did, as if they had been written one at a time.
+// Tenants are spread over a few lanes (lanes.go), each with at most one
+// committer per process, and a group holds the deliveries of every tenant
+// waiting in its lane, so that many sparse tenants share transactions as
+// one busy tenant does. Each tenant keeps its own queue, served in arrival
+// order: the events of one record keep the order they arrived in. The
+// lane takes one delivery of each waiting tenant in turn, so a tenant that
+// floods gets its share of a group and no more, and a tenant arriving
+// behind it waits for at most the group in flight. Deliveries are grouped
+// as they come, so the guard, conflict and lead statements of each see
+// exactly what the deliveries before it in the group did, as if they had
+// been written one at a time.
 //
 // A group that fails (one delivery's bad data, a lost deadlock with another
 // node) rolls back whole; each of its deliveries is then written alone, so
@@ -67,25 +71,18 @@ type ingestJob struct {
 	results []domain.Result
 	done    chan error    // buffered: the committer never blocks on it
 	wait    trace.Span    // "queue wait", until the committer takes its group
+	lane    int64         // the key of its lane (lanes.go)
 	link    *inorder.Link // a queue worker's chain (internal/inorder), or nil
 }
 
-// groupQueues holds, per tenant, the deliveries waiting for its committer.
-// A tenant's queue exists while its committer runs.
-type groupQueues struct {
-	mu      sync.Mutex
-	pending map[int64][]*ingestJob
-	// samples are the recent groups' paces (admission.go).
-	samples []paceSample
-	// draining refuses new deliveries while Drain waits for the
-	// committers to finish the ones they hold.
-	draining bool
-}
-
-// commitGrouped writes a delivery in its tenant's next group and waits for
+// commitGrouped writes a delivery in its lane's next group and waits for
 // it.
 func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1), link: inorder.From(ctx)}
+	lane, err := w.laneOf(ctx, p.TenantID)
+	if err != nil {
+		return nil, err
+	}
+	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1), link: inorder.From(ctx), lane: lane}
 	if job.link != nil {
 		if err := job.link.WaitTurn(ctx); err != nil {
 			return nil, err
@@ -94,22 +91,18 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 	_, job.wait = tracing.Start(ctx, "queue wait")
 	q := &w.groups
 	q.mu.Lock()
-	if q.pending == nil {
-		q.pending = map[int64][]*ingestJob{}
-	}
 	if q.draining {
 		q.mu.Unlock()
 		return nil, domain.Errorf(domain.EUNAVAILABLE, "this node is shutting down")
 	}
-	queue, running := q.pending[p.TenantID]
+	queue := q.pending[p.TenantID]
 	deadline, hasDeadline := ctx.Deadline()
 	if err := w.admit(q, queue, len(events), deadline, hasDeadline); err != nil {
 		q.mu.Unlock()
 		return nil, err
 	}
-	q.pending[p.TenantID] = append(queue, job)
-	if !running {
-		go w.commitGroups(p.TenantID)
+	if q.enqueue(job) {
+		go w.commitLane(lane)
 	}
 	q.mu.Unlock()
 	if job.link != nil {
@@ -139,53 +132,34 @@ func (w *Writer) Drain(ctx context.Context) error {
 	q.mu.Unlock()
 	for {
 		q.mu.Lock()
-		// A tenant's queue exists while its committer runs.
-		busy := len(q.pending)
+		// A lane exists while its committer runs; a tenant is parked
+		// while a failed group's deliveries are written alone.
+		busy := len(q.lanes) + len(q.parked)
 		q.mu.Unlock()
 		if busy == 0 {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%d tenants' committers still writing: %w", busy, ctx.Err())
+			return fmt.Errorf("ingest lanes still writing: %d: %w", busy, ctx.Err())
 		case <-time.After(drainPoll):
 		}
 	}
 }
 
-// commitGroups writes a tenant's queued deliveries, a group at a time,
-// until none is left.
-func (w *Writer) commitGroups(tenantID int64) {
+// commitLane writes a lane's queued deliveries, a group at a time, until
+// none is left.
+func (w *Writer) commitLane(lane int64) {
 	q := &w.groups
 	for {
 		q.mu.Lock()
-		queue := q.pending[tenantID]
-		group := takeGroup(&queue)
+		group := q.takeGroup(lane)
+		q.mu.Unlock()
 		if len(group) == 0 {
-			delete(q.pending, tenantID)
-			q.mu.Unlock()
 			return
 		}
-		q.pending[tenantID] = queue
-		q.mu.Unlock()
 		w.commitGroup(group)
 	}
-}
-
-// takeGroup removes the next group from the front of pending: at least one
-// delivery, then as many as fit the bounds, in arrival order.
-func takeGroup(pending *[]*ingestJob) []*ingestJob {
-	n, events := 0, 0
-	for _, job := range *pending {
-		if n > 0 && (n == maxGroupDeliveries || events+len(job.events) > maxGroupEvents) {
-			break
-		}
-		n++
-		events += len(job.events)
-	}
-	group := (*pending)[:n:n]
-	*pending = (*pending)[n:]
-	return group
 }
 
 // commitGroup writes a group in one transaction, or, if that fails, each
@@ -216,7 +190,7 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 	// Each round of the group counts its outcomes in the next counter
 	// shard, so that few counter rows are updated twice in one transaction
 	// (each update would walk the chain of the row's earlier versions).
-	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards))
+	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards), laneLockWait)
 	if w.beforeCommitSQL != "" {
 		batch.Queue(w.beforeCommitSQL)
 	}
@@ -225,7 +199,7 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 	err := w.pool.SendBatch(ctx, batch).Close()
 	endBatchSpan(sql, err)
 	spans.end(len(live), rounds, err)
-	if err == nil || len(live) == 1 {
+	if err == nil || (len(live) == 1 && !lockTimedOut(err)) {
 		if err == nil {
 			GroupSize.Observe(float64(len(live)))
 			w.groups.measured(groupEvents(live), time.Since(began))
@@ -235,14 +209,56 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 		}
 		return
 	}
-	for _, job := range live {
-		if !job.chainAllows(nil) {
-			job.finish(errEarlierNotWritten)
-			continue
+	w.writeAloneAside(live)
+}
+
+// writeAloneAside writes each delivery of a failed group alone, each
+// tenant's in arrival order on a goroutine of its own, while the lane
+// goes on with its other tenants: a tenant whose delivery fails again, or
+// waits on a lock, delays only itself. Its further deliveries wait in its
+// queue, passed over by the lane (parked), until these are written.
+func (w *Writer) writeAloneAside(group []*ingestJob) {
+	var tenants []int64
+	byTenant := map[int64][]*ingestJob{}
+	for _, job := range group {
+		t := job.p.TenantID
+		if byTenant[t] == nil {
+			tenants = append(tenants, t)
 		}
-		job.results, err = w.commit(job.ctx, alone, job.d, job.p, job.events, nil)
-		job.finish(err)
+		byTenant[t] = append(byTenant[t], job)
 	}
+	w.groups.park(tenants)
+	for _, t := range tenants {
+		go func(jobs []*ingestJob) {
+			for _, job := range jobs {
+				if !job.chainAllows(nil) {
+					job.finish(errEarlierNotWritten)
+					continue
+				}
+				var err error
+				job.results, err = w.commit(job.ctx, alone, job.d, job.p, job.events, nil)
+				job.finish(err)
+			}
+			if w.groups.unpark(jobs[0].lane, jobs[0].p.TenantID) {
+				go w.commitLane(jobs[0].lane)
+			}
+		}(byTenant[t])
+	}
+}
+
+// laneLockWait bounds each lock wait of a lane's group: a group waits on
+// a row lock another transaction holds (another node writing the same
+// record, a repair) for the other tenants of its lane too, so past this it
+// gives up and its deliveries are written alone, aside (writeAloneAside),
+// where they wait as long as they must. Long enough for another node's
+// group on the same records to commit, as such waits are.
+const laneLockWait = 250 * time.Millisecond
+
+// lockTimedOut reports whether err is a lock wait that reached
+// lock_timeout.
+func lockTimedOut(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03" // lock_not_available
 }
 
 // errEarlierNotWritten fails a delivery of a queue worker's chain whose

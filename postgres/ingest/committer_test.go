@@ -1,6 +1,7 @@
 package ingest
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -116,11 +117,17 @@ func TestTakeGroup(t *testing.T) {
 		{"up to the deliveries' bound", jobs(slices.Repeat([]int{1}, maxGroupDeliveries+1)...), []int{maxGroupDeliveries, 1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pending := tc.pending
+			var q groupQueues
+			for _, job := range tc.pending {
+				q.enqueue(job)
+			}
 			var got []int
-			for len(pending) > 0 {
-				group := takeGroup(&pending)
-				if len(group) == 0 || group[0] != tc.pending[sum(got)] {
+			for {
+				group := q.takeGroup(0)
+				if len(group) == 0 {
+					break
+				}
+				if group[0] != tc.pending[sum(got)] {
 					t.Fatalf("group %d does not start with the next delivery in arrival order", len(got))
 				}
 				got = append(got, len(group))
@@ -128,7 +135,56 @@ func TestTakeGroup(t *testing.T) {
 			if !slices.Equal(got, tc.want) {
 				t.Fatalf("groups of %v deliveries, want %v", got, tc.want)
 			}
+			if len(q.lanes) != 0 || len(q.pending) != 0 {
+				t.Fatalf("an empty lane is kept: %d lanes, %d tenants waiting", len(q.lanes), len(q.pending))
+			}
 		})
+	}
+}
+
+// TestLaneTakesTenantsInTurn: a lane's group takes one delivery of each
+// waiting tenant in turn, so a tenant that queued a thousand deliveries
+// gets its share of each group and a tenant that arrives behind it is in
+// the very next group; each tenant's deliveries stay in arrival order.
+func TestLaneTakesTenantsInTurn(t *testing.T) {
+	t.Parallel()
+	var q groupQueues
+	job := func(tenantID int64, n int) *ingestJob {
+		return &ingestJob{p: domain.ProviderEndpoint{Provider: domain.Provider{TenantID: tenantID}},
+			d: domain.Delivery{ID: fmt.Sprint(tenantID, "-", n)}, events: make([]domain.Event, 1)}
+	}
+	for n := range 1000 {
+		q.enqueue(job(1, n)) // the flood
+	}
+	for n := range 3 {
+		q.enqueue(job(2, n))
+	}
+	first := q.takeGroup(0)
+	q.enqueue(job(3, 0)) // arrives while the first group is written
+	second := q.takeGroup(0)
+	count := func(group []*ingestJob) map[int64]int {
+		n := map[int64]int{}
+		for _, j := range group {
+			n[j.p.TenantID]++
+		}
+		return n
+	}
+	if got := count(first); got[2] != 3 || got[1] != maxGroupDeliveries-3 {
+		t.Errorf("first group: %v deliveries by tenant, want tenant 2's three and the flood's rest", got)
+	}
+	if got := count(second); got[3] != 1 {
+		t.Errorf("second group: %v deliveries by tenant, want tenant 3's delivery in it", got)
+	}
+	last := map[int64]int{}
+	for _, group := range [][]*ingestJob{first, second} {
+		for _, j := range group {
+			var tenant, n int
+			fmt.Sscanf(j.d.ID, "%d-%d", &tenant, &n)
+			if prev, seen := last[int64(tenant)]; seen && n != prev+1 {
+				t.Fatalf("tenant %d: delivery %d after %d", tenant, n, prev)
+			}
+			last[int64(tenant)] = n
+		}
 	}
 }
 

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -13,18 +14,19 @@ import (
 // batch is read.
 func (w *Writer) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
 	job := &ingestJob{d: d, p: p, events: events}
-	w.queueGroup(batch, []*ingestJob{job}, shard)
+	w.queueGroup(batch, []*ingestJob{job}, shard, 0)
 	return job.results
 }
 
-// queueGroup queues the plan of a group of one tenant's deliveries,
-// counting from counter shard shard on; each job's results are filled in as
-// the batch is read. It returns the number of rounds.
-func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int) (rounds int) {
+// queueGroup queues the plan of a group of deliveries, counting from
+// counter shard shard on, its lock waits bounded by lockWait (0: as the
+// connection says); each job's results are filled in as the batch is read.
+// It returns the number of rounds.
+func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, lockWait time.Duration) (rounds int) {
 	for _, job := range group {
 		job.results = make([]domain.Result, len(job.events))
 	}
-	for _, s := range plan(group, shard, w.counterShards) {
+	for _, s := range plan(group, shard, w.counterShards, lockWait) {
 		if s.stmt != stChanges || !w.withoutChanges {
 			s.queue(batch)
 		}

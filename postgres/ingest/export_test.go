@@ -73,9 +73,12 @@ func (w *Writer) CommitGroup(jobs ...*Job) []error {
 
 func (j *Job) Results() []domain.Result { return j.results }
 
-// Committing reports whether any tenant's committer runs.
+// Committing reports whether any lane's committer runs.
 func (w *Writer) Committing() bool {
 	w.groups.mu.Lock()
 	defer w.groups.mu.Unlock()
-	return len(w.groups.pending) > 0
+	return len(w.groups.lanes) > 0
 }
+
+// SetLanes sets the number of lanes the tenants are spread over.
+func (w *Writer) SetLanes(n int) { w.lanes = n }

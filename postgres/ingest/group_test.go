@@ -348,7 +348,7 @@ func TestDrainWaitsForTheGroupInFlight(t *testing.T) {
 }
 
 // TestDrainTimesOut: Drain gives up when its context ends first, saying how
-// many committers were still writing.
+// many lanes' committers were still writing.
 func TestDrainTimesOut(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
@@ -357,7 +357,7 @@ func TestDrainTimesOut(t *testing.T) {
 	pollFor(t, 10*time.Second, "a committer to run", s.Committing)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if err := s.Drain(ctx); err == nil || !strings.Contains(err.Error(), "1 tenants' committers still writing") {
+	if err := s.Drain(ctx); err == nil || !strings.Contains(err.Error(), "ingest lanes still writing: 1") {
 		t.Fatalf("Drain = %v, want it to give up naming the committer", err)
 	}
 }

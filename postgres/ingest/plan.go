@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,11 +38,14 @@ type step struct {
 	round []roundEvent
 }
 
-// plan is the transaction of a group of one tenant's deliveries, in
-// arrival order: generic plans, the delivery rows, then the steps of each
-// round, counting from counter shard shard on (of shards). It only
+// plan is the transaction of a group of deliveries, of one tenant or of
+// several (a lane's, committer.go), in arrival order: generic plans, the
+// delivery rows, then the steps of each round, counting from counter shard
+// shard on (of shards), its lock waits bounded by lockWait (0: as the
+// connection says). Tenants share no rows, so their events mix in the
+// same rounds and statements, each row carrying its tenant. It only
 // computes; exec.go queues the steps.
-func plan(group []*ingestJob, shard, shards int) []step {
+func plan(group []*ingestJob, shard, shards int, lockWait time.Duration) []step {
 	var events []roundEvent
 	var deliveries deliveryRows
 	for _, job := range group {
@@ -54,17 +58,29 @@ func plan(group []*ingestJob, shard, shards int) []step {
 	}
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
-	steps := []step{{stmt: stGenericPlans}, {stmt: stDeliveries, args: args}}
-	tenantID := group[0].p.TenantID
-	for r, round := range inRounds(tenantID, events) {
-		steps = append(steps, roundSteps(tenantID, round, (shard+r)%shards)...)
+	steps := []step{{stmt: stGenericPlans, args: lockWaitArgs(lockWait)}, {stmt: stDeliveries, args: args}}
+	tenants := tenantsOf(group)
+	for r, round := range inRounds(events) {
+		steps = append(steps, roundSteps(tenants, round, (shard+r)%shards)...)
 	}
-	// Last: it takes the tenant's change positions, whose lock is held
+	// Last: it takes the tenants' change positions, whose locks are held
 	// until commit (changes.go).
-	if args, ok := changeArgs(tenantID, events); ok {
+	if args, ok := changeArgs(tenants, events); ok {
 		steps = append(steps, step{stmt: stChanges, args: args})
 	}
 	return steps
+}
+
+// tenantsOf is the tenants of a group's deliveries, each once, in order.
+// Every statement names them as constants besides each row's own tenant:
+// that is what lets Citus route a statement to one tenant's shards.
+func tenantsOf(group []*ingestJob) []int64 {
+	var tenants []int64
+	for _, job := range group {
+		tenants = append(tenants, job.p.TenantID)
+	}
+	slices.Sort(tenants)
+	return slices.Compact(tenants)
 }
 
 // prepared is the n-th event of job, rejected if its scope is disabled,
@@ -91,14 +107,17 @@ func (ev roundEvent) lead() *domain.Lead {
 }
 
 // shared names what the event's statements read or write that another
-// event's could too: its idempotency key, its record and its lead locks.
-func (ev roundEvent) shared(tenantID int64) []string {
+// event's could too: its idempotency key, its record and its lead locks,
+// each within its tenant.
+func (ev roundEvent) shared() []string {
+	tenantID := ev.job.p.TenantID
+	tenant := strconv.FormatInt(tenantID, 10) + "\x00"
 	var names []string
 	if ev.key != nil {
-		names = append(names, "key\x00"+string(ev.key))
+		names = append(names, tenant+"key\x00"+string(ev.key))
 	}
 	if ev.e.ObjectID != "" {
-		names = append(names, "record\x00"+strconv.FormatInt(ev.job.p.ID, 10)+"\x00"+ev.e.Scope.ObjectType+"\x00"+ev.e.ObjectID)
+		names = append(names, tenant+"record\x00"+strconv.FormatInt(ev.job.p.ID, 10)+"\x00"+ev.e.Scope.ObjectType+"\x00"+ev.e.ObjectID)
 	}
 	if l := ev.lead(); l != nil {
 		for _, k := range domain.LeadLockKeys(tenantID, *l) {
@@ -111,11 +130,11 @@ func (ev roundEvent) shared(tenantID int64) []string {
 // inRounds splits events, in arrival order, into rounds: each event goes
 // to the first round after those of the earlier events it shares anything
 // with.
-func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
+func inRounds(events []roundEvent) [][]roundEvent {
 	var rounds [][]roundEvent
 	free := map[string]int{} // the first round in which a name is free
 	for _, ev := range events {
-		names := ev.shared(tenantID)
+		names := ev.shared()
 		r := 0
 		for _, name := range names {
 			r = max(r, free[name])
@@ -135,8 +154,8 @@ func inRounds(tenantID int64, events []roundEvent) [][]roundEvent {
 // upserts in one statement when the round has no lead signup, else the
 // claim, each signup's locks and find-or-create, and the guards; then the
 // outcome statement.
-func roundSteps(tenantID int64, round []roundEvent, shard int) []step {
-	args := roundArgs(tenantID, round, shard)
+func roundSteps(tenants []int64, round []roundEvent, shard int) []step {
+	args := roundArgs(tenants, round, shard)
 	var claims, leads, wholes, properties bool
 	for _, ev := range round {
 		claims = claims || ev.key != nil
@@ -161,10 +180,10 @@ func roundSteps(tenantID int64, round []roundEvent, shard int) []step {
 		}
 		for _, ev := range round {
 			if l := ev.lead(); l != nil {
-				for _, k := range domain.LeadLockKeys(tenantID, *l) {
+				for _, k := range domain.LeadLockKeys(ev.job.p.TenantID, *l) {
 					steps = append(steps, step{stmt: stLeadLock, args: pgx.NamedArgs{"key": k}})
 				}
-				steps = append(steps, step{stmt: stLead, args: leadArgs(tenantID, ev)})
+				steps = append(steps, step{stmt: stLead, args: leadArgs(ev)})
 			}
 		}
 		if wholes {
@@ -177,11 +196,12 @@ func roundSteps(tenantID int64, round []roundEvent, shard int) []step {
 	return append(steps, step{stmt: stOutcome, args: args, round: round})
 }
 
-// roundArgs are the parameters of a round's statements: one array per
-// column of eventRows, in round order.
-func roundArgs(tenantID int64, round []roundEvent, shard int) pgx.NamedArgs {
+// roundArgs are the parameters of a round's statements: the group's
+// tenants, and one array per column of eventRows, in round order.
+func roundArgs(tenants []int64, round []roundEvent, shard int) pgx.NamedArgs {
 	n := len(round)
 	var (
+		tenantID    = make([]int64, n)
 		providerID  = make([]int64, n)
 		deliveryID  = make([]string, n)
 		seq         = make([]int32, n)
@@ -208,7 +228,7 @@ func roundArgs(tenantID int64, round []roundEvent, shard int) pgx.NamedArgs {
 		if d.ReceivedAt.After(latest) {
 			latest = d.ReceivedAt
 		}
-		providerID[i], deliveryID[i], seq[i], now[i] = p.ID, d.ID, int32(e.Seq), d.ReceivedAt
+		tenantID[i], providerID[i], deliveryID[i], seq[i], now[i] = p.TenantID, p.ID, d.ID, int32(e.Seq), d.ReceivedAt
 		objectType[i], action[i], eventID[i] = e.Scope.ObjectType, e.Scope.Action, e.EventID
 		objectID[i], revision[i], snapshot[i], payload[i] = pg.NullString(e.ObjectID), e.Revision, pg.NullJSON(e.Snapshot), e.Payload
 		reject[i], key[i], identifier[i], ttl[i] = pg.NullString(e.RejectReason), ev.key, ev.identifier, ev.ttl.Seconds()
@@ -222,7 +242,7 @@ func roundArgs(tenantID int64, round []roundEvent, shard int) pgx.NamedArgs {
 		}
 	}
 	return pgx.NamedArgs{
-		"tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
+		"tenants": tenants, "tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
 		"now": now, "object_type": objectType, "action": action, "event_id": eventID, "object_id": objectID,
 		"revision": revision, "snapshot": snapshot, "payload": payload, "reject_reason": reject, "key": key,
 		"identifier": identifier, "ttl": ttl, "property": property, "revision_at": revisionAt,
@@ -231,10 +251,10 @@ func roundArgs(tenantID int64, round []roundEvent, shard int) pgx.NamedArgs {
 }
 
 // leadArgs are the parameters of leadSQL for a lead signup event.
-func leadArgs(tenantID int64, ev roundEvent) pgx.NamedArgs {
+func leadArgs(ev roundEvent) pgx.NamedArgs {
 	l := ev.e.Lead
 	return pgx.NamedArgs{
-		"tenant_id": tenantID, "key": ev.key, "delivery_id": ev.job.d.ID, "seq": ev.e.Seq, "now": ev.job.d.ReceivedAt,
+		"tenant_id": ev.job.p.TenantID, "key": ev.key, "delivery_id": ev.job.d.ID, "seq": ev.e.Seq, "now": ev.job.d.ReceivedAt,
 		"email": l.Email, "name": pg.NullString(l.Name), "company": pg.NullString(l.Company), "domain": pg.NullString(l.Domain),
 		"campaign": l.Campaign, "source": pg.NullString(l.Source),
 	}

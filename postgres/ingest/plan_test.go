@@ -72,7 +72,7 @@ func roundsOf(jobs []*ingestJob) [][]string {
 		}
 	}
 	var names [][]string
-	for _, round := range inRounds(planTenant, events) {
+	for _, round := range inRounds(events) {
 		var ids []string
 		for _, ev := range round {
 			ids = append(ids, ev.e.EventID)
@@ -168,7 +168,7 @@ func TestRoundStatementsFollowWhatTheRoundHolds(t *testing.T) {
 			for n, e := range job.events {
 				round = append(round, prepared(job, n, e))
 			}
-			steps := roundSteps(planTenant, round, 0)
+			steps := roundSteps([]int64{planTenant}, round, 0)
 			if got := statementsOf(steps); !slices.Equal(got, tc.want) {
 				t.Fatalf("statements %q, want %q", got, tc.want)
 			}
@@ -186,7 +186,7 @@ func TestRoundStatementsFollowWhatTheRoundHolds(t *testing.T) {
 func TestPlanOfAGroup(t *testing.T) {
 	t.Parallel()
 	jobs := group([]domain.Event{whole("a", "c1", 1)}, []domain.Event{whole("b", "c1", 2), property("c", "c2", "city")})
-	steps := plan(jobs, 15, 16)
+	steps := plan(jobs, 15, 16, 0)
 	want := []string{"genericPlansSQL", "deliveriesSQL", "claimApplyBothSQL", "outcomeSQL", "claimApplySQL", "outcomeSQL", "changesSQL"}
 	if got := statementsOf(steps); !slices.Equal(got, want) {
 		t.Fatalf("statements %q, want %q", got, want)

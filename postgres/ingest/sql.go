@@ -10,26 +10,26 @@ import "github.com/tidemark/tidemark/domain"
 
 // eventRows unnests the arrays of a round into one row per event; i is the
 // event's position in the round.
-const eventRows = `unnest(@provider_id::bigint[], @delivery_id::uuid[], @seq::int[], @now::timestamptz[],
+const eventRows = `unnest(@tenant_id::bigint[], @provider_id::bigint[], @delivery_id::uuid[], @seq::int[], @now::timestamptz[],
     @object_type::text[], @action::text[], @event_id::text[], @object_id::text[], @revision::bigint[],
     @snapshot::jsonb[], @payload::bytea[], @reject_reason::text[], @key::bytea[], @identifier::text[],
     @ttl::float8[], @property::text[], @revision_at::timestamptz[], @max_skew::float8[], @lead::bool[])
-  WITH ORDINALITY AS e (provider_id, delivery_id, seq, now, object_type, action, event_id, object_id, revision,
+  WITH ORDINALITY AS e (tenant_id, provider_id, delivery_id, seq, now, object_type, action, event_id, object_id, revision,
     snapshot, payload, reject_reason, key, identifier, ttl, property, revision_at, max_skew, lead, i)`
 
 // claimRows and applyRows are eventRows with only the columns the claim and
 // the guarded upserts read, so that they are sent only those arrays (the
 // largest, payload, only the outcome statement needs).
 const (
-	claimRows = `unnest(@key::bytea[], @provider_id::bigint[], @identifier::text[], @object_id::text[],
+	claimRows = `unnest(@tenant_id::bigint[], @key::bytea[], @provider_id::bigint[], @identifier::text[], @object_id::text[],
     @revision::bigint[], @snapshot::jsonb[], @delivery_id::uuid[], @seq::int[], @ttl::float8[],
     @revision_at::timestamptz[], @max_skew::float8[])
-  WITH ORDINALITY AS e (key, provider_id, identifier, object_id, revision, snapshot, delivery_id, seq, ttl,
+  WITH ORDINALITY AS e (tenant_id, key, provider_id, identifier, object_id, revision, snapshot, delivery_id, seq, ttl,
     revision_at, max_skew, i)`
-	applyRows = `unnest(@key::bytea[], @delivery_id::uuid[], @seq::int[], @revision::bigint[], @property::text[],
+	applyRows = `unnest(@tenant_id::bigint[], @key::bytea[], @delivery_id::uuid[], @seq::int[], @revision::bigint[], @property::text[],
     @lead::bool[], @provider_id::bigint[], @object_type::text[], @object_id::text[], @snapshot::jsonb[],
     @event_id::text[], @now::timestamptz[])
-  WITH ORDINALITY AS e (key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
+  WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
     snapshot, event_id, now, i)`
 )
 
@@ -59,11 +59,11 @@ const goDuration = `CASE WHEN s >= 3600 THEN format('%sh%sm%ss', s / 3600, s % 3
 // key order, one order for every writer.
 const claimKeysSQL = `
 INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)
-SELECT @tenant_id, e.key, e.provider_id, e.identifier, ` + contentHash + `, e.delivery_id, e.seq,
+SELECT e.tenant_id, e.key, e.provider_id, e.identifier, ` + contentHash + `, e.delivery_id, e.seq,
        statement_timestamp(), statement_timestamp() + make_interval(secs => e.ttl)
 FROM ` + claimRows + `
 WHERE e.key IS NOT NULL AND NOT ` + tooFarAhead + `
-ORDER BY e.key
+ORDER BY e.tenant_id, e.key
 ON CONFLICT (tenant_id, key) DO UPDATE SET
     identifier = EXCLUDED.identifier, content_hash = EXCLUDED.content_hash, delivery_id = EXCLUDED.delivery_id,
     seq = EXCLUDED.seq, claimed_at = EXCLUDED.claimed_at, expires_at = EXCLUDED.expires_at
@@ -78,7 +78,7 @@ const claimSQL = claimKeysSQL
 const claimedEvents = `
     FROM ` + applyRows + `
     JOIN LATERAL (SELECT FROM idempotency_keys k
-                  WHERE k.tenant_id = @tenant_id AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
+                  WHERE k.tenant_id = e.tenant_id AND k.tenant_id = ANY(@tenants::bigint[]) AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
                   LIMIT 1) claimed ON true`
 
 // Steps 1 and 2 in one statement, for a round without lead signups: the
@@ -87,10 +87,10 @@ const claimedEvents = `
 // apply. One statement fewer per round, and no second look at the claims.
 const (
 	claimedCTE = `claimed AS (` + claimKeysSQL + `
-RETURNING key, delivery_id, seq)`
+RETURNING tenant_id, key, delivery_id, seq)`
 	justClaimed = `
     FROM ` + applyRows + `
-    JOIN claimed c ON c.key = e.key AND c.delivery_id = e.delivery_id AND c.seq = e.seq`
+    JOIN claimed c ON c.tenant_id = e.tenant_id AND c.key = e.key AND c.delivery_id = e.delivery_id AND c.seq = e.seq`
 )
 
 // Step 2: the revision guard. Only an event that holds its claim may write,
@@ -106,19 +106,19 @@ const (
 	wholeUpsert = `
     records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot,
                               last_applied_event, last_applied_delivery, last_applied_seq, created_at, updated_at)
-    SELECT @tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.snapshot, e.event_id, e.delivery_id, e.seq, e.now, e.now`
+    SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.snapshot, e.event_id, e.delivery_id, e.seq, e.now, e.now`
 	wholeGuard = `
     WHERE e.revision IS NOT NULL AND e.property IS NULL AND NOT e.lead
-    ORDER BY e.provider_id, e.object_type, e.object_id
+    ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
         revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, application_count = r.application_count + 1,
         last_applied_event = EXCLUDED.last_applied_event, last_applied_delivery = EXCLUDED.last_applied_delivery,
         last_applied_seq = EXCLUDED.last_applied_seq, updated_at = EXCLUDED.updated_at
     WHERE EXCLUDED.revision > r.revision
-    RETURNING provider_id, object_type, object_id, revision, snapshot, last_applied_event, last_applied_delivery, updated_at`
+    RETURNING tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event, last_applied_delivery, updated_at`
 	wholeRevisions = `
 accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, event_id, delivery_id, applied_at)
-SELECT @tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event, last_applied_delivery, updated_at
+SELECT tenant_id, provider_id, object_type, object_id, revision, snapshot, last_applied_event, last_applied_delivery, updated_at
 FROM applied`
 )
 
@@ -131,13 +131,13 @@ const (
 	propertyUpsert = `
     records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot, property_revisions,
                               deleted_revision, last_applied_event, last_applied_delivery, last_applied_seq, created_at, updated_at)
-    SELECT @tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.snapshot,
+    SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.snapshot,
            jsonb_build_object(e.property, e.revision),
            CASE WHEN e.property = '` + domain.PropertyDeleted + `' THEN e.revision END,
            e.event_id, e.delivery_id, e.seq, e.now, e.now`
 	propertyGuard = `
     WHERE e.revision IS NOT NULL AND e.property IS NOT NULL AND NOT e.lead
-    ORDER BY e.provider_id, e.object_type, e.object_id
+    ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
         snapshot = r.snapshot || EXCLUDED.snapshot, property_revisions = r.property_revisions || EXCLUDED.property_revisions,
         revision = greatest(r.revision, EXCLUDED.revision), deleted_revision = coalesce(EXCLUDED.deleted_revision, r.deleted_revision),
@@ -147,11 +147,12 @@ const (
     WHERE NOT EXISTS (SELECT FROM jsonb_each_text(EXCLUDED.property_revisions) change
                       WHERE coalesce((r.property_revisions ->> change.key)::bigint, -1) >= change.value::bigint)
       AND coalesce(r.deleted_revision, -1) < EXCLUDED.revision
-    RETURNING snapshot, last_applied_delivery, last_applied_seq`
+    RETURNING tenant_id, snapshot, last_applied_delivery, last_applied_seq`
 	propertyRevisions = `
 accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, delivery_id, applied_at)
-SELECT @tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, a.snapshot, e.property, e.event_id, e.delivery_id, e.now
-FROM applied_property a JOIN ` + applyRows + ` ON e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq`
+SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, a.snapshot, e.property, e.event_id, e.delivery_id, e.now
+FROM applied_property a JOIN ` + applyRows + `
+  ON e.tenant_id = a.tenant_id AND e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq`
 )
 
 // The guards after a separate claim (a round with lead signups, whose
@@ -260,8 +261,10 @@ WITH facts AS (
                 ELSE (r.property_revisions ->> e.property)::bigint END AS cur_revision,
            ` + projectedRecord + ` AS cur_snapshot
     FROM ` + eventRows + `
-    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = @tenant_id AND c.key = e.key LIMIT 1) c ON true
-    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = @tenant_id AND r.provider_id = e.provider_id
+    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id AND c.tenant_id = ANY(@tenants::bigint[])
+                       AND c.key = e.key LIMIT 1) c ON true
+    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = e.tenant_id AND r.tenant_id = ANY(@tenants::bigint[])
+                       AND r.provider_id = e.provider_id
                        AND r.object_type = e.object_type AND r.object_id = e.object_id LIMIT 1) r ON true
 ), rivalled AS (
     -- A retained snapshot of the record at the same revision that differs
@@ -280,11 +283,11 @@ WITH facts AS (
             UNION ALL
             SELECT 2, a.applied_at, a.id, a.event_id, ` + projectedAccepted + `
             FROM accepted_revisions a
-            WHERE a.tenant_id = @tenant_id AND a.provider_id = f.provider_id AND a.object_type = f.object_type
+            WHERE a.tenant_id = f.tenant_id AND a.tenant_id = ANY(@tenants::bigint[]) AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
             SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
-            WHERE s.tenant_id = @tenant_id AND s.provider_id = f.provider_id AND s.object_type = f.object_type
+            WHERE s.tenant_id = f.tenant_id AND s.tenant_id = ANY(@tenants::bigint[]) AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
               -- No event is logged after the round's latest (a day allows
@@ -329,25 +332,25 @@ WITH facts AS (
 ), conflict AS (
     INSERT INTO conflicts (tenant_id, provider_id, object_type, object_id, revision, accepted_event_id,
                            accepted_snapshot, conflicting_event_id, conflicting_snapshot, detected_at)
-    SELECT @tenant_id, provider_id, object_type, object_id, revision, rival_event, rival_snapshot, event_id, snapshot, now
+    SELECT tenant_id, provider_id, object_type, object_id, revision, rival_event, rival_snapshot, event_id, snapshot, now
     FROM decided WHERE outcome = 'revision_conflict'
-    RETURNING id, conflicting_event_id, provider_id, object_type, object_id
+    RETURNING id, tenant_id, conflicting_event_id, provider_id, object_type, object_id
 ), answered AS (
     SELECT d.*, c.id AS conflict_id FROM decided d
-    LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.provider_id = d.provider_id
+    LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.tenant_id = d.tenant_id AND c.provider_id = d.provider_id
          AND c.object_type = d.object_type AND c.object_id = d.object_id
 ), logged AS (
     INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
                         object_id, revision, outcome, reason, snapshot, payload, conflict_id, property)
-    SELECT @tenant_id, now, delivery_id, seq, provider_id, object_type, action, event_id,
+    SELECT tenant_id, now, delivery_id, seq, provider_id, object_type, action, event_id,
            object_id, revision, outcome, reason, snapshot, payload, conflict_id, property
     FROM answered
 ), counted AS (
     -- The counters move with the events they count, in this statement's
     -- own shard row, one update per outcome.
     INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
-    SELECT @tenant_id, provider_id, date_trunc('hour', now, 'UTC'), outcome, @shard, count(*)
-    FROM answered GROUP BY 2, 3, 4
+    SELECT tenant_id, provider_id, date_trunc('hour', now, 'UTC'), outcome, @shard, count(*)
+    FROM answered GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
     ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n
 )
 SELECT i, outcome, reason, record_revision, coalesce(conflict_id, 0) FROM answered ORDER BY i`

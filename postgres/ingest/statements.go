@@ -2,6 +2,8 @@ package ingest
 
 import (
 	"math/rand/v2"
+	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -49,7 +51,7 @@ func newStatement(name, source string, idle func() pgx.NamedArgs) *statement {
 // ingestStatements is the registry, in the order PrepareIngest prepares
 // them.
 var ingestStatements = [numStatements]*statement{
-	stGenericPlans:       newStatement("genericPlansSQL", genericPlansSQL, nil),
+	stGenericPlans:       newStatement("genericPlansSQL", genericPlansSQL, func() pgx.NamedArgs { return lockWaitArgs(0) }),
 	stDeliveries:         newStatement("deliveriesSQL", deliveriesSQL, noEvents),
 	stClaim:              newStatement("claimSQL", claimSQL, noEvents),
 	stClaimApply:         newStatement("claimApplySQL", claimApplySQL, noEvents),
@@ -68,7 +70,7 @@ var ingestStatements = [numStatements]*statement{
 			"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
 	}),
 	// No event: no change, and the head row is not touched.
-	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs(0, nil); return args }),
+	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs([]int64{0}, nil); return args }),
 }
 
 // LeadLockSQL takes one advisory lock of a lead signup; erasing a lead
@@ -88,15 +90,28 @@ var LeadLockSQL = ingestStatements[stLeadLock].Statement
 // on Citus a CTE read back from an intermediate result is estimated at
 // 1,000 rows, so a join of two crossed jit_above_cost and the change
 // statement spent 170-250 ms compiling (EXPLAIN on a cluster, docs/scale.md).
+//
+// And it bounds the transaction's lock waits when @lock_timeout is set (a
+// lane's group, committer.go), else keeps the connection's setting.
 const genericPlansSQL = `
 SELECT set_config('plan_cache_mode',
                   CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true),
-       set_config('jit', 'off', true)`
+       set_config('jit', 'off', true),
+       set_config('lock_timeout', coalesce(@lock_timeout::text, current_setting('lock_timeout')), true)`
+
+// lockWaitArgs are genericPlansSQL's parameters for lock waits bounded by
+// d, or as the connection says when d is 0.
+func lockWaitArgs(d time.Duration) pgx.NamedArgs {
+	if d == 0 {
+		return pgx.NamedArgs{"lock_timeout": nil}
+	}
+	return pgx.NamedArgs{"lock_timeout": strconv.FormatInt(d.Milliseconds(), 10) + "ms"}
+}
 
 // noEvents are the arguments of a group with no delivery and no event:
 // every statement runs on empty arrays.
 func noEvents() pgx.NamedArgs {
-	args := roundArgs(0, nil, 0)
+	args := roundArgs([]int64{0}, nil, 0)
 	var none deliveryRows
 	none.set(args)
 	return args

@@ -17,6 +17,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -46,8 +47,13 @@ type Writer struct {
 	endpoints endpointCache
 
 	counterShards int
-	groups        groupQueues // deliveries waiting for their tenant's group committer
+	groups        groupQueues // deliveries waiting for their lane's group committer
+	lanes         int         // lanes the tenants are spread over (lanes.go)
 	maxQueued     int         // deliveries one tenant may have waiting
+
+	// citus is whether the database is distributed, once citusKnown.
+	citusMu           sync.Mutex
+	citus, citusKnown bool
 
 	// beforeCommitSQL, when set by a test, is a statement appended to every
 	// ingest transaction after all of its work and before it commits: an
@@ -70,7 +76,8 @@ func MaxQueued(n int) Option { return func(w *Writer) { w.maxQueued = n } }
 // New returns a Writer on pool that opens provider secrets with secrets and
 // logs what fails no request to log.
 func New(pool *pgxpool.Pool, secrets *pg.Secrets, log *slog.Logger, opts ...Option) *Writer {
-	w := &Writer{pool: pool, secrets: secrets, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued}
+	w := &Writer{pool: pool, secrets: secrets, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued,
+		lanes: defaultLanes(pool.Config().MaxConns)}
 	for _, o := range opts {
 		o(w)
 	}

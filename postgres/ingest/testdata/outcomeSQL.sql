@@ -15,14 +15,16 @@ WITH facts AS (
            CASE WHEN e.property IS NULL THEN r.snapshot
                 WHEN e.property LIKE '$%' THEN '{}'::jsonb
                 ELSE jsonb_build_object(e.property, r.snapshot -> e.property) END AS cur_snapshot
-    FROM unnest(@provider_id::bigint[], @delivery_id::uuid[], @seq::int[], @now::timestamptz[],
+    FROM unnest(@tenant_id::bigint[], @provider_id::bigint[], @delivery_id::uuid[], @seq::int[], @now::timestamptz[],
     @object_type::text[], @action::text[], @event_id::text[], @object_id::text[], @revision::bigint[],
     @snapshot::jsonb[], @payload::bytea[], @reject_reason::text[], @key::bytea[], @identifier::text[],
     @ttl::float8[], @property::text[], @revision_at::timestamptz[], @max_skew::float8[], @lead::bool[])
-  WITH ORDINALITY AS e (provider_id, delivery_id, seq, now, object_type, action, event_id, object_id, revision,
+  WITH ORDINALITY AS e (tenant_id, provider_id, delivery_id, seq, now, object_type, action, event_id, object_id, revision,
     snapshot, payload, reject_reason, key, identifier, ttl, property, revision_at, max_skew, lead, i)
-    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = @tenant_id AND c.key = e.key LIMIT 1) c ON true
-    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = @tenant_id AND r.provider_id = e.provider_id
+    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id AND c.tenant_id = ANY(@tenants::bigint[])
+                       AND c.key = e.key LIMIT 1) c ON true
+    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = e.tenant_id AND r.tenant_id = ANY(@tenants::bigint[])
+                       AND r.provider_id = e.provider_id
                        AND r.object_type = e.object_type AND r.object_id = e.object_id LIMIT 1) r ON true
 ), rivalled AS (
     -- A retained snapshot of the record at the same revision that differs
@@ -43,11 +45,11 @@ WITH facts AS (
                 WHEN f.property LIKE '$%' THEN '{}'::jsonb
                 ELSE jsonb_build_object(f.property, a.snapshot -> f.property) END
             FROM accepted_revisions a
-            WHERE a.tenant_id = @tenant_id AND a.provider_id = f.provider_id AND a.object_type = f.object_type
+            WHERE a.tenant_id = f.tenant_id AND a.tenant_id = ANY(@tenants::bigint[]) AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
             SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
-            WHERE s.tenant_id = @tenant_id AND s.provider_id = f.provider_id AND s.object_type = f.object_type
+            WHERE s.tenant_id = f.tenant_id AND s.tenant_id = ANY(@tenants::bigint[]) AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
               -- No event is logged after the round's latest (a day allows
@@ -94,25 +96,25 @@ WITH facts AS (
 ), conflict AS (
     INSERT INTO conflicts (tenant_id, provider_id, object_type, object_id, revision, accepted_event_id,
                            accepted_snapshot, conflicting_event_id, conflicting_snapshot, detected_at)
-    SELECT @tenant_id, provider_id, object_type, object_id, revision, rival_event, rival_snapshot, event_id, snapshot, now
+    SELECT tenant_id, provider_id, object_type, object_id, revision, rival_event, rival_snapshot, event_id, snapshot, now
     FROM decided WHERE outcome = 'revision_conflict'
-    RETURNING id, conflicting_event_id, provider_id, object_type, object_id
+    RETURNING id, tenant_id, conflicting_event_id, provider_id, object_type, object_id
 ), answered AS (
     SELECT d.*, c.id AS conflict_id FROM decided d
-    LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.provider_id = d.provider_id
+    LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.tenant_id = d.tenant_id AND c.provider_id = d.provider_id
          AND c.object_type = d.object_type AND c.object_id = d.object_id
 ), logged AS (
     INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
                         object_id, revision, outcome, reason, snapshot, payload, conflict_id, property)
-    SELECT @tenant_id, now, delivery_id, seq, provider_id, object_type, action, event_id,
+    SELECT tenant_id, now, delivery_id, seq, provider_id, object_type, action, event_id,
            object_id, revision, outcome, reason, snapshot, payload, conflict_id, property
     FROM answered
 ), counted AS (
     -- The counters move with the events they count, in this statement's
     -- own shard row, one update per outcome.
     INSERT INTO outcome_counters AS c (tenant_id, provider_id, bucket, outcome, shard, n)
-    SELECT @tenant_id, provider_id, date_trunc('hour', now, 'UTC'), outcome, @shard, count(*)
-    FROM answered GROUP BY 2, 3, 4
+    SELECT tenant_id, provider_id, date_trunc('hour', now, 'UTC'), outcome, @shard, count(*)
+    FROM answered GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4
     ON CONFLICT (tenant_id, provider_id, bucket, outcome, shard) DO UPDATE SET n = c.n + EXCLUDED.n
 )
 SELECT i, outcome, reason, record_revision, coalesce(conflict_id, 0) FROM answered ORDER BY i
