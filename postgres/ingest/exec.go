@@ -26,9 +26,10 @@ func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, loc
 	for _, job := range group {
 		job.results = make([]domain.Result, len(job.events))
 	}
+	citus := w.onCitus()
 	for _, s := range plan(group, shard, w.counterShards, lockWait) {
 		if s.stmt != stChanges || !w.withoutChanges {
-			s.queue(batch)
+			s.queue(batch, citus)
 		}
 		if s.stmt == stOutcome {
 			rounds++
@@ -37,10 +38,11 @@ func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, loc
 	return rounds
 }
 
-// queue queues the step's statement on batch; an outcome step reads the
-// outcomes of its round into their jobs' results.
-func (s step) queue(batch *pgx.Batch) {
-	st := ingestStatements[s.stmt]
+// queue queues the step's statement on batch, in the form for Citus or
+// PostgreSQL; an outcome step reads the outcomes of its round into their
+// jobs' results.
+func (s step) queue(batch *pgx.Batch, citus bool) {
+	st := ingestStatements[s.stmt].sent(citus)
 	q := batch.Queue(st.SQL, st.Args(s.args)...)
 	if s.stmt == stOutcome {
 		q.Query(s.answer)

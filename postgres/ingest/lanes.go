@@ -22,12 +22,14 @@ import (
 // a statement over several tenants' rows would write several shards, which
 // Citus commits in two phases (docs/scale.md).
 
-// defaultLanes is the number of lanes when the ingest pool's size does not
-// say: a quarter of the pool's connections, the rest left to the
-// deliveries written alone after a failed group, to the scopes first used
-// and to the other work of the process.
+// defaultLanes is the number of lanes when none is set: one per 16
+// connections of the ingest pool, whose size says how many transactions
+// the database is meant to run at once. One lane's committer already keeps
+// a database of a few cores busy, as its next group gathers while one is
+// written: on 2 cores one lane wrote 50 tenants' deliveries 1.5 times as
+// fast as four lanes (docs/scale.md).
 func defaultLanes(maxConns int32) int {
-	return max(1, int(maxConns)/4)
+	return max(1, int(maxConns)/16)
 }
 
 // Lanes sets the number of lanes tenants are spread over in one process.
@@ -88,6 +90,15 @@ func (w *Writer) distributed(ctx context.Context) (bool, error) {
 	}
 	w.citus, w.citusKnown = citus, true
 	return citus, nil
+}
+
+// onCitus is what distributed found. Every delivery's write asks
+// distributed first (writer.go), so it is known by the time a statement
+// is queued.
+func (w *Writer) onCitus() bool {
+	w.citusMu.Lock()
+	defer w.citusMu.Unlock()
+	return w.citus
 }
 
 // enqueue adds job to its tenant's queue in its lane, and reports

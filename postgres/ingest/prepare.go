@@ -23,15 +23,20 @@ func PrepareIngest(ctx context.Context, conn *pgx.Conn) error {
 		return fmt.Errorf("prepare ingest statements: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
-	// Every statement of the registry, on arguments on which it writes
-	// nothing (statements.go).
+	// Every statement of the registry, in the form for this database, on
+	// arguments on which it writes nothing (statements.go).
+	var citus bool
+	if err := tx.QueryRow(ctx, citusSQL, pgx.QueryExecModeSimpleProtocol).Scan(&citus); err != nil {
+		return fmt.Errorf("prepare ingest statements: %w", err)
+	}
 	batch := &pgx.Batch{}
 	for _, st := range ingestStatements {
 		var args pgx.NamedArgs
 		if st.idle != nil {
 			args = st.idle()
 		}
-		batch.Queue(st.SQL, st.Args(args)...)
+		sent := st.sent(citus)
+		batch.Queue(sent.SQL, sent.Args(args)...)
 	}
 	err = tx.SendBatch(ctx, batch).Close()
 	var pgErr *pgconn.PgError

@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"math/rand/v2"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -36,16 +37,35 @@ const (
 
 // statement is one ingest statement.
 type statement struct {
-	name   string // its constant's name, and its golden file's
-	source string // as written, with @name parameters
-	pg.Statement
+	name         string       // its constant's name, and its golden file's
+	source       string       // as written, with @name parameters
+	pg.Statement              // as sent to PostgreSQL, without the routing terms
+	citus        pg.Statement // as sent to Citus, with them
 	// idle returns arguments on which it is planned and writes nothing, for
 	// PrepareIngest; nil for a statement without parameters.
 	idle func() pgx.NamedArgs
 }
 
 func newStatement(name, source string, idle func() pgx.NamedArgs) *statement {
-	return &statement{name: name, source: source, Statement: pg.Named(source), idle: idle}
+	return &statement{name: name, source: source, Statement: pg.Named(routingTerm.ReplaceAllString(source, "")),
+		citus: pg.Named(source), idle: idle}
+}
+
+// routingTerm matches the terms by which a statement names its group's
+// tenants as constants beside each row's own tenant ("AND k.tenant_id =
+// ANY(@tenants::bigint[])"). Citus routes a statement to a tenant's shards
+// only from such a constant, and a group on Citus holds one tenant
+// (lanes.go). PostgreSQL is sent the statements without them: there the
+// second condition on tenant_id misleads the planner's estimates, which
+// then scanned a tenant's whole change feed backwards for each change.
+var routingTerm = regexp.MustCompile(` AND \w+\.tenant_id = ANY\(@tenants::bigint\[\]\)`)
+
+// sent is the statement as sent to the database, Citus or not.
+func (st *statement) sent(citus bool) pg.Statement {
+	if citus {
+		return st.citus
+	}
+	return st.Statement
 }
 
 // ingestStatements is the registry, in the order PrepareIngest prepares

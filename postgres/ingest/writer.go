@@ -129,6 +129,9 @@ func (w *Writer) Replay(ctx context.Context, d domain.Delivery, p domain.Provide
 // transaction committed by m, again after a lost deadlock, and again
 // without the events PostgreSQL refuses.
 func (w *Writer) write(ctx context.Context, m mode, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, then beforeCommit) ([]domain.Result, error) {
+	if _, err := w.distributed(ctx); err != nil {
+		return nil, pg.Translate(err)
+	}
 	events = slices.Clone(events)
 	for i := range events {
 		events[i] = domain.ApplyLimits(events[i])
