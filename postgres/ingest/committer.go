@@ -190,7 +190,7 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 	// Each round of the group counts its outcomes in the next counter
 	// shard, so that few counter rows are updated twice in one transaction
 	// (each update would walk the chain of the row's earlier versions).
-	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards), laneLockWait)
+	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards), w.groupLockWait())
 	if w.beforeCommitSQL != "" {
 		batch.Queue(w.beforeCommitSQL)
 	}
@@ -246,13 +246,22 @@ func (w *Writer) writeAloneAside(group []*ingestJob) {
 	}
 }
 
-// laneLockWait bounds each lock wait of a lane's group: a group waits on
-// a row lock another transaction holds (another node writing the same
-// record, a repair) for the other tenants of its lane too, so past this it
-// gives up and its deliveries are written alone, aside (writeAloneAside),
-// where they wait as long as they must. Long enough for another node's
-// group on the same records to commit, as such waits are.
-const laneLockWait = 250 * time.Millisecond
+// defaultLaneLockWait bounds each lock wait of a lane's group: a group
+// waits on a row lock another transaction holds (another node writing the
+// same record, a repair) for the other tenants of its lane too, so past
+// this it gives up and its deliveries are written alone, aside
+// (writeAloneAside), where they wait as long as they must. Long enough for
+// another node's group on the same records to commit, as such waits are.
+const defaultLaneLockWait = 250 * time.Millisecond
+
+// groupLockWait is the bound of a group's lock waits: none on Citus,
+// where each tenant is a lane of its own (lanes.go) and delays no other.
+func (w *Writer) groupLockWait() time.Duration {
+	if w.onCitus() {
+		return 0
+	}
+	return w.laneLockWait
+}
 
 // lockTimedOut reports whether err is a lock wait that reached
 // lock_timeout.

@@ -83,5 +83,8 @@ func (w *Writer) Committing() bool {
 	return len(w.groups.lanes) > 0
 }
 
+// SetLaneLockWait bounds the lock waits of a lane's groups (0: none).
+func (w *Writer) SetLaneLockWait(d time.Duration) { w.laneLockWait = d }
+
 // SetLanes sets the number of lanes the tenants are spread over.
 func (w *Writer) SetLanes(n int) { w.lanes = n }

@@ -55,6 +55,10 @@ func TestLowerRevisionWaitsForHigherThenIsStale(t *testing.T) {
 	b := raceStore(t, racePool(t, s, "tidemark-race-B", 1))
 	const holdKey = 4242
 	a.SetBeforeCommit(fmt.Sprintf("SELECT pg_advisory_xact_lock(%d)", holdKey))
+	// A's and B's groups wait as long as the test holds its lock, not
+	// just as long as a lane lets them (TestTenantWaitingOnALockHoldsNoLaneMate).
+	a.SetLaneLockWait(0)
+	b.SetLaneLockWait(0)
 	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 	defer cancel()
 	holder, err := s.Pool().Acquire(ctx)

@@ -18,6 +18,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -47,9 +48,10 @@ type Writer struct {
 	endpoints endpointCache
 
 	counterShards int
-	groups        groupQueues // deliveries waiting for their lane's group committer
-	lanes         int         // lanes the tenants are spread over (lanes.go)
-	maxQueued     int         // deliveries one tenant may have waiting
+	groups        groupQueues   // deliveries waiting for their lane's group committer
+	lanes         int           // lanes the tenants are spread over (lanes.go)
+	laneLockWait  time.Duration // bound of a lane's group's lock waits (committer.go)
+	maxQueued     int           // deliveries one tenant may have waiting
 
 	// citus is whether the database is distributed, once citusKnown.
 	citusMu           sync.Mutex
@@ -77,7 +79,7 @@ func MaxQueued(n int) Option { return func(w *Writer) { w.maxQueued = n } }
 // logs what fails no request to log.
 func New(pool *pgxpool.Pool, secrets *pg.Secrets, log *slog.Logger, opts ...Option) *Writer {
 	w := &Writer{pool: pool, secrets: secrets, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued,
-		lanes: defaultLanes(pool.Config().MaxConns)}
+		lanes: defaultLanes(pool.Config().MaxConns), laneLockWait: defaultLaneLockWait}
 	for _, o := range opts {
 		o(w)
 	}
