@@ -40,12 +40,17 @@ func printCitus(w io.Writer, cfg benchConfig, plain, distributed *sweepResult) {
 	printSweep(w, cfg, distributed)
 	fmt.Fprintln(w)
 	rows := [][]string{{"kind", "senders", "PostgreSQL events/s", "Citus events/s", "Citus ÷ PostgreSQL",
-		"p99 PostgreSQL", "p99 Citus"}}
+		"Citus ÷ floor", "p99 PostgreSQL", "p99 Citus", "floor p99"}}
 	for i, c := range distributed.rows {
 		p := plain.rows[i]
+		toFloor, floorP99 := "n/a", "n/a"
+		if f := p.floor; f != nil && !f.missing && f.tps > 0 {
+			toFloor, floorP99 = fmt.Sprintf("%.2f", c.eventsPerSecond()/f.tps), table.Millis(f.p99)
+		}
 		rows = append(rows, []string{c.name(), strconv.Itoa(c.senders), table.Thousands(int64(p.eventsPerSecond() + 0.5)),
 			table.Thousands(int64(c.eventsPerSecond() + 0.5)), fmt.Sprintf("%.2f", c.eventsPerSecond()/p.eventsPerSecond()),
-			table.Millis(percentile(p.load.latencies, 0.99)), table.Millis(percentile(c.load.latencies, 0.99))})
+			toFloor, table.Millis(percentile(p.load.latencies, 0.99)), table.Millis(percentile(c.load.latencies, 0.99)), floorP99})
 	}
 	table.Print(w, rows)
+	fmt.Fprintln(w, "Citus ÷ floor: the Citus row's events/s over the PostgreSQL floor of the same run, at the clients of its row")
 }

@@ -92,6 +92,9 @@ func citusTemplate(ctx context.Context, c *citustest.Cluster) (string, error) {
 	if err := migrate(ctx, c.DatabaseURL(name)); err != nil {
 		return "", fmt.Errorf("migrate the citus template: %w", err)
 	}
+	if err := addPastDays(ctx, c.DatabaseURL(name)); err != nil {
+		return "", fmt.Errorf("prepare the citus template: %w", err)
+	}
 	pool, err := pgxpool.New(ctx, c.DatabaseURL(name))
 	if err != nil {
 		return "", err

@@ -206,6 +206,9 @@ func (s server) template(ctx context.Context, admin *pgx.Conn) (string, error) {
 	if err := migrate(ctx, withDatabase(s.url, building)); err != nil {
 		return "", fmt.Errorf("migrate %s: %w", building, err)
 	}
+	if err := addPastDays(ctx, withDatabase(s.url, building)); err != nil {
+		return "", fmt.Errorf("prepare %s: %w", building, err)
+	}
 	if _, err := admin.Exec(ctx, fmt.Sprintf("ALTER DATABASE %s RENAME TO %s", building, name)); err != nil {
 		return "", err
 	}
@@ -238,6 +241,37 @@ func migrate(ctx context.Context, u string) error {
 	}
 	_, err = p.Up(ctx)
 	return err
+}
+
+// pastDays is how many days before a template's own the logs have
+// daily partitions for.
+const pastDays = 7
+
+// addPastDays gives the logs of a database just migrated daily partitions
+// for the pastDays days before today. Migrations start the logs' partitions
+// on the day they run (migration 00010), and tests date deliveries hours
+// back (now - 3h): a template built after midnight UTC held no partition
+// for them, and their inserts failed until the day had grown older than
+// their offset.
+func addPastDays(ctx context.Context, u string) error {
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	today := time.Now().UTC().Truncate(24 * time.Hour)
+	for _, log := range []string{"deliveries", "events"} {
+		for n := 1; n <= pastDays; n++ {
+			day := today.AddDate(0, 0, -n)
+			name := pgx.Identifier{log + "_p" + day.Format("20060102")}.Sanitize()
+			ddl := fmt.Sprintf("CREATE TABLE IF NOT EXISTS %s PARTITION OF %s FOR VALUES FROM ('%s') TO ('%s')",
+				name, log, day.Format(time.RFC3339), day.AddDate(0, 0, 1).Format(time.RFC3339))
+			if _, err := conn.Exec(ctx, ddl); err != nil {
+				return fmt.Errorf("partition %s: %w", name, err)
+			}
+		}
+	}
+	return nil
 }
 
 func migrationsHash() string {

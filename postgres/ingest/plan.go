@@ -242,7 +242,7 @@ func roundArgs(tenants []int64, round []roundEvent, shard int) pgx.NamedArgs {
 		}
 	}
 	return pgx.NamedArgs{
-		"tenants": tenants, "tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
+		"tenants": tenants, "tenant": tenants[0], "tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
 		"now": now, "object_type": objectType, "action": action, "event_id": eventID, "object_id": objectID,
 		"revision": revision, "snapshot": snapshot, "payload": payload, "reject_reason": reject, "key": key,
 		"identifier": identifier, "ttl": ttl, "property": property, "revision_at": revisionAt,

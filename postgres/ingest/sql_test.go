@@ -11,16 +11,21 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/<name>.sql from the statement registry")
 
-// golden is the file that shows st whole: its source as written, with
-// @name parameters, ready to paste into psql.
-func golden(st *statement) (path, text string) {
-	return filepath.Join("testdata", st.name+".sql"),
-		"-- " + st.name + ", whole, from the registry of postgres/ingest (statements.go).\n" +
-			"-- Regenerate with: go test ./postgres/ingest -run Golden -update\n" + strings.TrimSpace(st.source) + "\n"
+// goldens are the files that show st whole as each database is sent it,
+// with @name parameters, ready to paste into psql: testdata/<name>.sql on
+// PostgreSQL, testdata/<name>.citus.sql on Citus.
+func goldens(st *statement) (paths, texts []string) {
+	for _, form := range []struct{ suffix, db, sql string }{{"", "PostgreSQL", st.postgres}, {".citus", "Citus", st.citus}} {
+		paths = append(paths, filepath.Join("testdata", st.name+form.suffix+".sql"))
+		texts = append(texts, "-- "+st.name+", whole, as "+form.db+" is sent it, from the registry of postgres/ingest (statements.go).\n"+
+			"-- Regenerate with: go test ./postgres/ingest -run Golden -update\n"+strings.TrimSpace(form.sql)+"\n")
+	}
+	return paths, texts
 }
 
 // TestGoldenStatements: every statement of the registry is in
-// testdata/<name>.sql exactly as it runs, and testdata holds no other.
+// testdata/<name>.sql and <name>.citus.sql exactly as it runs on each, and
+// testdata holds no other.
 // A change to a statement or to a fragment of it fails here until its
 // golden file is regenerated (-update), so the change shows in review.
 func TestGoldenStatements(t *testing.T) {
@@ -29,22 +34,25 @@ func TestGoldenStatements(t *testing.T) {
 		if st == nil {
 			t.Fatalf("statement %d has no entry in the registry", id)
 		}
-		path, want := golden(st)
-		paths = append(paths, path)
-		if *update {
-			if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
-				t.Fatal(err)
+		forms, texts := goldens(st)
+		paths = append(paths, forms...)
+		for i, path := range forms {
+			want := texts[i]
+			if *update {
+				if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				continue
 			}
-			continue
-		}
-		got, err := os.ReadFile(path)
-		if err != nil {
-			t.Errorf("%s: %v; run go test ./postgres/ingest -run Golden -update", st.name, err)
-			continue
-		}
-		if string(got) != want {
-			t.Errorf("%s differs from %s at line %d; run go test ./postgres/ingest -run Golden -update and review the diff",
-				st.name, path, firstDifference(string(got), want))
+			got, err := os.ReadFile(path)
+			if err != nil {
+				t.Errorf("%s: %v; run go test ./postgres/ingest -run Golden -update", st.name, err)
+				continue
+			}
+			if string(got) != want {
+				t.Errorf("%s differs from %s at line %d; run go test ./postgres/ingest -run Golden -update and review the diff",
+					st.name, path, firstDifference(string(got), want))
+			}
 		}
 	}
 	files, err := filepath.Glob(filepath.Join("testdata", "*.sql"))

@@ -37,33 +37,52 @@ const (
 
 // statement is one ingest statement.
 type statement struct {
-	name         string       // its constant's name, and its golden file's
-	source       string       // as written, with @name parameters
-	pg.Statement              // as sent to PostgreSQL, without the routing terms
-	citus        pg.Statement // as sent to Citus, with them
+	name string // its constant's name, and its golden files'
+	// postgres and citus are the forms each database is sent (below), with
+	// @name parameters.
+	postgres, citus string
+	pg.Statement                 // postgres, ready to send
+	routed          pg.Statement // citus, ready to send
 	// idle returns arguments on which it is planned and writes nothing, for
 	// PrepareIngest; nil for a statement without parameters.
 	idle func() pgx.NamedArgs
 }
 
 func newStatement(name, source string, idle func() pgx.NamedArgs) *statement {
-	return &statement{name: name, source: source, Statement: pg.Named(routingTerm.ReplaceAllString(source, "")),
-		citus: pg.Named(source), idle: idle}
+	st := &statement{name: name, postgres: routingTerm.ReplaceAllString(source, ""), idle: idle}
+	st.Statement = pg.Named(st.postgres)
+	return st.withCitus(routedLookup.ReplaceAllString(source, "$1.tenant_id = @tenant::bigint"))
 }
 
-// routingTerm matches the terms by which a statement names its group's
-// tenants as constants beside each row's own tenant ("AND k.tenant_id =
-// ANY(@tenants::bigint[])"). Citus routes a statement to a tenant's shards
-// only from such a constant, and a group on Citus holds one tenant
-// (lanes.go). PostgreSQL is sent the statements without them: there the
-// second condition on tenant_id misleads the planner's estimates, which
-// then scanned a tenant's whole change feed backwards for each change.
-var routingTerm = regexp.MustCompile(` AND \w+\.tenant_id = ANY\(@tenants::bigint\[\]\)`)
+// withCitus is st with citus as its form for Citus, written for a group of
+// one tenant, @tenant.
+func (st *statement) withCitus(citus string) *statement {
+	st.citus, st.routed = citus, pg.Named(citus)
+	return st
+}
+
+// The statements are written for a group of any number of tenants: each
+// lookup joins a table's row to the event's by tenant, and names the
+// group's tenants as constants beside (routingTerm, "AND k.tenant_id =
+// ANY(@tenants::bigint[])"). Each database is sent its own form.
+// PostgreSQL's leaves the routing terms out: there the second condition on
+// tenant_id misleads the planner's estimates, which then scanned a
+// tenant's whole change feed backwards for each change. Citus routes a
+// statement to a tenant's shards only when every lookup names the tenant
+// as a constant, alone: with the join beside it a delivery took 600-870
+// ms against 40-70. A group on Citus holds one tenant (lanes.go), so its
+// form looks each row up by that one tenant, a parameter of its own
+// (routedLookup): Citus plans a statement anew for each value of a plain
+// parameter it routes by, and routed (@tenants)[1] to every shard.
+var (
+	routingTerm  = regexp.MustCompile(` AND \w+\.tenant_id = ANY\(@tenants::bigint\[\]\)`)
+	routedLookup = regexp.MustCompile(`(\w+)\.tenant_id = \w+\.tenant_id AND \w+\.tenant_id = ANY\(@tenants::bigint\[\]\)`)
+)
 
 // sent is the statement as sent to the database, Citus or not.
 func (st *statement) sent(citus bool) pg.Statement {
 	if citus {
-		return st.citus
+		return st.routed
 	}
 	return st.Statement
 }
@@ -90,7 +109,8 @@ var ingestStatements = [numStatements]*statement{
 			"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
 	}),
 	// No event: no change, and the head row is not touched.
-	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs([]int64{0}, nil); return args }),
+	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs([]int64{0}, nil); return args }).
+		withCitus(changesOneTenantSQL),
 }
 
 // LeadLockSQL takes one advisory lock of a lead signup; erasing a lead

@@ -1,4 +1,4 @@
--- applySQL, whole, from the registry of postgres/ingest (statements.go).
+-- applySQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 WITH applied AS (INSERT INTO 
     records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot,
@@ -10,7 +10,7 @@ WITH applied AS (INSERT INTO
   WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
     snapshot, event_id, now, i)
     JOIN LATERAL (SELECT FROM idempotency_keys k
-                  WHERE k.tenant_id = e.tenant_id AND k.tenant_id = ANY(@tenants::bigint[]) AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
+                  WHERE k.tenant_id = e.tenant_id AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
                   LIMIT 1) claimed ON true
     WHERE e.revision IS NOT NULL AND e.property IS NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id

@@ -1,4 +1,4 @@
--- changesSQL, whole, from the registry of postgres/ingest (statements.go).
+-- changesSQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 WITH accepted AS (
     SELECT e.i, e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.event_id, e.delivery_id, a.snapshot,
@@ -7,7 +7,7 @@ WITH accepted AS (
                 @ch_revision::bigint[], @ch_property::text[], @ch_event_id::text[], @ch_delivery_id::uuid[])
       WITH ORDINALITY AS e (tenant_id, provider_id, object_type, object_id, revision, property, event_id, delivery_id, i)
     JOIN LATERAL (SELECT a.snapshot FROM accepted_revisions a
-                  WHERE a.tenant_id = e.tenant_id AND a.tenant_id = ANY(@tenants::bigint[]) AND a.provider_id = e.provider_id
+                  WHERE a.tenant_id = e.tenant_id AND a.provider_id = e.provider_id
                     AND a.object_type = e.object_type AND a.object_id = e.object_id AND a.revision = e.revision
                     AND a.property IS NOT DISTINCT FROM e.property
                     AND a.event_id = e.event_id AND a.delivery_id = e.delivery_id
@@ -32,7 +32,7 @@ WITH accepted AS (
         SELECT CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.revision END AS revision,
                CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
         FROM changes c
-        WHERE c.tenant_id = n.tenant_id AND c.tenant_id = ANY(@tenants::bigint[]) AND c.provider_id = n.provider_id
+        WHERE c.tenant_id = n.tenant_id AND c.provider_id = n.provider_id
           AND c.object_type = n.object_type AND c.object_id = n.object_id
         ORDER BY c.position DESC LIMIT 1) s ON n.before_i IS NULL
 )

@@ -1,4 +1,4 @@
--- claimApplyPropertySQL, whole, from the registry of postgres/ingest (statements.go).
+-- claimApplyPropertySQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 WITH claimed AS (
 INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)

@@ -1,4 +1,4 @@
--- claimSQL, whole, from the registry of postgres/ingest (statements.go).
+-- claimSQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 INSERT INTO idempotency_keys AS k (tenant_id, key, provider_id, identifier, content_hash, delivery_id, seq, claimed_at, expires_at)
 SELECT e.tenant_id, e.key, e.provider_id, e.identifier, sha256(convert_to(e.object_id || chr(31) || coalesce(e.revision::text, '') || chr(31) || coalesce(e.snapshot::text, ''), 'UTF8')), e.delivery_id, e.seq,

@@ -1,4 +1,4 @@
--- deliveriesSQL, whole, from the registry of postgres/ingest (statements.go).
+-- deliveriesSQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 INSERT INTO deliveries (tenant_id, id, received_at, provider_id, status, signature, reason, event_count, body,
                         method, path, query, headers, truncated, client_address, replay_of, source, answered_at)

@@ -1,4 +1,4 @@
--- genericPlansSQL, whole, from the registry of postgres/ingest (statements.go).
+-- genericPlansSQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 SELECT set_config('plan_cache_mode',
                   CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true),

@@ -1,4 +1,4 @@
--- leadSQL, whole, from the registry of postgres/ingest (statements.go).
+-- leadSQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 WITH mine AS (
     SELECT EXISTS (SELECT FROM idempotency_keys WHERE tenant_id = @tenant_id AND key = @key

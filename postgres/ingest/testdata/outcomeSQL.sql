@@ -1,4 +1,4 @@
--- outcomeSQL, whole, from the registry of postgres/ingest (statements.go).
+-- outcomeSQL, whole, as PostgreSQL is sent it, from the registry of postgres/ingest (statements.go).
 -- Regenerate with: go test ./postgres/ingest -run Golden -update
 WITH facts AS (
     SELECT e.*, c.key IS NOT NULL AS has_claim, c.content_hash AS claim_hash, c.effect,
@@ -21,9 +21,9 @@ WITH facts AS (
     @ttl::float8[], @property::text[], @revision_at::timestamptz[], @max_skew::float8[], @lead::bool[])
   WITH ORDINALITY AS e (tenant_id, provider_id, delivery_id, seq, now, object_type, action, event_id, object_id, revision,
     snapshot, payload, reject_reason, key, identifier, ttl, property, revision_at, max_skew, lead, i)
-    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id AND c.tenant_id = ANY(@tenants::bigint[])
+    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id
                        AND c.key = e.key LIMIT 1) c ON true
-    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = e.tenant_id AND r.tenant_id = ANY(@tenants::bigint[])
+    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = e.tenant_id
                        AND r.provider_id = e.provider_id
                        AND r.object_type = e.object_type AND r.object_id = e.object_id LIMIT 1) r ON true
 ), rivalled AS (
@@ -45,11 +45,11 @@ WITH facts AS (
                 WHEN f.property LIKE '$%' THEN '{}'::jsonb
                 ELSE jsonb_build_object(f.property, a.snapshot -> f.property) END
             FROM accepted_revisions a
-            WHERE a.tenant_id = f.tenant_id AND a.tenant_id = ANY(@tenants::bigint[]) AND a.provider_id = f.provider_id AND a.object_type = f.object_type
+            WHERE a.tenant_id = f.tenant_id AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
             SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
-            WHERE s.tenant_id = f.tenant_id AND s.tenant_id = ANY(@tenants::bigint[]) AND s.provider_id = f.provider_id AND s.object_type = f.object_type
+            WHERE s.tenant_id = f.tenant_id AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
               -- No event is logged after the round's latest (a day allows

@@ -1,0 +1,38 @@
+-- applyPropertySQL, whole, as Citus is sent it, from the registry of postgres/ingest (statements.go).
+-- Regenerate with: go test ./postgres/ingest -run Golden -update
+WITH applied_property AS (INSERT INTO 
+    records AS r (tenant_id, provider_id, object_type, object_id, revision, snapshot, property_revisions,
+                              deleted_revision, last_applied_event, last_applied_delivery, last_applied_seq, created_at, updated_at)
+    SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.snapshot,
+           jsonb_build_object(e.property, e.revision),
+           CASE WHEN e.property = '$deleted' THEN e.revision END,
+           e.event_id, e.delivery_id, e.seq, e.now, e.now
+    FROM unnest(@tenant_id::bigint[], @key::bytea[], @delivery_id::uuid[], @seq::int[], @revision::bigint[], @property::text[],
+    @lead::bool[], @provider_id::bigint[], @object_type::text[], @object_id::text[], @snapshot::jsonb[],
+    @event_id::text[], @now::timestamptz[])
+  WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
+    snapshot, event_id, now, i)
+    JOIN LATERAL (SELECT FROM idempotency_keys k
+                  WHERE k.tenant_id = @tenant::bigint AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
+                  LIMIT 1) claimed ON true
+    WHERE e.revision IS NOT NULL AND e.property IS NOT NULL AND NOT e.lead
+    ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
+    ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
+        snapshot = r.snapshot || EXCLUDED.snapshot, property_revisions = r.property_revisions || EXCLUDED.property_revisions,
+        revision = greatest(r.revision, EXCLUDED.revision), deleted_revision = coalesce(EXCLUDED.deleted_revision, r.deleted_revision),
+        application_count = r.application_count + 1, last_applied_event = EXCLUDED.last_applied_event,
+        last_applied_delivery = EXCLUDED.last_applied_delivery, last_applied_seq = EXCLUDED.last_applied_seq,
+        updated_at = EXCLUDED.updated_at
+    WHERE NOT EXISTS (SELECT FROM jsonb_each_text(EXCLUDED.property_revisions) change
+                      WHERE coalesce((r.property_revisions ->> change.key)::bigint, -1) >= change.value::bigint)
+      AND coalesce(r.deleted_revision, -1) < EXCLUDED.revision
+    RETURNING tenant_id, snapshot, last_applied_delivery, last_applied_seq)
+INSERT INTO 
+accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, delivery_id, applied_at)
+SELECT e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, a.snapshot, e.property, e.event_id, e.delivery_id, e.now
+FROM applied_property a JOIN unnest(@tenant_id::bigint[], @key::bytea[], @delivery_id::uuid[], @seq::int[], @revision::bigint[], @property::text[],
+    @lead::bool[], @provider_id::bigint[], @object_type::text[], @object_id::text[], @snapshot::jsonb[],
+    @event_id::text[], @now::timestamptz[])
+  WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
+    snapshot, event_id, now, i)
+  ON e.tenant_id = a.tenant_id AND e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq
