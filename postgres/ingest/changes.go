@@ -31,7 +31,7 @@ WITH accepted AS (
                 @ch_revision::bigint[], @ch_property::text[], @ch_event_id::text[], @ch_delivery_id::uuid[])
       WITH ORDINALITY AS e (tenant_id, provider_id, object_type, object_id, revision, property, event_id, delivery_id, i)
     JOIN LATERAL (SELECT a.snapshot FROM accepted_revisions a
-                  WHERE a.tenant_id = e.tenant_id AND a.tenant_id = ANY(@tenants::bigint[]) AND a.provider_id = e.provider_id
+                  WHERE a.tenant_id = e.tenant_id AND a.provider_id = e.provider_id
                     AND a.object_type = e.object_type AND a.object_id = e.object_id AND a.revision = e.revision
                     AND a.property IS NOT DISTINCT FROM e.property
                     AND a.event_id = e.event_id AND a.delivery_id = e.delivery_id
@@ -56,7 +56,7 @@ WITH accepted AS (
         SELECT CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.revision END AS revision,
                CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
         FROM changes c
-        WHERE c.tenant_id = n.tenant_id AND c.tenant_id = ANY(@tenants::bigint[]) AND c.provider_id = n.provider_id
+        WHERE c.tenant_id = n.tenant_id AND c.provider_id = n.provider_id
           AND c.object_type = n.object_type AND c.object_id = n.object_id
         ORDER BY c.position DESC LIMIT 1) s ON n.before_i IS NULL
 )
@@ -126,10 +126,11 @@ type changeCandidate struct {
 
 // changeArgs are changesSQL's parameters for the events of a group of
 // tenants' deliveries, in arrival order: those that claim a key and carry
-// a revision. Of identical events of one delivery at most one can apply,
-// and only one is named, so that the accepted revision it wrote counts
-// once. ok is false when no event could become a change.
-func changeArgs(tenants []int64, events []roundEvent) (args pgx.NamedArgs, ok bool) {
+// a revision, and the group's first tenant (its only one on Citus). Of
+// identical events of one delivery at most one can apply, and only one is
+// named, so that the accepted revision it wrote counts once. ok is false
+// when no event could become a change.
+func changeArgs(tenant int64, events []roundEvent) (args pgx.NamedArgs, ok bool) {
 	seen := map[changeCandidate]bool{}
 	var (
 		tenantID, providerID                      []int64
@@ -152,7 +153,7 @@ func changeArgs(tenants []int64, events []roundEvent) (args pgx.NamedArgs, ok bo
 		property, eventID = append(property, pg.NullString(c.property)), append(eventID, c.eid)
 		deliveryID, revision = append(deliveryID, c.deliveryID), append(revision, c.revision)
 	}
-	return pgx.NamedArgs{"tenants": tenants, "tenant": tenants[0], "ch_tenant_id": tenantID, "ch_provider_id": providerID, "ch_object_type": objectType,
+	return pgx.NamedArgs{"tenant": tenant, "ch_tenant_id": tenantID, "ch_provider_id": providerID, "ch_object_type": objectType,
 		"ch_object_id": objectID, "ch_revision": revision, "ch_property": property, "ch_event_id": eventID,
 		"ch_delivery_id": deliveryID}, len(providerID) > 0
 }

@@ -2,19 +2,18 @@ package ingest
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/inorder"
 	"github.com/tidemark/tidemark/internal/tracing"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Group commit. Deliveries that arrive while a group is being written wait
@@ -78,10 +77,7 @@ type ingestJob struct {
 // commitGrouped writes a delivery in its lane's next group and waits for
 // it.
 func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
-	lane, err := w.laneOf(ctx, p.TenantID)
-	if err != nil {
-		return nil, err
-	}
+	lane := w.laneOf(p.TenantID)
 	job := &ingestJob{ctx: ctx, d: d, p: p, events: events, done: make(chan error, 1), link: inorder.From(ctx), lane: lane}
 	if job.link != nil {
 		if err := job.link.WaitTurn(ctx); err != nil {
@@ -199,7 +195,7 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 	err := w.pool.SendBatch(ctx, batch).Close()
 	endBatchSpan(sql, err)
 	spans.end(len(live), rounds, err)
-	if err == nil || (len(live) == 1 && !lockTimedOut(err)) {
+	if err == nil || (len(live) == 1 && !pg.LockNotAvailable(err)) {
 		if err == nil {
 			GroupSize.Observe(float64(len(live)))
 			w.groups.measured(groupEvents(live), time.Since(began))
@@ -261,13 +257,6 @@ func (w *Writer) groupLockWait() time.Duration {
 		return 0
 	}
 	return w.laneLockWait
-}
-
-// lockTimedOut reports whether err is a lock wait that reached
-// lock_timeout.
-func lockTimedOut(err error) bool {
-	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == "55P03" // lock_not_available
 }
 
 // errEarlierNotWritten fails a delivery of a queue worker's chain whose

@@ -54,7 +54,7 @@ type Job = ingestJob
 // NewJob is a delivery of events, whose scopes it creates, as the committer
 // receives it.
 func (w *Writer) NewJob(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) (*Job, error) {
-	if _, err := w.distributed(ctx); err != nil {
+	if err := w.distributed(ctx); err != nil {
 		return nil, err
 	}
 	if err := w.ensureScopes(ctx, p, events); err != nil {

@@ -32,9 +32,6 @@ func defaultLanes(maxConns int32) int {
 	return max(1, int(maxConns)/16)
 }
 
-// Lanes sets the number of lanes tenants are spread over in one process.
-func Lanes(n int) Option { return func(w *Writer) { w.lanes = max(1, n) } }
-
 // groupQueues holds the deliveries waiting for their lane's committer.
 type groupQueues struct {
 	mu sync.Mutex
@@ -59,60 +56,53 @@ type lane struct {
 	turns []int64
 }
 
-// laneOf is the key of the lane of a tenant's deliveries.
-func (w *Writer) laneOf(ctx context.Context, tenantID int64) (int64, error) {
-	citus, err := w.distributed(ctx)
-	if err != nil {
-		return 0, pg.Translate(err)
+// laneOf is the key of the lane of a tenant's deliveries; the write
+// has asked distributed first (writer.go).
+func (w *Writer) laneOf(tenantID int64) int64 {
+	if w.onCitus() {
+		return tenantID
 	}
-	if citus {
-		return tenantID, nil
-	}
-	return tenantID % int64(w.lanes), nil
+	return tenantID % int64(w.lanes)
 }
 
 // citusSQL tells whether the database has Citus. Sent unprepared: every
 // ingest connection prepares the ingest statements and no others.
 const citusSQL = `SELECT EXISTS (SELECT FROM pg_extension WHERE extname = 'citus')`
 
-// distributed reports whether the database has Citus, asked once; an error
-// is returned and asked again next time, never taken for an answer.
-func (w *Writer) distributed(ctx context.Context) (bool, error) {
-	w.citusMu.Lock()
-	defer w.citusMu.Unlock()
-	if w.citusKnown {
-		return w.citus, nil
+// Whether the database has Citus, in Writer.citus: not asked yet, or the
+// answer.
+const (
+	citusUnknown int32 = iota
+	citusAbsent
+	citusPresent
+)
+
+// distributed asks once whether the database has Citus; an error is
+// returned and asked again by the next write, never taken for an answer.
+func (w *Writer) distributed(ctx context.Context) error {
+	if w.citus.Load() != citusUnknown {
+		return nil
 	}
 	var citus bool
-	err := w.pool.QueryRow(ctx, citusSQL, pgx.QueryExecModeSimpleProtocol).Scan(&citus)
-	if err != nil {
-		return false, err
+	if err := w.pool.QueryRow(ctx, citusSQL, pgx.QueryExecModeSimpleProtocol).Scan(&citus); err != nil {
+		return pg.Translate(err)
 	}
-	w.citus, w.citusKnown = citus, true
-	return citus, nil
+	if citus {
+		w.citus.Store(citusPresent)
+	} else {
+		w.citus.Store(citusAbsent)
+	}
+	return nil
 }
 
-// onCitus is what distributed found. Every delivery's write asks
-// distributed first (writer.go), so it is known by the time a statement
-// is queued.
-func (w *Writer) onCitus() bool {
-	w.citusMu.Lock()
-	defer w.citusMu.Unlock()
-	return w.citus
-}
+// onCitus is what distributed found: every write asks it first.
+func (w *Writer) onCitus() bool { return w.citus.Load() == citusPresent }
 
 // enqueue adds job to its tenant's queue in its lane, and reports
 // whether the lane has no committer yet: the caller starts one. Called
 // with mu held.
 func (q *groupQueues) enqueue(job *ingestJob) (start bool) {
-	if q.pending == nil {
-		q.pending, q.lanes, q.parked = map[int64][]*ingestJob{}, map[int64]*lane{}, map[int64]bool{}
-	}
-	l, running := q.lanes[job.lane]
-	if !running {
-		l = &lane{}
-		q.lanes[job.lane] = l
-	}
+	l, running := q.lane(job.lane)
 	tenantID := job.p.TenantID
 	queue := q.pending[tenantID]
 	if len(queue) == 0 {
@@ -120,6 +110,24 @@ func (q *groupQueues) enqueue(job *ingestJob) (start bool) {
 	}
 	q.pending[tenantID] = append(queue, job)
 	return !running
+}
+
+// init makes the maps of a zero groupQueues. Called with mu held.
+func (q *groupQueues) init() {
+	if q.pending == nil {
+		q.pending, q.lanes, q.parked = map[int64][]*ingestJob{}, map[int64]*lane{}, map[int64]bool{}
+	}
+}
+
+// lane returns the lane keyed key, made when it has no committer yet
+// (running false): the caller starts one. Called with mu held.
+func (q *groupQueues) lane(key int64) (l *lane, running bool) {
+	q.init()
+	if l, running = q.lanes[key]; !running {
+		l = &lane{}
+		q.lanes[key] = l
+	}
+	return l, running
 }
 
 // takeGroup removes the next group of the lane keyed key from its tenants'
@@ -163,9 +171,7 @@ func (q *groupQueues) takeGroup(key int64) []*ingestJob {
 func (q *groupQueues) park(tenants []int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.parked == nil {
-		q.parked = map[int64]bool{}
-	}
+	q.init()
 	for _, t := range tenants {
 		q.parked[t] = true
 	}
@@ -181,14 +187,7 @@ func (q *groupQueues) unpark(key, tenantID int64) (start bool) {
 	if len(q.pending[tenantID]) == 0 {
 		return false
 	}
-	if q.lanes == nil {
-		q.lanes = map[int64]*lane{}
-	}
-	l, running := q.lanes[key]
-	if !running {
-		l = &lane{}
-		q.lanes[key] = l
-	}
+	l, running := q.lane(key)
 	if !slices.Contains(l.turns, tenantID) {
 		l.turns = append(l.turns, tenantID)
 	}

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"fmt"
-	"slices"
 	"strconv"
 	"time"
 
@@ -59,28 +58,18 @@ func plan(group []*ingestJob, shard, shards int, lockWait time.Duration) []step 
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
 	steps := []step{{stmt: stGenericPlans, args: lockWaitArgs(lockWait)}, {stmt: stDeliveries, args: args}}
-	tenants := tenantsOf(group)
+	// The group's only tenant on Citus, which its statements filter by
+	// (statements.go).
+	tenant := group[0].p.TenantID
 	for r, round := range inRounds(events) {
-		steps = append(steps, roundSteps(tenants, round, (shard+r)%shards)...)
+		steps = append(steps, roundSteps(tenant, round, (shard+r)%shards)...)
 	}
 	// Last: it takes the tenants' change positions, whose locks are held
 	// until commit (changes.go).
-	if args, ok := changeArgs(tenants, events); ok {
+	if args, ok := changeArgs(tenant, events); ok {
 		steps = append(steps, step{stmt: stChanges, args: args})
 	}
 	return steps
-}
-
-// tenantsOf is the tenants of a group's deliveries, each once, in order.
-// Every statement names them as constants besides each row's own tenant:
-// that is what lets Citus route a statement to one tenant's shards.
-func tenantsOf(group []*ingestJob) []int64 {
-	var tenants []int64
-	for _, job := range group {
-		tenants = append(tenants, job.p.TenantID)
-	}
-	slices.Sort(tenants)
-	return slices.Compact(tenants)
 }
 
 // prepared is the n-th event of job, rejected if its scope is disabled,
@@ -154,8 +143,8 @@ func inRounds(events []roundEvent) [][]roundEvent {
 // upserts in one statement when the round has no lead signup, else the
 // claim, each signup's locks and find-or-create, and the guards; then the
 // outcome statement.
-func roundSteps(tenants []int64, round []roundEvent, shard int) []step {
-	args := roundArgs(tenants, round, shard)
+func roundSteps(tenant int64, round []roundEvent, shard int) []step {
+	args := roundArgs(tenant, round, shard)
 	var claims, leads, wholes, properties bool
 	for _, ev := range round {
 		claims = claims || ev.key != nil
@@ -196,9 +185,10 @@ func roundSteps(tenants []int64, round []roundEvent, shard int) []step {
 	return append(steps, step{stmt: stOutcome, args: args, round: round})
 }
 
-// roundArgs are the parameters of a round's statements: the group's
-// tenants, and one array per column of eventRows, in round order.
-func roundArgs(tenants []int64, round []roundEvent, shard int) pgx.NamedArgs {
+// roundArgs are the parameters of a round's statements: one array per
+// column of eventRows, in round order, and the group's first tenant (its
+// only one on Citus).
+func roundArgs(tenant int64, round []roundEvent, shard int) pgx.NamedArgs {
 	n := len(round)
 	var (
 		tenantID    = make([]int64, n)
@@ -242,7 +232,7 @@ func roundArgs(tenants []int64, round []roundEvent, shard int) pgx.NamedArgs {
 		}
 	}
 	return pgx.NamedArgs{
-		"tenants": tenants, "tenant": tenants[0], "tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
+		"tenant": tenant, "tenant_id": tenantID, "shard": shard, "provider_id": providerID, "delivery_id": deliveryID, "seq": seq,
 		"now": now, "object_type": objectType, "action": action, "event_id": eventID, "object_id": objectID,
 		"revision": revision, "snapshot": snapshot, "payload": payload, "reject_reason": reject, "key": key,
 		"identifier": identifier, "ttl": ttl, "property": property, "revision_at": revisionAt,

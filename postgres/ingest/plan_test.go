@@ -168,7 +168,7 @@ func TestRoundStatementsFollowWhatTheRoundHolds(t *testing.T) {
 			for n, e := range job.events {
 				round = append(round, prepared(job, n, e))
 			}
-			steps := roundSteps([]int64{planTenant}, round, 0)
+			steps := roundSteps(planTenant, round, 0)
 			if got := statementsOf(steps); !slices.Equal(got, tc.want) {
 				t.Fatalf("statements %q, want %q", got, tc.want)
 			}

@@ -78,7 +78,7 @@ const claimSQL = claimKeysSQL
 const claimedEvents = `
     FROM ` + applyRows + `
     JOIN LATERAL (SELECT FROM idempotency_keys k
-                  WHERE k.tenant_id = e.tenant_id AND k.tenant_id = ANY(@tenants::bigint[]) AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
+                  WHERE k.tenant_id = e.tenant_id AND k.key = e.key AND k.delivery_id = e.delivery_id AND k.seq = e.seq
                   LIMIT 1) claimed ON true`
 
 // Steps 1 and 2 in one statement, for a round without lead signups: the
@@ -261,9 +261,9 @@ WITH facts AS (
                 ELSE (r.property_revisions ->> e.property)::bigint END AS cur_revision,
            ` + projectedRecord + ` AS cur_snapshot
     FROM ` + eventRows + `
-    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id AND c.tenant_id = ANY(@tenants::bigint[])
+    LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id
                        AND c.key = e.key LIMIT 1) c ON true
-    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = e.tenant_id AND r.tenant_id = ANY(@tenants::bigint[])
+    LEFT JOIN LATERAL (SELECT * FROM records r WHERE r.tenant_id = e.tenant_id
                        AND r.provider_id = e.provider_id
                        AND r.object_type = e.object_type AND r.object_id = e.object_id LIMIT 1) r ON true
 ), rivalled AS (
@@ -283,11 +283,11 @@ WITH facts AS (
             UNION ALL
             SELECT 2, a.applied_at, a.id, a.event_id, ` + projectedAccepted + `
             FROM accepted_revisions a
-            WHERE a.tenant_id = f.tenant_id AND a.tenant_id = ANY(@tenants::bigint[]) AND a.provider_id = f.provider_id AND a.object_type = f.object_type
+            WHERE a.tenant_id = f.tenant_id AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
             SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
-            WHERE s.tenant_id = f.tenant_id AND s.tenant_id = ANY(@tenants::bigint[]) AND s.provider_id = f.provider_id AND s.object_type = f.object_type
+            WHERE s.tenant_id = f.tenant_id AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
               -- No event is logged after the round's latest (a day allows

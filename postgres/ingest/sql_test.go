@@ -13,9 +13,13 @@ var update = flag.Bool("update", false, "rewrite testdata/<name>.sql from the st
 
 // goldens are the files that show st whole as each database is sent it,
 // with @name parameters, ready to paste into psql: testdata/<name>.sql on
-// PostgreSQL, testdata/<name>.citus.sql on Citus.
+// PostgreSQL, and testdata/<name>.citus.sql on Citus where that differs.
 func goldens(st *statement) (paths, texts []string) {
-	for _, form := range []struct{ suffix, db, sql string }{{"", "PostgreSQL", st.postgres}, {".citus", "Citus", st.citus}} {
+	forms := []struct{ suffix, db, sql string }{{"", "PostgreSQL", st.postgres}}
+	if st.citus != st.postgres {
+		forms = append(forms, struct{ suffix, db, sql string }{".citus", "Citus", st.citus})
+	}
+	for _, form := range forms {
 		paths = append(paths, filepath.Join("testdata", st.name+form.suffix+".sql"))
 		texts = append(texts, "-- "+st.name+", whole, as "+form.db+" is sent it, from the registry of postgres/ingest (statements.go).\n"+
 			"-- Regenerate with: go test ./postgres/ingest -run Golden -update\n"+strings.TrimSpace(form.sql)+"\n")
@@ -24,8 +28,8 @@ func goldens(st *statement) (paths, texts []string) {
 }
 
 // TestGoldenStatements: every statement of the registry is in
-// testdata/<name>.sql and <name>.citus.sql exactly as it runs on each, and
-// testdata holds no other.
+// testdata/<name>.sql (and <name>.citus.sql) exactly as it runs on each,
+// and testdata holds no other.
 // A change to a statement or to a fragment of it fails here until its
 // golden file is regenerated (-update), so the change shows in review.
 func TestGoldenStatements(t *testing.T) {

@@ -49,9 +49,8 @@ type statement struct {
 }
 
 func newStatement(name, source string, idle func() pgx.NamedArgs) *statement {
-	st := &statement{name: name, postgres: routingTerm.ReplaceAllString(source, ""), idle: idle}
-	st.Statement = pg.Named(st.postgres)
-	return st.withCitus(routedLookup.ReplaceAllString(source, "$1.tenant_id = @tenant::bigint"))
+	st := &statement{name: name, postgres: source, Statement: pg.Named(source), idle: idle}
+	return st.withCitus(joinByTenant.ReplaceAllString(source, "$1.tenant_id = @tenant::bigint"))
 }
 
 // withCitus is st with citus as its form for Citus, written for a group of
@@ -61,23 +60,19 @@ func (st *statement) withCitus(citus string) *statement {
 	return st
 }
 
-// The statements are written for a group of any number of tenants: each
-// lookup joins a table's row to the event's by tenant, and names the
-// group's tenants as constants beside (routingTerm, "AND k.tenant_id =
-// ANY(@tenants::bigint[])"). Each database is sent its own form.
-// PostgreSQL's leaves the routing terms out: there the second condition on
-// tenant_id misleads the planner's estimates, which then scanned a
-// tenant's whole change feed backwards for each change. Citus routes a
-// statement to a tenant's shards only when every lookup names the tenant
-// as a constant, alone: with the join beside it a delivery took 600-870
-// ms against 40-70. A group on Citus holds one tenant (lanes.go), so its
-// form looks each row up by that one tenant, a parameter of its own
-// (routedLookup): Citus plans a statement anew for each value of a plain
-// parameter it routes by, and routed (@tenants)[1] to every shard.
-var (
-	routingTerm  = regexp.MustCompile(` AND \w+\.tenant_id = ANY\(@tenants::bigint\[\]\)`)
-	routedLookup = regexp.MustCompile(`(\w+)\.tenant_id = \w+\.tenant_id AND \w+\.tenant_id = ANY\(@tenants::bigint\[\]\)`)
-)
+// The statements are written for a group of any number of tenants, which
+// PostgreSQL is sent as they are: every row carries its tenant, and a table
+// is joined to a row by it. Citus routes a statement to a tenant's shards
+// only when each table is filtered by the tenant as a constant, and a group
+// on Citus holds one tenant (lanes.go), so its form filters every join by
+// tenant by that one tenant, @tenant, a plain parameter (joinByTenant):
+// Citus plans a statement anew for each value of a parameter it routes by.
+// Neither form may name the group's tenants as a constant list beside the
+// join: PostgreSQL's generic plan then chose the change feed's primary key
+// and scanned a tenant's whole feed backwards for each change, and Citus,
+// which cannot route by that join, took 600-870 ms a delivery against
+// 40-70.
+var joinByTenant = regexp.MustCompile(`(\w+)\.tenant_id = \w+\.tenant_id\b`)
 
 // sent is the statement as sent to the database, Citus or not.
 func (st *statement) sent(citus bool) pg.Statement {
@@ -109,7 +104,7 @@ var ingestStatements = [numStatements]*statement{
 			"email": "", "name": nil, "company": nil, "domain": nil, "campaign": "", "source": nil}
 	}),
 	// No event: no change, and the head row is not touched.
-	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs([]int64{0}, nil); return args }).
+	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs(0, nil); return args }).
 		withCitus(changesOneTenantSQL),
 }
 
@@ -151,7 +146,7 @@ func lockWaitArgs(d time.Duration) pgx.NamedArgs {
 // noEvents are the arguments of a group with no delivery and no event:
 // every statement runs on empty arrays.
 func noEvents() pgx.NamedArgs {
-	args := roundArgs([]int64{0}, nil, 0)
+	args := roundArgs(0, nil, 0)
 	var none deliveryRows
 	none.set(args)
 	return args

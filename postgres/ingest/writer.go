@@ -17,7 +17,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -53,9 +53,7 @@ type Writer struct {
 	laneLockWait  time.Duration // bound of a lane's group's lock waits (committer.go)
 	maxQueued     int           // deliveries one tenant may have waiting
 
-	// citus is whether the database is distributed, once citusKnown.
-	citusMu           sync.Mutex
-	citus, citusKnown bool
+	citus atomic.Int32 // whether the database has Citus (lanes.go)
 
 	// beforeCommitSQL, when set by a test, is a statement appended to every
 	// ingest transaction after all of its work and before it commits: an
@@ -131,8 +129,8 @@ func (w *Writer) Replay(ctx context.Context, d domain.Delivery, p domain.Provide
 // transaction committed by m, again after a lost deadlock, and again
 // without the events PostgreSQL refuses.
 func (w *Writer) write(ctx context.Context, m mode, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, then beforeCommit) ([]domain.Result, error) {
-	if _, err := w.distributed(ctx); err != nil {
-		return nil, pg.Translate(err)
+	if err := w.distributed(ctx); err != nil {
+		return nil, err
 	}
 	events = slices.Clone(events)
 	for i := range events {

@@ -35,4 +35,4 @@ FROM applied_property a JOIN unnest(@tenant_id::bigint[], @key::bytea[], @delive
     @event_id::text[], @now::timestamptz[])
   WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
     snapshot, event_id, now, i)
-  ON e.tenant_id = a.tenant_id AND e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq
+  ON e.tenant_id = @tenant::bigint AND e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq

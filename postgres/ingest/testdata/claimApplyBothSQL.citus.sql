@@ -25,7 +25,7 @@ applied AS (INSERT INTO
     @event_id::text[], @now::timestamptz[])
   WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
     snapshot, event_id, now, i)
-    JOIN claimed c ON c.tenant_id = e.tenant_id AND c.key = e.key AND c.delivery_id = e.delivery_id AND c.seq = e.seq
+    JOIN claimed c ON c.tenant_id = @tenant::bigint AND c.key = e.key AND c.delivery_id = e.delivery_id AND c.seq = e.seq
     WHERE e.revision IS NOT NULL AND e.property IS NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
@@ -46,7 +46,7 @@ applied_property AS (INSERT INTO
     @event_id::text[], @now::timestamptz[])
   WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
     snapshot, event_id, now, i)
-    JOIN claimed c ON c.tenant_id = e.tenant_id AND c.key = e.key AND c.delivery_id = e.delivery_id AND c.seq = e.seq
+    JOIN claimed c ON c.tenant_id = @tenant::bigint AND c.key = e.key AND c.delivery_id = e.delivery_id AND c.seq = e.seq
     WHERE e.revision IS NOT NULL AND e.property IS NOT NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
@@ -71,4 +71,4 @@ FROM applied_property a JOIN unnest(@tenant_id::bigint[], @key::bytea[], @delive
     @event_id::text[], @now::timestamptz[])
   WITH ORDINALITY AS e (tenant_id, key, delivery_id, seq, revision, property, lead, provider_id, object_type, object_id,
     snapshot, event_id, now, i)
-  ON e.tenant_id = a.tenant_id AND e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq
+  ON e.tenant_id = @tenant::bigint AND e.delivery_id = a.last_applied_delivery AND e.seq = a.last_applied_seq

@@ -101,7 +101,7 @@ WITH facts AS (
     RETURNING id, tenant_id, conflicting_event_id, provider_id, object_type, object_id
 ), answered AS (
     SELECT d.*, c.id AS conflict_id FROM decided d
-    LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.tenant_id = d.tenant_id AND c.provider_id = d.provider_id
+    LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.tenant_id = @tenant::bigint AND c.provider_id = d.provider_id
          AND c.object_type = d.object_type AND c.object_id = d.object_id
 ), logged AS (
     INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,

@@ -71,6 +71,13 @@ func Retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
+// LockNotAvailable reports whether err is a lock wait cut short by
+// lock_timeout (or a NOWAIT lock not granted).
+func LockNotAvailable(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == "55P03"
+}
+
 func NotFound(format string, args ...any) error {
 	return domain.Errorf(domain.ENOTFOUND, format, args...)
 }
