@@ -35,6 +35,11 @@ func Every(name string, first time.Duration, fn func(ctx context.Context) (next 
 				return nil
 			case <-timer.C:
 			}
+			// A select with both ready picks either: a node that stopped
+			// while the timer fired must not start another round.
+			if ctx.Err() != nil {
+				return nil
+			}
 			wait = fn(ctx)
 		}
 	})
