@@ -20,7 +20,8 @@ test:
 test-e2e:
 	TIDEMARK_E2E=1 $(GO) test -race -count=1 ./...
 
-# Every suite of postgres/ and the two-node test on Citus (docs/scale.md#on-citus), every test's
+# Every suite of postgres/, queued mode's workers (NATS on 127.0.0.1:4222) and the two-node test
+# on Citus (docs/scale.md#on-citus), every test's
 # database distributed over a coordinator and two workers that each test
 # process starts. TestDistribute and TestServeOnCitus start their own
 # cluster and run with test-e2e.
@@ -30,7 +31,7 @@ test-citus:
 	$(CITUS_TESTS) ./postgres ./postgres/access ./postgres/alertcheck ./postgres/alerts ./postgres/apicreds \
 		./postgres/backfills ./postgres/changefeed ./postgres/deliverylog ./postgres/destinations ./postgres/ingest \
 		./postgres/maintain ./postgres/outbound ./postgres/people ./postgres/reconcile ./postgres/replay \
-		./postgres/review ./postgres/search ./postgres/secretkeys
+		./postgres/review ./postgres/search ./postgres/secretkeys ./internal/queue
 	$(CITUS_TESTS) ./cmd/tidemark -run 'TestTwoNodesOneDatabase'
 	$(GO) run ./internal/citustest/cmd/citus-cluster -sweep
 
