@@ -88,3 +88,7 @@ func (w *Writer) SetLaneLockWait(d time.Duration) { w.laneLockWait = d }
 
 // SetLanes sets the number of lanes the tenants are spread over.
 func (w *Writer) SetLanes(n int) { w.lanes = n }
+
+// EndpointSQL is the statement that reads an endpoint once its tenant's
+// id is known.
+const EndpointSQL = endpointSQL
