@@ -222,6 +222,11 @@ func TestAlertEventsReachSubscribedDestinations(t *testing.T) {
 		t.Errorf("globex's destination got %d messages, want only globex's alert", len(theirs))
 	}
 
+	// Attempts are recorded once their answers are read, a moment after
+	// the receivers counted the requests.
+	waitFor(t, 30*time.Second, "the attempts recorded", func() bool {
+		return len(e.attempts(t, da.ID)) >= 2 && len(e.attempts(t, dr.ID)) >= 1
+	})
 	as := e.attempts(t, da.ID)
 	if len(as) != 2 || as[0].Type != "alert.fired" || as[1].Type != "alert.resolved" || !as[0].Delivered() ||
 		as[0].ChangeID != got[0].header.Get("webhook-id") {
@@ -270,6 +275,9 @@ func TestAlertRetriesHonourRetryAfter(t *testing.T) {
 	if gap := got[2].at.Sub(got[1].at); gap < 4*time.Second {
 		t.Errorf("retried %s after the second failure, before its backoff of 4 s", gap)
 	}
+	// The sender records an attempt once its answer is read, a moment
+	// after the receiver counted the request (CI saw 3 of 4).
+	waitFor(t, 30*time.Second, "four attempts recorded", func() bool { return len(e.attempts(t, d.ID)) >= 4 })
 	var statuses []int
 	for _, a := range e.attempts(t, d.ID) {
 		statuses = append(statuses, a.Status)

@@ -55,6 +55,9 @@ func TestRetriesKeepRecordOrder(t *testing.T) {
 			t.Errorf("change 2 was sent before change 1 of its record was answered 2xx")
 		}
 	}
+	// Attempts are recorded once their answers are read, a moment after
+	// the receiver counted the requests.
+	waitFor(t, 30*time.Second, "five attempts recorded", func() bool { return len(e.attempts(t, d.ID)) >= 5 })
 	var statuses []int
 	for _, at := range e.attempts(t, d.ID) {
 		if at.Position == 1 {
