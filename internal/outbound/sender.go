@@ -27,6 +27,7 @@ const (
 	DefaultLeaseEvery = 2 * time.Second
 	DefaultPoll       = 100 * time.Millisecond
 	DefaultMaxLeases  = 64
+	DefaultDrain      = 5 * time.Second
 )
 
 // Options configure a Sender; zero fields take the defaults.
@@ -43,6 +44,10 @@ type Options struct {
 	Poll time.Duration
 	// Timeout bounds the wait for an answer (stream.DestinationTimeout).
 	Timeout time.Duration
+	// Drain is how long a stopping worker lets its sends in flight finish
+	// (default 5 s): each answer it waits for is recorded, and not sent
+	// again by the node that takes the destination next.
+	Drain time.Duration
 	// MaxLeases is how many destinations this node sends at most.
 	MaxLeases int
 	Log       *slog.Logger
@@ -56,6 +61,7 @@ func (o Options) withDefaults() Options {
 	o.LeaseEvery = cmpOr(o.LeaseEvery, DefaultLeaseEvery)
 	o.Poll = cmpOr(o.Poll, DefaultPoll)
 	o.Timeout = cmpOr(o.Timeout, stream.DestinationTimeout)
+	o.Drain = cmpOr(o.Drain, DefaultDrain)
 	if o.MaxLeases == 0 {
 		o.MaxLeases = DefaultMaxLeases
 	}
@@ -110,10 +116,12 @@ func (s *Sender) Run(ctx context.Context) error {
 	defer s.nats.close()
 	defer func() {
 		var held []stream.LeasedDestination
+		var draining sync.WaitGroup
 		for _, w := range workers {
-			w.stop()
+			draining.Go(func() { w.stop(s.o.Drain) }) // together: each for up to Drain
 			held = append(held, w.destination())
 		}
+		draining.Wait()
 		if len(held) == 0 {
 			return
 		}
@@ -160,7 +168,7 @@ func (s *Sender) lease(ctx context.Context, workers map[destKey]*worker) {
 	}
 	for k, w := range workers {
 		if !held[k] {
-			w.stop()
+			w.stop(0) // at once: the lease loop renews the others
 			delete(workers, k)
 			s.o.Log.Info("destination sender: stopped; lease not renewed (paused, failing, deleted or taken)",
 				"tenant_id", k.tenantID, "destination_id", k.id)

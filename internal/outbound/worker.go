@@ -22,15 +22,20 @@ type worker struct {
 	lease leaseState
 	log   *slog.Logger
 
-	ctx    context.Context
+	ctx    context.Context // the worker's loop: ends when it stops
 	cancel context.CancelFunc
-	done   chan struct{}
+	// sends is the sends' context: it ends Drain after the worker stops,
+	// so an answer on its way is recorded rather than sent again.
+	sends       context.Context
+	cancelSends context.CancelFunc
+	done        chan struct{}
 }
 
 // startWorker runs a worker for d, whose lease runs until until.
 func startWorker(ctx context.Context, s *Sender, d stream.LeasedDestination, until time.Time) *worker {
 	w := &worker{s: s, done: make(chan struct{}), log: s.o.Log.With("tenant_id", d.TenantID, "destination_id", d.ID)}
 	w.ctx, w.cancel = context.WithCancel(ctx)
+	w.sends, w.cancelSends = context.WithCancel(context.WithoutCancel(ctx))
 	w.lease.set(d, until)
 	go w.run()
 	return w
@@ -52,9 +57,13 @@ func (w *worker) exited() bool {
 	}
 }
 
-// stop cancels the worker's sends and waits until it has exited.
-func (w *worker) stop() {
+// stop ends the worker's loop, lets the sends in flight finish for up to
+// drain (each is cut off when the lease would end in any case), and waits
+// until it has exited with their answers recorded.
+func (w *worker) stop(drain time.Duration) {
 	w.cancel()
+	cut := time.AfterFunc(drain, w.cancelSends)
+	defer cut.Stop()
 	<-w.done
 }
 
@@ -95,6 +104,7 @@ func (w *worker) run() {
 	defer func() {
 		w.cancel()
 		close(todo)
+		defer w.cancelSends()
 		senders.Wait()
 		close(answers)
 		w.recordLast(d, pending, answers)
@@ -213,9 +223,9 @@ func (w *worker) cycle(ctx context.Context, d stream.LeasedDestination, pending 
 	return false
 }
 
-// send makes one attempt, cut off at the timeout or when the lease would
-// end. A change whose turn comes when the worker stops, or with less than
-// half the lease left, is not sent.
+// send makes one attempt, cut off at the timeout, when the lease would end
+// or when the worker's drain ends. A change whose turn comes when the
+// worker stops, or with less than half the lease left, is not sent.
 func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	d, until := w.lease.get()
 	r := stream.AttemptResult{DestinationAttempt: stream.DestinationAttempt{Position: c.Position, ChangeID: c.MessageID()}}
@@ -226,7 +236,7 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	if until.Before(deadline) {
 		deadline = until
 	}
-	sctx, cancel := context.WithDeadline(ctx, deadline)
+	sctx, cancel := context.WithDeadline(w.sends, deadline)
 	defer cancel()
 	sctx, span := tracing.StartRoot(sctx, "destination send", trace.WithSpanKind(trace.SpanKindProducer))
 	start := time.Now()
@@ -241,7 +251,7 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	}
 	r.At, r.Status, r.Error, r.Duration = start, a.status, a.err, time.Since(start)
 	endSendSpan(span, d, c, r)
-	if !r.Delivered() && (ctx.Err() != nil || !time.Now().Before(until)) {
+	if !r.Delivered() && (w.sends.Err() != nil || !time.Now().Before(until)) {
 		return sent{result: r, discard: true}
 	}
 	if !r.Delivered() {
