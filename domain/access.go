@@ -2,23 +2,36 @@ package domain
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"net/netip"
 	"slices"
-	"strings"
 	"time"
 )
 
-// Sign-in throttling. Each password check takes a slot before it runs:
-// MaxLoginChecks per account and client address key within LoginWindow (a
-// success frees the account's slots from that address), and
-// MaxLoginChecksAddress per address key over all accounts (a success gives
-// its slot back). A stranger elsewhere cannot lock an operator out.
+// Sign-in throttling. Each password check takes two slots before it runs,
+// the account's first: MaxLoginChecks per account and client address key
+// within LoginWindow (a success frees the account's slots from that
+// address), then MaxLoginChecksAddress per address key over all accounts
+// (a success gives its slot back). An attempt refused for the account's
+// slots takes none of the address's, so failures against one account
+// cannot lock the address's other accounts out: the address's limit, far
+// larger, only stops floods across many accounts. A stranger elsewhere
+// cannot lock an operator out.
 const (
 	LoginWindow           = 15 * time.Minute
 	MaxLoginChecks        = 5
-	MaxLoginChecksAddress = 20
+	MaxLoginChecksAddress = 200
+)
+
+// The refusals of Authenticate that checked no password: too many
+// recent checks for the account from the address, too many for the
+// address over all accounts, and too many checks running or waiting on
+// this node.
+var (
+	ErrSignInThrottledAccount = Errorf(EUNAUTHORIZED,
+		"Too many failed sign-ins for this account from your network address. Wait %d minutes and try again.", int(LoginWindow.Minutes()))
+	ErrSignInThrottledAddress = Errorf(EUNAUTHORIZED,
+		"Too many failed sign-ins from your network address. Wait %d minutes and try again.", int(LoginWindow.Minutes()))
+	ErrSignInBusy = Errorf(EUNAVAILABLE, "Too many sign-ins are being checked right now. Wait a few seconds and try again.")
 )
 
 // Sign-in input limits, checked before any hashing or query: the longest
@@ -35,15 +48,6 @@ const (
 	SignInUnknownAccount = "unknown account"
 	SignInThrottled      = "throttled"
 )
-
-// SignInAuditName is how the audit log names the email of a refused
-// sign-in that checked no real account's password: prefix and a short
-// hash, so the append-only log keeps neither attacker-chosen text nor a
-// name matching a real operator's, while equal emails still match.
-func SignInAuditName(prefix, email string) string {
-	sum := sha256.Sum256([]byte(strings.ToLower(NormalizeEmail(email))))
-	return prefix + ":" + hex.EncodeToString(sum[:8])
-}
 
 // CheckSignIn refuses an empty or over-long email or password (EINVALID),
 // so that such input costs neither a hash nor a query.
@@ -81,9 +85,12 @@ type AccessService interface {
 	// carries the actor (WithActor): every attempt past CheckSignIn, signed
 	// in or refused, is recorded as a sign_in audit entry with the
 	// attempt's throttling bookkeeping. Input CheckSignIn refuses is
-	// EINVALID; too many recent checks give an EUNAUTHORIZED error saying
-	// when to retry, and a wrong email or password a generic EUNAUTHORIZED
-	// error.
+	// EINVALID; too many recent checks give ErrSignInThrottledAccount or
+	// ErrSignInThrottledAddress (EUNAUTHORIZED, saying when to retry), a
+	// wrong email or password a generic EUNAUTHORIZED error, and a check
+	// that found every place to check a password taken and their waiting
+	// room full ErrSignInBusy (EUNAVAILABLE; its slots are given back,
+	// and it is not audited).
 	Authenticate(ctx context.Context, email, password, address string) (User, error)
 	// VisibleTenants lists the tenants the operator may open, by slug.
 	VisibleTenants(ctx context.Context, u User) ([]Tenant, error)

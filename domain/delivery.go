@@ -31,7 +31,10 @@ type Delivery struct {
 	Body       []byte  // kept only when the sender was authenticated
 	Request    Request // what the request said, credentials redacted
 	ReplayOf   string  // the delivery this one replays; "" for one that arrived
-	Source     string  // SourceBackfill, or "" for one a provider sent
+	// ReplayOfAt is when ReplayOf was received, which locates its events:
+	// a replay's events that say what they said refer to them.
+	ReplayOfAt time.Time
+	Source     string // SourceBackfill, or "" for one a provider sent
 }
 
 // SourceBackfill is the source of a delivery Tidemark made of records it
@@ -320,9 +323,10 @@ type IngestService interface {
 	// event, in order, in one transaction. Nothing is stored on error.
 	Ingest(ctx context.Context, d Delivery, p ProviderEndpoint, events []Event) ([]Result, error)
 	// LogRefusals records refused deliveries in one round trip: each count
-	// is added to its provider's DeliveryRejected counter for its hour, and
-	// each sample is kept with its reason for the console. Counts and
-	// samples of a provider that no longer exists are dropped.
+	// is added to its provider's count of refusals for its minute (which
+	// the refusals alert sums) and to its DeliveryRejected counter for its
+	// hour, and each sample is kept with its reason for the console. Counts
+	// and samples of a provider that no longer exists are dropped.
 	LogRefusals(ctx context.Context, counts []RefusalCount, samples []Delivery) error
 	// LogOverloads adds deliveries refused for overload to their tenant's
 	// counts per hour and reason, in one round trip. Counts of a tenant
@@ -331,10 +335,13 @@ type IngestService interface {
 }
 
 // RefusalCount is how many deliveries of one provider were refused within
-// one hour.
+// one minute.
 type RefusalCount struct {
 	TenantID   int64
 	ProviderID int64
-	Hour       time.Time // the start of the hour, UTC
+	Minute     time.Time // the start of the minute, UTC (RefusalMinute)
 	N          int64
 }
+
+// RefusalMinute is the minute a delivery received at at is counted in.
+func RefusalMinute(at time.Time) time.Time { return at.UTC().Truncate(time.Minute) }

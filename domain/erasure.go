@@ -3,7 +3,6 @@ package domain
 import (
 	"context"
 	"crypto/sha256"
-	"fmt"
 	"time"
 )
 
@@ -18,38 +17,31 @@ const (
 )
 
 // ErasureKey names an erased record or lead by a hash of the tenant and
-// its key: the tombstone keeps no id or email.
+// its key (IDHasher.RecordErasureKey, LeadErasureKey): the tombstone keeps
+// no id or email.
 type ErasureKey struct {
 	Kind string
 	Hash [sha256.Size]byte
 }
 
-// RecordErasureKey is the key of a provider's record.
-func RecordErasureKey(tenantID, providerID int64, objectType, objectID string) ErasureKey {
-	return ErasureKey{Kind: ErasedRecord, Hash: sha256.Sum256(fmt.Appendf(nil, "record\x00%d\x00%d\x00%s\x00%s",
-		tenantID, providerID, objectType, objectID))}
-}
-
-// LeadErasureKey is the key of a lead, by its email, normalised.
-func LeadErasureKey(tenantID int64, email string) ErasureKey {
-	return ErasureKey{Kind: ErasedLead, Hash: sha256.Sum256(fmt.Appendf(nil, "lead\x00%d\x00%s", tenantID,
-		NormalizeEmail(email)))}
-}
-
-// eventErasureKey is what an event of provider providerID would apply to;
-// false when it names nothing.
-func eventErasureKey(tenantID, providerID int64, e Event) (ErasureKey, bool) {
+// eventErasureKey is what an event of provider providerID would apply to,
+// under h; false when it names nothing.
+func eventErasureKey(h IDHasher, tenantID, providerID int64, e Event) (ErasureKey, bool) {
 	switch {
 	case e.Lead != nil && e.Lead.Email != "":
-		return LeadErasureKey(tenantID, e.Lead.Email), true
+		return h.LeadErasureKey(tenantID, e.Lead.Email), true
 	case e.ObjectID != "":
-		return RecordErasureKey(tenantID, providerID, e.Scope.ObjectType, e.ObjectID), true
+		return h.RecordErasureKey(tenantID, providerID, e.Scope.ObjectType, e.ObjectID), true
 	}
 	return ErasureKey{}, false
 }
 
 // ErasureChecker tells which keys were erased after a time.
 type ErasureChecker interface {
+	// ErasureHashers are the hashers tombstones may have been written
+	// under: the store's keyed one, and LegacyIDHasher for those written
+	// before the key existed or by a process without the encryption key.
+	ErasureHashers(ctx context.Context) ([]IDHasher, error)
 	// ErasedSince reports, key by key, whether the tenant erased it after
 	// since.
 	ErasedSince(ctx context.Context, tenantID int64, since time.Time, keys []ErasureKey) ([]bool, error)
@@ -60,11 +52,17 @@ type ErasureChecker interface {
 // when no event is left, else ErasedBody). It returns the events left and
 // how many it dropped.
 func DropErased(ctx context.Context, c ErasureChecker, d *Delivery, events []Event) ([]Event, int, error) {
+	hashers, err := c.ErasureHashers(ctx)
+	if err != nil {
+		return nil, 0, err
+	}
 	var keys []ErasureKey
 	var at []int
 	for i, e := range events {
-		if k, ok := eventErasureKey(d.TenantID, d.ProviderID, e); ok {
-			keys, at = append(keys, k), append(at, i)
+		for _, h := range hashers {
+			if k, ok := eventErasureKey(h, d.TenantID, d.ProviderID, e); ok {
+				keys, at = append(keys, k), append(at, i)
+			}
 		}
 	}
 	if len(keys) == 0 {

@@ -2,8 +2,6 @@ package domain
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -42,23 +40,18 @@ type RecordRef struct {
 }
 
 // AuditTarget names the record in the audit log, which is append-only
-// and outlives an erasure: by a hash of its id (HashedID), which may be
-// personal data such as an email.
-func (r RecordRef) AuditTarget() string {
-	return r.Provider + "/" + r.ObjectType + "/" + HashedID(r.ObjectID)
+// and outlives an erasure: by a keyed hash of its id (IDHasher.HashedID),
+// which may be personal data such as an email.
+func (r RecordRef) AuditTarget(h IDHasher) string {
+	return r.Provider + "/" + r.ObjectType + "/" + h.HashedID(r.ObjectID)
 }
 
-// LegacyAuditTarget is how entries written before ids were hashed name the
-// record.
-func (r RecordRef) LegacyAuditTarget() string {
-	return r.Provider + "/" + r.ObjectType + "/" + r.ObjectID
-}
-
-// HashedID is an object id as the audit log names it: "#" and the first 16
-// hex digits of its SHA-256, enough to tell records apart, not to read.
-func HashedID(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return "#" + hex.EncodeToString(sum[:8])
+// AuditTargets are every name the audit log has had for the record, for
+// looking its entries up: under h, by the unkeyed hash of entries written
+// before the key, and by the raw id of those written before ids were
+// hashed.
+func (r RecordRef) AuditTargets(h IDHasher) []string {
+	return []string{r.AuditTarget(h), r.AuditTarget(LegacyIDHasher), r.Provider + "/" + r.ObjectType + "/" + r.ObjectID}
 }
 
 // Audit actions of record repair.

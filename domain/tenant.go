@@ -22,7 +22,36 @@ type Tenant struct {
 	Slug      string
 	Name      string
 	CreatedAt time.Time
+	// MaxDestinations is how many destinations it may have.
+	MaxDestinations int
 }
+
+// Bounds of Tenant.MaxDestinations: a tenant may have DefaultMaxDestinations
+// unless an admin changes it, so that one tenant's destinations cannot
+// take every sender's slots.
+const (
+	DefaultMaxDestinations = 20
+	MaxMaxDestinations     = 10000
+)
+
+// TenantUpdate is what tidemark tenant update changes; nil leaves a field.
+type TenantUpdate struct {
+	MaxDestinations *int
+}
+
+// Check refuses values out of bounds, and an update that changes nothing.
+func (u TenantUpdate) Check() error {
+	switch {
+	case u.MaxDestinations == nil:
+		return Errorf(EINVALID, "nothing to change: give --max-destinations N")
+	case *u.MaxDestinations < 0 || *u.MaxDestinations > MaxMaxDestinations:
+		return Errorf(EINVALID, "max destinations %d: give 0 to %d", *u.MaxDestinations, MaxMaxDestinations)
+	}
+	return nil
+}
+
+// AuditTenantUpdate records a change of a tenant's limits.
+const AuditTenantUpdate = "tenant_update"
 
 // TenantService creates and finds tenants.
 type TenantService interface {
@@ -31,4 +60,6 @@ type TenantService interface {
 	CreateTenant(ctx context.Context, slug, name string) (Tenant, error)
 	// Tenant returns the tenant with that slug, or ENOTFOUND.
 	Tenant(ctx context.Context, slug string) (Tenant, error)
+	// UpdateTenant changes a tenant's limits (an admin's), audited.
+	UpdateTenant(ctx context.Context, slug string, u TenantUpdate) (Tenant, error)
 }

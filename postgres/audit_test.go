@@ -84,7 +84,7 @@ func TestAuditRecordsChanges(t *testing.T) {
 		{domain.AuditConflictResolve, tenant, func() error {
 			_, err := s.ResolveConflict(ctx, p.TenantID, conflict, domain.ResolveKeep, "  checked with sales  ", "ann@example.com")
 			return err
-		}, fmt.Sprintf("conflict %d (crm contact %s, revision 12)", conflict, domain.HashedID("c-1")), `keep: open → kept; note "checked with sales"`},
+		}, fmt.Sprintf("conflict %d (crm contact %s, revision 12)", conflict, hashedID(t, s, "c-1")), `keep: open → kept; note "checked with sales"`},
 		{domain.AuditOperatorAdmin, outside, func() error {
 			return s.SetAdmin(ctx, root, ops.ID, true)
 		}, "ops@example.com", "admin false → true"},

@@ -186,8 +186,12 @@ func (s *conflicts) ResolveConflict(ctx context.Context, tenantID, conflictID in
 		return domain.Conflict{}, domain.Errorf(domain.EINVALID, "resolution must be %q or %q, got %q",
 			domain.ResolveKeep, domain.ResolveAdopt, resolution)
 	}
+	h, err := s.ids.Hasher(ctx)
+	if err != nil {
+		return domain.Conflict{}, err
+	}
 	var resolved domain.Conflict
-	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		args := pgx.NamedArgs{"tenant_id": tenantID, "id": conflictID}
 		var providerID int64
 		row := tx.QueryRow(ctx, lockConflictSQL, args)
@@ -224,7 +228,7 @@ func (s *conflicts) ResolveConflict(ctx context.Context, tenantID, conflictID in
 			return pg.Translate(err)
 		}
 		target := fmt.Sprintf("conflict %d (%s %s %s, revision %d)", c.ID, c.Provider, c.ObjectType,
-			domain.HashedID(c.ObjectID), c.Revision)
+			h.HashedID(c.ObjectID), c.Revision)
 		err = pg.Audit(ctx, tx, tenantID, domain.AuditConflictResolve, target, resolveSummary(resolution, c.Status, status, note))
 		if err != nil || resolution != domain.ResolveAdopt {
 			return err

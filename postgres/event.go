@@ -37,13 +37,24 @@ func (s *events) EventLogChoices(ctx context.Context, tenantID int64) (domain.Ev
 // key leads with received_at, so the caller bounds it: the delivery id is a
 // UUIDv7 minted as the delivery arrived, whose timestamp narrows the search
 // to a partition or two.
+//
+// A replay's event that said what its original's event at the same
+// position said stores neither payload nor snapshot (ingest's
+// replayOutcomeSQL): they are read from the original, which is older than
+// the replay, as the replay's body is (deliverylog). An erased event has
+// none either, and neither has its original: erasure takes both.
 const eventDetailSQL = `
 SELECT e.delivery_id::text, e.seq, e.event_id, p.name, e.object_type, e.action, e.object_id, e.revision,
-       e.outcome, e.reason, e.received_at, e.conflict_id, e.payload, e.snapshot,
+       e.outcome, e.reason, e.received_at, e.conflict_id, coalesce(e.payload, o.payload), coalesce(e.snapshot, o.snapshot),
        d.status, d.signature, d.reason, d.event_count, d.source
 FROM events e
 JOIN providers p ON p.tenant_id = e.tenant_id AND p.id = e.provider_id
 LEFT JOIN deliveries d ON d.tenant_id = e.tenant_id AND d.received_at = e.received_at AND d.id = e.delivery_id
+LEFT JOIN LATERAL (
+    SELECT o.payload, o.snapshot FROM deliveries od
+    JOIN events o ON o.tenant_id = od.tenant_id AND o.received_at = od.received_at AND o.delivery_id = od.id
+    WHERE od.tenant_id = e.tenant_id AND od.id = d.replay_of AND od.received_at <= e.received_at AND o.seq = e.seq
+) o ON e.payload IS NULL
 WHERE e.tenant_id = @tenant_id AND e.delivery_id = @delivery_id::uuid AND e.seq = @seq
   AND e.received_at >= @from AND e.received_at <= @to`
 

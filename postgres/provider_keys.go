@@ -8,10 +8,11 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// AllowNewKey returns ctx with which ConnectProvider, RotateProviderSecret
-// and SetAPICredentials seal a new secret under the store's first key even
-// when the active secrets are stored under other keys: a deliberate move to
-// a new key (`--new-key`), finished by `tidemark secrets rekey`.
+// AllowNewKey returns ctx with which ConnectProvider, RotateProviderSecret,
+// SetAPICredentials, CreateDestination and RotateDestinationSecret seal a
+// new secret under the store's first key even when the secrets in use are
+// stored under other keys: a deliberate move to a new key (`--new-key`),
+// finished by `tidemark secrets rekey`.
 func AllowNewKey(ctx context.Context) context.Context { return pg.AllowNewKey(ctx) }
 
 // checkSealingKey: see pg.CheckSealingKey.

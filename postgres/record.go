@@ -160,8 +160,12 @@ LIMIT @limit`
 // withRepairs merges the record's resets and erasures into its timeline
 // entries, newest first, keeping the latest limit.
 func (s *records) withRepairs(ctx context.Context, tenantID int64, ref domain.RecordRef, entries []domain.TimelineEntry, limit int) ([]domain.TimelineEntry, error) {
+	h, err := s.ids.ForReading(ctx, s.read)
+	if err != nil {
+		return nil, err
+	}
 	rows, err := s.read.Query(ctx, timelineRepairsSQL, pgx.NamedArgs{"tenant_id": tenantID,
-		"targets": []string{ref.AuditTarget(), ref.LegacyAuditTarget()}, "limit": limit})
+		"targets": ref.AuditTargets(h), "limit": limit})
 	if err != nil {
 		return nil, pg.Translate(err)
 	}

@@ -48,8 +48,12 @@ WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @o
 
 // ResetRecord implements domain.RecordService.
 func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Record, error) {
+	h, err := s.ids.Hasher(ctx)
+	if err != nil {
+		return domain.Record{}, err
+	}
 	args := refArgs(tenantID, ref)
-	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID, revision int64
 		err := tx.QueryRow(ctx, repairLockSQL, args).Scan(&providerID, &revision)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -68,7 +72,7 @@ func (s *records) ResetRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if revision == domain.ForgottenRevision {
 			was = "revision already forgotten"
 		}
-		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(), was); err != nil {
+		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordReset, ref.AuditTarget(h), was); err != nil {
 			return err
 		}
 		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeReset, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
@@ -152,9 +156,13 @@ const (
 // EraseRecord implements domain.RecordService.
 func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.RecordRef) (domain.Erasure, error) {
 	var e domain.Erasure
+	h, err := s.ids.Hasher(ctx)
+	if err != nil {
+		return e, err
+	}
 	args := refArgs(tenantID, ref)
 	args["action"], args["forget_id"], args["erased_body"] = nil, false, []byte(domain.ErasedBody)
-	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID int64
 		err := tx.QueryRow(ctx, repairProviderSQL, args).Scan(&providerID)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -181,7 +189,7 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 			return err
 		}
 		e.Bodies += bodies
-		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, domain.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
+		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, h.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
 			return err
 		}
 		for _, st := range []struct {
@@ -199,7 +207,7 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 		if e.Records == 0 && e.Events == 0 {
 			return recordNotFound(ref)
 		}
-		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(), erasureSummary(e)); err != nil {
+		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(h), erasureSummary(e)); err != nil {
 			return err
 		}
 		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeErased, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
@@ -211,11 +219,15 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 // lead by nothing personal: its target is "lead".
 func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (domain.Erasure, error) {
 	var e domain.Erasure
+	h, err := s.ids.Hasher(ctx)
+	if err != nil {
+		return e, err
+	}
 	email = domain.NormalizeEmail(email)
 	objectType, action, _ := strings.Cut(domain.LeadSignupType, ".")
 	args := pgx.NamedArgs{"tenant_id": tenantID, "provider_id": nil, "object_type": objectType,
 		"object_id": email, "action": action, "forget_id": true, "erased_body": []byte(domain.ErasedBody)}
-	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The signup's locks (domain.LeadLockKeys): a signup of this email
 		// in flight finishes first, or starts after the erase.
 		if _, err := tx.Exec(ctx, ingestion.LeadLockSQL.SQL, ingestion.LeadLockSQL.Args(pgx.NamedArgs{
@@ -235,7 +247,7 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 			return err
 		}
 		e.Bodies, e.Events = e.Bodies+bodies, e.Events+events
-		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, domain.LeadErasureKey(tenantID, email)); err != nil {
+		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, h.LeadErasureKey(tenantID, email)); err != nil {
 			return err
 		}
 		if e.People == 0 && e.Events == 0 {

@@ -98,7 +98,10 @@ type db struct {
 	// until UseReadPool gives the reads their own.
 	read *pgxpool.Pool
 	keys *pg.Keyring
-	log  *slog.Logger
+	// ids hands out the IDHasher that names records in the audit log and
+	// erasure tombstones.
+	ids *pg.IDHashes
+	log *slog.Logger
 
 	// secrets opens provider secrets with keys and logs those it cannot.
 	secrets *pg.Secrets
@@ -141,12 +144,12 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &db{pool: pool, read: pool, keys: keys, log: log, secrets: pg.NewSecrets(keys, log)}
-	users, sessions, tokens := access.New(pool)
+	d := &db{pool: pool, read: pool, keys: keys, ids: pg.NewIDHashes(pool, keys), log: log, secrets: pg.NewSecrets(keys, log)}
+	users, sessions, tokens := access.New(pool, d.ids)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
 		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool), Credentials: apicreds.New(pool, d.secrets),
-		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool), Evaluations: alertcheck.New(pool),
+		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool, d.ids), Evaluations: alertcheck.New(pool),
 		Fields:     recordfields.New(pool),
 		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
 		Counters:   stats.New(pool),

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,7 +13,11 @@ import (
 
 const (
 	createTenantSQL = `INSERT INTO tenants (slug, name) VALUES (@slug, @name) RETURNING id, created_at`
-	tenantSQL       = `SELECT id, name, created_at FROM tenants WHERE slug = @slug`
+	tenantSQL       = `SELECT id, name, created_at, max_destinations FROM tenants WHERE slug = @slug`
+	updateTenantSQL = `
+UPDATE tenants SET max_destinations = coalesce(@max_destinations::integer, max_destinations)
+WHERE slug = @slug
+RETURNING id, name, created_at, max_destinations`
 )
 
 // CreateTenant creates a tenant; an existing slug is an ECONFLICT error.
@@ -23,7 +28,7 @@ func (s *tenants) CreateTenant(ctx context.Context, slug, name string) (domain.T
 	if name == "" {
 		name = slug
 	}
-	t := domain.Tenant{Slug: slug, Name: name}
+	t := domain.Tenant{Slug: slug, Name: name, MaxDestinations: domain.DefaultMaxDestinations}
 	err := s.pool.QueryRow(ctx, createTenantSQL, pgx.NamedArgs{"slug": slug, "name": name}).Scan(&t.ID, &t.CreatedAt)
 	if pg.UniqueViolation(err) {
 		return domain.Tenant{}, domain.Errorf(domain.ECONFLICT, "tenant %q already exists", slug)
@@ -38,9 +43,35 @@ func (s *tenants) CreateTenant(ctx context.Context, slug, name string) (domain.T
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.
 func (s *tenants) Tenant(ctx context.Context, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
-	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt)
+	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt, &t.MaxDestinations)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, pg.NotFound("tenant %q not found", slug)
 	}
+	return t, pg.Translate(err)
+}
+
+// UpdateTenant implements domain.TenantService.
+func (s *tenants) UpdateTenant(ctx context.Context, slug string, u domain.TenantUpdate) (domain.Tenant, error) {
+	t := domain.Tenant{Slug: slug}
+	if err := u.Check(); err != nil {
+		return t, err
+	}
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		var was int
+		err := tx.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt, &was)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return pg.NotFound("tenant %q not found", slug)
+		}
+		if err != nil {
+			return err
+		}
+		err = tx.QueryRow(ctx, updateTenantSQL, pgx.NamedArgs{"slug": slug, "max_destinations": u.MaxDestinations}).
+			Scan(&t.ID, &t.Name, &t.CreatedAt, &t.MaxDestinations)
+		if err != nil {
+			return err
+		}
+		return pg.Audit(ctx, tx, t.ID, domain.AuditTenantUpdate, "tenant "+slug,
+			fmt.Sprintf("max destinations %d (was %d)", t.MaxDestinations, was))
+	})
 	return t, pg.Translate(err)
 }

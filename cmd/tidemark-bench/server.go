@@ -64,7 +64,8 @@ func startServerEnv(ctx context.Context, dbURL string, key []byte, env []string,
 	}
 	// The public URL is the address the bench calls, whatever the caller's
 	// TIDEMARK_PUBLIC_URL: HubSpot signatures cover it.
-	cmd := exec.Command(exe, append([]string{"serve", "--addr", addr, "--public-url", "http://" + addr}, extra...)...)
+	// /metrics on --addr, which the bench scrapes (--metrics-addr empty).
+	cmd := exec.Command(exe, append([]string{"serve", "--addr", addr, "--public-url", "http://" + addr, "--metrics-addr="}, extra...)...)
 	cmd.Env = append(tidemarkEnv(dbURL, key), env...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {

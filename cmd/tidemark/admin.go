@@ -121,45 +121,6 @@ func (e cliEnv) printSecret(k provider.Kind, base, tenant, name, secret string, 
 	fmt.Fprintf(e.stdout, "signing secret or token (shown once):\n%s\n", secret)
 }
 
-// leadingArg takes a positional argument written before the flags
-// ("tenant create acme --name Acme"), which package flag would not parse.
-func leadingArg(args []string) (string, []string) {
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		return args[0], args[1:]
-	}
-	return "", args
-}
-
-// tenantCreateFlags declares tenant create's flags: its display name.
-func tenantCreateFlags(fs *flag.FlagSet) (name *string) {
-	return fs.String("name", "", "display name (default: the slug)")
-}
-
-func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
-	fs := e.flags("tenant create")
-	name := tenantCreateFlags(fs)
-	slug, rest := leadingArg(args)
-	want := 0
-	if slug == "" {
-		want = 1
-	}
-	pos, err := parse(fs, rest, want)
-	if err != nil {
-		return err
-	}
-	if slug == "" {
-		slug = pos[0]
-	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
-		t, err := s.CreateTenant(ctx, slug, *name)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(e.stdout, "created tenant %s (%s)\n", t.Slug, t.Name)
-		return nil
-	})
-}
-
 // providerCreateOptions are provider create's flags.
 type providerCreateOptions struct {
 	tenant, name, kind, secret, publicURL, maxBody *string
@@ -278,8 +239,8 @@ func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, pub
 
 // newKeyUsage explains --new-key, which lets create and rotate seal under a
 // key that the active secrets do not use.
-const newKeyUsage = "seal the secret under TIDEMARK_ENCRYPTION_KEY's first key even though the active provider secrets " +
-	"use another key (moving to a new key; then run tidemark secrets rekey)"
+const newKeyUsage = "seal the secret under TIDEMARK_ENCRYPTION_KEY's first key even though the secrets in use are " +
+	"under another key (moving to a new key; then run tidemark secrets rekey)"
 
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	fs := e.flags("provider rotate")

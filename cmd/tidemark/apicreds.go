@@ -129,10 +129,10 @@ func (e cliEnv) updateAPICredentials(ctx context.Context, s *postgres.Store, t d
 	}
 	c, err := pullcreds.Check(ctx, p.Kind, c)
 	if errors.Is(err, egress.ErrPrivate) {
-		return fmt.Errorf("%s; pass --allow-private if the API is a test server or inside your own network", domain.ErrorMessage(err))
+		return fmt.Errorf("%s; pass --allow-private if the API is a test server or inside your own network", refusal(err))
 	}
 	if err != nil {
-		return fmt.Errorf("provider update: %s", domain.ErrorMessage(err))
+		return fmt.Errorf("provider update: %s", refusal(err))
 	}
 	if *a.newKey {
 		ctx = postgres.AllowNewKey(ctx)

@@ -52,6 +52,9 @@ func commands() []command {
 		{name: "tenant create", args: "SLUG", summary: "Create a tenant (a customer workspace).",
 			about: "Create a tenant (a customer workspace).",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { tenantCreateFlags(fs) }, run: cliEnv.tenantCreate},
+		{name: "tenant update", args: "SLUG", required: []string{"max-destinations"}, summary: "Change a tenant's limits.",
+			about: "Change a tenant's limits: --max-destinations, how many destinations it may have (default 20).",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { tenantUpdateFlags(fs) }, run: cliEnv.tenantUpdate},
 		{name: "provider create", required: []string{"tenant", "name", "kind"},
 			summary: "Connect a webhook provider to a tenant; prints its secret (salesforce: its webhook URL).",
 			about: "Connect a webhook provider to a tenant. Prints its signing secret or token as the last line\n" +
@@ -83,9 +86,10 @@ func commands() []command {
 			summary: "Push a tenant's changes to a URL or NATS; prints its signing secret.",
 			about: "Create a destination: each change of the tenant it selects is POSTed to --url as a Standard\n" +
 				"Webhooks message signed with the destination's secret, or published to --nats under --subject.\n" +
-				"Give --url, or --nats with --subject. It receives the changes committed after it is created.\n" +
-				"Loopback, private, link-local and metadata addresses are refused, after DNS resolution,\n" +
-				"unless --allow-private is given. Prints the signing secret as the last line (shown once).",
+				"Give --url, or --nats with --subject and --nats-creds or --nats-nkey. It receives the changes\n" +
+				"committed after it is created. Loopback, private, link-local and metadata addresses, and a NATS\n" +
+				"server without credentials, are refused, after DNS resolution, unless --allow-private is given.\n" +
+				"Prints the signing secret as the last line (shown once).",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationCreateFlags(fs) }, run: cliEnv.destinationCreate},
 		{name: "destination list", required: []string{"tenant"},
 			summary: "List a tenant's destinations: status, target, filters, pending changes, lag.",
@@ -97,7 +101,7 @@ func commands() []command {
 			about: "Give a destination a new signing secret. For 24 hours each message carries two signatures,\n" +
 				"one with each secret, so the consumer can switch without refusing one. Prints the new secret\n" +
 				"as the last line (shown once).",
-			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) }, run: cliEnv.destinationRotate},
+			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationRotateFlags(fs) }, run: cliEnv.destinationRotate},
 		{name: "destination pause", required: []string{"tenant", "id"},
 			summary: "Stop sending to a destination; its changes wait.",
 			about:   "Stop sending to a destination. Its changes keep being taken and wait until it is resumed.",
@@ -252,8 +256,8 @@ var metavars = map[string]string{
 	"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
 	"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
 	"contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
-	"max-body": "SIZE", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
-	"nats": "nats://HOST:4222", "object-type": "TYPE", "org-id": "ID",
+	"max-body": "SIZE", "max-destinations": "N", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
+	"nats": "nats://HOST:4222", "nats-creds": "FILE", "nats-nkey": "FILE", "nats-tls-ca": "FILE", "object-type": "TYPE", "org-id": "ID",
 	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
 	"queue-tls-ca": "FILE", "revision": "N",
 	"revision-field": "FIELD", "role": "viewer|operator|owner", "rule": "RULE", "threshold": "N", "window": "DURATION", "secret": "SECRET", "snapshot": "JSON",

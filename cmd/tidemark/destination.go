@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,8 +25,9 @@ import (
 // destinationCreateOptions are destination create's flags.
 type destinationCreateOptions struct {
 	tenant, url, nats, subject, provider, objectType, types, format *string
+	natsCreds, natsNKey, natsTLSCA                                  *string
 	maxInFlight                                                     *int
-	allowPrivate                                                    *bool
+	allowPrivate, newKey                                            *bool
 }
 
 // destinationCreateFlags declares destination create's flags.
@@ -41,7 +44,11 @@ func destinationCreateFlags(fs *flag.FlagSet) destinationCreateOptions {
 		format:      fs.String("format", "", "the body of alert messages: standard, or slack ({\"text\"} for a Slack-compatible incoming webhook; alert types only) (default standard)"),
 		maxInFlight: fs.Int("max-in-flight", 0, fmt.Sprintf("changes in flight at once, on different records, 1 to %d (default %d)", stream.MaxMaxInFlight, stream.DefaultMaxInFlight)),
 		allowPrivate: fs.Bool("allow-private", false,
-			"allow a loopback, private or link-local address (a consumer inside your own network); the API and the console never do"),
+			"allow a loopback, private or link-local address (a consumer inside your own network), and with --nats a server without credentials; the API and the console never do"),
+		natsCreds: fs.String("nats-creds", "", "with --nats: a NATS credentials file (user JWT and nkey seed) to connect with; stored encrypted"),
+		natsNKey:  fs.String("nats-nkey", "", "with --nats: instead of --nats-creds, a file holding a user nkey seed (SU...) to connect with; stored encrypted"),
+		natsTLSCA: fs.String("nats-tls-ca", "", "with --nats: a PEM file of the certificate authorities the server's TLS certificate is checked against (default: the system's)"),
+		newKey:    fs.Bool("new-key", false, newKeyUsage),
 	}
 }
 
@@ -63,9 +70,24 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 	if flagSet(fs, "max-in-flight") && nd.MaxInFlight == 0 {
 		return fmt.Errorf("--max-in-flight: give 1 to %d", stream.MaxMaxInFlight)
 	}
-	nd, err := destination.Check(ctx, nd)
+	var err error
+	if nd.NATS, err = natsAuthFlags(o); err != nil {
+		return err
+	}
+	if nd.NATSURL != "" && nd.NATS.Kind() == "" && !nd.AllowPrivate {
+		return fmt.Errorf("--nats needs credentials for the server: --nats-creds FILE or --nats-nkey FILE " +
+			"(the messages carry the workspace's records, so a server that admits anyone is refused), " +
+			"or --allow-private for a server inside your own network")
+	}
+	if *o.newKey {
+		ctx = postgres.AllowNewKey(ctx)
+	}
+	nd, err = destination.Check(ctx, nd)
 	if errors.Is(err, egress.ErrPrivate) {
-		return fmt.Errorf("%s; pass --allow-private if the consumer is inside your own network", domain.ErrorMessage(err))
+		return fmt.Errorf("%s; pass --allow-private if the consumer is inside your own network", refusal(err))
+	}
+	if egress.Detail(err) != "" {
+		return fmt.Errorf("%s", refusal(err))
 	}
 	if err != nil {
 		return cliError(err)
@@ -80,13 +102,72 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 	})
 }
 
+// refusal is the message of a URL's refusal for the operator at the command
+// line, with what the host resolved to or the resolver's error
+// (egress.Detail), which the API and the console keep from a tenant: the
+// operator runs the service and its DNS.
+func refusal(err error) string {
+	if d := egress.Detail(err); d != "" {
+		return domain.ErrorMessage(err) + " (" + d + ")"
+	}
+	return domain.ErrorMessage(err)
+}
+
+// natsAuthFlags reads the files that --nats-creds, --nats-nkey and
+// --nats-tls-ca name; what they hold is stored, so that every node can
+// connect.
+func natsAuthFlags(o destinationCreateOptions) (stream.NATSAuth, error) {
+	var a stream.NATSAuth
+	for _, f := range []struct {
+		flag, path string
+		to         *string
+		max        int
+	}{{"--nats-creds", *o.natsCreds, &a.Creds, stream.MaxNATSCredsBytes}, {"--nats-nkey", *o.natsNKey, &a.NKey, stream.MaxNATSNKeyBytes},
+		{"--nats-tls-ca", *o.natsTLSCA, &a.TLSCA, stream.MaxNATSTLSCABytes}} {
+		if f.path == "" {
+			continue
+		}
+		if *o.nats == "" {
+			return a, fmt.Errorf("%s goes with --nats", f.flag)
+		}
+		b, err := readLimited(f.path, f.max)
+		if err != nil {
+			return a, fmt.Errorf("%s: %w", f.flag, err)
+		}
+		*f.to = string(b)
+	}
+	a.NKey = strings.TrimSpace(a.NKey)
+	return a, nil
+}
+
+// readLimited reads a file of at most max bytes.
+func readLimited(path string, max int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(max)+1))
+	if err == nil && len(b) > max {
+		err = fmt.Errorf("%s is larger than %d bytes", path, max)
+	}
+	return b, err
+}
+
 // cliError is err, its message alone when it is the user's to fix.
 func cliError(err error) error {
 	if domain.ErrorCode(err) == domain.EINVALID {
-		return fmt.Errorf("%s", domain.ErrorMessage(err))
+		return refusedAsGiven{err}
 	}
 	return err
 }
+
+// refusedAsGiven prints its message alone and keeps its code, for the
+// exit status (main).
+type refusedAsGiven struct{ err error }
+
+func (r refusedAsGiven) Error() string { return domain.ErrorMessage(r.err) }
+func (r refusedAsGiven) Unwrap() error { return r.err }
 
 // destinationListFlags declares destination list's flags.
 func destinationListFlags(fs *flag.FlagSet) (tenant *string) {
@@ -197,11 +278,20 @@ func destinationAction(name string, change func(*postgres.Store, context.Context
 	}
 }
 
+// destinationRotateFlags declares destination rotate's flags.
+func destinationRotateFlags(fs *flag.FlagSet) (tenant *string, id *int64, newKey *bool) {
+	tenant, id = destinationIDFlags(fs)
+	return tenant, id, fs.Bool("new-key", false, newKeyUsage)
+}
+
 func (e cliEnv) destinationRotate(ctx context.Context, args []string) error {
 	fs := e.flags("destination rotate")
-	tenant, id := destinationIDFlags(fs)
+	tenant, id, newKey := destinationRotateFlags(fs)
 	return e.onDestination(ctx, fs, args, tenant, id, "--tenant and --id are", func() bool { return true },
 		func(s *postgres.Store, tenantID int64) error {
+			if *newKey {
+				ctx = postgres.AllowNewKey(ctx)
+			}
 			secret, err := s.RotateDestinationSecret(ctx, tenantID, *id)
 			if err != nil {
 				return err

@@ -151,7 +151,7 @@ func TestDestinationCreateAlerts(t *testing.T) {
 	lines := strings.Split(strings.TrimSpace(out), "\n")
 	if err != nil || len(lines) != 3 ||
 		strings.Join(strings.Fields(lines[1]), " ") != "1 active http://127.0.0.1:9/hook types=record.*,alert.* 0 -" ||
-		strings.Join(strings.Fields(lines[2]), " ") != "2 active http://127.0.0.1:9/hook types=alert.* format=slack 0 -" {
+		strings.Join(strings.Fields(lines[2]), " ") != "2 active http://127.0.0.1:9/<redacted> types=alert.* format=slack 0 -" {
 		t.Fatalf("list: %v\n%s", err, out)
 	}
 }

@@ -26,6 +26,11 @@ func main() {
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tidemark:", err)
+		// 2: refused as given (bad input, a limit reached), so that a
+		// script can tell it from a failure that running again may cure.
+		if domain.ErrorCode(err) == domain.EINVALID {
+			os.Exit(2)
+		}
 		os.Exit(1)
 	}
 }

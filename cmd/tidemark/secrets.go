@@ -24,13 +24,19 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 	}
 	return e.withStore(ctx, func(s *postgres.Store) error {
 		n, err := s.RekeySecrets(ctx, *batch)
-		if n.Providers+n.Destinations+n.APICredentials > 0 || err == nil {
+		if n.Providers+n.Destinations+n.APICredentials+n.NATSCredentials > 0 || err == nil {
 			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets and %d destination secrets\n", n.Providers, n.Destinations)
 		}
 		// A line of its own, and only when there were some: the first
 		// line is what scripts of earlier versions read.
 		if n.APICredentials > 0 {
 			fmt.Fprintf(e.stdout, "re-encrypted %d provider API credentials\n", n.APICredentials)
+		}
+		if n.NATSCredentials > 0 {
+			fmt.Fprintf(e.stdout, "re-encrypted %d NATS destination credentials\n", n.NATSCredentials)
+		}
+		if n.IDHashKey > 0 {
+			fmt.Fprintln(e.stdout, "re-encrypted the id hash key (unchanged)")
 		}
 		return err
 	})

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/tidemark/tidemark/domain/alerting"
@@ -20,6 +22,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/backfill"
+	"github.com/tidemark/tidemark/internal/metriccache"
 	"github.com/tidemark/tidemark/internal/netlist"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/replay"
@@ -52,11 +55,16 @@ const (
 	httpIdleTimeout       = 2 * time.Minute
 )
 
+// defaultMetricsAddr keeps /metrics off the public address unless asked:
+// it names the node's services and alert counts, and costs a read.
+const defaultMetricsAddr = "127.0.0.1:9464"
+
 // serveOptions are serve's flags.
 type serveOptions struct {
 	addr, metricsAddr, publicURL, proxies, memoryLimit *string
 	logFormat                                          *string
-	allowRemote                                        *bool
+	allowRemote, tenantLabels                          *bool
+	metricsAddrSet                                     bool // --metrics-addr given, not its default
 	retention, historyRetention, readTimeout           *time.Duration
 	sweepInterval                                      *time.Duration
 	queue                                              queueFlags
@@ -65,9 +73,11 @@ type serveOptions struct {
 // serveFlags declares serve's flags; serve and its help (commands.go) call it.
 func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 	return serveOptions{
-		addr:             fs.String("addr", "127.0.0.1:8080", "address to listen on"),
-		allowRemote:      fs.Bool("allow-remote", false, "with the embedded database, allow an --addr that is not a loopback address"),
-		metricsAddr:      fs.String("metrics-addr", "", "serve /metrics on this address instead of --addr (default: on --addr)"),
+		addr:        fs.String("addr", "127.0.0.1:8080", "address to listen on"),
+		allowRemote: fs.Bool("allow-remote", false, "with the embedded database, allow an --addr that is not a loopback address"),
+		metricsAddr: fs.String("metrics-addr", defaultMetricsAddr,
+			"serve /metrics on this address; empty: on --addr, beside the webhooks, API and console"),
+		tenantLabels:     fs.Bool("metrics-tenant-labels", false, "label /metrics series by tenant (default: no tenant is named)"),
 		publicURL:        fs.String("public-url", e.getenv("TIDEMARK_PUBLIC_URL"), "base URL providers call (default: built from each request)"),
 		retention:        fs.Duration("retention", defaultRetention, retentionUsage),
 		historyRetention: historyRetentionFlag(fs),
@@ -90,6 +100,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
+	fs.Visit(func(f *flag.Flag) { o.metricsAddrSet = o.metricsAddrSet || f.Name == "metrics-addr" })
 	if *o.sweepInterval != 0 && *o.sweepInterval < time.Minute {
 		return fmt.Errorf("serve: --sweep-interval %s: sweep at most every minute (or 0 for never)", *o.sweepInterval)
 	}
@@ -158,7 +169,10 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	node := newNode(log)
 	cfg := web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
-		Collectors: []prometheus.Collector{ingest.GroupSize, store.ReconciliationMetrics(), store.AlertMetrics(log), healthCollector{node}}, IngestConns: int(store.Pool().Config().MaxConns),
+		Collectors: []prometheus.Collector{ingest.GroupSize, healthCollector{node},
+			metriccache.New(store.ReconciliationMetrics(), metriccache.Period),
+			metriccache.New(store.AlertMetrics(log, *o.tenantLabels), metriccache.Period)},
+		IngestConns:      int(store.Pool().Config().MaxConns),
 		MetricsElsewhere: *o.metricsAddr != "", ReadConns: readPoolConns}
 	services := append(append([]supervisor.Service{poolsService(db)}, traces...), listenerService(store))
 	var watcher alerting.QueueWatcher // the queue rules' stream: none outside queued mode
@@ -180,13 +194,17 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		backfill.Service(backfill.NewJobs(store, log), *o.sweepInterval, log))
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
-		if err != nil {
+		switch {
+		case err != nil && (o.metricsAddrSet || !errors.Is(err, syscall.EADDRINUSE)):
 			return fmt.Errorf("--metrics-addr: %w", err)
+		case err != nil: // another node on this machine serves its metrics there
+			fmt.Fprintf(e.stdout, "Metrics are not served: %s is in use; give this node its own with --metrics-addr\n", *o.metricsAddr)
+		default:
+			mux := http.NewServeMux()
+			mux.Handle("GET /metrics", handler.MetricsHandler())
+			services = append(services, httpService("metrics http", mux, mln))
+			fmt.Fprintf(e.stdout, "Metrics are served on http://%s/metrics\n", mln.Addr())
 		}
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", handler.MetricsHandler())
-		services = append(services, httpService("metrics http", mux, mln))
-		fmt.Fprintf(e.stdout, "Metrics are served on http://%s/metrics\n", mln.Addr())
 	}
 	services = append(services, httpService("http", handler.Handler(), ln))
 	fmt.Fprintf(e.stdout, "Tidemark is listening on http://%s\n", ln.Addr())

@@ -37,6 +37,22 @@ type Job struct {
 	CreatedBy                  string // the actor who started it; "sweep" for the sweep
 	CreatedAt                  time.Time
 	StartedAt, FinishedAt      time.Time // zero until then
+	// Pages pulled and time run over all its slices, which the total
+	// bounds are of.
+	Pages  int
+	RanFor time.Duration
+	// At is where its next slice starts.
+	At Position
+}
+
+// Position is where a job's next slice starts: the object type (the first
+// when ""), and the sub-window its pulls cover from From (the window's
+// start when zero), Span long (the rest of the window when 0). A slice
+// that ran out within a sub-window gives it back halved, from its start.
+type Position struct {
+	ObjectType string
+	From       time.Time
+	Span       time.Duration
 }
 
 // Ended reports whether the job will not change any more.
@@ -46,12 +62,17 @@ func (j Job) Ended() bool { return j.State == Done || j.State == Failed || j.Sta
 type Progress struct {
 	Deliveries, Events, Missed int
 	Outcomes                   map[string]int
+	// Pages pulled and time run, over all its slices.
+	Pages  int
+	RanFor time.Duration
 }
 
 // JobStore keeps backfill jobs.
 type JobStore interface {
 	// StartBackfill queues a job of the provider over [from, to), audited
-	// as started by the context's actor (not for a sweep).
+	// as started by the context's actor (not for a sweep). ECONFLICT while
+	// the provider has one of the same kind (sweep, or operator's) queued
+	// or running.
 	StartBackfill(ctx context.Context, tenantID, providerID int64, from, to time.Time, objectType string, sweep bool) (Job, error)
 	// Backfill returns one job of the tenant, or ENOTFOUND.
 	Backfill(ctx context.Context, tenantID, id int64) (Job, error)
@@ -69,10 +90,17 @@ type JobStore interface {
 // JobRunnerStore is what serve's job runner and sweep need: across
 // tenants, like the maintenance pass.
 type JobRunnerStore interface {
-	// ClaimBackfill marks the oldest queued job of any tenant running and
-	// returns it; false when there is none. A job whose node stopped
-	// reporting progress for StaleAfter is queued again first.
+	// ClaimBackfill marks a queued job running and returns it; false when
+	// there is none. It takes turns by tenant: of the tenants with a job
+	// queued and none running, the one whose latest slice started longest
+	// ago (or never), and its oldest sweep, else its oldest job. A job whose
+	// node stopped reporting progress for StaleAfter is queued again first.
 	ClaimBackfill(ctx context.Context) (Job, bool, error)
+	// YieldBackfill gives a running job back to the queue after a slice,
+	// with its progress and the position its next slice starts at; a job
+	// asked to stop meanwhile is cancelled instead. ECONFLICT when it is
+	// no longer running.
+	YieldBackfill(ctx context.Context, tenantID, id int64, p Progress, at Position) error
 	// ReportBackfill stores a running job's progress and reports whether
 	// it was asked to stop.
 	ReportBackfill(ctx context.Context, tenantID, id int64, p Progress) (cancel bool, err error)

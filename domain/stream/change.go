@@ -86,6 +86,11 @@ const (
 	DefaultChangeLimit = 100
 	MaxChangeLimit     = 1000
 	MaxChangeWait      = 60 * time.Second
+	// MaxChangePageBytes bounds a page by its changes' snapshots and
+	// changed lists, as JSON: the change that would pass it starts the
+	// next page, and one bigger than it comes alone. A page is held in
+	// memory until its consumer has it.
+	MaxChangePageBytes = 8 << 20
 )
 
 // ChangeFilter narrows the feed to a provider or an object type; zero
@@ -105,10 +110,11 @@ type ChangeQuery struct {
 // ChangeFeed reads a tenant's feed.
 type ChangeFeed interface {
 	// Changes lists up to q.Limit changes after q.After that match q's
-	// filter, in position order. A position is never listed before every
-	// change before it has committed or aborted.
+	// filter, in position order, and stops before they pass
+	// MaxChangePageBytes. A position is never listed before every change
+	// before it has committed or aborted.
 	Changes(ctx context.Context, tenantID int64, q ChangeQuery) ([]Change, error)
 	// ChangeHead is the tenant's latest committed position (0 for none):
-	// what a waiting reader polls.
+	// what a node polls for the tenant's waiting readers.
 	ChangeHead(ctx context.Context, tenantID int64) (int64, error)
 }

@@ -51,12 +51,22 @@ type Destination struct {
 	Types        []string // record and alert type patterns
 	Format       string   // FormatStandard or FormatSlack: the body of alert messages
 	AllowPrivate bool
+	// NATSAuth says how a NATS destination connects: NATSAuthCreds,
+	// NATSAuthNKey, or "" without credentials; NATSTLSCA whether it checks
+	// the server's certificate against its own certificate authorities.
+	// The credentials themselves are never read back.
+	NATSAuth     string
+	NATSTLSCA    bool
 	MaxInFlight  int
 	Status       string
 	StatusReason string
 	Cursor       int64 // the feed position taken into its queue
-	CreatedAt    time.Time
-	LastSuccess  *time.Time
+	// BehindRetention: changes after the cursor were removed by the feed's
+	// retention while the destination was paused or failing; they are
+	// never sent.
+	BehindRetention bool
+	CreatedAt       time.Time
+	LastSuccess     *time.Time
 	// Pending counts the changes taken but not yet answered 2xx; Oldest is
 	// the commit time of the oldest of them, nil when none (the lag).
 	Pending int
@@ -82,7 +92,41 @@ type NewDestination struct {
 	Format       string // "": FormatStandard
 	AllowPrivate bool   // only the CLI sets it
 	MaxInFlight  int    // 0: DefaultMaxInFlight
+	// NATS is what a NATS destination connects with: required unless
+	// AllowPrivate (Check).
+	NATS NATSAuth
 }
+
+// NATSAuth is what a NATS destination connects to its server with, stored
+// encrypted like its signing secret: a credentials file (a user JWT and
+// its nkey seed, NATS's decentralized authentication) or an nkey seed, and
+// the certificate authorities (PEM) its server's TLS certificate is
+// checked against, when not the system's.
+type NATSAuth struct {
+	Creds string // the text of a .creds file
+	NKey  string // a user nkey seed, SU...
+	TLSCA string // PEM certificates
+}
+
+// The kinds of NATS credentials (Destination.NATSAuth).
+const (
+	NATSAuthCreds = "creds"
+	NATSAuthNKey  = "nkey"
+)
+
+// Kind is NATSAuthCreds, NATSAuthNKey or "" for none.
+func (a NATSAuth) Kind() string {
+	switch {
+	case a.Creds != "":
+		return NATSAuthCreds
+	case a.NKey != "":
+		return NATSAuthNKey
+	}
+	return ""
+}
+
+// IsZero reports whether a holds nothing.
+func (a NATSAuth) IsZero() bool { return a == NATSAuth{} }
 
 // DestinationAttempt is one attempt to deliver a change or an alert event
 // (IsAlertQueuePosition(Position)).

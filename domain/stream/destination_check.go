@@ -11,12 +11,16 @@ import (
 const (
 	MaxDestinationURLBytes = 2048
 	MaxSubjectBytes        = 200
+	MaxNATSCredsBytes      = 16 << 10
+	MaxNATSNKeyBytes       = 128
+	MaxNATSTLSCABytes      = 32 << 10
 )
 
 // Check validates what an owner gives for a destination and returns it
 // with its defaults filled in (types, format, max in flight). It checks the form
 // of the URL only; whether it may be reached is internal/egress's to say,
-// after DNS resolution.
+// after DNS resolution. A NATS destination needs credentials unless
+// AllowPrivate (NATSAuth.check).
 func (nd NewDestination) Check() (NewDestination, error) {
 	switch {
 	case nd.URL != "" && (nd.NATSURL != "" || nd.Subject != ""):
@@ -24,6 +28,9 @@ func (nd NewDestination) Check() (NewDestination, error) {
 	case nd.URL != "":
 		if err := checkTargetURL("url", nd.URL, "http", "https"); err != nil {
 			return nd, err
+		}
+		if !nd.NATS.IsZero() {
+			return nd, domain.Errorf(domain.EINVALID, "nats_creds, nats_nkey and nats_tls_ca go with nats_url, not url")
 		}
 	case nd.NATSURL != "":
 		if err := checkTargetURL("nats_url", nd.NATSURL, "nats", "tls"); err != nil {
@@ -58,6 +65,11 @@ func (nd NewDestination) Check() (NewDestination, error) {
 	case nd.MaxInFlight < 1 || nd.MaxInFlight > MaxMaxInFlight:
 		return nd, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got %d", MaxMaxInFlight, nd.MaxInFlight)
 	}
+	if nd.NATSURL != "" {
+		if nd.NATS, err = nd.NATS.check(nd.AllowPrivate); err != nil {
+			return nd, err
+		}
+	}
 	return nd, nil
 }
 
@@ -83,6 +95,29 @@ func checkTargetURL(field, raw string, schemes ...string) error {
 	return domain.Errorf(domain.EINVALID, "%s: the scheme must be %s", field, strings.Join(schemes, " or "))
 }
 
+// check checks the form of a NATS destination's credentials, which it
+// needs unless allowPrivate: its messages carry the tenant's records, and
+// a server that admits anyone lets anyone read them and publish forged
+// ones. Whether they parse is internal/outbound's to say (CheckNATSAuth).
+func (a NATSAuth) check(allowPrivate bool) (NATSAuth, error) {
+	a.NKey = strings.TrimSpace(a.NKey)
+	switch {
+	case a.Creds != "" && a.NKey != "":
+		return a, domain.Errorf(domain.EINVALID, "give nats_creds or nats_nkey, not both")
+	case a.Creds == "" && a.NKey == "" && !allowPrivate:
+		return a, domain.Errorf(domain.EINVALID, "nats_url needs credentials for the NATS server: nats_creds (the text of "+
+			"a .creds file) or nats_nkey (a user nkey seed). The messages carry the workspace's records, so Tidemark "+
+			"does not publish to a server that admits anyone; give the account it uses publish permission on the subject prefix only")
+	case len(a.Creds) > MaxNATSCredsBytes:
+		return a, domain.Errorf(domain.EINVALID, "nats_creds is %d bytes; at most %d", len(a.Creds), MaxNATSCredsBytes)
+	case len(a.NKey) > MaxNATSNKeyBytes:
+		return a, domain.Errorf(domain.EINVALID, "nats_nkey is %d bytes; at most %d", len(a.NKey), MaxNATSNKeyBytes)
+	case len(a.TLSCA) > MaxNATSTLSCABytes:
+		return a, domain.Errorf(domain.EINVALID, "nats_tls_ca is %d bytes; at most %d", len(a.TLSCA), MaxNATSTLSCABytes)
+	}
+	return a, nil
+}
+
 // checkSubject checks a NATS subject prefix: dot-separated tokens without
 // wildcards or spaces, to which the sender appends
 // .{tenant}.{provider}.{object_type}.
@@ -104,17 +139,4 @@ func checkSubject(s string) error {
 		}
 	}
 	return nil
-}
-
-// RedactedTarget is Target without the query of its URL, which may hold a
-// credential, for the audit log and listings.
-func (d Destination) RedactedTarget() string {
-	redacted := d
-	for _, raw := range []*string{&redacted.URL, &redacted.NATSURL} {
-		if u, err := url.Parse(*raw); err == nil && (u.RawQuery != "" || u.ForceQuery) {
-			u.RawQuery, u.ForceQuery = "", false
-			*raw = u.String() + "?…"
-		}
-	}
-	return redacted.Target()
 }

@@ -27,6 +27,7 @@ type LeasedDestination struct {
 	MaxInFlight  int
 	Format       string // FormatStandard or FormatSlack
 	Secrets      []string
+	NATS         NATSAuth // decrypted; empty for a destination without credentials
 }
 
 // QueuedChange is a change of a destination's queue that is due, or an
@@ -58,11 +59,22 @@ type AttemptResult struct {
 // lease: a node that lost a lease can neither take changes into the queue
 // nor pick them to send.
 type Outbox interface {
-	// LeaseDestinations takes or renews, for ttl, the leases of up to
-	// limit active destinations that no other owner holds, and returns
-	// them. A destination owner held and that is not returned (paused,
-	// deleted, or taken after the lease ran out) is no longer its.
-	LeaseDestinations(ctx context.Context, owner string, ttl time.Duration, limit int) ([]LeasedDestination, error)
+	// RenewDestinations renews, for ttl, owner's leases of active
+	// destinations, and returns them. A destination owner held and that is
+	// not returned (paused, deleted, given back idle, or taken after the
+	// lease ran out) is no longer its.
+	RenewDestinations(ctx context.Context, owner string, ttl time.Duration) ([]LeasedDestination, error)
+	// TakeDestinations takes, for ttl, the leases of up to limit active
+	// destinations that no owner holds and that have something to send
+	// (changes or alert events past their cursors, or a queue), in turns
+	// by tenant, so that no tenant's surplus goes before another's first;
+	// owner then holds at most share of one tenant's, counting held, those
+	// it holds now by tenant id.
+	TakeDestinations(ctx context.Context, owner string, ttl time.Duration, limit, share int,
+		held map[int64]int) ([]LeasedDestination, error)
+	// ReleaseIdle gives back owner's lease of a destination that has
+	// nothing to send, and reports whether it did: one with work keeps it.
+	ReleaseIdle(ctx context.Context, owner string, tenantID, id int64) (bool, error)
 	// ReleaseDestinations ends owner's leases of ds, for another node to
 	// take them at once.
 	ReleaseDestinations(ctx context.Context, owner string, ds []LeasedDestination) error

@@ -9,6 +9,7 @@ package backfill
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -36,19 +37,36 @@ type Store interface {
 type Sources func(ctx context.Context, p domain.ProviderEndpoint, objectTypes []string, c pull.Credentials) (pull.Source, error)
 
 // Pass is one backfill: the records of a provider modified in [From, To),
-// of one object type or of every object type its scopes name.
+// of one object type or of every object type its scopes name. A job's
+// pass runs in slices: each starts At the position the previous reached,
+// and stops once it has used its Budget.
 type Pass struct {
 	Tenant, Provider string
 	From, To         time.Time
 	ObjectType       string // "" for all
+	At               pull.Position
+	Budget           Budget // zero: unbounded (the command line's pass)
 }
+
+// Budget bounds a slice of a pass: its pages (each a source's emit) and
+// its time. Zero fields bound nothing.
+type Budget struct {
+	Pages int
+	Time  time.Duration
+}
+
+// ErrSliceSpent: the pass used its budget before its end; its report's At
+// is where the next slice starts.
+var ErrSliceSpent = errors.New("the backfill used its slice")
 
 // Report counts what a pass did.
 type Report struct {
 	Deliveries  int
 	Events      int
+	Pages       int
 	Outcomes    map[domain.Outcome]int
-	ObjectTypes []string // the object types pulled
+	ObjectTypes []string      // the object types pulled
+	At          pull.Position // where the next slice starts, after ErrSliceSpent
 }
 
 // Missed is how many changes the pass found that webhooks had missed: the
@@ -104,7 +122,7 @@ func (r *Runner) Run(ctx context.Context, pass Pass) (rep Report, err error) {
 	ctx, span := tracing.StartRoot(ctx, "backfill", trace.WithAttributes(tracing.AttrTenant.String(pass.Tenant),
 		tracing.AttrProvider.String(pass.Provider)))
 	defer func() {
-		if err != nil {
+		if err != nil && !errors.Is(err, ErrSliceSpent) {
 			tracing.Fail(span, domain.ErrorCode(err))
 		}
 		span.SetAttributes(tracing.AttrEvents.Int(rep.Events))
@@ -133,20 +151,92 @@ func (r *Runner) Run(ctx context.Context, pass Pass) (rep Report, err error) {
 	if err != nil {
 		return rep, err
 	}
-	for _, ot := range rep.ObjectTypes {
-		err := src.Pull(ctx, ot, pass.From, pass.To, func(events []domain.Event) error {
-			for chunk := range slices.Chunk(events, maxEventsPerDelivery) {
-				if err := r.write(ctx, p, chunk, &rep); err != nil {
-					return err
-				}
+	err = r.pull(ctx, p, src, pass, &rep)
+	return rep, err
+}
+
+// minSpan is the narrowest sub-window: Salesforce's windows are whole
+// seconds.
+const minSpan = time.Second
+
+// pull pulls the pass's object types from pass.At on, a sub-window at a
+// time. A slice that runs out within the first sub-window it pulled gives
+// it back halved, to be pulled again from its start (what it wrote is
+// pulled again, as duplicates): a sub-window comes to fit in a slice
+// unless more records changed within a second than a slice pulls, and an
+// endless source spends the job's total bound.
+func (r *Runner) pull(ctx context.Context, p domain.ProviderEndpoint, src pull.Source, pass Pass, rep *Report) error {
+	sctx := ctx
+	if pass.Budget.Time > 0 {
+		var cancel context.CancelFunc
+		sctx, cancel = context.WithTimeout(ctx, pass.Budget.Time)
+		defer cancel()
+	}
+	spent := func() bool {
+		if ctx.Err() != nil {
+			return false // stopped from outside: the caller's error, not the slice's
+		}
+		return sctx.Err() != nil || (pass.Budget.Pages > 0 && rep.Pages >= pass.Budget.Pages)
+	}
+	firstWindow := true
+	types := rep.ObjectTypes
+	first := 0
+	if pass.At.ObjectType != "" {
+		first, _ = slices.BinarySearch(types, pass.At.ObjectType)
+	}
+	for i := first; i < len(types); i++ {
+		ot := types[i]
+		from, span := pass.From, time.Duration(0)
+		if ot == pass.At.ObjectType {
+			span = pass.At.Span
+			if pass.At.From.After(from) {
+				from = pass.At.From
 			}
-			return nil
-		})
-		if err != nil {
-			return rep, fmt.Errorf("backfill of %s: %w", ot, err)
+		}
+		for from.Before(pass.To) {
+			if spent() {
+				rep.At = pull.Position{ObjectType: ot, From: from, Span: span}
+				return ErrSliceSpent
+			}
+			end := pass.To
+			if span > 0 && from.Add(span).Before(end) {
+				end = from.Add(span)
+			}
+			pages := rep.Pages
+			err := src.Pull(sctx, ot, from, end, func(events []domain.Event) error {
+				// Checked before a page rather than after: a sub-window
+				// whose last page the slice wrote ends within it.
+				if spent() {
+					return ErrSliceSpent
+				}
+				rep.Pages++
+				for chunk := range slices.Chunk(events, maxEventsPerDelivery) {
+					if err := r.write(sctx, p, chunk, rep); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if err != nil && ctx.Err() == nil && (errors.Is(err, ErrSliceSpent) || sctx.Err() != nil) {
+				// Halved only when it had the whole slice and wrote pages:
+				// its size ran out, not a provider's Retry-After.
+				if firstWindow && rep.Pages > pages {
+					span = max(end.Sub(from)/2, minSpan)
+				}
+				rep.At = pull.Position{ObjectType: ot, From: from, Span: span}
+				return ErrSliceSpent
+			}
+			if err != nil {
+				return fmt.Errorf("backfill of %s: %w", ot, err)
+			}
+			from, firstWindow = end, false
+		}
+		if spent() && i+1 < len(types) {
+			rep.At = pull.Position{ObjectType: types[i+1]}
+			return ErrSliceSpent
 		}
 	}
-	return rep, nil
+	return nil
 }
 
 // objectTypes are the object types the provider's scopes name, or only

@@ -1,8 +1,10 @@
 package backfill
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -25,26 +27,39 @@ const heartbeatEvery = 30 * time.Second
 // reportEvery is the least time between two progress reports of a job.
 const reportEvery = 2 * time.Second
 
-// Jobs runs the queued backfill jobs of every tenant, one at a time on a
-// node, and queues the sweeps that are due.
+// A job runs in slices of at most DefaultSlice, then goes back to the
+// queue; past DefaultMax over all its slices it fails
+// (docs/contract/backfill.md#jobs-run-in-slices).
+var (
+	DefaultSlice = Budget{Pages: 100, Time: time.Minute}
+	DefaultMax   = Budget{Pages: 20000, Time: 4 * time.Hour}
+)
+
+// Jobs runs the queued backfill jobs of every tenant, a slice of one at a
+// time on a node, and queues the sweeps that are due.
 type Jobs struct {
 	Store  JobStore
 	Runner *Runner // its Progress is the job's
 	Log    *slog.Logger
+	// Slice and Max bound a slice and a job; DefaultSlice and DefaultMax
+	// when zero.
+	Slice, Max Budget
 }
 
-// RunNext claims the oldest queued job and runs it to its end; false when
+// RunNext claims a queued job (ClaimBackfill's turn) and runs a slice of
+// it: to its end, or back to the queue once it used the slice; false when
 // none was queued.
 func (j *Jobs) RunNext(ctx context.Context) (bool, error) {
 	job, ok, err := j.Store.ClaimBackfill(ctx)
 	if err != nil || !ok {
 		return false, err
 	}
+	began := time.Now()
 	jctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
 		mu        sync.Mutex
-		progress  = pull.Progress{Outcomes: map[string]int{}}
+		progress  = progressOf(job, Report{}, 0)
 		stopped   bool // the job was asked to stop
 		lastSaved time.Time
 	)
@@ -67,7 +82,7 @@ func (j *Jobs) RunNext(ctx context.Context) (bool, error) {
 	r := *j.Runner
 	r.Progress = func(rep Report) {
 		mu.Lock()
-		progress = progressOf(rep)
+		progress = progressOf(job, rep, time.Since(began))
 		due := time.Since(lastSaved) >= reportEvery
 		if due {
 			lastSaved = time.Now()
@@ -91,12 +106,19 @@ func (j *Jobs) RunNext(ctx context.Context) (bool, error) {
 			}
 		}
 	})
-	rep, err := r.Run(jctx, Pass{Tenant: job.TenantSlug, Provider: job.Provider, From: job.From, To: job.To, ObjectType: job.ObjectType})
+	slice, most := cmp.Or(j.Slice, DefaultSlice), cmp.Or(j.Max, DefaultMax)
+	// The slice ends at the job's total bounds, if they come first (a
+	// little past them for a job whose node died past them).
+	slice.Pages = max(min(slice.Pages, most.Pages-job.Pages), 1)
+	slice.Time = max(min(slice.Time, most.Time-job.RanFor), time.Millisecond)
+	rep, err := r.Run(jctx, Pass{Tenant: job.TenantSlug, Provider: job.Provider, From: job.From, To: job.To,
+		ObjectType: job.ObjectType, At: job.At, Budget: slice})
 	close(beats)
 	wg.Wait()
 	mu.Lock()
 	cancelled := stopped
 	mu.Unlock()
+	p := progressOf(job, rep, time.Since(began))
 	state, reason := pull.Done, ""
 	switch {
 	case cancelled:
@@ -104,10 +126,17 @@ func (j *Jobs) RunNext(ctx context.Context) (bool, error) {
 	case ctx.Err() != nil:
 		// The node is stopping: another takes the job over once stale.
 		return true, ctx.Err()
+	case errors.Is(err, ErrSliceSpent):
+		if reason = pastBound(p, most); reason == "" {
+			j.Log.Debug("backfill job: slice used, queued again", "job", job.ID, "tenant", job.TenantSlug,
+				"pages", p.Pages, "object_type", rep.At.ObjectType, "from", rep.At.From, "span", rep.At.Span)
+			return true, j.Store.YieldBackfill(context.WithoutCancel(ctx), job.TenantID, job.ID, p, rep.At)
+		}
+		state = pull.Failed
 	case err != nil:
 		state, reason = pull.Failed, err.Error()
 	}
-	if err := j.Store.FinishBackfill(context.WithoutCancel(ctx), job.TenantID, job.ID, progressOf(rep), state, reason); err != nil {
+	if err := j.Store.FinishBackfill(context.WithoutCancel(ctx), job.TenantID, job.ID, p, state, reason); err != nil {
 		return true, err
 	}
 	level := slog.LevelInfo
@@ -115,15 +144,34 @@ func (j *Jobs) RunNext(ctx context.Context) (bool, error) {
 		level = slog.LevelWarn
 	}
 	j.Log.Log(ctx, level, "backfill job ended", "job", job.ID, "tenant", job.TenantSlug, "provider", job.Provider,
-		"sweep", job.Sweep, "state", state, "events", rep.Events, "missed", rep.Missed(), "reason", reason)
+		"sweep", job.Sweep, "state", state, "events", p.Events, "missed", p.Missed, "pages", p.Pages, "reason", reason)
 	return true, nil
 }
 
-// progressOf is what a job stores of a report.
-func progressOf(rep Report) pull.Progress {
-	p := pull.Progress{Deliveries: rep.Deliveries, Events: rep.Events, Missed: rep.Missed(), Outcomes: map[string]int{}}
+// pastBound is why a job that used its slice fails: it reached a total
+// bound; "" while it is within both.
+func pastBound(p pull.Progress, most Budget) string {
+	switch {
+	case p.Pages >= most.Pages:
+		return fmt.Sprintf("stopped after %d pages, the most a backfill job may pull, having written what it read: "+
+			"start backfills of shorter windows or of one object type at a time", p.Pages)
+	case p.RanFor >= most.Time:
+		return fmt.Sprintf("stopped after running for %s, the longest a backfill job may run, having written what it read: "+
+			"start backfills of shorter windows or of one object type at a time", most.Time)
+	}
+	return ""
+}
+
+// progressOf is what a job stores after its slice so far, rep, which ran
+// for ran: its earlier slices' progress and this one's.
+func progressOf(job pull.Job, rep Report, ran time.Duration) pull.Progress {
+	p := pull.Progress{Deliveries: job.Deliveries + rep.Deliveries, Events: job.Events + rep.Events,
+		Missed: job.Missed + rep.Missed(), Pages: job.Pages + rep.Pages, RanFor: job.RanFor + ran, Outcomes: map[string]int{}}
+	for o, n := range job.Outcomes {
+		p.Outcomes[o] = n
+	}
 	for o, n := range rep.Outcomes {
-		p.Outcomes[string(o)] = n
+		p.Outcomes[string(o)] += n
 	}
 	return p
 }

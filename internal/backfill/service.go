@@ -38,10 +38,11 @@ func NewJobs(store NodeStore, log *slog.Logger) *Jobs {
 	return &Jobs{Store: store, Log: log, Runner: &Runner{Store: store, Sources: NewSources(store, log), Log: log}}
 }
 
-// Service runs the queued backfill jobs of every tenant, one at a
-// time on each node, and every sweepCheck queues the sweeps that are due
-// (every is --sweep-interval; 0 sweeps never). Every node runs it: a job
-// is claimed by one node, and a provider has at most one sweep queued.
+// Service runs the queued backfill jobs of every tenant, a slice of one at
+// a time on each node, tenants taking turns, and every sweepCheck queues
+// the sweeps that are due (every is --sweep-interval; 0 sweeps never).
+// Every node runs it: a job is claimed by one node, and a provider has at
+// most one sweep queued.
 func Service(jobs *Jobs, every time.Duration, log *slog.Logger) supervisor.Service {
 	var checked time.Time
 	return supervisor.Every("backfill", backfillPoll, func(ctx context.Context) time.Duration {

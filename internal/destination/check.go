@@ -7,18 +7,20 @@ package destination
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/outbound"
 )
 
-// Check validates nd and refuses a URL whose host is or resolves to a
-// loopback, private, link-local or metadata address unless
-// nd.AllowPrivate, which only the CLI sets. Every refusal is EINVALID; a
-// refused address is named (egress.ErrPrivate's message says why).
+// Check validates nd, and that a NATS destination's credentials parse, and
+// refuses a URL whose host is or resolves to a loopback, private,
+// link-local or metadata address unless nd.AllowPrivate, which only the
+// CLI sets. Every refusal is EINVALID and names the host, never what it
+// resolved to nor the resolver's error: egress.Detail(err) has those, for
+// the server log.
 func Check(ctx context.Context, nd stream.NewDestination) (stream.NewDestination, error) {
 	nd, err := nd.Check()
 	if err != nil {
@@ -27,21 +29,25 @@ func Check(ctx context.Context, nd stream.NewDestination) (stream.NewDestination
 	field, check, raw := "url", egress.CheckURL, nd.URL
 	if nd.NATSURL != "" {
 		field, check, raw = "nats_url", egress.CheckNATSURL, nd.NATSURL
+		if err := outbound.CheckNATSAuth(nd.NATS); err != nil {
+			return nd, err
+		}
 	}
 	if _, err := check(ctx, raw, nd.AllowPrivate); err != nil {
 		// egress names the field "url" and never repeats the URL.
 		refusal := domain.Errorf(domain.EINVALID, "%s: %s", field, strings.TrimPrefix(err.Error(), "url: "))
-		if errors.Is(err, egress.ErrPrivate) {
-			return nd, privateRefusal{refusal}
-		}
-		return nd, refusal
+		return nd, refusalOf{refusal, err}
 	}
 	return nd, nil
 }
 
-// privateRefusal is the refusal of a private address: EINVALID, and
-// egress.ErrPrivate too, so that the CLI can point at --allow-private.
-type privateRefusal struct{ refusal *domain.Error }
+// refusalOf is a refusal: EINVALID, and the egress error it says (which
+// wraps egress.ErrPrivate for a private address, so that the CLI can point
+// at --allow-private, and holds egress.Detail for the server log).
+type refusalOf struct {
+	refusal *domain.Error
+	egress  error
+}
 
-func (r privateRefusal) Error() string   { return r.refusal.Error() }
-func (r privateRefusal) Unwrap() []error { return []error{r.refusal, egress.ErrPrivate} }
+func (r refusalOf) Error() string   { return r.refusal.Error() }
+func (r refusalOf) Unwrap() []error { return []error{r.refusal, r.egress} }

@@ -72,7 +72,8 @@ func Blocked(ip netip.Addr) bool { return kind(ip) != "" }
 // resolves the host (ctx bounds the lookup) and refuses it, with an error
 // wrapping ErrPrivate, when any address it resolves to is Blocked. With
 // allowPrivate nothing is looked up. Errors never repeat the URL, which
-// may hold a credential in its query.
+// may hold a credential in its query; nor what the host resolved to, nor
+// the resolver's error (a *Refusal's Detail).
 func CheckURL(ctx context.Context, raw string, allowPrivate bool) (*url.URL, error) {
 	return check(ctx, raw, allowPrivate, "http", "https")
 }
@@ -118,14 +119,69 @@ func check(ctx context.Context, raw string, allowPrivate bool, schemes ...string
 	}
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
-		return nil, fmt.Errorf("url: host %s does not resolve: %w", host, err)
+		return nil, &Refusal{msg: "url: " + unresolved(host, err), Detail: err.Error()}
 	}
 	for _, ip := range addrs {
 		if k := kind(ip); k != "" {
-			return nil, fmt.Errorf("url: host %s resolves to %s, %s: %w", host, ip, k, ErrPrivate)
+			return nil, &Refusal{msg: fmt.Sprintf("url: host %s resolves to a private or internal address", host),
+				Detail: fmt.Sprintf("%s resolves to %s, %s", host, ip, k), err: ErrPrivate}
 		}
 	}
 	return u, nil
+}
+
+// Refusal is the refusal of a host for what it resolves to, or because it
+// does not resolve. Its message names the host, never the address it
+// resolved to nor the resolver's error: those would show whoever asked
+// (a tenant's owner or token) the service's internal DNS. Detail holds
+// them, for the server log.
+type Refusal struct {
+	msg    string
+	Detail string
+	err    error // ErrPrivate, or nil
+}
+
+func (r *Refusal) Error() string {
+	if r.err != nil {
+		return r.msg + ": " + r.err.Error()
+	}
+	return r.msg
+}
+
+func (r *Refusal) Unwrap() error { return r.err }
+
+// Detail is the detail of the Refusal in err's chain, for the server log,
+// or "" when there is none.
+func Detail(err error) string {
+	var r *Refusal
+	if errors.As(err, &r) {
+		return r.Detail
+	}
+	return ""
+}
+
+// ConnError is the text of err, an error connecting to host, for those who
+// see a destination's attempts: a refused address (Dialer) or a failed DNS
+// lookup names the host, not the address nor the resolver; detail then
+// holds err's own text, for the server log ("" otherwise).
+func ConnError(host string, err error) (text, detail string) {
+	var dns *net.DNSError
+	switch {
+	case errors.Is(err, ErrPrivate):
+		return fmt.Sprintf("host %s is or resolves to a private or internal address: %s", host, ErrPrivate), err.Error()
+	case errors.As(err, &dns):
+		return unresolved(host, dns), err.Error()
+	}
+	return err.Error(), ""
+}
+
+// unresolved says that host did not resolve, or not in time.
+func unresolved(host string, err error) string {
+	var dns *net.DNSError
+	if errors.Is(err, context.DeadlineExceeded) || errors.As(err, &dns) && dns.IsTimeout {
+		return fmt.Sprintf("host %s could not be resolved in time; try again", host)
+	}
+	return fmt.Sprintf("host %s does not resolve", host)
 }
 
 // Dialer returns a dialer with the given connect timeout whose Control

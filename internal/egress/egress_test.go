@@ -112,20 +112,51 @@ func TestCheckURL(t *testing.T) {
 	}
 }
 
-// The refusal names the host and the address it resolved to, and never
-// repeats the rest of the URL (its query may hold a token).
+// The refusal names the host, never the address it resolved to nor the
+// resolver's error (review 4, L3: they show a tenant the service's
+// internal DNS), which its Detail keeps for the server log; and never the
+// rest of the URL (its query may hold a token).
 func TestCheckURLMessage(t *testing.T) {
 	t.Parallel()
 	_, err := CheckURL(context.Background(), "http://localhost:9/in?token=s3cret", false)
-	if !errors.Is(err, ErrPrivate) || !strings.Contains(err.Error(), "localhost") || !strings.Contains(err.Error(), "127.0.0.1") {
-		t.Fatalf("err = %v; want ErrPrivate naming localhost and 127.0.0.1", err)
+	want := "url: host localhost resolves to a private or internal address: " + ErrPrivate.Error()
+	if !errors.Is(err, ErrPrivate) || err.Error() != want {
+		t.Fatalf("err = %v; want ErrPrivate, %q", err, want)
 	}
-	if strings.Contains(err.Error(), "s3cret") {
-		t.Fatalf("err = %v repeats the URL's token", err)
+	if d := Detail(err); !strings.HasPrefix(d, "localhost resolves to ") || !strings.HasSuffix(d, ", a loopback address") {
+		t.Errorf("detail %q does not name the address", d)
+	}
+	_, err = CheckURL(context.Background(), "https://nothing.invalid/in?token=s3cret", false)
+	if want := "url: host nothing.invalid does not resolve"; err == nil || errors.Is(err, ErrPrivate) || err.Error() != want {
+		t.Fatalf("err = %v; want %q without the resolver's error", err, want)
+	}
+	if d := Detail(err); !strings.Contains(d, "lookup nothing.invalid") {
+		t.Errorf("detail %q is not the resolver's error", d)
 	}
 	_, err = CheckURL(context.Background(), "http://u:s3cret@%zz/", false)
 	if err == nil || strings.Contains(err.Error(), "s3cret") {
 		t.Fatalf("err = %v; want a refusal that does not repeat the password", err)
+	}
+}
+
+// ConnError names the host of a refused connection or a failed lookup, not
+// the address or the resolver, which its detail keeps.
+func TestConnError(t *testing.T) {
+	t.Parallel()
+	srv, _ := counting(t, func(http.ResponseWriter, *http.Request) {})
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	_, err := NewClient(false, 5*time.Second).Post("http://localhost:"+strconv.Itoa(port)+"/", "application/json", strings.NewReader("{}"))
+	text, detail := ConnError("localhost", err)
+	if text != "host localhost is or resolves to a private or internal address: "+ErrPrivate.Error() ||
+		!strings.Contains(detail, "a loopback address") {
+		t.Errorf("refused: %q, detail %q", text, detail)
+	}
+	_, err = NewClient(false, 5*time.Second).Post("http://nothing.invalid/", "application/json", strings.NewReader("{}"))
+	if text, detail := ConnError("nothing.invalid", err); text != "host nothing.invalid does not resolve" || !strings.Contains(detail, "lookup") {
+		t.Errorf("unresolved: %q, detail %q", text, detail)
+	}
+	if text, detail := ConnError("h", io.ErrUnexpectedEOF); text != io.ErrUnexpectedEOF.Error() || detail != "" {
+		t.Errorf("other: %q, detail %q", text, detail)
 	}
 }
 

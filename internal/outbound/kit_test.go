@@ -235,3 +235,29 @@ func (e env) attempts(t testing.TB, id int64) []stream.DestinationAttempt {
 	}
 	return as
 }
+
+// tenant is another tenant of e's store, with a provider crm.
+func (e env) tenant(t testing.TB, slug string) env {
+	t.Helper()
+	tn, err := e.store.CreateTenant(asCLI, slug, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.store.ConnectProvider(asCLI, tn.ID, "crm", "standard", "whsec_dGVzdA==", nil); err != nil {
+		t.Fatal(err)
+	}
+	p, err := e.store.Endpoint(asCLI, slug, "crm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return env{store: e.store, pool: e.pool, p: p}
+}
+
+// raiseDestinationLimit lets e's tenant have n destinations, as an admin
+// does with tidemark tenant update --max-destinations.
+func raiseDestinationLimit(t testing.TB, e env, n int) {
+	t.Helper()
+	if _, err := e.store.UpdateTenant(asCLI, e.p.TenantSlug, domain.TenantUpdate{MaxDestinations: &n}); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue/queuetest"
+	"github.com/tidemark/tidemark/internal/whsig"
 )
 
 // TestTwoSendersOneDestination: two senders (two nodes) on one database
@@ -132,7 +133,9 @@ func TestStoppingNodeDrainsItsSends(t *testing.T) {
 
 // TestPublishesToJetStream: a NATS destination publishes each change to
 // PREFIX.{tenant}.{provider}.{object_type} with Nats-Msg-Id, a record's
-// changes in order.
+// changes in order, each signed as a webhook message is, with the headers
+// spelled as Standard Webhooks spells them (review 4's M6: they were
+// unsigned).
 func TestPublishesToJetStream(t *testing.T) {
 	t.Parallel()
 	prefix := queuetest.Stream(t) // a unique name; its stream is deleted when the test ends
@@ -149,7 +152,7 @@ func TestPublishesToJetStream(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t)
-	e.destination(t, stream.NewDestination{NATSURL: queuetest.URL(), Subject: prefix, AllowPrivate: true})
+	_, secret := e.destination(t, stream.NewDestination{NATSURL: queuetest.URL(), Subject: prefix, AllowPrivate: true})
 	e.run(t, fast())
 	for rev := int64(1); rev <= 5; rev++ {
 		for _, r := range []string{"a", "b.c", "d e"} {
@@ -176,6 +179,16 @@ func TestPublishesToJetStream(t *testing.T) {
 		record = record[:strings.IndexByte(record, '"')]
 		if !strings.Contains(body, fmt.Sprintf(`"id":"chg_%d_%d"`, e.p.TenantID, pos)) {
 			t.Errorf("message %s does not carry its Nats-Msg-Id %d", body, pos)
+		}
+		h := http.Header{}
+		for k, v := range msg.Headers() {
+			h[http.CanonicalHeaderKey(k)] = v
+		}
+		if err := whsig.Verify(secret, h, msg.Data(), time.Now(), 5*time.Minute); err != nil {
+			t.Errorf("message %s: %v", msg.Headers().Get(jetstream.MsgIDHeader), err)
+		}
+		if id := msg.Headers().Get("webhook-id"); id != msg.Headers().Get(jetstream.MsgIDHeader) || msg.Headers().Get("webhook-timestamp") == "" {
+			t.Errorf("headers %v: want webhook-id (the change's id) and webhook-timestamp, spelled so", msg.Headers())
 		}
 		got = append(got, arrival{record: record, position: pos})
 	}

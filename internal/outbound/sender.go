@@ -48,9 +48,14 @@ type Options struct {
 	// (default 5 s): each answer it waits for is recorded, and not sent
 	// again by the node that takes the destination next.
 	Drain time.Duration
-	// MaxLeases is how many destinations this node sends at most.
-	MaxLeases int
-	Log       *slog.Logger
+	// MaxLeases is how many destinations this node sends at most, and
+	// TenantShare how many of one tenant's (default a quarter of MaxLeases),
+	// so that one tenant's destinations never take every slot.
+	MaxLeases, TenantShare int
+	// Idle is how long a destination has nothing to send before its
+	// worker gives the lease back (default 10 polls).
+	Idle time.Duration
+	Log  *slog.Logger
 }
 
 func (o Options) withDefaults() Options {
@@ -65,6 +70,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxLeases == 0 {
 		o.MaxLeases = DefaultMaxLeases
 	}
+	if o.TenantShare == 0 {
+		o.TenantShare = max(1, o.MaxLeases/4)
+	}
+	o.Idle = cmpOr(o.Idle, 10*o.Poll)
 	if o.Log == nil {
 		o.Log = slog.Default()
 	}
@@ -100,7 +109,7 @@ func New(store stream.Outbox, o Options) *Sender {
 	o = o.withDefaults()
 	return &Sender{store: store, o: o,
 		clients: map[bool]*http.Client{false: egress.NewClient(false, o.Timeout), true: egress.NewClient(true, o.Timeout)},
-		nats:    newNATSConns(o.Timeout)}
+		nats:    newNATSConns(o)}
 }
 
 // Owner is the name of this sender's leases.
@@ -108,9 +117,13 @@ func (s *Sender) Owner() string { return s.o.Owner }
 
 type destKey struct{ tenantID, id int64 }
 
-// Run leases destinations every LeaseEvery and runs a worker for each one
-// held, until ctx ends; then it stops the workers and releases the leases,
-// so that another node takes them at once.
+// Run renews its leases every LeaseEvery and, every Poll while it has a
+// free slot, takes destinations with something to send; it runs a worker
+// for each one held, until ctx ends; then it stops the workers and
+// releases the leases, so that another node takes them at once. A worker
+// whose destination has nothing to send gives its lease back: one node
+// query every Poll finds work for every idle destination, instead of each
+// destination polling for its own.
 func (s *Sender) Run(ctx context.Context) error {
 	workers := map[destKey]*worker{}
 	defer s.nats.close()
@@ -131,26 +144,30 @@ func (s *Sender) Run(ctx context.Context) error {
 			s.o.Log.Warn("destination sender: could not release leases; they run out", "err", err, "ttl", s.o.LeaseTTL)
 		}
 	}()
+	var renewed time.Time
 	for {
-		s.lease(ctx, workers)
+		if time.Since(renewed) >= s.o.LeaseEvery {
+			renewed = time.Now()
+			s.renew(ctx, workers)
+		}
+		s.take(ctx, workers)
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-time.After(s.o.LeaseEvery):
+		case <-time.After(s.o.Poll):
 		}
 	}
 }
 
-// lease renews and takes leases: a worker starts for a destination newly
-// held, and stops for one no longer held. When the leases cannot be
-// renewed the workers go on until their leases would end, and then send
-// nothing.
-func (s *Sender) lease(ctx context.Context, workers map[destKey]*worker) {
+// renew renews the leases: a worker starts for a destination held with
+// none, and stops for one no longer held. When the leases cannot be renewed the workers go on until their
+// leases would end, and then send nothing.
+func (s *Sender) renew(ctx context.Context, workers map[destKey]*worker) {
 	start := time.Now()
-	leased, err := s.store.LeaseDestinations(ctx, s.o.Owner, s.o.LeaseTTL, s.o.MaxLeases)
+	leased, err := s.store.RenewDestinations(ctx, s.o.Owner, s.o.LeaseTTL)
 	if err != nil {
 		if ctx.Err() == nil {
-			s.o.Log.Error("destination sender: lease", "err", err)
+			s.o.Log.Error("destination sender: renew leases", "err", err)
 		}
 		return
 	}
@@ -163,16 +180,43 @@ func (s *Sender) lease(ctx context.Context, workers map[destKey]*worker) {
 			w.renew(d, until)
 			continue
 		}
+		// Still this node's with no worker: one that stopped as failing,
+		// since resumed, or one taken before this node restarted.
 		workers[k] = startWorker(ctx, s, d, until)
-		s.o.Log.Info("destination sender: sending", "tenant_id", d.TenantID, "destination_id", d.ID)
 	}
 	for k, w := range workers {
-		if !held[k] {
-			w.stop(0) // at once: the lease loop renews the others
+		if !held[k] && !w.exited() {
+			w.stop(0) // at once: the loop renews the others
 			delete(workers, k)
 			s.o.Log.Info("destination sender: stopped; lease not renewed (paused, failing, deleted or taken)",
 				"tenant_id", k.tenantID, "destination_id", k.id)
 		}
+	}
+}
+
+// take forgets the workers that exited (idle or failing) and, while fewer
+// than MaxLeases run, takes destinations with something to send, at most
+// TenantShare of one tenant's, and starts a worker for each.
+func (s *Sender) take(ctx context.Context, workers map[destKey]*worker) {
+	held := map[int64]int{}
+	for k, w := range workers {
+		if w.exited() {
+			delete(workers, k)
+			continue
+		}
+		held[k.tenantID]++
+	}
+	start := time.Now()
+	taken, err := s.store.TakeDestinations(ctx, s.o.Owner, s.o.LeaseTTL, s.o.MaxLeases-len(workers), s.o.TenantShare, held)
+	if err != nil {
+		if ctx.Err() == nil {
+			s.o.Log.Error("destination sender: take leases", "err", err)
+		}
+		return
+	}
+	for _, d := range taken {
+		workers[destKey{d.TenantID, d.ID}] = startWorker(ctx, s, d, start.Add(s.o.LeaseTTL))
+		s.o.Log.Debug("destination sender: sending", "tenant_id", d.TenantID, "destination_id", d.ID)
 	}
 }
 

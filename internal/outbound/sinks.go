@@ -9,19 +9,14 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 	"unicode/utf8"
-
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/alertjson"
 	"github.com/tidemark/tidemark/internal/changejson"
-	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/internal/whsig"
 )
 
@@ -69,7 +64,7 @@ func (s *Sender) postAlert(ctx context.Context, d stream.LeasedDestination, e al
 func (s *Sender) postBody(ctx context.Context, d stream.LeasedDestination, id string, body []byte) answer {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.URL, bytes.NewReader(body))
 	if err != nil {
-		return answer{err: err.Error()}
+		return answer{err: s.transportError(d, err)}
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "Tidemark")
@@ -81,7 +76,7 @@ func (s *Sender) postBody(ctx context.Context, d stream.LeasedDestination, id st
 		if errors.Is(err, context.DeadlineExceeded) || isTimeout(err) {
 			return answer{err: fmt.Sprintf("timeout: no answer within %s", s.o.Timeout)}
 		}
-		return answer{err: err.Error()}
+		return answer{err: s.transportError(d, err)}
 	}
 	defer resp.Body.Close()
 	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, maxAnswerRead))
@@ -131,107 +126,4 @@ func printable(b []byte) string {
 		}
 	}
 	return strings.TrimSpace(sb.String())
-}
-
-// publish publishes c to d's JetStream, on the subject
-// PREFIX.{tenant}.{provider}.{object_type}, with the change id as
-// Nats-Msg-Id so that the stream drops a repeat within its duplicate window.
-func (s *Sender) publish(ctx context.Context, d stream.LeasedDestination, c stream.Change) answer {
-	body, err := changejson.MarshalMessage(c)
-	if err != nil {
-		return answer{err: "encode: " + err.Error()}
-	}
-	js, err := s.nats.get(d.NATSURL, d.AllowPrivate)
-	if err != nil {
-		return answer{err: err.Error()}
-	}
-	msg := &nats.Msg{Subject: Subject(d.Subject, d.TenantSlug, c.Provider, c.ObjectType), Data: body,
-		Header: nats.Header{}}
-	msg.Header.Set(jetstream.MsgIDHeader, c.ID())
-	if _, err := js.PublishMsg(ctx, msg); err != nil {
-		if errors.Is(err, context.DeadlineExceeded) {
-			return answer{err: fmt.Sprintf("timeout: no acknowledgement within %s", s.o.Timeout)}
-		}
-		return answer{err: err.Error()}
-	}
-	return answer{status: http.StatusOK}
-}
-
-// Subject is the subject of a change: prefix, then the tenant, provider and
-// object type, each made a single NATS token.
-func Subject(prefix, tenant, provider, objectType string) string {
-	return prefix + "." + token(tenant) + "." + token(provider) + "." + token(objectType)
-}
-
-// token replaces what a NATS token cannot hold (".", "*", ">", white
-// space) with "_".
-func token(s string) string {
-	if s == "" {
-		return "_"
-	}
-	return strings.Map(func(r rune) rune {
-		if r == '.' || r == '*' || r == '>' || unicode.IsSpace(r) || unicode.IsControl(r) {
-			return '_'
-		}
-		return r
-	}, s)
-}
-
-// natsConns are the sender's NATS connections, one per server URL (and
-// allow_private), shared by the destinations that publish there.
-type natsConns struct {
-	timeout time.Duration
-	mu      sync.Mutex
-	conns   map[natsKey]*natsConn
-}
-
-type natsKey struct {
-	url          string
-	allowPrivate bool
-}
-
-// natsConn is one connection; its own lock keeps a server that does not
-// answer from holding up the others.
-type natsConn struct {
-	mu sync.Mutex
-	nc *nats.Conn
-}
-
-func newNATSConns(timeout time.Duration) *natsConns {
-	return &natsConns{timeout: timeout, conns: map[natsKey]*natsConn{}}
-}
-
-// get returns JetStream on the connection to url, connecting if need be.
-func (n *natsConns) get(url string, allowPrivate bool) (jetstream.JetStream, error) {
-	n.mu.Lock()
-	c := n.conns[natsKey{url, allowPrivate}]
-	if c == nil {
-		c = &natsConn{}
-		n.conns[natsKey{url, allowPrivate}] = c
-	}
-	n.mu.Unlock()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.nc == nil || c.nc.IsClosed() {
-		nc, err := nats.Connect(url, nats.Name("tidemark destination sender"), nats.Timeout(n.timeout),
-			nats.SetCustomDialer(egress.Dialer(allowPrivate, n.timeout)), nats.MaxReconnects(-1))
-		if err != nil {
-			return nil, fmt.Errorf("connect to NATS: %w", err)
-		}
-		c.nc = nc
-	}
-	return jetstream.New(c.nc)
-}
-
-func (n *natsConns) close() {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	for _, c := range n.conns {
-		c.mu.Lock()
-		if c.nc != nil {
-			c.nc.Close()
-		}
-		c.mu.Unlock()
-	}
-	clear(n.conns)
 }

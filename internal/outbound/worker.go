@@ -113,9 +113,18 @@ func (w *worker) run() {
 	poll := time.NewTicker(w.s.o.Poll)
 	defer poll.Stop()
 	lastTrim := time.Now()
+	busy := time.Now() // when the worker last had a change taken
 	for {
 		if w.cycle(ctx, d, &pending, taken, limit, todo) {
 			return
+		}
+		if len(taken) > 0 {
+			busy = time.Now()
+		} else if time.Since(busy) >= w.s.o.Idle {
+			if w.giveBack(ctx, d) {
+				return
+			}
+			busy = time.Now()
 		}
 		if time.Since(lastTrim) > trimEvery {
 			lastTrim = time.Now()
@@ -139,6 +148,19 @@ func (w *worker) run() {
 		case <-poll.C:
 		}
 	}
+}
+
+// giveBack gives the lease back when the destination has nothing to send,
+// so that it holds no slot of this node, and reports whether it did.
+func (w *worker) giveBack(ctx context.Context, d stream.LeasedDestination) bool {
+	released, err := w.s.store.ReleaseIdle(ctx, w.s.o.Owner, d.TenantID, d.ID)
+	if err != nil && ctx.Err() == nil {
+		w.log.Error("destination sender: give back the lease of an idle destination", "err", err)
+	}
+	if released {
+		w.log.Debug("destination sender: nothing to send; lease given back")
+	}
+	return released
 }
 
 // recordLast records, as the worker exits, the answers its last sends

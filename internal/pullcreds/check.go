@@ -8,7 +8,6 @@ package pullcreds
 
 import (
 	"context"
-	"errors"
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
@@ -22,7 +21,9 @@ import (
 // or resolves to a loopback, private, link-local or metadata address is
 // refused unless c.AllowPrivate, which only the CLI sets. Every refusal is
 // EINVALID; that of a private address also wraps egress.ErrPrivate, so the
-// CLI can point at --allow-private.
+// CLI can point at --allow-private. It names the host, never what it
+// resolved to nor the resolver's error: egress.Detail(err) has those, for
+// the server log.
 func Check(ctx context.Context, kind string, c pull.Credentials) (pull.Credentials, error) {
 	c, err := c.Check(kind, provider.PullAPI(kind))
 	if err != nil {
@@ -35,18 +36,19 @@ func Check(ctx context.Context, kind string, c pull.Credentials) (pull.Credentia
 		if _, err := egress.CheckURL(ctx, u.raw, c.AllowPrivate); err != nil {
 			// egress names the field "url" and never repeats the URL.
 			refusal := domain.Errorf(domain.EINVALID, "%s: %s", u.what, strings.TrimPrefix(err.Error(), "url: "))
-			if errors.Is(err, egress.ErrPrivate) {
-				return c, privateRefusal{refusal}
-			}
-			return c, refusal
+			return c, refusalOf{refusal, err}
 		}
 	}
 	return c, nil
 }
 
-// privateRefusal is the refusal of a private address: EINVALID, and
-// egress.ErrPrivate too.
-type privateRefusal struct{ refusal *domain.Error }
+// refusalOf is a refusal: EINVALID, and the egress error it says (which
+// wraps egress.ErrPrivate for a private address, so that the CLI can point
+// at --allow-private, and holds egress.Detail for the server log).
+type refusalOf struct {
+	refusal *domain.Error
+	egress  error
+}
 
-func (r privateRefusal) Error() string   { return r.refusal.Error() }
-func (r privateRefusal) Unwrap() []error { return []error{r.refusal, egress.ErrPrivate} }
+func (r refusalOf) Error() string   { return r.refusal.Error() }
+func (r refusalOf) Unwrap() []error { return []error{r.refusal, r.egress} }

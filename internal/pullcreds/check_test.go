@@ -60,3 +60,29 @@ func TestCheck(t *testing.T) {
 		t.Fatalf("http loopback login URL with allow-private: %v", err)
 	}
 }
+
+// TestCheckHidesInternalDNS: a login URL whose name resolves to an internal
+// address, or does not resolve, is refused naming the host only; the
+// address and the resolver's error are egress.Detail's, for the server log
+// (review 4, L3).
+func TestCheckHidesInternalDNS(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	c := pull.Credentials{ClientID: "3MVG9abc", ClientSecret: "s3cr3t", LoginURL: "https://localhost:8443"}
+	_, err := pullcreds.Check(ctx, "salesforce", c)
+	if msg := domain.ErrorMessage(err); !errors.Is(err, egress.ErrPrivate) ||
+		msg != "login URL: host localhost resolves to a private or internal address: "+egress.ErrPrivate.Error() {
+		t.Fatalf("localhost: %q (%v)", msg, err)
+	}
+	if d := egress.Detail(err); !strings.Contains(d, "127.0.0.1") && !strings.Contains(d, "::1") {
+		t.Errorf("detail %q does not name the address", d)
+	}
+	c.LoginURL = "https://nothing.invalid"
+	_, err = pullcreds.Check(ctx, "salesforce", c)
+	if msg := domain.ErrorMessage(err); domain.ErrorCode(err) != domain.EINVALID || msg != "login URL: host nothing.invalid does not resolve" {
+		t.Fatalf("unresolved: %q (%v)", msg, err)
+	}
+	if d := egress.Detail(err); !strings.Contains(d, "lookup nothing.invalid") {
+		t.Errorf("detail %q is not the resolver's error", d)
+	}
+}

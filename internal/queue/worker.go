@@ -247,7 +247,7 @@ func (q *Queue) apply(ctx context.Context, m *opened, redelivered bool, store do
 	if domain.ErrorCode(err) == domain.EINVALID {
 		// Synchronous mode answers 400 and logs a refused delivery.
 		d.Status, d.Reason = 400, domain.ErrorMessage(err)
-		count := domain.RefusalCount{TenantID: d.TenantID, ProviderID: d.ProviderID, Hour: d.ReceivedAt.UTC().Truncate(time.Hour), N: 1}
+		count := domain.RefusalCount{TenantID: d.TenantID, ProviderID: d.ProviderID, Minute: domain.RefusalMinute(d.ReceivedAt), N: 1}
 		if err := store.LogRefusals(ctx, []domain.RefusalCount{count}, []domain.Delivery{d}); err != nil {
 			return err
 		}

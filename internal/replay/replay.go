@@ -115,10 +115,11 @@ func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step
 		return "", nil, &unparsableError{err}
 	}
 	// No Body: a replay refers to its original's (ReplayOf), so that
-	// replays cannot copy bodies onto the disk.
+	// replays cannot copy bodies onto the disk; nor do its events that
+	// change nothing copy their original's payloads (ReplayOfAt).
 	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID,
 		ReceivedAt: rp.now(), Status: http.StatusOK, Signature: orig.Signature,
-		Request: orig.Request, ReplayOf: orig.ID}
+		Request: orig.Request, ReplayOf: orig.ID, ReplayOfAt: orig.ReceivedAt}
 	tracing.NoteEndpoint(ctx, p.TenantSlug, p.Name, p.Kind, d.ID)
 	if step == nil {
 		results, err = rp.replays.Replay(ctx, d, p, events)

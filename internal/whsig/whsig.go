@@ -86,9 +86,13 @@ func Sign(secrets []string, id string, ts time.Time, body []byte) (string, error
 	return strings.Join(sigs, " "), nil
 }
 
+// Setter is where Headers sets the headers: an http.Header, or a
+// nats.Header, which keeps their names as the spec writes them.
+type Setter interface{ Set(key, value string) }
+
 // Headers sets webhook-id, webhook-timestamp (unix seconds) and
 // webhook-signature on h for the message; on error h is left unchanged.
-func Headers(h http.Header, secrets []string, id string, ts time.Time, body []byte) error {
+func Headers(h Setter, secrets []string, id string, ts time.Time, body []byte) error {
 	sig, err := Sign(secrets, id, ts, body)
 	if err != nil {
 		return err

@@ -20,6 +20,10 @@ import (
 type db struct {
 	pool *pgxpool.Pool // writes
 	read *pgxpool.Pool // reads and sign-ins; pool until UseReadPool
+	// addressChecks is the sign-in limit of an address over all accounts:
+	// domain.MaxLoginChecksAddress, lowered by tests that reach it.
+	addressChecks int
+	ids           *pg.IDHashes // name refused sign-ins in the audit log
 }
 
 // UseReadPool makes the reads and sign-ins of every service of the
@@ -33,9 +37,9 @@ type (
 	Tokens   struct{ *db } // API tokens
 )
 
-// New returns the services on pool.
-func New(pool *pgxpool.Pool) (*Users, *Sessions, *Tokens) {
-	d := &db{pool: pool, read: pool}
+// New returns the services on pool; ids names refused sign-ins.
+func New(pool *pgxpool.Pool, ids *pg.IDHashes) (*Users, *Sessions, *Tokens) {
+	d := &db{pool: pool, read: pool, addressChecks: domain.MaxLoginChecksAddress, ids: ids}
 	return &Users{d}, &Sessions{d}, &Tokens{d}
 }
 

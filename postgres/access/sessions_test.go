@@ -2,6 +2,7 @@ package access_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/access"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
@@ -29,7 +31,9 @@ func signInStore(t *testing.T) *postgres.Store {
 
 // trySignIn tries a sign-in as the console does (the person signing in is
 // the actor) and says how it was answered: "signed in", "wrong" (the
-// password was checked), "throttled", or the error.
+// password was checked), "throttled" (for the account at the address),
+// "throttled address" (for the address over all accounts), "busy" (no
+// place to check the password), or the error.
 func trySignIn(ctx context.Context, s *postgres.Store, email, password, address string) string {
 	ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: email, Address: address})
 	_, err := s.Authenticate(ctx, email, password, address)
@@ -38,8 +42,12 @@ func trySignIn(ctx context.Context, s *postgres.Store, email, password, address 
 		return "signed in"
 	case strings.HasPrefix(msg, "Wrong email or password"):
 		return "wrong"
-	case strings.HasPrefix(msg, "Too many failed sign-ins"):
+	case errors.Is(err, domain.ErrSignInThrottledAccount):
 		return "throttled"
+	case errors.Is(err, domain.ErrSignInThrottledAddress):
+		return "throttled address"
+	case errors.Is(err, domain.ErrSignInBusy):
+		return "busy"
 	default:
 		return err.Error()
 	}
@@ -90,13 +98,15 @@ func TestSignInThrottleRace(t *testing.T) {
 func TestSignInThrottleRules(t *testing.T) {
 	t.Parallel()
 	type try struct{ email, password, address, want string }
-	wrong := func(email, address string, times int) []try {
+	tries := func(email, address, want string, times int) []try {
 		var out []try
 		for range times {
-			out = append(out, try{email, "wrong password", address, "wrong"})
+			out = append(out, try{email, "wrong password", address, want})
 		}
 		return out
 	}
+	wrong := func(email, address string, times int) []try { return tries(email, address, "wrong", times) }
+	throttled := func(email, address string, times int) []try { return tries(email, address, "throttled", times) }
 	cases := []struct {
 		name  string
 		tries [][]try
@@ -127,8 +137,19 @@ func TestSignInThrottleRules(t *testing.T) {
 		{"an address is throttled over all accounts", [][]try{
 			wrong("a@example.com", "203.0.113.7", 5), wrong("b@example.com", "203.0.113.7", 5),
 			wrong("c@example.com", "203.0.113.7", 5), wrong("d@example.com", "203.0.113.7", 5),
-			{{"ops@example.com", signInPassword, "203.0.113.7", "throttled"}},
+			{{"ops@example.com", signInPassword, "203.0.113.7", "throttled address"}},
 			{{"ops@example.com", signInPassword, "198.51.100.9", "signed in"}},
+		}},
+		{"failures against one account spend none of the address's slots", [][]try{
+			wrong("a@example.com", "203.0.113.7", 5),
+			throttled("a@example.com", "203.0.113.7", 25), // more than the address's limit
+			{{"ops@example.com", signInPassword, "203.0.113.7", "signed in"}},
+		}},
+		{"a throttled account is told so where its address is throttled too", [][]try{
+			wrong("a@example.com", "203.0.113.7", 5), wrong("b@example.com", "203.0.113.7", 5),
+			wrong("c@example.com", "203.0.113.7", 5), wrong("d@example.com", "203.0.113.7", 5),
+			{{"a@example.com", "wrong password", "203.0.113.7", "throttled"}},
+			{{"e@example.com", "wrong password", "203.0.113.7", "throttled address"}},
 		}},
 		{"successes give the address's slot back", [][]try{
 			wrong("a@example.com", "203.0.113.7", 5), wrong("b@example.com", "203.0.113.7", 5),
@@ -141,6 +162,9 @@ func TestSignInThrottleRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			s := signInStore(t)
+			// The address's limit as low as 20, so that four accounts
+			// reach it in a few checks.
+			access.SetAddressChecks(s.Sessions, 4*domain.MaxLoginChecks)
 			for _, group := range c.tries {
 				for i, try := range group {
 					if got := trySignIn(context.Background(), s, try.email, try.password, try.address); got != try.want {
@@ -183,7 +207,7 @@ func TestSignInAudit(t *testing.T) {
 	if rows.Err() != nil {
 		t.Fatal(rows.Err())
 	}
-	unknown := domain.SignInAuditName("unknown", "nobody@example.com") // an unknown account is named by a hash
+	unknown := idHasher(t, s).SignInAuditName("unknown", "nobody@example.com") // an unknown account is named by a hash
 	want := []string{
 		"operator|ops@example.com|sign_in|ops@example.com|succeeded|203.0.113.7",
 		"operator|Ops@Example.com|sign_in|ops@example.com|wrong password|203.0.113.7",

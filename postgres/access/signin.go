@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +20,48 @@ var dummyHash, _ = bcrypt.GenerateFromPassword([]byte("tidemark timing equaliser
 // compareHash checks a password; tests observe it.
 var compareHash = bcrypt.CompareHashAndPassword
 
+// passwordChecks bounds the password checks running at once on this node
+// to one for every two CPUs (at least one): a bcrypt compare is all CPU,
+// so more at once only makes each slower, and a flood of sign-ins from
+// many addresses must leave the node CPU for webhooks and pages. Up to 16
+// a CPU more wait their turn (a burst of honest sign-ins queues for a
+// second or two); past them a check is refused at once with
+// domain.ErrSignInBusy.
+var passwordChecks = newCheckGate(runtime.NumCPU()/2, 16*runtime.NumCPU())
+
+// checkGate is a counting semaphore with a bounded waiting room.
+type checkGate struct {
+	tickets chan struct{} // one for each check running or waiting
+	places  chan struct{} // one for each check running
+}
+
+func newCheckGate(places, waiting int) *checkGate {
+	places = max(1, places)
+	return &checkGate{tickets: make(chan struct{}, places+max(0, waiting)), places: make(chan struct{}, places)}
+}
+
+// enter takes a place, waiting for one while ctx lasts unless the waiting
+// room is full; false: no place.
+func (g *checkGate) enter(ctx context.Context) bool {
+	select {
+	case g.tickets <- struct{}{}:
+	default:
+		return false
+	}
+	select {
+	case g.places <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		<-g.tickets
+		return false
+	}
+}
+
+func (g *checkGate) leave() {
+	<-g.places
+	<-g.tickets
+}
+
 // reserveLoginCheckSQL takes one password check slot for the email (”
 // for all accounts) from the address key, unless max checks were taken
 // within the window: no row comes back then. The guarded upsert locks the
@@ -32,11 +75,18 @@ SET checks = ARRAY(SELECT c FROM unnest(t.checks) c WHERE c > now() - @window::i
 WHERE (SELECT count(*) FROM unnest(t.checks) c WHERE c > now() - @window::interval) < @max::int
 RETURNING now()`
 
-// returnAddressCheckSQL gives the address's slot taken at @at back.
-const returnAddressCheckSQL = `
+// returnCheckSQL gives back the slot taken at @at of the email, or of the
+// address over all accounts for the empty email.
+const returnCheckSQL = `
 UPDATE login_throttle
 SET checks = checks[:array_position(checks, @at::timestamptz) - 1] || checks[array_position(checks, @at::timestamptz) + 1:]
-WHERE email = '' AND address_key = @address_key AND @at::timestamptz = ANY(checks)`
+WHERE email = @email AND address_key = @address_key AND @at::timestamptz = ANY(checks)`
+
+// dropEmptyCheckSQL drops an account's row left with no checks, as when
+// the attempt that created it was refused for its address: a flood of
+// made-up emails past the address's limit leaves no row each.
+const dropEmptyCheckSQL = `
+DELETE FROM login_throttle WHERE email = @email AND address_key = @address_key AND email <> '' AND cardinality(checks) = 0`
 
 // forgetLoginChecksSQL clears the account's checks from the address after
 // a success, and drops up to a thousand rows nobody has used within the
@@ -73,7 +123,9 @@ const signInTimeout = 30 * time.Second
 // Authenticate implements domain.AccessService. A sign-in is two short
 // transactions with the password check between them, when no connection
 // is held: the first takes the throttle slots and reads the account, the
-// second records the outcome. A slow hash never holds the pool.
+// second records the outcome. A slow hash never holds the pool, and at
+// most passwordChecks run at once: one that finds no place gives its
+// slots back and is refused.
 func (s *Sessions) Authenticate(ctx context.Context, email, password, address string) (domain.User, error) {
 	email = domain.NormalizeEmail(email)
 	if err := domain.CheckSignIn(email, password); err != nil {
@@ -81,8 +133,12 @@ func (s *Sessions) Authenticate(ctx context.Context, email, password, address st
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), signInTimeout)
 	defer cancel()
-	a := &attempt{email: email, args: pgx.NamedArgs{"email": email, "address_key": domain.LoginAddressKey(address),
-		"window": domain.LoginWindow.String()}}
+	names, err := s.ids.Hasher(ctx)
+	if err != nil {
+		return domain.User{}, err
+	}
+	a := &attempt{email: email, addressChecks: s.addressChecks, names: names, args: pgx.NamedArgs{"email": email,
+		"address_key": domain.LoginAddressKey(address), "window": domain.LoginWindow.String()}}
 	var refusal error
 	if err := pg.WithTx(ctx, s.read, func(tx pgx.Tx) (err error) {
 		refusal, err = a.reserve(ctx, tx)
@@ -93,7 +149,19 @@ func (s *Sessions) Authenticate(ctx context.Context, email, password, address st
 	if refusal != nil {
 		return domain.User{}, refusal
 	}
-	ok := compareHash(a.hash, []byte(password)) == nil && a.user.ID != 0
+	gate := passwordChecks
+	if !gate.enter(ctx) {
+		if err := pg.WithTx(ctx, s.read, func(tx pgx.Tx) error {
+			return pg.Translate(a.giveBack(ctx, tx, a.email, ""))
+		}); err != nil {
+			return domain.User{}, err
+		}
+		return domain.User{}, domain.ErrSignInBusy
+	}
+	ok := func() bool {
+		defer gate.leave()
+		return compareHash(a.hash, []byte(password)) == nil && a.user.ID != 0
+	}()
 	if err := pg.WithTx(ctx, s.read, func(tx pgx.Tx) error { return pg.Translate(a.record(ctx, tx, ok)) }); err != nil {
 		return domain.User{}, err
 	}
@@ -105,16 +173,18 @@ func (s *Sessions) Authenticate(ctx context.Context, email, password, address st
 
 // attempt is one sign-in between its two transactions.
 type attempt struct {
-	email string
-	args  pgx.NamedArgs // email, address_key, window; at once the address's slot is taken
-	user  domain.User   // ID 0: no such operator
-	hash  []byte
+	email         string
+	addressChecks int           // the address's limit over all accounts
+	args          pgx.NamedArgs // email, address_key, window; at once the slots are taken
+	user          domain.User   // ID 0: no such operator
+	hash          []byte
+
+	names domain.IDHasher // names refused emails in the audit log
 }
 
-// reserve takes the address's and the account's slots and reads the
+// reserve takes the account's and the address's slots and reads the
 // account; it returns the refusal to show when a limit is reached.
 func (a *attempt) reserve(ctx context.Context, tx pgx.Tx) (refusal, err error) {
-	wait := int(domain.LoginWindow.Minutes())
 	take := func(email string, limit int) (at time.Time, ok bool, err error) {
 		args := pgx.NamedArgs{"email": email, "max": limit, "address_key": a.args["address_key"], "window": a.args["window"]}
 		err = tx.QueryRow(ctx, reserveLoginCheckSQL, args).Scan(&at)
@@ -123,18 +193,20 @@ func (a *attempt) reserve(ctx context.Context, tx pgx.Tx) (refusal, err error) {
 		}
 		return at, err == nil, err
 	}
-	// The address's slot first: every sign-in takes the two rows in the
-	// same order, so none waits for another in a cycle.
-	at, ok, err := take("", domain.MaxLoginChecksAddress)
+	// The account's slot first, so that an attempt refused for its
+	// account spends none of its address's, and the refusal names the
+	// account. Every sign-in takes the two rows in the same order, so none
+	// waits for another in a cycle.
+	at, ok, err := take(a.email, domain.MaxLoginChecks)
 	if err != nil || !ok {
-		return a.throttled(ctx, tx, err, "Too many failed sign-ins from your network address. Wait %d minutes and try again.", wait)
+		return a.throttled(ctx, tx, err, domain.ErrSignInThrottledAccount)
 	}
 	a.args["at"] = at
-	if _, ok, err := take(a.email, domain.MaxLoginChecks); err != nil || !ok {
+	if _, ok, err := take("", a.addressChecks); err != nil || !ok {
 		if err == nil {
-			_, err = tx.Exec(ctx, returnAddressCheckSQL, a.args)
+			err = a.giveBack(ctx, tx, a.email)
 		}
-		return a.throttled(ctx, tx, err, "Too many failed sign-ins for this account from your network address. Wait %d minutes and try again.", wait)
+		return a.throttled(ctx, tx, err, domain.ErrSignInThrottledAddress)
 	}
 	a.user.Email = a.email
 	var hash string
@@ -146,24 +218,40 @@ func (a *attempt) reserve(ctx context.Context, tx pgx.Tx) (refusal, err error) {
 	return nil, err
 }
 
-// throttled counts a throttled attempt, unless err.
-func (a *attempt) throttled(ctx context.Context, tx pgx.Tx, err error, format string, wait int) (refusal, _ error) {
+// throttled counts an attempt throttled with limit, unless err.
+func (a *attempt) throttled(ctx context.Context, tx pgx.Tx, err, limit error) (refusal, _ error) {
 	if err != nil {
 		return nil, err
 	}
-	return domain.Errorf(domain.EUNAUTHORIZED, format, wait),
-		a.count(ctx, tx, domain.SignInThrottled, domain.SignInAuditName("email", a.email))
+	return limit, a.count(ctx, tx, domain.SignInThrottled, a.names.SignInAuditName("email", a.email))
+}
+
+// giveBack gives back the slots the attempt took for each email, the
+// empty one being the address's.
+func (a *attempt) giveBack(ctx context.Context, tx pgx.Tx, emails ...string) error {
+	for _, email := range emails {
+		args := pgx.NamedArgs{"email": email, "address_key": a.args["address_key"], "at": a.args["at"]}
+		if _, err := tx.Exec(ctx, returnCheckSQL, args); err != nil {
+			return err
+		}
+		if email != "" {
+			if _, err := tx.Exec(ctx, dropEmptyCheckSQL, args); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // record writes the outcome of the password check.
 func (a *attempt) record(ctx context.Context, tx pgx.Tx, ok bool) error {
 	switch {
 	case a.user.ID == 0:
-		return a.count(ctx, tx, domain.SignInUnknownAccount, domain.SignInAuditName("unknown", a.email))
+		return a.count(ctx, tx, domain.SignInUnknownAccount, a.names.SignInAuditName("unknown", a.email))
 	case !ok:
 		return pg.Audit(ctx, tx, 0, domain.AuditSignIn, a.email, domain.SignInWrongPassword)
 	}
-	if _, err := tx.Exec(ctx, returnAddressCheckSQL, a.args); err != nil {
+	if err := a.giveBack(ctx, tx, ""); err != nil {
 		return err
 	}
 	if _, err := tx.Exec(ctx, forgetLoginChecksSQL, a.args); err != nil {

@@ -16,10 +16,12 @@ import (
 // TestSignInFloodAuditsLittle: 100 sign-ins with made-up emails from one
 // address add a handful of audit rows, not one each; the attempts are
 // counted per address, window and outcome; no typed email reaches the
-// log, only a short hash of it.
+// log, only a short hash of it. Past the address's limit (lowered to 20)
+// they leave no throttle row each.
 func TestSignInFloodAuditsLittle(t *testing.T) {
 	t.Parallel()
 	s := signInStore(t)
+	access.SetAddressChecks(s.Sessions, 20)
 	ctx := context.Background()
 	long := strings.Repeat("x", 200)
 	for i := range 100 {
@@ -35,6 +37,13 @@ func TestSignInFloodAuditsLittle(t *testing.T) {
 	}
 	if counted != 100 {
 		t.Fatalf("counted %d refused sign-ins, want 100", counted)
+	}
+	var rows int
+	if err := s.Pool().QueryRow(ctx, `SELECT count(*) FROM login_throttle WHERE address_key = '203.0.113.9' AND email <> ''`).Scan(&rows); err != nil {
+		t.Fatal(err)
+	}
+	if rows != 20 {
+		t.Fatalf("%d throttle rows of accounts, want the 20 checked", rows)
 	}
 	var longest int
 	var leaked bool

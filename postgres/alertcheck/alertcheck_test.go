@@ -13,6 +13,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
@@ -146,20 +147,32 @@ func deliver(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, at time
 }
 
 // refuse logs n refused deliveries of p, one a second from at, as the
-// refusal flusher does: each one kept, and counted in its hour.
+// refusal flusher does: each one kept, and counted in its minute.
 func refuse(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, at time.Time, n int) {
+	t.Helper()
+	refuseEvery(t, s, p, at, n, time.Second)
+}
+
+// refuseEvery is refuse with the refusals every apart; the flusher keeps
+// at most one delivery per provider and second, so those of the same
+// second after the first are counted only.
+func refuseEvery(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, at time.Time, n int, every time.Duration) {
 	t.Helper()
 	counts := map[time.Time]int64{}
 	var samples []domain.Delivery
+	kept := map[int64]bool{}
 	for i := range n {
-		r := at.Add(time.Duration(i) * time.Second)
-		samples = append(samples, domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID,
-			ReceivedAt: r, Status: 401, Signature: domain.SignatureInvalid, Reason: "bad signature"})
-		counts[r.UTC().Truncate(time.Hour)]++
+		r := at.Add(time.Duration(i) * every)
+		if !kept[r.Unix()] {
+			kept[r.Unix()] = true
+			samples = append(samples, domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID,
+				ReceivedAt: r, Status: 401, Signature: domain.SignatureInvalid, Reason: "bad signature"})
+		}
+		counts[domain.RefusalMinute(r)]++
 	}
 	var batch []domain.RefusalCount
-	for h, c := range counts {
-		batch = append(batch, domain.RefusalCount{TenantID: p.TenantID, ProviderID: p.ID, Hour: h, N: c})
+	for m, c := range counts {
+		batch = append(batch, domain.RefusalCount{TenantID: p.TenantID, ProviderID: p.ID, Minute: m, N: c})
 	}
 	if err := s.LogRefusals(context.Background(), batch, samples); err != nil {
 		t.Fatal(err)
@@ -253,6 +266,76 @@ func TestRefusalsFireOnceResolveOnce(t *testing.T) {
 	}
 }
 
+// TestRefusalsCountABurst: 8 refused deliveries within one second fire a
+// refusals alert of threshold 5 over 5 minutes, with the count 8. The log
+// keeps one delivery of that second, and the hourly counters count only
+// hours that began within the window: before refusals were counted per
+// minute, the rule counted 1 here and fired nothing.
+func TestRefusalsCountABurst(t *testing.T) {
+	t.Parallel()
+	s, crm := pgtest.Setup(t, postgres.New)
+	pool := s.Pool()
+	only(t, pool, crm.TenantID, alerting.Refusals, 5, 5*time.Minute)
+	// Half an hour into the hour: its counter began 30 minutes before
+	// the evaluation, outside the window.
+	t0 := time.Now().UTC().Truncate(time.Hour).Add(30*time.Minute + 200*time.Millisecond)
+	refuseEvery(t, s, crm, t0, 8, 100*time.Millisecond)
+	ev := evaluate(t, s, t0.Add(10*time.Second))
+	if len(ev.Fired) != 1 || ev.Fired[0].Alert.Subject != "crm" {
+		t.Fatalf("fired %+v, want crm's refusals alert", ev.Fired)
+	}
+	if a := alertsOf(t, pool)[0]; a.Value != 8 || a.Summary != "8 refused deliveries from crm in 5m0s (threshold 5)." {
+		t.Errorf("alert %+v, want the 8 refusals counted", a)
+	}
+	wantEvents(t, pool, "alert.fired refusals crm")
+}
+
+// TestRefusalsWindowMissesNoRefusal: refusals every 7 s for 20 minutes,
+// counted as of many moments (on a minute, just after one, at a refusal,
+// between two) over windows of a minute (the shortest), 5 minutes and an
+// hour. The count is never less than the refusals within the window, and
+// exceeds it only by those of the minute in which the window begins,
+// before it began (that minute counts whole), and those after the moment
+// within its minute (which an evaluation of the present never finds).
+func TestRefusalsWindowMissesNoRefusal(t *testing.T) {
+	t.Parallel()
+	s, crm := pgtest.Setup(t, postgres.New)
+	pool := s.Pool()
+	ctx := context.Background()
+	start := time.Now().UTC().Truncate(time.Hour).Add(13*time.Minute + 17*time.Second + 300*time.Millisecond)
+	const every, n = 7 * time.Second, 20 * 60 / 7
+	refuseEvery(t, s, crm, start, n, every)
+	at := func(i int) time.Time { return start.Add(time.Duration(i) * every) }
+	for _, window := range []time.Duration{time.Minute, 5 * time.Minute, time.Hour} {
+		only(t, pool, crm.TenantID, alerting.Refusals, 1, window)
+		for _, now := range []time.Time{
+			start.Add(-time.Second), at(0), at(1), at(9).Truncate(time.Minute), at(9).Truncate(time.Minute).Add(time.Millisecond),
+			at(17).Add(-time.Millisecond), at(60), at(60).Add(3 * time.Second), at(n - 1), at(n - 1).Truncate(time.Minute).Add(time.Minute),
+			at(n - 1).Add(window).Add(-time.Second), at(n - 1).Add(window), at(n - 1).Add(window + time.Minute),
+		} {
+			within, boundary := 0, 0
+			for i := range n {
+				r := at(i)
+				switch {
+				case r.After(now.Add(-window)) && !r.After(now):
+					within++
+				case !r.Before(now.Add(-window).Truncate(time.Minute)) && !r.After(now.Add(-window)),
+					r.After(now) && r.Truncate(time.Minute).Equal(now.Truncate(time.Minute)):
+					boundary++
+				}
+			}
+			counts, err := alertcheck.RefusalsCounted(ctx, pool, crm.TenantID, now)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := counts["crm"]; got < int64(within) || got > int64(within+boundary) {
+				t.Errorf("window %s as of %s: %d refusals counted, want %d within the window (up to %d more of its first and last minutes)",
+					window, now.Format("15:04:05.000"), got, within, boundary)
+			}
+		}
+	}
+}
+
 // conflict makes one revision conflict of p's contact c.
 func conflict(t *testing.T, s *postgres.Store, p domain.ProviderEndpoint, c string) int64 {
 	t.Helper()
@@ -314,7 +397,9 @@ func TestConflictsOpenFiresOnceResolvesOnce(t *testing.T) {
 // TestDestinationFailingFiresOnceResolvesOnce: an active destination
 // whose attempts have had no 2xx for its window fires, resolves once it
 // answers 2xx, and fires again once the sender pauses it as failing; a
-// destination an owner paused never fires.
+// destination an owner paused never fires. The summary names the
+// destination without its URL's query and leaves the receiver's answer
+// out (review 4, M2): every member and token reads it.
 func TestDestinationFailingFiresOnceResolvesOnce(t *testing.T) {
 	t.Parallel()
 	s, crm := pgtest.Setup(t, postgres.New)
@@ -325,7 +410,7 @@ func TestDestinationFailingFiresOnceResolvesOnce(t *testing.T) {
 	var id, paused int64
 	for i, status := range []string{"active", "paused"} {
 		err := pool.QueryRow(ctx, `INSERT INTO destinations (tenant_id, url, types, status, created_at)
-			VALUES ($1, $2, '{record.*}', $3, $4) RETURNING id`, crm.TenantID, fmt.Sprintf("https://hooks.example.com/%d", i),
+			VALUES ($1, $2, '{record.*}', $3, $4) RETURNING id`, crm.TenantID, fmt.Sprintf("https://hooks.example.com/%d?token=S3cr3t", i),
 			status, t0.Add(-time.Hour)).Scan(map[int]*int64{0: &id, 1: &paused}[i])
 		if err != nil {
 			t.Fatal(err)
@@ -347,7 +432,7 @@ func TestDestinationFailingFiresOnceResolvesOnce(t *testing.T) {
 	if len(ev.Fired) != 1 || ev.Fired[0].Alert.Subject != fmt.Sprint(id) {
 		t.Fatalf("fired %+v, want destination %d", ev.Fired, id)
 	}
-	want := fmt.Sprintf("Destination %d (https://hooks.example.com/0) has answered no attempt with a 2xx for 15m0s (4 failed attempts).", id)
+	want := fmt.Sprintf("Destination %d (https://hooks.example.com/0?<redacted>) has answered no attempt with a 2xx for 15m0s (4 failed attempts).", id)
 	if a := alertsOf(t, pool)[0]; a.Summary != want || a.Value != 4 {
 		t.Errorf("alert %+v, want %q", a, want)
 	}
@@ -361,12 +446,12 @@ func TestDestinationFailingFiresOnceResolvesOnce(t *testing.T) {
 		t.Fatalf("resolved %+v", ev.Resolved)
 	}
 	quiet(t, s, pool, t0.Add(9*time.Minute))
-	if _, err := pool.Exec(ctx, `UPDATE destinations SET status = 'failing', status_reason = 'change 7 has not been delivered since 2026-01-01T00:00:00Z: 503'
+	if _, err := pool.Exec(ctx, `UPDATE destinations SET status = 'failing', status_reason = 'change 7 has not been delivered since 2026-01-01T00:00:00Z: answered 503 Service Unavailable: token S3cr3t expired'
 		WHERE tenant_id = $1 AND id = $2`, crm.TenantID, id); err != nil {
 		t.Fatal(err)
 	}
 	if ev := evaluate(t, s, t0.Add(10*time.Minute)); len(ev.Fired) != 1 ||
-		ev.Fired[0].Alert.Summary != fmt.Sprintf("Destination %d (https://hooks.example.com/0) was paused as failing: change 7 has not been delivered since 2026-01-01T00:00:00Z: 503.", id) {
+		ev.Fired[0].Alert.Summary != fmt.Sprintf("Destination %d (https://hooks.example.com/0?<redacted>) was paused as failing: change 7 has not been delivered since 2026-01-01T00:00:00Z.", id) {
 		t.Fatalf("fired %+v", ev.Fired)
 	}
 	quiet(t, s, pool, t0.Add(11*time.Minute))

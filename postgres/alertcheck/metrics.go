@@ -29,24 +29,40 @@ const metricsRecent = 24 * time.Hour
 // metricsTimeout bounds the read at each scrape.
 const metricsTimeout = 2 * time.Second
 
-var alertsFiringDesc = prometheus.NewDesc("tidemark_alerts_firing",
-	"Alerts firing now, per tenant and rule (0 for a rule whose last alert resolved within the last 24 hours).",
-	[]string{"tenant", "rule"}, nil)
+var (
+	alertsFiringDesc = prometheus.NewDesc("tidemark_alerts_firing",
+		"Alerts firing now, per rule, in all tenants (0 for a rule whose last alert resolved within the last 24 hours).",
+		[]string{"rule"}, nil)
+	alertsFiringByTenantDesc = prometheus.NewDesc("tidemark_alerts_firing",
+		"Alerts firing now, per tenant and rule (0 for a rule whose last alert resolved within the last 24 hours).",
+		[]string{"tenant", "rule"}, nil)
+)
 
-// AlertMetrics returns the collector of tidemark_alerts_firing. It reads
-// the alerts table at every scrape, so that every node exports the same
-// values whichever evaluates; while the database does not answer it
-// exports nothing and logs to log.
-func (c *Evaluations) AlertMetrics(log *slog.Logger) prometheus.Collector {
-	return alertsCollector{c: c, log: log}
+// AlertMetrics returns the collector of tidemark_alerts_firing: by rule,
+// or by tenant and rule when byTenant (serve --metrics-tenant-labels),
+// since whoever reaches /metrics would otherwise read which tenants have
+// trouble. It reads the alerts table when collected, so that every node
+// exports the same values whichever evaluates (serve caches the reading,
+// internal/metriccache); while the database does not answer it exports
+// nothing and logs to log.
+func (c *Evaluations) AlertMetrics(log *slog.Logger, byTenant bool) prometheus.Collector {
+	return alertsCollector{c: c, log: log, byTenant: byTenant}
 }
 
 type alertsCollector struct {
-	c   *Evaluations
-	log *slog.Logger
+	c        *Evaluations
+	log      *slog.Logger
+	byTenant bool
 }
 
-func (a alertsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- alertsFiringDesc }
+func (a alertsCollector) desc() *prometheus.Desc {
+	if a.byTenant {
+		return alertsFiringByTenantDesc
+	}
+	return alertsFiringDesc
+}
+
+func (a alertsCollector) Describe(ch chan<- *prometheus.Desc) { ch <- a.desc() }
 
 func (a alertsCollector) Collect(ch chan<- prometheus.Metric) {
 	ctx, cancel := context.WithTimeout(context.Background(), metricsTimeout)
@@ -56,8 +72,18 @@ func (a alertsCollector) Collect(ch chan<- prometheus.Metric) {
 		a.log.Error("read the firing alerts for /metrics", "err", err)
 		return
 	}
+	if a.byTenant {
+		for _, n := range counts {
+			ch <- prometheus.MustNewConstMetric(alertsFiringByTenantDesc, prometheus.GaugeValue, float64(n.Firing), n.Tenant, n.Rule)
+		}
+		return
+	}
+	byRule := map[string]int64{}
 	for _, n := range counts {
-		ch <- prometheus.MustNewConstMetric(alertsFiringDesc, prometheus.GaugeValue, float64(n.Firing), n.Tenant, n.Rule)
+		byRule[n.Rule] += n.Firing
+	}
+	for rule, firing := range byRule {
+		ch <- prometheus.MustNewConstMetric(alertsFiringDesc, prometheus.GaugeValue, float64(firing), rule)
 	}
 }
 

@@ -33,10 +33,10 @@ func TestAlertsFiringMetric(t *testing.T) {
 	evaluate(t, s, t0.Add(7*time.Hour))
 	deliver(t, s, erp, t0.Add(7*time.Hour+time.Minute), "e1")
 	evaluate(t, s, t0.Add(7*time.Hour+2*time.Minute))
-	firing := func(s *postgres.Store, want string) {
+	firing := func(s *postgres.Store, byTenant bool, want string) {
 		t.Helper()
 		reg := prometheus.NewPedanticRegistry()
-		reg.MustRegister(s.AlertMetrics(slog.Default()))
+		reg.MustRegister(s.AlertMetrics(slog.Default(), byTenant))
 		mfs, err := reg.Gather()
 		if err != nil {
 			t.Fatal(err)
@@ -55,13 +55,18 @@ func TestAlertsFiringMetric(t *testing.T) {
 			t.Errorf("metrics:\n%s\nwant:\n%s", got.String(), want)
 		}
 	}
-	firing(s, `tidemark_alerts_firing{rule="conflicts_open",tenant="globex"} GAUGE 1
+	firing(s, true, `tidemark_alerts_firing{rule="conflicts_open",tenant="globex"} GAUGE 1
 tidemark_alerts_firing{rule="provider_silent",tenant="acme"} GAUGE 1
+`)
+	// Without tenant labels (serve's default) no tenant is named: whoever
+	// reaches /metrics reads how many alerts fire of each rule, not where.
+	firing(s, false, `tidemark_alerts_firing{rule="conflicts_open"} GAUGE 1
+tidemark_alerts_firing{rule="provider_silent"} GAUGE 1
 `)
 	another := pgtest.On(t, postgres.New, pgtest.WarmPool(t, pool.Config().ConnString(), "tidemark other node", 2))
 	deliver(t, s, crm, t0.Add(7*time.Hour+3*time.Minute), "e2")
 	evaluate(t, s, t0.Add(7*time.Hour+4*time.Minute))
-	firing(another, `tidemark_alerts_firing{rule="conflicts_open",tenant="globex"} GAUGE 1
+	firing(another, true, `tidemark_alerts_firing{rule="conflicts_open",tenant="globex"} GAUGE 1
 tidemark_alerts_firing{rule="provider_silent",tenant="acme"} GAUGE 0
 `)
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -62,31 +63,25 @@ ORDER BY p.tenant_id, p.name`
 
 // refusalsSQL counts each provider's refused deliveries within its
 // tenant's window. Refusals are written in batches (postgres/ingest's
-// LogRefusals): an exact count per provider and hour in outcome_counters,
-// and at most one delivery per provider and second in the log. The count
-// is the larger of the refused deliveries logged within the window and
-// the counters of the hours that began within it (whose refusals all fall
-// within it): never more than were refused.
+// LogRefusals) with an exact count per provider and minute in
+// refusal_minutes; the count is the sum of the minutes from the one in
+// which the window begins through @now. That first minute counts whole,
+// so a count may include refusals up to a minute older than the window,
+// but never leaves out one within it. The boundary is truncated in UTC:
+// in the session's time zone an offset with seconds (historical ones)
+// would move it.
 const refusalsSQL = `
-WITH ` + settingsSQL + `, logged AS (
-    SELECT d.tenant_id, d.provider_id, count(*) AS n
+WITH ` + settingsSQL + `, counted AS (
+    SELECT m.provider_id, sum(m.n) AS n
     FROM settings s
-    JOIN deliveries d ON d.tenant_id = @tenant_id AND d.received_at > @now::timestamptz - s.window
-        AND d.received_at <= @now::timestamptz
-    WHERE d.status NOT BETWEEN 200 AND 299 AND d.replay_of IS NULL
-    GROUP BY d.tenant_id, d.provider_id
-), counted AS (
-    SELECT c.tenant_id, c.provider_id, sum(c.n) AS n
-    FROM settings s
-    JOIN outcome_counters c ON c.tenant_id = @tenant_id AND c.outcome = '` + domain.DeliveryRejected + `'
-        AND c.bucket >= @now::timestamptz - s.window AND c.bucket <= @now::timestamptz
-    GROUP BY c.tenant_id, c.provider_id
+    JOIN refusal_minutes m ON m.tenant_id = @tenant_id
+        AND m.minute >= date_trunc('minute', @now::timestamptz - s.window, 'UTC') AND m.minute <= @now::timestamptz
+    GROUP BY m.provider_id
 )
-SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, greatest(coalesce(l.n, 0), coalesce(c.n, 0))::bigint
+SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, coalesce(c.n, 0)::bigint
 FROM settings s
 JOIN providers p ON p.tenant_id = @tenant_id
-LEFT JOIN logged l ON l.tenant_id = p.tenant_id AND l.provider_id = p.id
-LEFT JOIN counted c ON c.tenant_id = p.tenant_id AND c.provider_id = p.id
+LEFT JOIN counted c ON c.provider_id = p.id
 ORDER BY p.tenant_id, p.name`
 
 // conflictsOpenSQL counts each tenant's open conflicts, and those of them
@@ -103,10 +98,11 @@ ORDER BY s.tenant_id`
 // destinationFailingSQL measures each destination that is not paused by
 // an owner: its status, since when it has had no 2xx (its last success,
 // else its creation), and its attempts within the window among its last
-// attemptsLooked.
+// attemptsLooked; with what names it (scanDestination redacts the URL).
 const destinationFailingSQL = `
 WITH ` + settingsSQL + `
-SELECT d.tenant_id, d.id, coalesce(d.url, d.nats_url || ' ' || d.subject), d.status, coalesce(d.status_reason, ''),
+SELECT d.tenant_id, d.id, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''), d.format,
+       d.status, coalesce(d.status_reason, ''), ` + pg.BehindRetentionSQL + `,
        s.threshold, s.window_seconds, coalesce(d.last_success_at, d.created_at), a.attempts, a.successes
 FROM settings s
 JOIN destinations d ON d.tenant_id = @tenant_id AND d.status <> 'paused'
@@ -257,23 +253,37 @@ func scanConflicts(row pgx.CollectableRow, _ time.Time) (alerting.Measure, error
 
 // scanDestination: paused as failing by the sender, or active with
 // attempts within the window, none of them 2xx, and no 2xx for the
-// window; Value is the failed attempts within the window.
+// window; Value is the failed attempts within the window. Every member,
+// every token, the log and the alert destinations read the summary: it
+// names the destination by its redacted target (its URL is its owners'),
+// and of its status reason only which message has not been delivered
+// since when, not the receiver's answer or the error.
 func scanDestination(row pgx.CollectableRow, now time.Time) (alerting.Measure, error) {
 	var m alerting.Measure
 	var id, window, attempts, successes int64
-	var target, status, reason string
+	var d stream.Destination
+	var status, reason string
+	var behind bool
 	var since time.Time
-	if err := row.Scan(&m.TenantID, &id, &target, &status, &reason, &m.Threshold, &window, &since, &attempts, &successes); err != nil {
+	if err := row.Scan(&m.TenantID, &id, &d.URL, &d.NATSURL, &d.Subject, &d.Format, &status, &reason, &behind,
+		&m.Threshold, &window, &since, &attempts, &successes); err != nil {
 		return m, err
 	}
 	setting(&m, window)
 	m.Subject, m.Value = strconv.FormatInt(id, 10), attempts-successes
+	target := d.RedactedTarget()
 	switch {
 	case status == "failing":
 		m.Holds = true
-		m.Summary = fmt.Sprintf("Destination %d (%s) was paused as failing: %s.", id, target, strings.TrimRight(reason, "."))
+		// postgres/outbound writes "change N has not been delivered since
+		// T: error"; T has no ": ".
+		undelivered, _, _ := strings.Cut(reason, ": ")
+		m.Summary = fmt.Sprintf("Destination %d (%s) was paused as failing: %s.", id, target, strings.TrimRight(undelivered, "."))
 		if reason == "" {
 			m.Summary = fmt.Sprintf("Destination %d (%s) was paused as failing.", id, target)
+		}
+		if behind {
+			m.Summary += " It is behind retention: changes it had not taken were removed from the feed and will not be sent."
 		}
 	default:
 		m.Holds = attempts > 0 && successes == 0 && !since.After(now.Add(-m.Window))

@@ -43,17 +43,20 @@ const sweepActor = "sweep"
 const jobColumns = `j.id, j.tenant_id, (SELECT slug FROM tenants WHERE id = j.tenant_id), j.provider_id,
        (SELECT name FROM providers WHERE tenant_id = j.tenant_id AND id = j.provider_id), j.sweep, j.from_at, j.to_at,
        j.object_type, j.state, j.deliveries, j.events, j.missed, j.outcomes, j.error, j.cancel_requested,
-       j.created_by, j.created_at, j.started_at, j.finished_at`
+       j.created_by, j.created_at, j.started_at, j.finished_at, j.pages, j.run_ms, j.resume_type, j.resume_from, j.span_ms`
 
 func scanJob(row pgx.CollectableRow) (pull.Job, error) {
 	var (
 		j                 pull.Job
 		started, finished pgtype.Timestamptz
+		resumeFrom        pgtype.Timestamptz
+		runMS, spanMS     int64
 	)
 	err := row.Scan(&j.ID, &j.TenantID, &j.TenantSlug, &j.ProviderID, &j.Provider, &j.Sweep, &j.From, &j.To,
 		&j.ObjectType, &j.State, &j.Deliveries, &j.Events, &j.Missed, &j.Outcomes, &j.Error, &j.CancelRequested,
-		&j.CreatedBy, &j.CreatedAt, &started, &finished)
-	j.StartedAt, j.FinishedAt = started.Time, finished.Time
+		&j.CreatedBy, &j.CreatedAt, &started, &finished, &j.Pages, &runMS, &j.At.ObjectType, &resumeFrom, &spanMS)
+	j.StartedAt, j.FinishedAt, j.At.From = started.Time, finished.Time, resumeFrom.Time
+	j.RanFor, j.At.Span = time.Duration(runMS)*time.Millisecond, time.Duration(spanMS)*time.Millisecond
 	return j, err
 }
 
@@ -94,7 +97,8 @@ func jobNotFound(id int64) func() error {
 
 // startBackfillSQL queues a job of a provider of the tenant: no row when
 // the tenant has no such provider. backfill_jobs_one_sweep refuses a
-// second sweep of the provider while one is queued or running.
+// second sweep of the provider while one is queued or running,
+// backfill_jobs_one_manual a second job started by an operator.
 const startBackfillSQL = `
 INSERT INTO backfill_jobs AS j (tenant_id, provider_id, sweep, from_at, to_at, object_type, created_by)
 SELECT p.tenant_id, p.id, @sweep, @from_at, @to_at, @object_type, @created_by
@@ -103,7 +107,8 @@ RETURNING j.id`
 
 // StartBackfill implements pull.JobStore. A window that is empty, or wider
 // than pull.MaxSince, is EINVALID; an unknown provider ENOTFOUND; a sweep
-// while the provider's previous one is queued or running ECONFLICT. A job
+// while the provider's previous one is queued or running ECONFLICT, and so
+// is an operator's job while another operator's job is. A job
 // an operator starts needs the actor of ctx, recorded as its creator and
 // in the audit log.
 func (k *Keeper) StartBackfill(ctx context.Context, tenantID, providerID int64, from, to time.Time, objectType string, sweep bool) (pull.Job, error) {
@@ -130,10 +135,35 @@ func (k *Keeper) StartBackfill(ctx context.Context, tenantID, providerID int64, 
 		}
 		return pg.Audit(ctx, tx, tenantID, pull.AuditBackfillStart, jobTarget(job.ID), jobWindow(job))
 	})
-	if pg.UniqueViolation(err) {
+	switch {
+	case pg.UniqueViolation(err) && sweep:
 		return job, domain.Errorf(domain.ECONFLICT, "a sweep of provider %d is still queued or running", providerID)
+	case pg.UniqueViolation(err):
+		return job, k.activeManual(ctx, tenantID, providerID)
 	}
 	return job, pg.Translate(err)
+}
+
+const activeManualSQL = `
+SELECT j.id, j.state, (SELECT name FROM providers WHERE tenant_id = j.tenant_id AND id = j.provider_id)
+FROM backfill_jobs j WHERE j.tenant_id = @tenant_id AND j.provider_id = @provider_id AND NOT j.sweep
+AND j.state IN ('queued', 'running')`
+
+// activeManual is the refusal of a second job of a provider started by an
+// operator: ECONFLICT naming the job that is queued or running.
+func (k *Keeper) activeManual(ctx context.Context, tenantID, providerID int64) error {
+	var (
+		id       int64
+		state    string
+		provider string
+	)
+	err := k.pool.QueryRow(ctx, activeManualSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID}).Scan(&id, &state, &provider)
+	if err != nil {
+		// It ended meanwhile: the refusal stands, without its id.
+		return domain.Errorf(domain.ECONFLICT, "a backfill of this provider is already queued or running: try again in a moment")
+	}
+	return domain.Errorf(domain.ECONFLICT, "backfill job %d of provider %s is already %s: a provider has one backfill "+
+		"queued or running at a time; wait for it to end, or cancel it first", id, provider, state)
 }
 
 // jobWindow says what a job pulls, for the audit log.

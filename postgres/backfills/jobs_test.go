@@ -58,6 +58,15 @@ func TestStartAndRead(t *testing.T) {
 		a.CreatedBy != pgtest.Operator.Name || a.Sweep || !a.StartedAt.IsZero() || a.To.Sub(a.From) != 72*time.Hour {
 		t.Fatalf("started %+v", a)
 	}
+	// A provider has one operator's job queued or running at a time.
+	_, err := s.StartBackfill(asOperator, p.TenantID, p.ID, time.Now().Add(-time.Hour), time.Now(), "", false)
+	if domain.ErrorCode(err) != domain.ECONFLICT || domain.ErrorMessage(err) != "backfill job "+itoa(a.ID)+
+		" of provider crm is already queued: a provider has one backfill queued or running at a time; wait for it to end, or cancel it first" {
+		t.Fatalf("a second job of the provider: %v, want a conflict naming job %d", err, a.ID)
+	}
+	if _, err := s.CancelBackfill(asOperator, p.TenantID, a.ID); err != nil {
+		t.Fatal(err)
+	}
 	b := start(t, s, p, time.Hour, "")
 	got, err := s.Backfill(context.Background(), p.TenantID, a.ID)
 	if err != nil || got.ID != a.ID || got.ObjectType != "contact" {
@@ -71,6 +80,7 @@ func TestStartAndRead(t *testing.T) {
 		t.Fatalf("limit 1: %+v", list)
 	}
 	if want := []string{"backfill_start backfill job " + itoa(a.ID) + " by ann@example.com",
+		"backfill_cancel backfill job " + itoa(a.ID) + " by ann@example.com",
 		"backfill_start backfill job " + itoa(b.ID) + " by ann@example.com"}; !slices.Equal(auditActions(t, s, p.TenantID), want) {
 		t.Fatalf("audit %v, want %v", auditActions(t, s, p.TenantID), want)
 	}
@@ -97,15 +107,22 @@ func TestStartAndRead(t *testing.T) {
 	}
 }
 
-// TestClaimRace: nodes claiming at once each get a job of their own, and
-// every queued job is claimed exactly once.
+// TestClaimRace: nodes claiming at once each get a job of their own, every
+// tenant's sweep (ahead of its operator's job) is claimed exactly once, and
+// no tenant gets a second job running.
 func TestClaimRace(t *testing.T) {
 	t.Parallel()
-	s, p := pgtest.Setup(t, postgres.New)
-	q := pgtest.Provider(t, s, "globex", "crm")
+	s := pgtest.New(t, postgres.New)
 	queued := map[int64]bool{}
-	for i := range 24 {
-		queued[start(t, s, []domain.ProviderEndpoint{p, q}[i%2], time.Hour, "").ID] = true
+	for i := range 8 {
+		p := pgtest.Provider(t, s, "tenant"+strconv.Itoa(i), "crm")
+		start(t, s, p, time.Hour, "")
+		now := time.Now()
+		sweep, err := s.StartBackfill(context.Background(), p.TenantID, p.ID, now.Add(-time.Hour), now, "", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queued[sweep.ID] = true
 	}
 	var (
 		mu      sync.Mutex
@@ -142,7 +159,7 @@ func TestClaimRace(t *testing.T) {
 		}
 	}
 	if len(claimed) != len(queued) {
-		t.Errorf("claimed %d jobs, queued %d", len(claimed), len(queued))
+		t.Errorf("claimed %d jobs, want %d: one per tenant", len(claimed), len(queued))
 	}
 }
 
@@ -151,7 +168,7 @@ func TestClaimRace(t *testing.T) {
 func TestClaimSkipsLockedJob(t *testing.T) {
 	t.Parallel()
 	s, p := pgtest.Setup(t, postgres.New)
-	first, second := start(t, s, p, time.Hour, ""), start(t, s, p, time.Hour, "")
+	first, second := start(t, s, p, time.Hour, ""), start(t, s, pgtest.Provider(t, s, "globex", "crm"), time.Hour, "")
 	ctx := context.Background()
 	tx, err := s.Pool().Begin(ctx)
 	if err != nil {
@@ -176,20 +193,23 @@ func TestStaleJobQueuedAgain(t *testing.T) {
 	t.Parallel()
 	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
-	stale, stopping, live := start(t, s, p, time.Hour, ""), start(t, s, p, time.Hour, ""), start(t, s, p, time.Hour, "")
+	// Three tenants: each has one job running at a time.
+	q, r := pgtest.Provider(t, s, "globex", "crm"), pgtest.Provider(t, s, "initech", "crm")
+	stale, stopping, live := start(t, s, p, time.Hour, ""), start(t, s, q, time.Hour, ""), start(t, s, r, time.Hour, "")
 	for range 3 {
 		if _, ok, err := s.ClaimBackfill(ctx); !ok || err != nil {
 			t.Fatal(ok, err)
 		}
 	}
-	if _, err := s.CancelBackfill(asOperator, p.TenantID, stopping.ID); err != nil {
+	if _, err := s.CancelBackfill(asOperator, q.TenantID, stopping.ID); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE backfill_jobs SET heartbeat_at = now() - $3::interval WHERE tenant_id = $1 AND id = ANY($2)`,
-		p.TenantID, []int64{stale.ID, stopping.ID}, (pull.StaleAfter + time.Second).String()); err != nil {
+	if _, err := s.Pool().Exec(ctx, `UPDATE backfill_jobs SET heartbeat_at = now() - $5::interval
+		WHERE (tenant_id, id) IN (($1::bigint, $2::bigint), ($3::bigint, $4::bigint))`,
+		p.TenantID, stale.ID, q.TenantID, stopping.ID, (pull.StaleAfter + time.Second).String()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReportBackfill(ctx, p.TenantID, live.ID, pull.Progress{Events: 3}); err != nil {
+	if _, err := s.ReportBackfill(ctx, r.TenantID, live.ID, pull.Progress{Events: 3}); err != nil {
 		t.Fatal(err)
 	}
 	j, ok, err := s.ClaimBackfill(ctx)
@@ -199,10 +219,10 @@ func TestStaleJobQueuedAgain(t *testing.T) {
 	if _, ok, _ := s.ClaimBackfill(ctx); ok {
 		t.Fatal("claimed a job that is running and reporting")
 	}
-	if got, _ := s.Backfill(ctx, p.TenantID, stopping.ID); got.State != pull.Cancelled || got.FinishedAt.IsZero() {
+	if got, _ := s.Backfill(ctx, q.TenantID, stopping.ID); got.State != pull.Cancelled || got.FinishedAt.IsZero() {
 		t.Fatalf("stale job asked to stop: %+v, want cancelled", got)
 	}
-	if got, _ := s.Backfill(ctx, p.TenantID, live.ID); got.State != pull.Running || got.Events != 3 {
+	if got, _ := s.Backfill(ctx, r.TenantID, live.ID); got.State != pull.Running || got.Events != 3 {
 		t.Fatalf("live job: %+v", got)
 	}
 }
@@ -212,13 +232,14 @@ func TestCancel(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	ctx := context.Background()
 	running := start(t, s, p, time.Hour, "")
-	queued := start(t, s, p, time.Hour, "")
+	other := pgtest.Provider(t, s, "globex", "crm")
+	queued := start(t, s, other, time.Hour, "")
 	if j, ok, _ := s.ClaimBackfill(ctx); !ok || j.ID != running.ID {
 		t.Fatalf("claim: %+v", j)
 	}
 
 	// A queued job ends at once; no node will claim it.
-	j, err := s.CancelBackfill(asOperator, p.TenantID, queued.ID)
+	j, err := s.CancelBackfill(asOperator, other.TenantID, queued.ID)
 	if err != nil || j.State != pull.Cancelled || j.FinishedAt.IsZero() {
 		t.Fatalf("cancel queued: %+v %v", j, err)
 	}
@@ -260,8 +281,11 @@ func TestCancel(t *testing.T) {
 	if _, err := s.CancelBackfill(asOperator, p.TenantID, 9999); domain.ErrorCode(err) != domain.ENOTFOUND {
 		t.Fatalf("cancel unknown: %v", err)
 	}
-	if got := auditActions(t, s, p.TenantID); len(got) != 4 || got[2] != "backfill_cancel backfill job "+itoa(queued.ID)+" by ann@example.com" {
+	if got := auditActions(t, s, p.TenantID); len(got) != 2 || got[1] != "backfill_cancel backfill job "+itoa(running.ID)+" by ann@example.com" {
 		t.Fatalf("audit: %v", got)
+	}
+	if got := auditActions(t, s, other.TenantID); len(got) != 2 || got[1] != "backfill_cancel backfill job "+itoa(queued.ID)+" by ann@example.com" {
+		t.Fatalf("audit of the other tenant: %v", got)
 	}
 }
 

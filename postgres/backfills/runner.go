@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
@@ -27,14 +28,27 @@ UPDATE backfill_jobs SET heartbeat_at = NULL, state = 'queued'
 WHERE state = 'running' AND heartbeat_at < now() - make_interval(secs => @stale::float8)`
 )
 
-// queuedJobsSQL lists the oldest queued jobs, without locking them: Citus
-// cannot lock rows across shards. claimJobSQL then takes one, skipping it
-// when another node holds it, so two nodes claiming at once neither wait
-// on each other nor take the same job.
+// queuedJobsSQL lists, without locking them (Citus cannot lock rows across
+// shards), the next job of each tenant with a job queued and none running:
+// its oldest sweep, else its oldest job; the tenants whose latest slice
+// started longest ago (or never) first. Sweeps go first within a tenant
+// only: one tenant's endless sweeps delay another tenant's jobs by a slice
+// per turn, never to their end. claimJobSQL then takes one, skipping it
+// when another node holds it; backfill_jobs_one_running refuses a second
+// running job of a tenant claimed meanwhile by another node.
 const (
-	queuedJobsSQL = `SELECT tenant_id, id FROM backfill_jobs WHERE state = 'queued' ORDER BY created_at, id LIMIT @limit`
-	claimJobSQL   = `
-UPDATE backfill_jobs j SET state = 'running', started_at = coalesce(j.started_at, @now::timestamptz), heartbeat_at = @now::timestamptz
+	queuedJobsSQL = `
+SELECT q.tenant_id, q.id FROM (
+    SELECT DISTINCT ON (j.tenant_id) j.tenant_id, j.id, j.created_at FROM backfill_jobs j WHERE j.state = 'queued'
+    ORDER BY j.tenant_id, j.sweep DESC, j.created_at, j.id) q
+LEFT JOIN LATERAL (SELECT max(t.slice_started_at) AS at FROM backfill_jobs t
+                   WHERE t.tenant_id = q.tenant_id AND t.slice_started_at IS NOT NULL) turn ON true
+WHERE NOT EXISTS (SELECT FROM backfill_jobs r WHERE r.tenant_id = q.tenant_id AND r.state = 'running')
+ORDER BY turn.at NULLS FIRST, q.created_at, q.id
+LIMIT @limit`
+	claimJobSQL = `
+UPDATE backfill_jobs j SET state = 'running', started_at = coalesce(j.started_at, @now::timestamptz),
+    slice_started_at = @now::timestamptz, heartbeat_at = @now::timestamptz
 WHERE (j.tenant_id, j.id) IN (SELECT tenant_id, id FROM backfill_jobs
                               WHERE tenant_id = @tenant_id AND id = @job_id AND state = 'queued' FOR UPDATE SKIP LOCKED)
 RETURNING j.id`
@@ -71,8 +85,8 @@ func (k *Keeper) ClaimBackfill(ctx context.Context) (pull.Job, bool, error) {
 				func() error { return errTaken })
 			return err
 		})
-		if errors.Is(err, errTaken) {
-			continue // another node has it, or it was cancelled meanwhile
+		if errors.Is(err, errTaken) || pg.UniqueViolation(err) {
+			continue // another node has it or another job of its tenant, or it was cancelled meanwhile
 		}
 		return job, err == nil, err
 	}
@@ -90,12 +104,12 @@ func progressArgs(tenantID, id int64, p pull.Progress) pgx.NamedArgs {
 	}
 	raw, _ := json.Marshal(outcomes)
 	return pgx.NamedArgs{"tenant_id": tenantID, "job_id": id, "deliveries": p.Deliveries, "events": p.Events,
-		"missed": p.Missed, "outcomes": string(raw)}
+		"missed": p.Missed, "outcomes": string(raw), "pages": p.Pages, "run_ms": p.RanFor.Milliseconds()}
 }
 
 const reportBackfillSQL = `
 UPDATE backfill_jobs j SET deliveries = @deliveries, events = @events, missed = @missed, outcomes = @outcomes::jsonb,
-    heartbeat_at = now()
+    pages = @pages, run_ms = @run_ms, heartbeat_at = now()
 WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.state = 'running'
 RETURNING j.cancel_requested`
 
@@ -113,7 +127,7 @@ func (k *Keeper) ReportBackfill(ctx context.Context, tenantID, id int64, p pull.
 
 const finishBackfillSQL = `
 UPDATE backfill_jobs j SET state = @state, error = @error, deliveries = @deliveries, events = @events, missed = @missed,
-    outcomes = @outcomes::jsonb, finished_at = now(), heartbeat_at = NULL
+    outcomes = @outcomes::jsonb, pages = @pages, run_ms = @run_ms, finished_at = now(), heartbeat_at = NULL
 WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.state = 'running'`
 
 // FinishBackfill implements pull.JobRunnerStore: state must be one that
@@ -126,6 +140,35 @@ func (k *Keeper) FinishBackfill(ctx context.Context, tenantID, id int64, p pull.
 	args := progressArgs(tenantID, id, p)
 	args["state"], args["error"] = string(state), reason
 	tag, err := k.pool.Exec(ctx, finishBackfillSQL, args)
+	if err != nil {
+		return pg.Translate(err)
+	}
+	if tag.RowsAffected() == 0 {
+		return domain.Errorf(domain.ECONFLICT, "backfill job %d is not running", id)
+	}
+	return nil
+}
+
+// yieldBackfillSQL queues a running job again after a slice, at the
+// position its next slice starts; one asked to stop meanwhile is
+// cancelled. @now: Citus refuses now() in a CASE.
+const yieldBackfillSQL = `
+UPDATE backfill_jobs j SET deliveries = @deliveries, events = @events, missed = @missed, outcomes = @outcomes::jsonb,
+    pages = @pages, run_ms = @run_ms, resume_type = @resume_type, resume_from = @resume_from, span_ms = @span_ms,
+    heartbeat_at = NULL, state = CASE WHEN j.cancel_requested THEN 'cancelled' ELSE 'queued' END,
+    finished_at = CASE WHEN j.cancel_requested THEN @now::timestamptz END
+WHERE j.tenant_id = @tenant_id AND j.id = @job_id AND j.state = 'running'`
+
+// YieldBackfill implements pull.JobRunnerStore.
+func (k *Keeper) YieldBackfill(ctx context.Context, tenantID, id int64, p pull.Progress, at pull.Position) error {
+	now, err := pg.Now(ctx, k.pool)
+	if err != nil {
+		return err
+	}
+	args := progressArgs(tenantID, id, p)
+	args["resume_type"], args["span_ms"], args["now"] = at.ObjectType, at.Span.Milliseconds(), now
+	args["resume_from"] = pgtype.Timestamptz{Time: at.From, Valid: !at.From.IsZero()}
+	tag, err := k.pool.Exec(ctx, yieldBackfillSQL, args)
 	if err != nil {
 		return pg.Translate(err)
 	}

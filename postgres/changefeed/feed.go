@@ -25,15 +25,27 @@ const Columns = `c.tenant_id, c.position, c.type, p.name, c.object_type, c.objec
 
 // changesSQL is one page of the feed. The filters are written so that one
 // generic plan serves every combination: the primary key's order does the
-// work, and a filter only skips rows.
+// work, and a filter only skips rows. The running size stops the page
+// before MaxChangePageBytes (the first change always comes); it is summed
+// over the page's rows only, as the limit stops the scan.
 const changesSQL = `
+WITH page AS (
+    SELECT c.position, row_number() OVER w AS n,
+           sum(coalesce(octet_length(c.snapshot::text), 0) + coalesce(octet_length(c.changed::text), 0)) OVER w AS bytes
+    FROM changes c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+    WHERE c.tenant_id = @tenant_id AND c.position > @after
+      AND (@provider::text IS NULL OR p.name = @provider)
+      AND (@object_type::text IS NULL OR c.object_type = @object_type)
+    WINDOW w AS (ORDER BY c.position ROWS UNBOUNDED PRECEDING)
+    ORDER BY c.position
+    LIMIT @limit
+)
 SELECT ` + Columns + `
-FROM changes c JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
-WHERE c.tenant_id = @tenant_id AND c.position > @after
-  AND (@provider::text IS NULL OR p.name = @provider)
-  AND (@object_type::text IS NULL OR c.object_type = @object_type)
-ORDER BY c.position
-LIMIT @limit`
+FROM page
+JOIN changes c ON c.tenant_id = @tenant_id AND c.position = page.position
+JOIN providers p ON p.tenant_id = c.tenant_id AND p.id = c.provider_id
+WHERE page.n = 1 OR page.bytes <= @max_bytes
+ORDER BY c.position`
 
 const headSQL = `SELECT coalesce((SELECT position FROM change_heads WHERE tenant_id = @tenant_id), 0)`
 
@@ -56,7 +68,8 @@ func (f *Feed) Changes(ctx context.Context, tenantID int64, q stream.ChangeQuery
 		return nil, domain.Errorf(domain.EINVALID, "limit must be between 1 and %d", stream.MaxChangeLimit)
 	}
 	rows, err := f.read.Query(ctx, changesSQL, pgx.NamedArgs{"tenant_id": tenantID, "after": q.After,
-		"provider": pg.NullString(q.Provider), "object_type": pg.NullString(q.ObjectType), "limit": q.Limit})
+		"provider": pg.NullString(q.Provider), "object_type": pg.NullString(q.ObjectType), "limit": q.Limit,
+		"max_bytes": stream.MaxChangePageBytes})
 	if err != nil {
 		return nil, pg.Translate(err)
 	}

@@ -43,18 +43,21 @@ var _ stream.DestinationService = (*Manager)(nil)
 // has yet to take.
 const destinationColumns = `d.tenant_id, d.id, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
        coalesce((SELECT p.name FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id), ''),
-       coalesce(d.object_type, ''), d.types, d.format, d.allow_private, d.max_in_flight, d.status, coalesce(d.status_reason, ''),
-       d.cursor, d.created_at, d.last_success_at, q.pending,
+       coalesce(d.object_type, ''), d.types, d.format, d.allow_private,
+       coalesce(nullif(n.auth, 'none'), ''), coalesce(n.tls_ca, false),
+       d.max_in_flight, d.status, coalesce(d.status_reason, ''),
+       d.cursor, ` + pg.BehindRetentionSQL + `, d.created_at, d.last_success_at, q.pending,
        coalesce(q.oldest, (SELECT c.committed_at FROM changes c
                            WHERE c.tenant_id = d.tenant_id AND c.position > d.cursor ORDER BY c.position LIMIT 1))
 FROM destinations d
+LEFT JOIN destination_nats_credentials n ON n.tenant_id = d.tenant_id AND n.destination_id = d.id
 CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest FROM destination_queue dq
                     WHERE dq.tenant_id = d.tenant_id AND dq.destination_id = d.id) q`
 
 func scanDestination(row pgx.CollectableRow) (stream.Destination, error) {
 	var d stream.Destination
 	err := row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types, &d.Format,
-		&d.AllowPrivate, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.CreatedAt, &d.LastSuccess,
+		&d.AllowPrivate, &d.NATSAuth, &d.NATSTLSCA, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.BehindRetention, &d.CreatedAt, &d.LastSuccess,
 		&d.Pending, &d.Oldest)
 	return d, err
 }

@@ -78,9 +78,18 @@ func TestCreateDestination(t *testing.T) {
 		t.Fatalf("%d secrets stored in the clear (%v)", clear, err)
 	}
 
-	nats, _ := create(t, s, ctx, tenant, stream.NewDestination{NATSURL: "nats://nats.example.com:4222", Subject: "crm.changes"})
-	if nats.Target() != "nats://nats.example.com:4222 crm.changes.>" || strings.Join(nats.Types, ",") != "record.*" {
+	const seed = "SUAJ6IRC2DLKBXW5AYCQYCKHMLIPSQFSRVPGMRRZ3O5MHRI6ZDEVRJFNDU" // what the store seals: it parses nothing
+	nats, _ := create(t, s, ctx, tenant, stream.NewDestination{NATSURL: "nats://nats.example.com:4222", Subject: "crm.changes",
+		NATS: stream.NATSAuth{NKey: seed, TLSCA: "-----BEGIN CERTIFICATE-----"}})
+	if nats.Target() != "nats://nats.example.com:4222 crm.changes.>" || strings.Join(nats.Types, ",") != "record.*" ||
+		nats.NATSAuth != stream.NATSAuthNKey || !nats.NATSTLSCA {
 		t.Fatalf("NATS destination %+v", nats)
+	}
+	err = s.Pool().QueryRow(ctx, `SELECT count(*) FROM destination_nats_credentials
+		WHERE position(convert_to($1, 'UTF8') IN ciphertext) > 0 OR position(convert_to('CERTIFICATE', 'UTF8') IN ciphertext) > 0`,
+		seed).Scan(&clear)
+	if err != nil || clear != 0 {
+		t.Fatalf("%d NATS credentials stored in the clear (%v)", clear, err)
 	}
 	list, err := s.Destinations(ctx, tenant)
 	if err != nil || len(list) != 2 || list[0].ID != d.ID || list[1].ID != nats.ID {
@@ -98,6 +107,10 @@ func TestCreateDestination(t *testing.T) {
 		{stream.NewDestination{NATSURL: "nats://x:4222"}, "subject is required"},
 		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm.*"}, "wildcards"},
 		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm..x"}, "empty token"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm"}, "nats_url needs credentials"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm", NATS: stream.NATSAuth{TLSCA: "x"}}, "nats_url needs credentials"},
+		{stream.NewDestination{NATSURL: "nats://x:4222", Subject: "crm", NATS: stream.NATSAuth{Creds: "x", NKey: "y"}}, "not both"},
+		{stream.NewDestination{URL: "https://example.com/", NATS: stream.NATSAuth{NKey: "y"}}, "go with nats_url"},
 		{stream.NewDestination{URL: "https://example.com/", Types: []string{"record.created"}}, `"record.created" is not a change type`},
 		{stream.NewDestination{URL: "https://example.com/", MaxInFlight: 65}, "max_in_flight must be from 1 to 64"},
 		{stream.NewDestination{URL: "https://example.com/", Provider: "nope"}, `provider "nope": this workspace has no provider`},
@@ -108,9 +121,12 @@ func TestCreateDestination(t *testing.T) {
 		}
 	}
 	audit := auditEntries(t, s)
-	if len(audit) != 2 || audit[0] != "destination_create: https://hooks.example.com/tidemark?…; types record.applied,record.erased; "+
+	if len(audit) != 2 || audit[0] != "destination_create: https://hooks.example.com/tidemark?<redacted>; types record.applied,record.erased; "+
 		"provider crm; object type contact; max in flight 8" {
 		t.Fatalf("audit %q; want the two creations, without the URL's query", audit)
+	}
+	if !strings.HasSuffix(audit[1], "; types record.*; NATS credentials: nkey; own TLS CA; max in flight 8") {
+		t.Fatalf("audit %q; want the NATS destination's credentials named, not shown", audit[1])
 	}
 	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM destinations`); n != 2 {
 		t.Fatalf("%d destinations stored, want the 2 valid ones", n)
@@ -381,8 +397,10 @@ func TestAlertDestinations(t *testing.T) {
 			t.Errorf("%+v: %v, want EINVALID with %q", tc.nd, err, tc.want)
 		}
 	}
-	if audit := auditEntries(t, s); len(audit) != 2 || !strings.Contains(audit[1], "types alert.*; format slack") {
-		t.Errorf("audit %q, want the slack destination's format", audit)
+	// A slack destination's path is its secret (review 4, M2).
+	if audit := auditEntries(t, s); len(audit) != 2 ||
+		!strings.HasPrefix(audit[1], "destination_create: https://hooks.slack.example/<redacted>; types alert.*; format slack") {
+		t.Errorf("audit %q, want the slack destination's format and no path", audit)
 	}
 
 	// A rewind drops pending changes, not pending alert events.

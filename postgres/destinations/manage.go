@@ -35,7 +35,11 @@ VALUES (@tenant_id, @url::text, @nats_url::text, @subject::text, @provider_id::b
 RETURNING id`
 
 // CreateDestination implements stream.DestinationService. Whether the URL
-// may be reached is the caller's to check first (internal/destination).
+// may be reached, and whether NATS credentials parse, is the caller's to
+// check first (internal/destination). Its signing secret and NATS
+// credentials are sealed under the store's first key; under a key that
+// none of the secrets in use are stored under it refuses with ECONFLICT
+// (pg.CheckSealingKey), unless ctx allows a new key.
 func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stream.NewDestination) (stream.Destination, string, error) {
 	var d stream.Destination
 	nd, err := nd.Check()
@@ -47,6 +51,9 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 	}
 	secret := whsig.NewSecret()
 	err = pg.WithTx(ctx, m.pool, func(tx pgx.Tx) error {
+		if err := checkLimit(ctx, tx, tenantID); err != nil {
+			return err
+		}
 		var providerID *int64
 		if nd.Provider != "" {
 			var id int64
@@ -71,7 +78,13 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 		if err != nil {
 			return err
 		}
+		if err := pg.CheckSealingKey(ctx, tx, m.keys); err != nil {
+			return err
+		}
 		if err := m.insertSecret(ctx, tx, tenantID, id, secret); err != nil {
+			return err
+		}
+		if err := m.insertNATS(ctx, tx, tenantID, id, nd.NATS); err != nil {
 			return err
 		}
 		if d, err = destination(ctx, tx, tenantID, id); err != nil {
@@ -97,6 +110,12 @@ func describe(d stream.Destination) string {
 	}
 	if d.ObjectType != "" {
 		parts = append(parts, "object type "+d.ObjectType)
+	}
+	if d.NATSAuth != "" {
+		parts = append(parts, "NATS credentials: "+d.NATSAuth)
+	}
+	if d.NATSTLSCA {
+		parts = append(parts, "own TLS CA")
 	}
 	parts = append(parts, fmt.Sprintf("max in flight %d", d.MaxInFlight))
 	if d.AllowPrivate {

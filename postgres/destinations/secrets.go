@@ -1,6 +1,7 @@
 package destinations
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -32,6 +33,26 @@ func (m *Manager) insertSecret(ctx context.Context, tx pgx.Tx, tenantID, id int6
 	return err
 }
 
+const insertNATSSQL = `
+INSERT INTO destination_nats_credentials (tenant_id, destination_id, auth, tls_ca, key_id, aad_version, ciphertext)
+VALUES (@tenant_id, @destination_id, @auth, @tls_ca, @key_id, @aad_version, @ciphertext)`
+
+// insertNATS seals a NATS destination's credentials and stores them;
+// nothing when there are none.
+func (m *Manager) insertNATS(ctx context.Context, tx pgx.Tx, tenantID, id int64, a stream.NATSAuth) error {
+	if a.IsZero() {
+		return nil
+	}
+	sealed, err := m.keys.SealNATS(tenantID, id, a)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, insertNATSSQL, pgx.NamedArgs{"tenant_id": tenantID, "destination_id": id,
+		"auth": cmp.Or(a.Kind(), "none"), "tls_ca": a.TLSCA != "",
+		"key_id": sealed.KeyID, "aad_version": sealed.AADVersion, "ciphertext": sealed.Ciphertext})
+	return err
+}
+
 const lockDestinationForRotateSQL = `SELECT id FROM destinations WHERE tenant_id = @tenant_id AND id = @id FOR UPDATE`
 
 // dropRotatedSecretsSQL removes the secrets rotated out before, expired or
@@ -45,7 +66,9 @@ UPDATE destination_secrets SET expires_at = now() + make_interval(secs => @grace
 WHERE tenant_id = @tenant_id AND destination_id = @id AND expires_at IS NULL`
 
 // RotateDestinationSecret implements stream.DestinationService. A second
-// rotation within the grace ends the oldest secret at once.
+// rotation within the grace ends the oldest secret at once. Under a key
+// that none of the secrets in use are stored under it refuses, as create
+// does (pg.CheckSealingKey), unless ctx allows a new key.
 func (m *Manager) RotateDestinationSecret(ctx context.Context, tenantID, id int64) (string, error) {
 	if !m.keys.CanSeal() {
 		return "", pg.ErrNoKey
@@ -57,6 +80,9 @@ func (m *Manager) RotateDestinationSecret(ctx context.Context, tenantID, id int6
 		if err := tx.QueryRow(ctx, lockDestinationForRotateSQL, args).Scan(&locked); errors.Is(err, pgx.ErrNoRows) {
 			return "", notFound(id)
 		} else if err != nil {
+			return "", err
+		}
+		if err := pg.CheckSealingKey(ctx, tx, m.keys); err != nil {
 			return "", err
 		}
 		if _, err := tx.Exec(ctx, dropRotatedSecretsSQL, args); err != nil {

@@ -31,7 +31,7 @@ func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, loc
 		if s.stmt != stChanges || !w.withoutChanges {
 			s.queue(batch, citus)
 		}
-		if s.stmt == stOutcome {
+		if s.decides() {
 			rounds++
 		}
 	}
@@ -44,7 +44,7 @@ func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, loc
 func (s step) queue(batch *pgx.Batch, citus bool) {
 	st := ingestStatements[s.stmt].sent(citus)
 	q := batch.Queue(st.SQL, st.Args(s.args)...)
-	if s.stmt == stOutcome {
+	if s.decides() {
 		q.Query(s.answer)
 	}
 }

@@ -37,6 +37,10 @@ type step struct {
 	round []roundEvent
 }
 
+// decides reports whether s is a round's outcome statement, which answers
+// the round's outcomes.
+func (s step) decides() bool { return s.stmt == stOutcome || s.stmt == stReplayOutcome }
+
 // plan is the transaction of a group of deliveries, of one tenant or of
 // several (a lane's, committer.go), in arrival order: generic plans, the
 // delivery rows, then the steps of each round, counting from counter shard
@@ -64,12 +68,26 @@ func plan(group []*ingestJob, shard, shards int, lockWait time.Duration) []step 
 	for r, round := range inRounds(events) {
 		steps = append(steps, roundSteps(tenant, round, (shard+r)%shards)...)
 	}
+	if d := group[0].d; len(group) == 1 && d.ReplayOf != "" && !d.ReplayOfAt.IsZero() {
+		asReplay(steps, d)
+	}
 	// Last: it takes the tenants' change positions, whose locks are held
 	// until commit (changes.go).
 	if args, ok := changeArgs(tenant, events); ok {
 		steps = append(steps, step{stmt: stChanges, args: args})
 	}
 	return steps
+}
+
+// asReplay makes the outcome steps of replay d log what its events share
+// with its original's by reference (replayOutcomeSQL).
+func asReplay(steps []step, d domain.Delivery) {
+	for i := range steps {
+		if s := &steps[i]; s.stmt == stOutcome {
+			s.stmt = stReplayOutcome
+			s.args["replay_of"], s.args["replay_of_at"] = d.ReplayOf, d.ReplayOfAt
+		}
+	}
 }
 
 // prepared is the n-th event of job, rejected if its scope is disabled,

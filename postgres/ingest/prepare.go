@@ -31,6 +31,9 @@ func PrepareIngest(ctx context.Context, conn *pgx.Conn) error {
 	}
 	batch := &pgx.Batch{}
 	for _, st := range ingestStatements {
+		if st.lazy {
+			continue
+		}
 		var args pgx.NamedArgs
 		if st.idle != nil {
 			args = st.idle()

@@ -11,11 +11,12 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// TestLogRefusals: one call adds each count to its provider's
-// DeliveryRejected counter for its hour and keeps the samples with their
-// reasons (a body only where one was given); a second call adds to the
-// same counters; rows of a provider that does not exist are dropped
-// without failing the batch.
+// TestLogRefusals: one call adds each count to its provider's count of
+// its minute and to its DeliveryRejected counter for its hour (two
+// minutes of an hour in one), and keeps the samples with their reasons (a
+// body only where one was given); a second call adds to the same counts;
+// counts naming the same minute twice add up; rows of a provider that
+// does not exist are dropped without failing the batch.
 func TestLogRefusals(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
@@ -23,15 +24,17 @@ func TestLogRefusals(t *testing.T) {
 	ctx := context.Background()
 	now := time.Now().UTC()
 	hour, earlier := now.Truncate(time.Hour), now.Truncate(time.Hour).Add(-time.Hour)
-	gone := domain.RefusalCount{TenantID: p.TenantID, ProviderID: 1 << 40, Hour: hour, N: 7}
+	minute, next := hour.Add(17*time.Minute), hour.Add(18*time.Minute)
+	gone := domain.RefusalCount{TenantID: p.TenantID, ProviderID: 1 << 40, Minute: minute, N: 7}
 	sample := func(prov domain.ProviderEndpoint, id int64, status int, sig, reason string, body []byte) domain.Delivery {
 		return domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: prov.TenantID, ProviderID: id,
 			ReceivedAt: now, Status: status, Signature: sig, Reason: reason, Body: body}
 	}
 	err := s.LogRefusals(ctx, []domain.RefusalCount{
-		{TenantID: p.TenantID, ProviderID: p.ID, Hour: hour, N: 5},
-		{TenantID: p.TenantID, ProviderID: p.ID, Hour: earlier, N: 2},
-		{TenantID: erp.TenantID, ProviderID: erp.ID, Hour: hour, N: 1},
+		{TenantID: p.TenantID, ProviderID: p.ID, Minute: minute, N: 4},
+		{TenantID: p.TenantID, ProviderID: p.ID, Minute: next, N: 1},
+		{TenantID: p.TenantID, ProviderID: p.ID, Minute: earlier, N: 2},
+		{TenantID: erp.TenantID, ProviderID: erp.ID, Minute: minute, N: 1},
 		gone,
 	}, []domain.Delivery{
 		sample(p, p.ID, http.StatusUnauthorized, domain.SignatureInvalid, "no signature matches", nil),
@@ -41,7 +44,8 @@ func TestLogRefusals(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.LogRefusals(ctx, []domain.RefusalCount{{TenantID: p.TenantID, ProviderID: p.ID, Hour: hour, N: 3}}, nil); err != nil {
+	if err := s.LogRefusals(ctx, []domain.RefusalCount{{TenantID: p.TenantID, ProviderID: p.ID, Minute: minute, N: 1},
+		{TenantID: p.TenantID, ProviderID: p.ID, Minute: minute, N: 2}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.LogRefusals(ctx, nil, nil); err != nil {
@@ -66,6 +70,26 @@ func TestLogRefusals(t *testing.T) {
 	}{{"crm this hour", p.ID, hour, 8}, {"crm last hour", p.ID, earlier, 2}, {"erp", erp.ID, hour, 1}, {"deleted provider", gone.ProviderID, hour, 0}} {
 		if got := counted(c.prov, c.bucket); got != c.want {
 			t.Errorf("%s: %d refusals counted, want %d", c.name, got, c.want)
+		}
+	}
+	perMinute := func(prov int64, m time.Time) (n int64) {
+		t.Helper()
+		err := s.Pool().QueryRow(ctx, `SELECT coalesce(sum(n), 0) FROM refusal_minutes WHERE tenant_id = $1 AND provider_id = $2 AND minute = $3`,
+			p.TenantID, prov, m).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name   string
+		prov   int64
+		minute time.Time
+		want   int64
+	}{{"crm's minute", p.ID, minute, 7}, {"crm's next minute", p.ID, next, 1}, {"crm's minute of the last hour", p.ID, earlier, 2},
+		{"erp", erp.ID, minute, 1}, {"deleted provider", gone.ProviderID, minute, 0}} {
+		if got := perMinute(c.prov, c.minute); got != c.want {
+			t.Errorf("%s: %d refusals counted in the minute, want %d", c.name, got, c.want)
 		}
 	}
 

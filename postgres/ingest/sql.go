@@ -247,7 +247,44 @@ const (
 // waits of steps 1 and 2 let other transactions commit, then log the
 // events, open conflicts where needed and count the outcomes.
 const outcomeSQL = `
-WITH facts AS (
+WITH ` + outcomeDecision + `
+), logged AS (
+    INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
+                        object_id, revision, outcome, reason, snapshot, payload, conflict_id, property)
+    SELECT tenant_id, now, delivery_id, seq, provider_id, object_type, action, event_id,
+           object_id, revision, outcome, reason, snapshot, payload, conflict_id, property
+    FROM answered` + outcomeCounted
+
+// replayOutcomeSQL is outcomeSQL for a replay (a group of one delivery,
+// @replay_of, received at @replay_of_at): an event that changed nothing
+// (duplicate, redundant; stale only when its original was stale too) and
+// whose payload and snapshot are its original's, at the same position,
+// logs neither. Its original's are shown for it (postgres/event.go), so
+// that replays of a large delivery do not copy its events onto the disk.
+// A stale one keeps its own unless the original was stale: the revision
+// conflict check reads stale events' snapshots, and finds the original's
+// first.
+const replayOutcomeSQL = `
+WITH ` + outcomeDecision + `
+), logged AS (
+    INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
+                        object_id, revision, outcome, reason, snapshot, payload, conflict_id, property)
+    SELECT a.tenant_id, a.now, a.delivery_id, a.seq, a.provider_id, a.object_type, a.action, a.event_id,
+           a.object_id, a.revision, a.outcome, a.reason, CASE WHEN o.seq IS NULL THEN a.snapshot END,
+           CASE WHEN o.seq IS NULL THEN a.payload END, a.conflict_id, a.property
+    FROM answered a
+    LEFT JOIN LATERAL (
+        SELECT o.seq FROM events o
+        WHERE o.tenant_id = a.tenant_id AND o.received_at = @replay_of_at::timestamptz
+          AND o.delivery_id = @replay_of::uuid AND o.seq = a.seq
+          AND o.payload = a.payload AND o.snapshot IS NOT DISTINCT FROM a.snapshot
+          AND (a.outcome <> 'stale' OR o.outcome = 'stale')
+    ) o ON a.outcome IN ('duplicate', 'redundant', 'stale')` + outcomeCounted
+
+// outcomeDecision is the outcome statements' decision: their CTEs up to
+// the events' outcomes, reasons and conflicts (answered), which they then
+// log.
+const outcomeDecision = `facts AS (
     SELECT e.*, c.key IS NOT NULL AS has_claim, c.content_hash AS claim_hash, c.effect,
            coalesce(c.delivery_id = e.delivery_id AND c.seq = e.seq, false) AS claimed,
            coalesce(r.last_applied_delivery = e.delivery_id AND r.last_applied_seq = e.seq, false) AS applied,
@@ -338,13 +375,11 @@ WITH facts AS (
 ), answered AS (
     SELECT d.*, c.id AS conflict_id FROM decided d
     LEFT JOIN conflict c ON d.outcome = 'revision_conflict' AND c.tenant_id = d.tenant_id AND c.provider_id = d.provider_id
-         AND c.object_type = d.object_type AND c.object_id = d.object_id
-), logged AS (
-    INSERT INTO events (tenant_id, received_at, delivery_id, seq, provider_id, object_type, action, event_id,
-                        object_id, revision, outcome, reason, snapshot, payload, conflict_id, property)
-    SELECT tenant_id, now, delivery_id, seq, provider_id, object_type, action, event_id,
-           object_id, revision, outcome, reason, snapshot, payload, conflict_id, property
-    FROM answered
+         AND c.object_type = d.object_type AND c.object_id = d.object_id`
+
+// outcomeCounted counts the outcomes of answered and answers them, after
+// the outcome statements' CTE that logs the events.
+const outcomeCounted = `
 ), counted AS (
     -- The counters move with the events they count, in this statement's
     -- own shard row, one update per outcome.

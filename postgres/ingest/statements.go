@@ -12,9 +12,9 @@ import (
 )
 
 // The statements of an ingest transaction, in one registry: the planner
-// (plan.go) names them by stmtID, PrepareIngest prepares every one of them,
-// and the golden test prints each whole to testdata/<name>.sql. A new
-// statement is added here and nowhere else.
+// (plan.go) names them by stmtID, PrepareIngest prepares every one of them
+// but the lazy ones, and the golden test prints each whole to
+// testdata/<name>.sql. A new statement is added here and nowhere else.
 
 // stmtID names a statement of the registry.
 type stmtID int
@@ -32,6 +32,7 @@ const (
 	stLeadLock
 	stLead
 	stChanges
+	stReplayOutcome
 	numStatements
 )
 
@@ -46,6 +47,9 @@ type statement struct {
 	// idle returns arguments on which it is planned and writes nothing, for
 	// PrepareIngest; nil for a statement without parameters.
 	idle func() pgx.NamedArgs
+	// lazy leaves it out of PrepareIngest: the first transaction that
+	// runs it on a connection prepares it.
+	lazy bool
 }
 
 func newStatement(name, source string, idle func() pgx.NamedArgs) *statement {
@@ -106,6 +110,16 @@ var ingestStatements = [numStatements]*statement{
 	// No event: no change, and the head row is not touched.
 	stChanges: newStatement("changesSQL", changesSQL, func() pgx.NamedArgs { args, _ := changeArgs(0, nil); return args }).
 		withCitus(changesOneTenantSQL),
+	// Replays are rare (replay.ManualPerMinute, one job per tenant):
+	// its plan would cost every new connection as much as the outcome
+	// statement's, for nothing.
+	stReplayOutcome: lazily(newStatement("replayOutcomeSQL", replayOutcomeSQL, nil)),
+}
+
+// lazily is st prepared by its first use rather than by PrepareIngest.
+func lazily(st *statement) *statement {
+	st.lazy = true
+	return st
 }
 
 // LeadLockSQL takes one advisory lock of a lead signup; erasing a lead

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -167,6 +168,19 @@ DELETE FROM overload_refusals o
 USING (SELECT tenant_id, hour, reason FROM overload_refusals WHERE hour < @before LIMIT @limit) e
 WHERE o.tenant_id = e.tenant_id AND o.hour = e.hour AND o.reason = e.reason`
 
+// deleteExpiredRefusalMinutesSQL deletes the per-minute counts of refused
+// deliveries (migration 00047) of minutes before @before: only the
+// refusals alert reads them, over a window of at most alerting.MaxWindow.
+const deleteExpiredRefusalMinutesSQL = `
+DELETE FROM refusal_minutes m
+USING (SELECT tenant_id, minute, provider_id FROM refusal_minutes WHERE minute < @before LIMIT @limit) e
+WHERE m.tenant_id = e.tenant_id AND m.minute = e.minute AND m.provider_id = e.provider_id`
+
+// refusalMinutesKept is how long the per-minute counts of refused
+// deliveries are kept, whatever the logs' retention: the longest window of
+// the refusals alert, and the minute in which it begins.
+const refusalMinutesKept = alerting.MaxWindow + time.Minute
+
 // deleteDroppedSearchSQL deletes the words of events on days before
 // @before, whose partitions the pass dropped, along each tenant's part of
 // event_search's key.
@@ -177,9 +191,12 @@ USING (SELECT tenant_id, received_at, delivery_id, seq FROM event_search
 WHERE s.tenant_id = e.tenant_id AND s.received_at = e.received_at AND s.delivery_id = e.delivery_id AND s.seq = e.seq`
 
 // deleteExpiredChangesSQL deletes, of each tenant's oldest changes, those
-// committed before @before that no destination still needs: every
-// destination's cursor has passed them and none waits to send them. The
-// feed is read from its oldest retained change, so the oldest go first.
+// committed before @before that no active destination still needs: every
+// active destination's cursor has passed them and none waits to send them.
+// A paused or failing destination keeps nothing past retention (changes
+// hold record snapshots, personal data the retention is there to bound):
+// resumed, it records what retention removed as gone. The feed is read
+// from its oldest retained change, so the oldest go first.
 const deleteExpiredChangesSQL = `
 DELETE FROM changes c
 USING (SELECT x.tenant_id, x.position
@@ -187,8 +204,11 @@ USING (SELECT x.tenant_id, x.position
        CROSS JOIN LATERAL (SELECT tenant_id, position, committed_at FROM changes
                            WHERE tenant_id = h.tenant_id ORDER BY position LIMIT @limit) x
        WHERE x.committed_at < @before
-         AND NOT EXISTS (SELECT FROM destinations d WHERE d.tenant_id = x.tenant_id AND d.cursor < x.position)
-         AND NOT EXISTS (SELECT FROM destination_queue q WHERE q.tenant_id = x.tenant_id AND q.position = x.position)) e
+         AND NOT EXISTS (SELECT FROM destinations d
+                         WHERE d.tenant_id = x.tenant_id AND d.status = 'active' AND d.cursor < x.position)
+         AND NOT EXISTS (SELECT FROM destination_queue q
+                         JOIN destinations d ON d.tenant_id = q.tenant_id AND d.id = q.destination_id AND d.status = 'active'
+                         WHERE q.tenant_id = x.tenant_id AND q.position = x.position)) e
 WHERE c.tenant_id = e.tenant_id AND c.position = e.position`
 
 // Report says what one maintenance pass did.
@@ -199,6 +219,7 @@ type Report struct {
 	FinishedReplays   int64    // replay jobs that ended before the log's retention, deleted
 	FinishedBackfills int64    // backfill jobs that ended before the log's retention, deleted
 	ExpiredOverloads  int64    // counts of deliveries refused for overload, of hours before the log's retention
+	ExpiredRefusals   int64    // per-minute counts of refused deliveries older than the longest refusals window
 	DroppedSearch     int64    // event_search rows of the days dropped, deleted
 	DroppedPartitions []string // daily partitions past retention, detached and dropped
 	CreatedPartitions []string // partitions created (daily ones ahead, and catch-alls)
@@ -232,6 +253,9 @@ func (r Report) String() string {
 	}
 	if r.ExpiredOverloads > 0 {
 		fmt.Fprintf(&b, "; removed %d hourly counts of overload refusals", r.ExpiredOverloads)
+	}
+	if r.ExpiredRefusals > 0 {
+		fmt.Fprintf(&b, "; removed %d per-minute counts of refused deliveries older than the longest alert window", r.ExpiredRefusals)
 	}
 	if r.FinishedBackfills > 0 {
 		fmt.Fprintf(&b, "; removed %d finished backfill jobs", r.FinishedBackfills)
@@ -304,6 +328,11 @@ func (mt *Maintainer) cleanup(ctx context.Context, now time.Time, retention time
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})
 		if err != nil {
 			return fmt.Errorf("delete overload refusal counts past retention: %w", err)
+		}
+		r.ExpiredRefusals, err = execBatches(ctx, m.conn, deleteExpiredRefusalMinutesSQL,
+			pgx.NamedArgs{"before": now.Add(-refusalMinutesKept), "limit": batch})
+		if err != nil {
+			return fmt.Errorf("delete per-minute refusal counts past the longest alert window: %w", err)
 		}
 		r.ExpiredChanges, err = execBatches(ctx, m.conn, deleteExpiredChangesSQL,
 			pgx.NamedArgs{"before": now.Add(-retention), "limit": batch})

@@ -496,8 +496,9 @@ VALUES ($1, '{}', $2, now(), 0, 'cli', 'test', $3)`, p.TenantID, job.status, job
 }
 
 // TestCleanupKeepsTheChangesDestinationsNeed: changes past retention go,
-// except those a destination has not taken yet or still has to send; the
-// feed then starts at the oldest retained change.
+// except those an active destination has not taken yet or still has to
+// send; a paused or failing destination keeps none past retention (L4 of
+// security review 4); the feed then starts at the oldest retained change.
 func TestCleanupKeepsTheChangesDestinationsNeed(t *testing.T) {
 	t.Parallel()
 	s, p := pgtest.Setup(t, postgres.New)
@@ -533,9 +534,24 @@ func TestCleanupKeepsTheChangesDestinationsNeed(t *testing.T) {
 	if err != nil || r.ExpiredChanges != 1 || !slices.Equal(remaining(), []int64{2, 3, 4}) {
 		t.Fatalf("with a destination behind: %v %+v, remaining %v, want 2 (queued), 3 (not taken) and 4 (recent)", err, r, remaining())
 	}
-	exec(`DELETE FROM destinations WHERE tenant_id = $1`, p.TenantID)
+	behind := func() bool {
+		t.Helper()
+		ds, err := s.Destinations(ctx, p.TenantID)
+		if err != nil || len(ds) != 1 {
+			t.Fatalf("destinations %+v: %v", ds, err)
+		}
+		return ds[0].BehindRetention
+	}
+	if behind() {
+		t.Fatal("behind retention before any change it had not taken was removed")
+	}
+	// Paused (or failing), it keeps nothing past retention, and says so.
+	exec(`UPDATE destinations SET status = 'paused' WHERE tenant_id = $1`, p.TenantID)
 	if r, err := s.Cleanup(ctx, now, testRetention); err != nil || r.ExpiredChanges != 2 || !slices.Equal(remaining(), []int64{4}) {
-		t.Fatalf("without: %v %+v, remaining %v", err, r, remaining())
+		t.Fatalf("paused: %v %+v, remaining %v, want 4 alone", err, r, remaining())
+	}
+	if !behind() {
+		t.Error("not marked behind retention after change 3, which it had not taken, was removed")
 	}
 }
 
@@ -546,22 +562,26 @@ func TestCleanupRemovesFinishedBackfillJobs(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	ctx := pgtest.AsOperator(context.Background())
 	now := time.Now()
-	var ids []int64
-	for range 3 {
+	// One ended long ago, one recently; the third is still queued (a
+	// provider has one queued at a time).
+	for _, end := range []struct {
+		sql string
+		at  time.Time
+	}{
+		{`UPDATE backfill_jobs SET state = 'done', started_at = $3, finished_at = $3 WHERE tenant_id = $1 AND id = $2`, now.Add(-testRetention - time.Hour)},
+		{`UPDATE backfill_jobs SET state = 'cancelled', finished_at = $3 WHERE tenant_id = $1 AND id = $2`, now.Add(-time.Hour)},
+		{},
+	} {
 		j, err := s.StartBackfill(ctx, p.TenantID, p.ID, now.Add(-time.Hour), now, "", false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids = append(ids, j.ID)
-	}
-	// One ended long ago, one recently; the third is still queued.
-	if _, err := s.Pool().Exec(ctx, `UPDATE backfill_jobs SET state = 'done', started_at = $3, finished_at = $3
-		WHERE tenant_id = $1 AND id = $2`, p.TenantID, ids[0], now.Add(-testRetention-time.Hour)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Pool().Exec(ctx, `UPDATE backfill_jobs SET state = 'cancelled', finished_at = $3
-		WHERE tenant_id = $1 AND id = $2`, p.TenantID, ids[1], now.Add(-time.Hour)); err != nil {
-		t.Fatal(err)
+		if end.sql == "" {
+			continue
+		}
+		if _, err := s.Pool().Exec(ctx, end.sql, p.TenantID, j.ID, end.at); err != nil {
+			t.Fatal(err)
+		}
 	}
 	r, err := s.Cleanup(ctx, now, testRetention)
 	if err != nil || r.FinishedBackfills != 1 || !strings.Contains(r.String(), "removed 1 finished backfill jobs") {

@@ -6,6 +6,7 @@ package outbound
 import (
 	"context"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,19 +32,28 @@ var _ stream.Outbox = (*Outbox)(nil)
 
 // A lease is taken in statements Citus runs, none of which locks rows
 // across tenants: renewSQL renews owner's leases of active destinations;
-// freeSQL looks, without locking, for free ones; takeSQL takes each of
-// those in its tenant, skipping one another node is taking now, and
-// repeats the condition on the row, so that a lease another node took
-// meanwhile is not taken back.
+// freeSQL looks, without locking, for free ones with something to send,
+// in turns by tenant (each tenant's first, then each one's second, ...)
+// and at most @share of a tenant; takeSQL takes each of those in its
+// tenant, skipping one another node is taking now, and repeats the
+// condition on the row, so that a lease another node took meanwhile is
+// not taken back. A destination with nothing to send is nobody's: its
+// sender gives it back (idleSQL), and freeSQL offers it again once the
+// tenant's feed or alerts move past its cursors.
 const (
 	renewSQL = `
 UPDATE destinations SET lease_until = now() + @ttl_ms * interval '1 millisecond'
 WHERE lease_owner = @owner AND status = 'active'
 RETURNING ` + leasedColumns
 	freeSQL = `
-SELECT tenant_id, id FROM destinations
-WHERE status = 'active' AND (lease_until IS NULL OR lease_until < now()) AND lease_owner IS DISTINCT FROM @owner
-ORDER BY lease_until NULLS FIRST, tenant_id, id
+SELECT tenant_id, id FROM (
+    SELECT d.tenant_id, d.id, d.lease_until,
+           row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.lease_until NULLS FIRST, d.id) AS turn
+    FROM destinations d
+    WHERE d.status = 'active' AND (d.lease_until IS NULL OR d.lease_until < now())
+      AND d.lease_owner IS DISTINCT FROM @owner AND ` + hasWorkSQL + `) free
+WHERE turn <= @share
+ORDER BY turn, lease_until NULLS FIRST, tenant_id, id
 LIMIT @limit`
 	takeSQL = `
 UPDATE destinations d SET lease_owner = @owner, lease_until = now() + @ttl_ms * interval '1 millisecond'
@@ -52,6 +62,19 @@ WHERE (d.tenant_id, d.id) IN (SELECT tenant_id, id FROM destinations
                                 AND (lease_until IS NULL OR lease_until < now())
                               FOR UPDATE SKIP LOCKED)
 RETURNING ` + leasedColumns
+	// idleSQL gives back owner's lease of a destination with nothing to
+	// send; it returns nothing when the destination has work after all.
+	idleSQL = `
+UPDATE destinations d SET lease_owner = NULL, lease_until = now()
+WHERE d.tenant_id = @tenant_id AND d.id = @id AND d.lease_owner = @owner AND NOT ` + hasWorkSQL + `
+RETURNING d.id`
+	// hasWorkSQL: the destination d has changes or alert events past its
+	// cursors, or a change or event in its queue (due or waiting for its
+	// retry).
+	hasWorkSQL = `(d.cursor < coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = d.tenant_id), 0)
+       OR EXISTS (SELECT FROM destination_queue q WHERE q.tenant_id = d.tenant_id AND q.destination_id = d.id)
+       OR (EXISTS (SELECT FROM unnest(d.types) t WHERE starts_with(t, 'alert.'))
+           AND d.alert_cursor < coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = d.tenant_id), 0)))`
 	leasedColumns = `tenant_id, id, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format`
 )
 
@@ -66,38 +89,67 @@ ORDER BY tenant_id, destination_id, id DESC`
 	slugsSQL = `SELECT id, slug FROM tenants WHERE id = ANY(@tenant_ids::bigint[])`
 )
 
-// LeaseDestinations implements stream.Outbox: owner's leases renewed, and
-// free ones taken while it holds fewer than limit. A destination none of whose
-// secrets opens is left out, and logged: it cannot sign.
-func (o *Outbox) LeaseDestinations(ctx context.Context, owner string, ttl time.Duration, limit int) ([]stream.LeasedDestination, error) {
-	args := pgx.NamedArgs{"owner": owner, "ttl_ms": ttl.Milliseconds()}
-	leased, err := o.leaseRows(ctx, renewSQL, args)
+// RenewDestinations implements stream.Outbox.
+func (o *Outbox) RenewDestinations(ctx context.Context, owner string, ttl time.Duration) ([]stream.LeasedDestination, error) {
+	leased, err := o.leaseRows(ctx, renewSQL, pgx.NamedArgs{"owner": owner, "ttl_ms": ttl.Milliseconds()})
 	if err != nil {
 		return nil, err
 	}
-	if len(leased) < limit {
-		args["limit"] = limit - len(leased)
-		rows, err := o.pool.Query(ctx, freeSQL, args)
-		if err != nil {
-			return nil, pg.Translate(err)
-		}
-		free, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Tenant, ID int64 }])
-		if err != nil {
-			return nil, pg.Translate(err)
-		}
-		for _, f := range free {
-			args["tenant_id"], args["id"] = f.Tenant, f.ID
-			taken, err := o.leaseRows(ctx, takeSQL, args)
-			if err != nil {
-				return nil, err
-			}
-			leased = append(leased, taken...)
-		}
+	return o.ready(ctx, leased)
+}
+
+// TakeDestinations implements stream.Outbox. A destination none of whose
+// secrets opens is left out, and logged: it cannot sign.
+func (o *Outbox) TakeDestinations(ctx context.Context, owner string, ttl time.Duration, limit, share int,
+	held map[int64]int) ([]stream.LeasedDestination, error) {
+	if limit <= 0 {
+		return nil, nil
 	}
+	args := pgx.NamedArgs{"owner": owner, "ttl_ms": ttl.Milliseconds(), "share": share, "limit": limit + len(held)*share}
+	rows, err := o.pool.Query(ctx, freeSQL, args)
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	free, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Tenant, ID int64 }])
+	if err != nil {
+		return nil, pg.Translate(err)
+	}
+	mine := maps.Clone(held)
+	if mine == nil {
+		mine = map[int64]int{}
+	}
+	var leased []stream.LeasedDestination
+	for _, f := range free {
+		if len(leased) == limit {
+			break
+		}
+		if mine[f.Tenant] >= share {
+			continue
+		}
+		args["tenant_id"], args["id"] = f.Tenant, f.ID
+		taken, err := o.leaseRows(ctx, takeSQL, args)
+		if err != nil {
+			return nil, err
+		}
+		mine[f.Tenant] += len(taken)
+		leased = append(leased, taken...)
+	}
+	return o.ready(ctx, leased)
+}
+
+// ReleaseIdle implements stream.Outbox.
+func (o *Outbox) ReleaseIdle(ctx context.Context, owner string, tenantID, id int64) (bool, error) {
+	tag, err := o.pool.Exec(ctx, idleSQL, pgx.NamedArgs{"owner": owner, "tenant_id": tenantID, "id": id})
+	return tag.RowsAffected() == 1, pg.Translate(err)
+}
+
+// ready names the tenants of leased and gives each its secrets.
+func (o *Outbox) ready(ctx context.Context, leased []stream.LeasedDestination) ([]stream.LeasedDestination, error) {
 	if len(leased) == 0 {
 		return nil, nil
 	}
-	if leased, err = o.withSlugs(ctx, leased); err != nil {
+	leased, err := o.withSlugs(ctx, leased)
+	if err != nil {
 		return nil, err
 	}
 	return o.withSecrets(ctx, leased)
@@ -139,7 +191,7 @@ func (o *Outbox) withSlugs(ctx context.Context, leased []stream.LeasedDestinatio
 }
 
 // withSecrets gives each of leased the secrets that open, and leaves out
-// those with none.
+// those with none; then their NATS credentials (withNATS).
 func (o *Outbox) withSecrets(ctx context.Context, leased []stream.LeasedDestination) ([]stream.LeasedDestination, error) {
 	tenantIDs, ids := make([]int64, len(leased)), make([]int64, len(leased))
 	for i, d := range leased {
@@ -174,7 +226,7 @@ func (o *Outbox) withSecrets(ctx context.Context, leased []stream.LeasedDestinat
 		}
 		out = append(out, d)
 	}
-	return out, nil
+	return o.withNATS(ctx, out)
 }
 
 // scanSealed reads a row of secretsSQL; the destination id goes where a

@@ -26,6 +26,22 @@ func setup(t *testing.T, nd stream.NewDestination) (*postgres.Store, domain.Prov
 	return s, p, d
 }
 
+// lease renews owner's leases and takes every free one with work, as a
+// node with room for 64 of any tenant would.
+func lease(t *testing.T, s *postgres.Store, owner string, ttl time.Duration) []stream.LeasedDestination {
+	t.Helper()
+	ctx := context.Background()
+	held, err := s.RenewDestinations(ctx, owner, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken, err := s.TakeDestinations(ctx, owner, ttl, 64-len(held), 64, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(held, taken...)
+}
+
 func positions(due []stream.QueuedChange) []int64 {
 	var ps []int64
 	for _, c := range due {
@@ -41,13 +57,10 @@ func TestLeaseIsExclusive(t *testing.T) {
 	t.Parallel()
 	s, p, d := setup(t, stream.NewDestination{})
 	ctx := context.Background()
+	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`)) // something to send
 	lease := func(owner string, ttl time.Duration) []stream.LeasedDestination {
 		t.Helper()
-		ds, err := s.LeaseDestinations(ctx, owner, ttl, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return ds
+		return lease(t, s, owner, ttl)
 	}
 	a := lease("a", time.Minute)
 	if len(a) != 1 || a[0].ID != d.ID || a[0].TenantSlug != "acme" || len(a[0].Secrets) != 1 || a[0].MaxInFlight != 8 {
@@ -113,7 +126,7 @@ func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Cursor != 0 || got.Pending != 0 {
 		t.Fatalf("filled without the lease: %+v", got)
 	}
-	s.LeaseDestinations(ctx, "a", time.Minute, 64)
+	lease(t, s, "a", time.Minute)
 	if due := step("b", nil, nil); len(due) != 0 {
 		t.Fatalf("b, without the lease, got %v", due)
 	}
@@ -143,7 +156,7 @@ func TestFillSelects(t *testing.T) {
 	s, p, d := setup(t, stream.NewDestination{ObjectType: "deal"})
 	ctx := context.Background()
 	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`)) // a contact
-	s.LeaseDestinations(ctx, "a", time.Minute, 64)
+	lease(t, s, "a", time.Minute)
 	if _, due, err := s.Step(ctx, "a", p.TenantID, d.ID, nil, nil, 8); err != nil || len(due) != 0 {
 		t.Fatalf("due %d (%v), want none", len(due), err)
 	}
@@ -171,7 +184,7 @@ func TestStepTakesAlertEvents(t *testing.T) {
 	b := pgtest.InsertAlertFired(t, s.Pool(), p.TenantID, "dead_letters", "1 dead letter in 1h0m0s.")
 	pgtest.InsertAlertResolved(t, s.Pool(), p.TenantID, b)
 	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`))
-	s.LeaseDestinations(ctx, "a", time.Minute, 64)
+	lease(t, s, "a", time.Minute)
 
 	step := func(id int64, done []stream.AttemptResult, inFlight []int64, limit int) []stream.QueuedChange {
 		t.Helper()
@@ -211,5 +224,73 @@ func TestStepTakesAlertEvents(t *testing.T) {
 	}
 	if n := pgtest.Scalar(t, s.Pool(), `SELECT count(*) FROM destination_queue WHERE position < 0 AND destination_id = `+fmt.Sprint(records.ID)); n != 0 {
 		t.Fatalf("%d alert events queued for the record destination", n)
+	}
+}
+
+// TestTakeInTurnsByTenant: free destinations are taken only when they
+// have something to send, each tenant's first before any tenant's second,
+// and never more than the share of one tenant; one that has sent all it
+// had is given back and taken again only once its feed moves.
+func TestTakeInTurnsByTenant(t *testing.T) {
+	t.Parallel()
+	s, acme := pgtest.Setup(t, postgres.New)
+	ctx := context.Background()
+	globex := pgtest.Provider(t, s, "globex", "crm")
+	initech := pgtest.Provider(t, s, "initech", "crm")
+	create := func(tenantID int64) stream.Destination {
+		t.Helper()
+		d, _, err := s.CreateDestination(pgtest.AsCLI(ctx), tenantID, stream.NewDestination{URL: "https://203.0.113.1/hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	for range 5 {
+		create(acme.TenantID)
+	}
+	g := create(globex.TenantID)
+	create(initech.TenantID) // nothing to send: initech's feed is empty
+	pgtest.Ingest(t, s, acme, pgtest.Event("e1", "c1", 1, `{}`))
+	pgtest.Ingest(t, s, globex, pgtest.Event("e1", "c1", 1, `{}`))
+
+	taken, err := s.TakeDestinations(ctx, "a", time.Minute, 3, 2, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byTenant := map[int64]int{}
+	for _, d := range taken {
+		byTenant[d.TenantID]++
+	}
+	if len(taken) != 3 || byTenant[acme.TenantID] != 2 || byTenant[globex.TenantID] != 1 {
+		t.Fatalf("took %+v, want two of acme's (its share) and globex's one, none of initech's", byTenant)
+	}
+	if more, err := s.TakeDestinations(ctx, "a", time.Minute, 10, 2, byTenant); err != nil || len(more) != 0 {
+		t.Fatalf("holding acme's share, took %d more (%v), want none", len(more), err)
+	}
+	if other, err := s.TakeDestinations(ctx, "b", time.Minute, 10, 2, nil); err != nil || len(other) != 2 {
+		t.Fatalf("another node took %d (%v), want acme's next two", len(other), err)
+	}
+
+	// globex's destination sends its one change and has nothing more.
+	if released, err := s.ReleaseIdle(ctx, "a", globex.TenantID, g.ID); err != nil || released {
+		t.Fatalf("gave back a destination with a change to send: %v, %v", released, err)
+	}
+	_, due, err := s.Step(ctx, "a", globex.TenantID, g.ID, nil, nil, 8)
+	if err != nil || len(due) != 1 {
+		t.Fatalf("due %d (%v), want the change", len(due), err)
+	}
+	delivered := []stream.AttemptResult{{DestinationAttempt: stream.DestinationAttempt{Position: due[0].Position, Status: 200}}}
+	if _, err := s.RecordAttempts(ctx, globex.TenantID, g.ID, delivered); err != nil {
+		t.Fatal(err)
+	}
+	if released, err := s.ReleaseIdle(ctx, "a", globex.TenantID, g.ID); err != nil || !released {
+		t.Fatalf("kept the lease of a destination with nothing to send: %v, %v", released, err)
+	}
+	if again, _ := s.TakeDestinations(ctx, "c", time.Minute, 10, 10, nil); slices.ContainsFunc(again, func(d stream.LeasedDestination) bool { return d.TenantID == globex.TenantID }) {
+		t.Fatal("took globex's idle destination again before its feed moved")
+	}
+	pgtest.Ingest(t, s, globex, pgtest.Event("e2", "c1", 2, `{}`))
+	if again, _ := s.TakeDestinations(ctx, "c", time.Minute, 10, 10, nil); !slices.ContainsFunc(again, func(d stream.LeasedDestination) bool { return d.TenantID == globex.TenantID }) {
+		t.Fatal("globex's destination was not taken once its feed moved")
 	}
 }

@@ -17,10 +17,11 @@ import (
 // Checker answers a queue worker's questions.
 type Checker struct {
 	pool *pgxpool.Pool
+	ids  *pg.IDHashes
 }
 
-// New returns a Checker on pool.
-func New(pool *pgxpool.Pool) *Checker { return &Checker{pool: pool} }
+// New returns a Checker on pool, whose tombstones are keyed by ids.
+func New(pool *pgxpool.Pool, ids *pg.IDHashes) *Checker { return &Checker{pool: pool, ids: ids} }
 
 // deliveryRecordedSQL finds one delivery by its primary key, so that only
 // the partition of its receipt time is read.
@@ -58,6 +59,13 @@ WHERE t.erased_at > @since`
 func WriteTombstone(ctx context.Context, tx pgx.Tx, tenantID int64, key domain.ErasureKey) error {
 	_, err := tx.Exec(ctx, tombstoneSQL, pgx.NamedArgs{"tenant_id": tenantID, "kind": key.Kind, "key_hash": key.Hash[:]})
 	return err
+}
+
+// ErasureHashers implements domain.ErasureChecker: tombstones are keyed,
+// and those written before the key existed are not, so a delivery queued
+// before an upgrade is still checked against them.
+func (s *Checker) ErasureHashers(ctx context.Context) ([]domain.IDHasher, error) {
+	return s.ids.Hashers(ctx)
 }
 
 // ErasedSince implements domain.ErasureChecker.

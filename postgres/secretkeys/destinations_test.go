@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 	"github.com/tidemark/tidemark/postgres/secretkeys"
 )
@@ -150,5 +151,55 @@ func TestRekeyDestinationSecretItCannotOpen(t *testing.T) {
 	}
 	if strings.Contains(line, "whsec_") || strings.Contains(line, "provider_id") {
 		t.Errorf("log shows a secret or calls it a provider's: %q", line)
+	}
+}
+
+// TestRekeyNATSCredentials: a NATS destination's credentials are counted by
+// the start-up check under the key they were sealed with, and rekey moves
+// them under the first key, still bound to their destination, so that with
+// the old key dropped they open to what the destination was given.
+func TestRekeyNATSCredentials(t *testing.T) {
+	t.Parallel()
+	ctx := pgtest.AsCLI(context.Background())
+	pool := testdb.New(t)
+	old, _ := keyStore(t, pool, pgtest.Key)
+	tn, err := old.CreateTenant(ctx, "acme", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	given := stream.NATSAuth{Creds: "-----BEGIN NATS USER JWT-----\n...", TLSCA: "-----BEGIN CERTIFICATE-----\n..."}
+	d, _, err := old.CreateDestination(ctx, tn.ID, stream.NewDestination{NATSURL: "nats://203.0.113.5:4222", Subject: "crm", NATS: given})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	newOnly, _ := keyStore(t, pool, otherKey)
+	err = newOnly.CheckSecrets(ctx)
+	if err == nil || !strings.Contains(err.Error(),
+		"key id "+keyID(t, pgtest.Key)+" (1 active secrets of 1 destinations, 1 NATS credentials of 1 destinations)") {
+		t.Fatalf("check with only the new key: %v, want the old key id with the NATS credentials counted", err)
+	}
+	both, _ := keyStore(t, pool, otherKey, pgtest.Key)
+	if n, err := both.RekeySecrets(ctx, 10); err != nil || n != (secretkeys.Rekeyed{Destinations: 1, NATSCredentials: 1}) {
+		t.Fatalf("rekey: %+v, %v; want 1 destination secret and 1 NATS credentials", n, err)
+	}
+	if n, err := both.RekeySecrets(ctx, 10); err != nil || n != (secretkeys.Rekeyed{}) {
+		t.Fatalf("second rekey: %+v, %v; want 0", n, err)
+	}
+	if err := newOnly.CheckSecrets(ctx); err != nil {
+		t.Fatalf("check with only the new key after rekey: %v", err)
+	}
+	var sealed pg.SealedSecret
+	if err := pool.QueryRow(ctx, `SELECT tenant_id, destination_id, key_id, aad_version, ciphertext FROM destination_nats_credentials`).
+		Scan(&sealed.TenantID, &sealed.ProviderID, &sealed.KeyID, &sealed.AADVersion, &sealed.Ciphertext); err != nil {
+		t.Fatal(err)
+	}
+	keys, _ := pg.NewKeyring([][]byte{otherKey})
+	if got, err := keys.OpenNATS(sealed); err != nil || got != given || sealed.ProviderID != d.ID {
+		t.Fatalf("after rekey, with only the new key: %v, credentials given back %v", err, got == given)
+	}
+	sealed.ProviderID++ // bound to its destination: another's row does not open it
+	if _, err := keys.OpenNATS(sealed); err == nil {
+		t.Fatal("the credentials open as another destination's")
 	}
 }

@@ -1,6 +1,7 @@
 // Package secretkeys checks that the keys a store opened with can open
 // every stored secret, of providers (their signing secrets and API
-// credentials) and of destinations, and seals them all again under the
+// credentials) and of destinations (their signing secrets and NATS
+// credentials), and the id hash key, and seals them all again under the
 // newest.
 package secretkeys
 
@@ -33,28 +34,39 @@ func New(pool *pgxpool.Pool, keys *pg.Keyring, secrets *pg.Secrets) *Rekeyer {
 // table is one kind of sealed secret: the check and the rekey run the same
 // code over each, so a new kind cannot be left out of one of them.
 type table struct {
-	owner     string // what a secret belongs to, in errors: "provider", "destination"
-	uses      string // the check's count of secrets (%d) and owners (%d) under a missing key
-	activeSQL string // every tenant's secrets in use, for the check
-	batchSQL  string // locks the next batch not under @key_id and @aad_version
-	updateSQL string // stores a batch re-sealed
-	aad       int16
-	seal      func(k *pg.Keyring, tenantID, ownerID int64, plaintext string) (pg.SealedSecret, error)
-	logFailed func(s *pg.Secrets, sec pg.SealedSecret, err error)
-	count     func(r *Rekeyed) *int64 // where a rekey reports how many it changed
-	endpoints bool                    // the secrets are part of webhook endpoints, which nodes cache
+	owner      string        // what a secret belongs to, in errors: "provider", "destination"
+	kind       pg.SecretKind // its Uses words the check's count of secrets and owners under a missing key
+	activeSQL  string        // every tenant's secrets in use, for the check
+	batchSQL   string        // locks the next batch not under @key_id and @aad_version
+	updateSQL  string        // stores a batch re-sealed
+	aad        int16
+	seal       func(k *pg.Keyring, tenantID, ownerID int64, plaintext string) (pg.SealedSecret, error)
+	logFailed  func(s *pg.Secrets, sec pg.SealedSecret, err error)
+	count      func(r *Rekeyed) *int64 // where a rekey reports how many it changed
+	endpoints  bool                    // the secrets are part of webhook endpoints, which nodes cache
+	tenantless bool                    // one row for the database, not rows by tenant
 }
 
 var tables = []table{
-	{owner: "provider", uses: "%d active secrets of %d providers", activeSQL: activeSecretsAllSQL, batchSQL: rekeyBatchSQL, updateSQL: rekeySecretsSQL,
+	{owner: "provider", kind: pg.ProviderSecrets, activeSQL: activeSecretsAllSQL, batchSQL: rekeyBatchSQL, updateSQL: rekeySecretsSQL,
 		aad: pg.AADProvider, seal: (*pg.Keyring).Seal, logFailed: (*pg.Secrets).LogUndecryptable,
 		count: func(r *Rekeyed) *int64 { return &r.Providers }, endpoints: true},
-	{owner: "destination", uses: "%d active secrets of %d destinations", activeSQL: activeDestinationSecretsAllSQL, batchSQL: rekeyDestinationBatchSQL,
+	{owner: "destination", kind: pg.DestinationSecrets, activeSQL: activeDestinationSecretsAllSQL, batchSQL: rekeyDestinationBatchSQL,
 		updateSQL: rekeyDestinationSecretsSQL, aad: pg.AADDestination, seal: (*pg.Keyring).SealDestination,
 		logFailed: (*pg.Secrets).LogUndecryptableDestination, count: func(r *Rekeyed) *int64 { return &r.Destinations }},
-	{owner: "provider API", uses: "%d API credentials of %d providers", activeSQL: apiCredentialsAllSQL,
+	{owner: "provider API", kind: pg.ProviderAPISecrets, activeSQL: apiCredentialsAllSQL,
 		batchSQL: rekeyAPIBatchSQL, updateSQL: rekeyAPISecretsSQL, aad: pg.AADProviderAPI, seal: (*pg.Keyring).SealProviderAPI,
 		logFailed: (*pg.Secrets).LogUndecryptableProviderAPI, count: func(r *Rekeyed) *int64 { return &r.APICredentials }},
+	{owner: "destination NATS", kind: pg.DestinationNATSSecrets, activeSQL: natsCredentialsAllSQL,
+		batchSQL: rekeyNATSBatchSQL, updateSQL: rekeyNATSSecretsSQL, aad: pg.AADDestinationNATS, seal: (*pg.Keyring).SealDestinationNATS,
+		logFailed: (*pg.Secrets).LogUndecryptableDestinationNATS, count: func(r *Rekeyed) *int64 { return &r.NATSCredentials }},
+	{owner: "id hash key", kind: pg.IDHashKey, activeSQL: idHashKeySQL, batchSQL: rekeyIDHashKeySQL,
+		updateSQL: resealIDHashKeySQL, aad: pg.AADIDHashKey,
+		seal: func(k *pg.Keyring, _, _ int64, key string) (pg.SealedSecret, error) {
+			return k.SealIDHashKey([]byte(key))
+		},
+		logFailed: (*pg.Secrets).LogUndecryptableIDHashKey, count: func(r *Rekeyed) *int64 { return &r.IDHashKey },
+		tenantless: true},
 }
 
 // activeSecretsAllSQL reads every tenant's active provider secrets, for the
@@ -77,6 +89,12 @@ const apiCredentialsAllSQL = `
 SELECT tenant_id, provider_id, provider_id, key_id, aad_version, ciphertext FROM provider_api_credentials
 ORDER BY tenant_id, provider_id`
 
+// natsCredentialsAllSQL reads the credentials of every tenant's NATS
+// destinations, one row per destination, whose id stands for the secret's.
+const natsCredentialsAllSQL = `
+SELECT tenant_id, destination_id, destination_id, key_id, aad_version, ciphertext FROM destination_nats_credentials
+ORDER BY tenant_id, destination_id`
+
 // CheckSecrets tries every active provider and destination secret, and the
 // secret of every provider's API credentials, with the
 // store's keys, as serve does before it starts. It returns pg.ErrNoKey on a
@@ -95,7 +113,7 @@ func (s *Rekeyer) CheckSecrets(ctx context.Context) error {
 			return err
 		}
 		for id, u := range uses {
-			missing[id] = append(missing[id], fmt.Sprintf(tb.uses, u.secrets, len(u.owners)))
+			missing[id] = append(missing[id], fmt.Sprintf(tb.kind.Uses, u.secrets, len(u.owners)))
 		}
 	}
 	if len(missing) == 0 {
@@ -200,10 +218,29 @@ FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @cipher
      AS u(tenant_id, provider_id, id, ciphertext)
 WHERE c.tenant_id = @tenant_id AND u.tenant_id = @tenant_id AND c.provider_id = u.provider_id`
 
+// rekeyNATSBatchSQL locks the next batch of NATS destinations' credentials
+// not sealed under @key_id bound to their destination, in the order of
+// natsCredentialsAllSQL.
+const rekeyNATSBatchSQL = `
+SELECT tenant_id, destination_id, destination_id, key_id, aad_version, ciphertext FROM destination_nats_credentials
+WHERE tenant_id = @tenant_id AND destination_id > @after_id AND (key_id <> @key_id OR aad_version <> @aad_version)
+ORDER BY destination_id
+LIMIT @limit
+FOR UPDATE`
+
+// rekeyNATSSecretsSQL stores a batch of re-sealed NATS credentials.
+const rekeyNATSSecretsSQL = `
+UPDATE destination_nats_credentials c SET key_id = @key_id, aad_version = @aad_version, ciphertext = u.ciphertext
+FROM unnest(@tenant_ids::bigint[], @owner_ids::bigint[], @ids::bigint[], @ciphertexts::bytea[])
+     AS u(tenant_id, destination_id, id, ciphertext)
+WHERE c.tenant_id = @tenant_id AND u.tenant_id = @tenant_id AND c.destination_id = u.destination_id`
+
 // Rekeyed counts the secrets a rekey changed.
 type Rekeyed struct {
 	Providers, Destinations int64
 	APICredentials          int64 // the secrets of providers' API credentials
+	NATSCredentials         int64 // those of NATS destinations
+	IDHashKey               int64 // the database's id hash key (0 or 1), sealed again, never changed
 }
 
 // RekeySecrets re-encrypts every provider secret (retired ones included),
@@ -261,6 +298,9 @@ func (s *Rekeyer) rekeyTable(ctx context.Context, tb table, batchSize int) table
 	if err != nil {
 		r.err = pg.Translate(err)
 		return r
+	}
+	if tb.tenantless {
+		tenants = []int64{0} // its statements take no tenant
 	}
 	for _, tenant := range tenants {
 		if r.err = s.rekeyTenant(ctx, tb, tenant, batchSize, &r); r.err != nil {

@@ -52,6 +52,21 @@ func TestBackfillAPI(t *testing.T) {
 	}
 	first := int64(body["id"].(float64))
 
+	// One job per provider queued or running: a second is a conflict
+	// naming the first.
+	status, body = startBackfill(e, write, "crm", `{"since": 48}`)
+	webtest.AssertError(t, status, body, http.StatusConflict, fmt.Sprintf("backfill job %d of provider crm is already queued", first))
+
+	// Cancelling: a queued job ends at once, an ended one is a conflict.
+	status, body = e.Post(fmt.Sprintf("%s/%d/cancel", base, first), nil, bearer(read))
+	webtest.AssertError(t, status, body, http.StatusForbidden, "read-only")
+	status, body = e.Post(fmt.Sprintf("%s/%d/cancel", base, first), nil, bearer(write))
+	if status != http.StatusOK || body["state"] != "cancelled" || body["finished_at"] == nil {
+		t.Fatalf("cancel queued: %d %v", status, body)
+	}
+	status, body = e.Post(fmt.Sprintf("%s/%d/cancel", base, first), nil, bearer(write))
+	webtest.AssertError(t, status, body, http.StatusConflict, "has already ended (cancelled)")
+
 	// Whole hours as a number or a string; every object type.
 	status, body = startBackfill(e, write, "crm", `{"since": 48}`)
 	if status != http.StatusAccepted || body["object_type"] != nil {
@@ -106,16 +121,7 @@ func TestBackfillAPI(t *testing.T) {
 	status, body = e.Get(fmt.Sprintf("/api/v1/tenants/globex/providers/crm/backfills/%d", first), globex)
 	webtest.AssertError(t, status, body, http.StatusNotFound, "not found")
 
-	// Cancelling: a queued job ends at once, a running one is asked to
-	// stop, an ended one is a conflict.
-	status, body = e.Post(fmt.Sprintf("%s/%d/cancel", base, first), nil, bearer(read))
-	webtest.AssertError(t, status, body, http.StatusForbidden, "read-only")
-	status, body = e.Post(fmt.Sprintf("%s/%d/cancel", base, first), nil, bearer(write))
-	if status != http.StatusOK || body["state"] != "cancelled" || body["finished_at"] == nil {
-		t.Fatalf("cancel queued: %d %v", status, body)
-	}
-	status, body = e.Post(fmt.Sprintf("%s/%d/cancel", base, first), nil, bearer(write))
-	webtest.AssertError(t, status, body, http.StatusConflict, "has already ended (cancelled)")
+	// A running job is asked to stop.
 	if job, ok, err := e.Store.ClaimBackfill(context.Background()); !ok || err != nil || job.ID != second {
 		t.Fatalf("claim: %+v %v %v", job, ok, err)
 	}
@@ -128,9 +134,9 @@ func TestBackfillAPI(t *testing.T) {
 
 	want := []string{
 		fmt.Sprintf("test backfill_start backfill job %d", first),
+		fmt.Sprintf("test backfill_cancel backfill job %d", first),
 		fmt.Sprintf("test backfill_start backfill job %d", second),
 		fmt.Sprintf("test backfill_start backfill job %d", billingJob),
-		fmt.Sprintf("test backfill_cancel backfill job %d", first),
 		fmt.Sprintf("test backfill_cancel backfill job %d", second),
 	}
 	got := e.Strings(`SELECT actor || ' ' || action || ' ' || target FROM audit_log

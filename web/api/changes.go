@@ -1,10 +1,11 @@
 package api
 
 import (
-	"context"
+	"fmt"
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
@@ -13,15 +14,20 @@ import (
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
-// changesPoll is how often a waiting feed request looks at its tenant's
-// head: a change that commits on any node is answered within it and one
-// read.
+// changesPoll is how often a tenant's head is polled while any of its
+// feed requests waits (headWatch): a change that commits on any node is
+// answered within it and one read.
 const changesPoll = 200 * time.Millisecond
 
+// changesPerToken is how many feed requests a token may run at once on a
+// node: a consumer needs one long poll per cursor.
+const changesPerToken = 4
+
 // handleChanges answers GET changes?after=&limit=&wait=&provider=&object_type=
-// (docs/contract/changes.md). It takes a read slot for each read only, not
-// for the whole wait, so that consumers holding long polls do not starve
-// the tenant's other reads.
+// (docs/contract/changes.md). It takes a read slot for each read and the
+// writing of its page, not for the whole wait, so that consumers holding
+// long polls do not starve the tenant's other reads; while it waits, the
+// tenant's headWatch polls for it.
 func (h *Handler) handleChanges(w http.ResponseWriter, r *http.Request) {
 	q, wait, err := changesQuery(r)
 	if err != nil {
@@ -29,71 +35,86 @@ func (h *Handler) handleChanges(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx := r.Context()
-	tenantID := tokenTenant(ctx).ID
+	grant := tokenGrant(ctx)
+	done, ok := h.feedCalls.enter(grant.Tenant.ID, grant.ID)
+	if !ok {
+		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("at most %d change feed requests may run at once per API token, "+
+			"and this token has %[1]d running; retry after the Retry-After delay, or give each consumer a token of its own",
+			changesPerToken))
+		return
+	}
+	defer done()
 	deadline := time.Now().Add(wait)
-	var head int64 = -1
-	for {
-		changes, busy, err := h.readChanges(r, tenantID, q)
-		if busy {
-			w.Header().Set("Retry-After", "1")
-			readsBusy(w, r)
-			return
+	seen, waited := q.After, false
+	for !h.pageChanges(w, r, q, deadline, waited) {
+		seen = h.heads.wait(ctx, grant.Tenant.ID, seen, deadline)
+		if ctx.Err() != nil {
+			return // the consumer went away
 		}
-		if err != nil {
-			h.fail(w, r, err)
-			return
-		}
-		if len(changes) > 0 || !time.Now().Before(deadline) {
-			writeChanges(w, q.After, changes)
-			return
-		}
-		if head, err = h.awaitHead(ctx, tenantID, max(head, q.After), deadline); err != nil {
-			if ctx.Err() != nil {
-				return // the consumer went away
-			}
-			h.fail(w, r, err)
-			return
-		}
+		waited = true
 	}
 }
 
-// readChanges reads one page under a read slot; busy when none was free.
-func (h *Handler) readChanges(r *http.Request, tenantID int64, q stream.ChangeQuery) ([]stream.Change, bool, error) {
+// pageChanges reads a page under a read slot and, when it holds changes
+// or the wait is over, writes it before giving the slot back: a page kept
+// for a slow consumer counts against the tenant's reads. It reports
+// whether it answered. A request that has waited waits out a busy gate
+// until its deadline: one commit wakes every long poll of the tenant at
+// once.
+func (h *Handler) pageChanges(w http.ResponseWriter, r *http.Request, q stream.ChangeQuery, deadline time.Time, waited bool) bool {
+	ctx := r.Context()
 	tenant, caller := readKeys(r)
-	release, ok := h.reads.Acquire(r.Context(), tenant, caller)
+	release, ok := h.reads.Acquire(ctx, tenant, caller)
+	for !ok && waited && ctx.Err() == nil && time.Now().Before(deadline) {
+		release, ok = h.reads.Acquire(ctx, tenant, caller)
+	}
 	if !ok {
-		return nil, true, nil
+		w.Header().Set("Retry-After", "1")
+		readsBusy(w, r)
+		return true
 	}
 	defer release()
-	changes, err := h.changes.Changes(r.Context(), tenantID, q)
-	return changes, false, err
+	changes, err := h.changes.Changes(ctx, tokenTenant(ctx).ID, q)
+	if err != nil {
+		h.fail(w, r, err)
+		return true
+	}
+	if len(changes) == 0 && time.Now().Before(deadline) {
+		return false
+	}
+	writeChanges(w, q.After, changes)
+	return true
 }
 
-// awaitHead polls the tenant's head until it passes seen or the deadline
-// comes, and returns the head it saw last.
-func (h *Handler) awaitHead(ctx context.Context, tenantID, seen int64, deadline time.Time) (int64, error) {
-	tick := time.NewTicker(changesPoll)
-	defer tick.Stop()
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			return seen, nil
-		}
-		select {
-		case <-ctx.Done():
-			return seen, ctx.Err()
-		case <-time.After(left):
-			return seen, nil
-		case <-tick.C:
-		}
-		head, err := h.changes.ChangeHead(ctx, tenantID)
-		if err != nil {
-			return seen, err
-		}
-		if head > seen {
-			return head, nil
-		}
+// callCounter caps the requests each token runs at once on this node.
+type callCounter struct {
+	limit int
+
+	mu      sync.Mutex
+	running map[[2]int64]int // by tenant and token id
+}
+
+func newCallCounter(limit int) *callCounter {
+	return &callCounter{limit: limit, running: map[[2]int64]int{}}
+}
+
+// enter counts a request of the token, unless it runs limit already; done
+// ends it.
+func (c *callCounter) enter(tenantID, tokenID int64) (done func(), ok bool) {
+	key := [2]int64{tenantID, tokenID}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.running[key] >= c.limit {
+		return nil, false
 	}
+	c.running[key]++
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.running[key]--; c.running[key] == 0 {
+			delete(c.running, key)
+		}
+	}, true
 }
 
 func writeChanges(w http.ResponseWriter, after int64, changes []stream.Change) {

@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/destination"
+	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -19,6 +20,8 @@ type destinationJSON struct {
 	URL             *string   `json:"url"`
 	NATSURL         *string   `json:"nats_url"`
 	Subject         *string   `json:"subject"`
+	NATSAuth        *string   `json:"nats_auth"`
+	NATSTLSCA       bool      `json:"nats_tls_ca"`
 	Provider        *string   `json:"provider"`
 	ObjectType      *string   `json:"object_type"`
 	Types           []string  `json:"types"`
@@ -27,6 +30,7 @@ type destinationJSON struct {
 	Status          string    `json:"status"`
 	StatusReason    *string   `json:"status_reason"`
 	Cursor          string    `json:"cursor"`
+	BehindRetention bool      `json:"behind_retention"`
 	Pending         int       `json:"pending"`
 	OldestPendingAt *jsonTime `json:"oldest_pending_at"`
 	LagSeconds      *int64    `json:"lag_seconds"`
@@ -36,9 +40,10 @@ type destinationJSON struct {
 
 func newDestinationJSON(d stream.Destination) destinationJSON {
 	j := destinationJSON{ID: d.ID, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
-		Subject: optionalString(d.Subject), Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
+		Subject: optionalString(d.Subject), NATSAuth: optionalString(d.NATSAuth), NATSTLSCA: d.NATSTLSCA,
+		Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
 		Types: d.Types, Format: d.Format, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
-		Cursor: stream.FormatCursor(d.Cursor), Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
+		Cursor: stream.FormatCursor(d.Cursor), BehindRetention: d.BehindRetention, Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
 		CreatedAt: jsonTime(d.CreatedAt), LastSuccessAt: optionalTime(d.LastSuccess)}
 	if d.Oldest != nil {
 		lag := max(int64(time.Since(*d.Oldest)/time.Second), 0)
@@ -62,9 +67,9 @@ func newDestinationAttemptJSON(a stream.DestinationAttempt) destinationAttemptJS
 		Delivered: a.Delivered(), Error: optionalString(a.Error), DurationMS: a.Duration.Milliseconds()}
 }
 
-// maxDestinationRequest bounds a destination's request; a URL is at most
-// 2 KiB.
-const maxDestinationRequest = 16 << 10
+// maxDestinationRequest bounds a destination's request: a URL is at most
+// 2 KiB, NATS credentials and certificate authorities some 50 KiB.
+const maxDestinationRequest = 64 << 10
 
 // decodeBody reads a JSON object into v, refusing unknown fields and
 // anything after it; on an error it answers 400 with example and returns
@@ -87,6 +92,9 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		URL         string   `json:"url"`
 		NATSURL     string   `json:"nats_url"`
 		Subject     string   `json:"subject"`
+		NATSCreds   string   `json:"nats_creds"`
+		NATSNKey    string   `json:"nats_nkey"`
+		NATSTLSCA   string   `json:"nats_tls_ca"`
 		Provider    string   `json:"provider"`
 		ObjectType  string   `json:"object_type"`
 		Types       []string `json:"types"`
@@ -94,11 +102,12 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		MaxInFlight *int     `json:"max_in_flight"`
 	}
 	if !decodeBody(w, r, &req, `{"url": "https://hooks.example.com/tidemark", "provider": "crm", "object_type": "contact", `+
-		`"types": ["record.*", "alert.*"], "format": "standard", "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes"}`) { // not a provider kind
+		`"types": ["record.*", "alert.*"], "format": "standard", "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes", "nats_creds": "<the .creds file>"}`) { // not a provider kind
 		return
 	}
 	nd := stream.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
-		ObjectType: req.ObjectType, Types: req.Types, Format: req.Format}
+		ObjectType: req.ObjectType, Types: req.Types, Format: req.Format,
+		NATS: stream.NATSAuth{Creds: req.NATSCreds, NKey: req.NATSNKey, TLSCA: req.NATSTLSCA}}
 	if req.MaxInFlight != nil {
 		if *req.MaxInFlight == 0 { // 0 is NewDestination's default, not a value to accept
 			h.fail(w, r, domain.Errorf(domain.EINVALID, "max_in_flight must be from 1 to %d, got 0", stream.MaxMaxInFlight))
@@ -109,6 +118,9 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 	ctx := r.Context()
 	nd, err := destination.Check(ctx, nd)
 	if err != nil {
+		if d := egress.Detail(err); d != "" { // what the caller is not told
+			h.log.InfoContext(ctx, "destination URL refused", "tenant", tokenTenant(ctx).Slug, "detail", d)
+		}
 		h.fail(w, r, err)
 		return
 	}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nats-io/nkeys"
+
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/web/internal/webtest"
@@ -22,8 +24,8 @@ func destinationCall(e *webtest.Env, method, path, token, body string) (int, map
 	return e.Do(req)
 }
 
-var destinationKeys = []string{"id", "url", "nats_url", "subject", "provider", "object_type", "types", "format", "max_in_flight",
-	"status", "status_reason", "cursor", "pending", "oldest_pending_at", "lag_seconds", "created_at", "last_success_at"}
+var destinationKeys = []string{"id", "url", "nats_url", "subject", "nats_auth", "nats_tls_ca", "provider", "object_type", "types", "format", "max_in_flight",
+	"status", "status_reason", "cursor", "behind_retention", "pending", "oldest_pending_at", "lag_seconds", "created_at", "last_success_at"}
 
 // TestDestinationAPI: create shows the secret once; get, list, pause,
 // resume, rewind, rotate and delete, each audited with the token.
@@ -46,8 +48,8 @@ func TestDestinationAPI(t *testing.T) {
 	delete(body, "secret")
 	delete(body, "created_at")
 	assertJSON(t, "created", body, fmt.Sprintf(`{"id": %d, "url": "https://203.0.113.10/tidemark", "nats_url": null,
-		"subject": null, "provider": "crm", "object_type": "contact", "types": ["record.applied"], "format": "standard",
-		"max_in_flight": 4, "status": "active", "status_reason": null, "cursor": "c1_0", "pending": 0, "oldest_pending_at": null,
+		"subject": null, "nats_auth": null, "nats_tls_ca": false, "provider": "crm", "object_type": "contact", "types": ["record.applied"], "format": "standard",
+		"max_in_flight": 4, "status": "active", "status_reason": null, "cursor": "c1_0", "behind_retention": false, "pending": 0, "oldest_pending_at": null,
 		"lag_seconds": null, "last_success_at": null}`, id))
 
 	one := fmt.Sprintf("%s/%d", destinationsPath, id)
@@ -61,11 +63,17 @@ func TestDestinationAPI(t *testing.T) {
 		t.Fatalf("list %v", list)
 	}
 
+	seed := userSeed(t)
 	status, body = destinationCall(e, http.MethodPost, destinationsPath, token,
-		`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.changes"}`)
+		`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.changes", "nats_nkey": "`+seed+`"}`)
 	if status != http.StatusCreated || body["nats_url"] != "nats://203.0.113.11:4222" || body["subject"] != "crm.changes" ||
+		body["nats_auth"] != "nkey" || body["nats_tls_ca"] != false ||
 		body["url"] != nil || body["max_in_flight"] != float64(stream.DefaultMaxInFlight) {
 		t.Fatalf("create NATS: %d %v", status, body)
+	}
+	status, body = e.Get(fmt.Sprintf("%s/%d", destinationsPath, int64(body["id"].(float64))), token)
+	if status != http.StatusOK || body["nats_auth"] != "nkey" || strings.Contains(fmt.Sprint(body), seed) {
+		t.Fatalf("get NATS: %d %v; want its kind of credentials, never them", status, body)
 	}
 
 	for _, step := range []struct{ action, body, status string }{
@@ -112,16 +120,37 @@ func TestDestinationAPI(t *testing.T) {
 	}
 }
 
+// userSeed is a new NATS user's nkey seed.
+func userSeed(t *testing.T) string {
+	t.Helper()
+	user, err := nkeys.CreateUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed, _ := user.Seed()
+	return string(seed)
+}
+
 // TestDestinationAPIRefusals: what the API refuses, and to whom.
 func TestDestinationAPIRefusals(t *testing.T) {
 	t.Parallel()
 	e := webtest.Setup(t)
 	token := e.Token("acme")
+	seed := userSeed(t)
 	for _, tc := range []struct{ body, want string }{
 		{`{"url": "http://127.0.0.1/x"}`, "url: host 127.0.0.1 is a loopback address"},
 		{`{"url": "http://localhost:8080/x"}`, "url: host localhost resolves to"},
 		{`{"url": "http://169.254.169.254/"}`, "url: host 169.254.169.254 is a link-local address"},
-		{`{"nats_url": "nats://10.0.0.5:4222", "subject": "crm"}`, "nats_url: host 10.0.0.5 is a private address"},
+		{`{"nats_url": "nats://10.0.0.5:4222", "subject": "crm", "nats_nkey": "` + seed + `"}`, "nats_url: host 10.0.0.5 is a private address"},
+		// Review 4's M6: a NATS destination without credentials would only
+		// work with a server that admits anyone.
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm"}`, "nats_url needs credentials"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm", "nats_tls_ca": "x"}`, "nats_url needs credentials"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm", "nats_nkey": "` + seed + `", "nats_creds": "x"}`, "not both"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm", "nats_nkey": "SUNOTASEED"}`, "nats_nkey is not a user nkey seed"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm", "nats_creds": "x"}`, "nats_creds: its user JWT does not decode"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm", "nats_nkey": "` + seed + `", "nats_tls_ca": "x"}`, "nats_tls_ca holds no PEM certificate"},
+		{`{"url": "https://203.0.113.10/", "nats_nkey": "` + seed + `"}`, "go with nats_url"},
 		{`{"url": "https://203.0.113.10/", "allow_private": true}`, "body must be a JSON object"},
 		{`{"url": "https://203.0.113.10/", "types": ["record.created"]}`, `"record.created" is not a change type`},
 		{`{"url": "https://203.0.113.10/", "types": "record.*"}`, "body must be a JSON object"},
@@ -129,7 +158,7 @@ func TestDestinationAPIRefusals(t *testing.T) {
 		{`{"url": "https://203.0.113.10/", "max_in_flight": 65}`, "max_in_flight must be from 1 to 64"},
 		{`{"url": "ftp://203.0.113.10/"}`, "http or https"},
 		{`{"url": "https://203.0.113.10/", "nats_url": "nats://203.0.113.11:4222", "subject": "a"}`, "not both"},
-		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.>"}`, "wildcards"},
+		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.>", "nats_nkey": "` + seed + `"}`, "wildcards"},
 		{`{"url": "https://203.0.113.10/", "provider": "nope"}`, `provider "nope"`},
 		{`{"url": "https://203.0.113.10/", "format": "slack", "types": ["record.*"]}`, "format slack takes alert types only"},
 		{`{"url": "https://203.0.113.10/", "format": "teams"}`, "format must be standard or slack"},

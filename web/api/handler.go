@@ -57,6 +57,8 @@ type Handler struct {
 	backfills    pull.JobStore
 	replayer     *replay.Replayer // replays one delivery by hand
 	reads        *httpx.ReadGate  // bounds reads per tenant and token
+	heads        *headWatch       // wakes the feed's long polls
+	feedCalls    *callCounter     // feed requests per token
 	log          *slog.Logger
 }
 
@@ -73,7 +75,8 @@ func New(s Services, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog
 	return &Handler{tokens: s.Tokens, records: s.Records, events: s.Events, stats: s.Stats, conflicts: s.Conflicts,
 		people: s.People, audit: s.Audit, deliveries: s.Deliveries, replays: s.Replays, changes: s.Changes, destinations: s.Destinations, alerts: s.Alerts,
 		providers: s.Providers, backfills: s.Backfills, replayer: replayer,
-		reads: reads, log: log}
+		reads: reads, heads: newHeadWatch(s.Changes, changesPoll, log), feedCalls: newCallCounter(changesPerToken),
+		log: log}
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -12,7 +12,8 @@ import (
 // /api/v1/tenants/{tenant}: every route needs a token of that tenant.
 func (h *Handler) Routes(r chi.Router) {
 	r.Use(h.requireToken)
-	// The feed takes a read slot per read, not for a whole long poll.
+	// The feed takes a read slot per read and the writing of its page, not
+	// for a whole long poll; it caps its requests per token itself.
 	r.Get("/changes", h.handleChanges)
 	r.Group(func(r chi.Router) { h.gatedRoutes(r) })
 

@@ -213,16 +213,18 @@ func addBackfills(t *testing.T, e *webtest.Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.Store.StartBackfill(ctx, tenant, p.ID, now.Add(-20*time.Minute), now, "", true); err != nil {
-		t.Fatal(err)
-	}
-	for range 2 {
-		if _, ok, err := e.Store.ClaimBackfill(ctx); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+	// A tenant runs one job at a time: the failed one, then the sweep.
+	if _, ok, err := e.Store.ClaimBackfill(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
 	}
 	if err := e.Store.FinishBackfill(ctx, tenant, failed.ID, pull.Progress{Deliveries: 3, Events: 240, Missed: 12}, pull.Failed,
 		"crm has no API credentials: set them with tidemark provider update --tenant acme --provider crm --api-token-stdin"); err != nil {
 		t.Fatal(err)
+	}
+	if _, err := e.Store.StartBackfill(ctx, tenant, p.ID, now.Add(-20*time.Minute), now, "", true); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.Store.ClaimBackfill(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
 	}
 }

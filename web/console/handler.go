@@ -7,7 +7,6 @@ package console
 import (
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"strings"
 	"time"
 
@@ -93,7 +92,7 @@ type Handler struct {
 	publicURL   string
 	httpsPublic bool                 // the public URL is https
 	queue       domain.DeliveryQueue // nil: synchronous mode
-	signIns     *httpx.Budget[netip.Prefix]
+	signIns     *signInBudgets
 	reads       *httpx.ReadGate
 }
 
@@ -104,7 +103,7 @@ func New(cfg Config) *Handler {
 		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
 		dests: cfg.Destinations, alerts: cfg.Alerts, apiCreds: cfg.APICredentials, backfills: cfg.Backfills, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
-		queue: cfg.Queue, signIns: newSignInBudget(), reads: cfg.Reads}
+		queue: cfg.Queue, signIns: newSignInBudgets(), reads: cfg.Reads}
 	if h.reads == nil {
 		h.reads = httpx.NewReadGate(0)
 	}

@@ -1,9 +1,9 @@
 package console
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strings"
 	"time"
@@ -22,18 +22,9 @@ func (h *Handler) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 	h.render(w, r, http.StatusOK, views.Login("", "", r.URL.Query().Get("next")))
 }
 
-// The sign-in budget of a client address (IPv6: its /64), kept in memory
-// and spent by every attempt that is not a success: bursts of
-// signInBurst, then one every signInEvery. It is looser than PostgreSQL's
-// throttle (domain.MaxLoginChecks), which it shields from floods.
-const (
-	signInBurst = 10
-	signInEvery = 10 * time.Second
-)
-
-func newSignInBudget() *httpx.Budget[netip.Prefix] {
-	return httpx.NewBudget[netip.Prefix](float64(time.Second)/float64(signInEvery), signInBurst)
-}
+// signInBusyWait is the Retry-After of a sign-in refused because every
+// place to check a password was taken (domain.ErrSignInBusy).
+const signInBusyWait = 2 * time.Second
 
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
@@ -44,30 +35,34 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 		h.render(w, r, http.StatusBadRequest, views.Login(email, domain.ErrorMessage(err), safeNext(next)))
 		return
 	}
-	// Past its address's budget a sign-in costs no query, row or hash.
-	client := httpx.ClientPrefix(r)
-	if ok, wait := h.signIns.Take(client, time.Now()); !ok {
+	// Past its account's or its address's budget (signin_budget.go) a
+	// sign-in costs no query, row or hash.
+	ticket, refusal, wait := h.signIns.take(email, httpx.ClientPrefix(r), time.Now())
+	if refusal != "" {
 		w.Header().Set("Retry-After", httpx.RetryAfter(wait))
 		h.render(w, r, http.StatusTooManyRequests, views.Login(email, fmt.Sprintf(
-			"Too many sign-in attempts from your network address. Wait %s seconds and try again.", httpx.RetryAfter(wait)), safeNext(next)))
+			"%s Wait %s seconds and try again.", refusal, httpx.RetryAfter(wait)), safeNext(next)))
 		return
 	}
 	// The person signing in is the actor of the sign_in audit entry.
 	ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorOperator,
 		Name: strings.TrimSpace(email), Address: httpx.ClientAddress(r)})
 	u, err := h.access.Authenticate(ctx, email, password, httpx.ClientAddress(r))
+	ticket.settle(err, time.Now()) // only failures spend the budgets
 	if err != nil {
 		status := httpx.ErrorStatus(err)
 		msg := domain.ErrorMessage(err)
-		if status == http.StatusUnauthorized {
+		switch {
+		case status == http.StatusUnauthorized:
 			status = http.StatusOK // the form is shown again with the reason
-		} else if status == http.StatusInternalServerError {
+		case errors.Is(err, domain.ErrSignInBusy):
+			w.Header().Set("Retry-After", httpx.RetryAfter(signInBusyWait))
+		case status == http.StatusInternalServerError:
 			msg = internalErrorText(httpx.LogInternal(h.log, w, r, err))
 		}
 		h.render(w, r, status, views.Login(email, msg, safeNext(next)))
 		return
 	}
-	h.signIns.Give(client, time.Now()) // only failures spend the budget
 	if err := h.startSession(r, u.ID); err != nil {
 		h.consoleError(w, r, err)
 		return

@@ -7,8 +7,8 @@ import (
 	"github.com/tidemark/tidemark/domain"
 )
 
-// TestRefusalSamples: every refusal is counted per provider and hour; one
-// per provider and second is kept.
+// TestRefusalSamples: every refusal is counted per provider and minute;
+// one per provider and second is kept.
 func TestRefusalSamples(t *testing.T) {
 	t.Parallel()
 	l := newRefusalLog(nil, nil)
@@ -22,7 +22,7 @@ func TestRefusalSamples(t *testing.T) {
 	if len(l.samples) != 3 || l.samples[0].ReceivedAt != at || l.samples[1].ProviderID != 2 || l.samples[2].ReceivedAt != at.Add(time.Second) {
 		t.Fatalf("samples %+v, want provider 1 at :59 and 11:00:00, provider 2 at :59", l.samples)
 	}
-	want := map[refusalKey]int64{{7, 1, at.Truncate(time.Hour)}: 3, {7, 1, at.Add(time.Second)}: 2, {7, 2, at.Truncate(time.Hour)}: 1}
+	want := map[refusalKey]int64{{7, 1, at.Truncate(time.Minute)}: 3, {7, 1, at.Add(time.Second)}: 2, {7, 2, at.Truncate(time.Minute)}: 1}
 	if len(l.counts) != len(want) {
 		t.Fatalf("counts %v, want %v", l.counts, want)
 	}

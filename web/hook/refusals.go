@@ -27,9 +27,10 @@ const (
 )
 
 // refusalLog keeps refused deliveries in memory until the next flush, so a
-// flood of forged requests costs no database write of its own: a count
-// per provider and hour, and at most one delivery per provider and second
-// with its reason, for the console.
+// flood of forged requests costs no database write of its own: an exact
+// count per provider and minute (the refusals alert's shortest window is
+// a minute; the overview's counters add them up per hour), and at most
+// one delivery per provider and second with its reason, for the console.
 type refusalLog struct {
 	store domain.IngestService
 	log   *slog.Logger
@@ -50,7 +51,7 @@ type overloadKey struct {
 
 type refusalKey struct {
 	tenant, provider int64
-	hour             time.Time
+	minute           time.Time
 }
 
 func newRefusalLog(store domain.IngestService, log *slog.Logger) *refusalLog {
@@ -74,7 +75,7 @@ func (l *refusalLog) overload(tenant, reason string, at time.Time) {
 func (l *refusalLog) add(d domain.Delivery) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.counts[refusalKey{d.TenantID, d.ProviderID, d.ReceivedAt.UTC().Truncate(time.Hour)}]++
+	l.counts[refusalKey{d.TenantID, d.ProviderID, domain.RefusalMinute(d.ReceivedAt)}]++
 	sec := d.ReceivedAt.Unix()
 	if last, ok := l.sampled[d.ProviderID]; ok && last >= sec {
 		return
@@ -141,7 +142,7 @@ func (l *refusalLog) flushRefusals(ctx context.Context) error {
 	}
 	batch := make([]domain.RefusalCount, 0, len(counts))
 	for k, n := range counts {
-		batch = append(batch, domain.RefusalCount{TenantID: k.tenant, ProviderID: k.provider, Hour: k.hour, N: n})
+		batch = append(batch, domain.RefusalCount{TenantID: k.tenant, ProviderID: k.provider, Minute: k.minute, N: n})
 	}
 	err := l.store.LogRefusals(ctx, batch, samples)
 	if err == nil {

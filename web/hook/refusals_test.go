@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,7 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/tidemark/tidemark/internal/alerting"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
 	"github.com/tidemark/tidemark/web/hook"
 	"github.com/tidemark/tidemark/web/internal/webtest"
@@ -136,5 +140,64 @@ func TestRefusalsWaitForTheDatabase(t *testing.T) {
 	}
 	if n != 3 {
 		t.Fatalf("%d refusals counted, want 3", n)
+	}
+}
+
+// TestRefusalBurstFiresTheRefusalsAlert: with the refusals rule set to
+// threshold 5 over 5 minutes through the API, 8 deliveries with bad
+// signatures within one second, once the flusher has written them, fire
+// the refusals alert at the next evaluation, and the API lists it firing
+// with the count 8. The node's clock is half an hour into an hour, so
+// that the hour's counter began outside the window: before refusals were
+// counted per minute, the rule counted the one delivery the log kept of
+// that second and fired nothing (issue 42).
+func TestRefusalBurstFiresTheRefusalsAlert(t *testing.T) {
+	t.Parallel()
+	offset := time.Until(time.Now().UTC().Truncate(time.Hour).Add(30 * time.Minute))
+	clock := func() time.Time { return time.Now().Add(offset) }
+	e := webtest.SetupConfig(t, postgres.DefaultReadTimeout, webtest.QuietLog(), func(c *web.Config) { c.Now = clock })
+	token := e.Token("acme")
+	req, _ := http.NewRequest(http.MethodPut, e.Srv.URL+"/api/v1/tenants/acme/alert-rules/refusals",
+		strings.NewReader(`{"threshold": 5, "window": "5m"}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	if status, body := e.Do(req); status != http.StatusOK || body["threshold"] != float64(5) || body["window"] != "5m0s" {
+		t.Fatalf("setting the rule: %d %v", status, body)
+	}
+
+	c := clientAt(t, "127.0.0.9", 8)
+	statuses := make([]int, 8)
+	var burst sync.WaitGroup
+	began := time.Now()
+	for i := range statuses {
+		burst.Go(func() {
+			req := forged(e.Srv.URL, "acme", "crm", fmt.Sprintf("burst-%d", i))
+			req.Header.Set("webhook-timestamp", strconv.FormatInt(clock().Unix(), 10))
+			statuses[i] = send(t, c, req)
+		})
+	}
+	burst.Wait()
+	if took := time.Since(began); took >= time.Second {
+		t.Fatalf("the 8 deliveries took %v, not within one second", took)
+	}
+	for i, status := range statuses {
+		if status != http.StatusUnauthorized && status != http.StatusTooManyRequests {
+			t.Fatalf("delivery %d answered %d, want a refusal (401, or 429 past the address's budget): %v", i, status, statuses)
+		}
+	}
+	e.FlushRefusals() // as the flusher does within 2 s
+
+	ev, err := alerting.Evaluator{Store: e.Store, Log: webtest.QuietLog()}.Evaluate(context.Background(), clock())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ev.Fired) != 1 || ev.Fired[0].Alert.Rule != "refusals" || ev.Fired[0].Alert.Subject != "crm" {
+		t.Fatalf("the evaluation after 8 refusals fired %+v, want crm's refusals alert", ev.Fired)
+	}
+	status, body := e.Get("/api/v1/tenants/acme/alerts?state=firing", token)
+	list := webtest.List(t, status, body, "alerts")
+	if len(list) != 1 || list[0]["rule"] != "refusals" || list[0]["value"] != float64(8) ||
+		list[0]["summary"] != "8 refused deliveries from crm in 5m0s (threshold 5)." {
+		t.Fatalf("firing alerts %v, want crm's refusals alert counting 8", list)
 	}
 }

@@ -2,6 +2,7 @@ package httpx
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 )
@@ -54,14 +55,83 @@ func TestBudget(t *testing.T) {
 		t.Fatalf("%d buckets after the sweep, want only the new one", len(l.buckets))
 	}
 
-	// A full limiter refuses new keys (answered 429) rather than growing.
+	// A full limiter makes room for a new key by forgetting the key used
+	// longest ago: it never refuses a newcomer (answered 429) because an
+	// attacker's prefixes filled it.
 	for k := range maxBudgetKeys {
 		l.Take(k+10, later)
 	}
-	if ok, _ := l.Take(-1, later); ok || len(l.buckets) != maxBudgetKeys {
-		t.Fatalf("a new key on a full limiter: %v with %d buckets", ok, len(l.buckets))
+	l.Take(10, later) // used again: now the newest
+	if ok, _ := l.Take(-1, later); !ok || len(l.buckets) != maxBudgetKeys {
+		t.Fatalf("a new key on a full limiter: %v with %d buckets, want a place", ok, len(l.buckets))
 	}
-	if ok, _ := l.Take(-1, later.Add(time.Minute+time.Second)); !ok || len(l.buckets) != 1 {
-		t.Fatalf("after the idle keys refilled: %v with %d buckets, want a place", ok, len(l.buckets))
+	if _, kept := l.buckets[10]; !kept {
+		t.Fatal("the key used again was evicted")
+	}
+	if _, kept := l.buckets[11]; kept {
+		t.Fatal("the key used longest ago was kept")
+	}
+	if ok, _ := l.Take(-2, later.Add(time.Minute+time.Second)); !ok || len(l.buckets) != 1 {
+		t.Fatalf("after the idle keys refilled: %v with %d buckets, want only the new one", ok, len(l.buckets))
+	}
+}
+
+// TestBudgetEvictsOldest: a full limiter evicts keys in the order of their
+// last use (Take or Give), drained or not, and Forget drops a key at once.
+func TestBudgetEvictsOldest(t *testing.T) {
+	t.Parallel()
+	l := NewBudget[string](0.1, 2)
+	l.max = 3
+	now := time.Now()
+	for _, k := range []string{"a", "b", "c"} {
+		l.Take(k, now)
+		l.Take(k, now) // drained
+	}
+	l.Give("a", now) // a used again: b is now the oldest
+	for _, c := range []struct{ key, gone string }{{"d", "b"}, {"e", "c"}, {"f", "a"}} {
+		if ok, _ := l.Take(c.key, now); !ok {
+			t.Fatalf("new key %s refused on a full limiter", c.key)
+		}
+		if _, kept := l.buckets[c.gone]; kept || len(l.buckets) != 3 {
+			t.Fatalf("after %s: %s kept, %d keys; want it evicted and 3 keys", c.key, c.gone, len(l.buckets))
+		}
+	}
+	if over, _ := l.Exhausted("b", now); over {
+		t.Fatal("an evicted key is still exhausted")
+	}
+	l.Take("d", now)
+	if over, _ := l.Exhausted("d", now); !over {
+		t.Fatal("d is not exhausted after its burst")
+	}
+	l.Forget("d")
+	if over, _ := l.Exhausted("d", now); over || len(l.buckets) != 2 {
+		t.Fatalf("d forgotten: exhausted %v, %d keys", over, len(l.buckets))
+	}
+	// The list holds what the map holds, newest first.
+	var order []string
+	for b := l.newest; b != nil; b = b.older {
+		order = append(order, b.key)
+	}
+	if strings.Join(order, ",") != "f,e" || l.oldest.key != "e" {
+		t.Fatalf("use order %v, oldest %s", order, l.oldest.key)
+	}
+}
+
+func TestClientNetwork(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct{ remote, want string }{
+		{"[2001:db8:1:2:3:4:5:6]:443", "2001:db8:1::/48"},
+		{"[2001:db8:1:ffff::1]:443", "2001:db8:1::/48"}, // another /64 of the same /48
+		{"203.0.113.7:5000", "none"},
+		{"[::ffff:203.0.113.7]:5000", "none"},
+		{"@", "none"},
+	} {
+		got := "none"
+		if n, ok := ClientNetwork(ClientPrefix(&http.Request{RemoteAddr: c.remote})); ok {
+			got = n.String()
+		}
+		if got != c.want {
+			t.Errorf("%s: %s, want %s", c.remote, got, c.want)
+		}
 	}
 }

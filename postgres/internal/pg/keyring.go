@@ -31,6 +31,13 @@ const (
 	// neither a signing secret's ciphertext nor another provider's opens
 	// in its row. ProviderID holds the provider; ID too (one row each).
 	AADProviderAPI int16 = 3
+	// AADDestinationNATS: a NATS destination's credentials, sealed with
+	// destinationNATSAAD(tenant, destination); ProviderID holds the
+	// destination, ID too (one row each).
+	AADDestinationNATS int16 = 4
+	// AADIDHashKey: the id hash key (idhashkey.go), sealed with
+	// idHashKeyAAD; its ids are 0.
+	AADIDHashKey int16 = 5
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
@@ -99,37 +106,41 @@ type SealedSecret struct {
 // Seal encrypts a new secret of a provider under the first key, bound to
 // the tenant and provider.
 func (k *Keyring) Seal(tenantID, providerID int64, plaintext string) (SealedSecret, error) {
-	if k.sealer == nil {
-		return SealedSecret{}, ErrNoKey
-	}
-	nonce := make([]byte, k.sealer.aead.NonceSize())
-	rand.Read(nonce)
-	return SealedSecret{TenantID: tenantID, ProviderID: providerID, KeyID: k.sealer.keyID, AADVersion: AADProvider,
-		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), secretAAD(tenantID, providerID))}, nil
+	return k.seal(SealedSecret{TenantID: tenantID, ProviderID: providerID, AADVersion: AADProvider},
+		secretAAD(tenantID, providerID), plaintext)
 }
 
 // SealDestination encrypts a destination's signing secret under the first
 // key, bound to the tenant and destination.
 func (k *Keyring) SealDestination(tenantID, destinationID int64, plaintext string) (SealedSecret, error) {
-	if k.sealer == nil {
-		return SealedSecret{}, ErrNoKey
-	}
-	nonce := make([]byte, k.sealer.aead.NonceSize())
-	rand.Read(nonce)
-	return SealedSecret{TenantID: tenantID, ProviderID: destinationID, KeyID: k.sealer.keyID, AADVersion: AADDestination,
-		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), destinationAAD(tenantID, destinationID))}, nil
+	return k.seal(SealedSecret{TenantID: tenantID, ProviderID: destinationID, AADVersion: AADDestination},
+		destinationAAD(tenantID, destinationID), plaintext)
 }
 
 // SealProviderAPI encrypts the secret of a provider's API credentials
 // under the first key, bound to the tenant and provider.
 func (k *Keyring) SealProviderAPI(tenantID, providerID int64, plaintext string) (SealedSecret, error) {
+	return k.seal(SealedSecret{TenantID: tenantID, ProviderID: providerID, ID: providerID, AADVersion: AADProviderAPI},
+		providerAPIAAD(tenantID, providerID), plaintext)
+}
+
+// SealDestinationNATS encrypts a NATS destination's credentials under the
+// first key, bound to the tenant and destination.
+func (k *Keyring) SealDestinationNATS(tenantID, destinationID int64, plaintext string) (SealedSecret, error) {
+	return k.seal(SealedSecret{TenantID: tenantID, ProviderID: destinationID, ID: destinationID, AADVersion: AADDestinationNATS},
+		destinationNATSAAD(tenantID, destinationID), plaintext)
+}
+
+// seal fills in s's key id and ciphertext: plaintext sealed under the
+// first key with aad.
+func (k *Keyring) seal(s SealedSecret, aad []byte, plaintext string) (SealedSecret, error) {
 	if k.sealer == nil {
 		return SealedSecret{}, ErrNoKey
 	}
 	nonce := make([]byte, k.sealer.aead.NonceSize())
 	rand.Read(nonce)
-	return SealedSecret{TenantID: tenantID, ProviderID: providerID, ID: providerID, KeyID: k.sealer.keyID, AADVersion: AADProviderAPI,
-		Ciphertext: k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), providerAPIAAD(tenantID, providerID))}, nil
+	s.KeyID, s.Ciphertext = k.sealer.keyID, k.sealer.aead.Seal(nonce, nonce, []byte(plaintext), aad)
+	return s, nil
 }
 
 // ErrMissingKey wraps the error of a secret whose key the store lacks.
@@ -154,6 +165,10 @@ func (k *Keyring) Open(s SealedSecret) (string, error) {
 		aad = destinationAAD(s.TenantID, s.ProviderID)
 	case AADProviderAPI:
 		aad = providerAPIAAD(s.TenantID, s.ProviderID)
+	case AADDestinationNATS:
+		aad = destinationNATSAAD(s.TenantID, s.ProviderID)
+	case AADIDHashKey:
+		aad = idHashKeyAAD()
 	default:
 		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
 	}
@@ -171,32 +186,35 @@ func (k *Keyring) Open(s SealedSecret) (string, error) {
 // secretAAD is the associated data binding a secret to its tenant and
 // provider: a fixed label, then both ids as 8-byte big-endian integers.
 func secretAAD(tenantID, providerID int64) []byte {
-	const label = "tidemark provider secret v1\x00"
-	b := make([]byte, 0, len(label)+16)
-	b = append(b, label...)
-	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
-	return binary.BigEndian.AppendUint64(b, uint64(providerID))
+	return boundAAD("tidemark provider secret v1\x00", tenantID, providerID)
 }
 
 // destinationAAD binds a destination's secret to its tenant and
 // destination, under a label of its own: a destination's ciphertext never
 // opens as a provider's with the same ids.
 func destinationAAD(tenantID, destinationID int64) []byte {
-	const label = "tidemark destination secret v1\x00"
-	b := make([]byte, 0, len(label)+16)
-	b = append(b, label...)
-	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
-	return binary.BigEndian.AppendUint64(b, uint64(destinationID))
+	return boundAAD("tidemark destination secret v1\x00", tenantID, destinationID)
 }
 
 // providerAPIAAD binds the secret of a provider's API credentials to its
 // tenant and provider, under a label of its own.
 func providerAPIAAD(tenantID, providerID int64) []byte {
-	const label = "tidemark provider api secret v1\x00"
+	return boundAAD("tidemark provider api secret v1\x00", tenantID, providerID)
+}
+
+// destinationNATSAAD binds a NATS destination's credentials to its tenant
+// and destination, under a label of its own.
+func destinationNATSAAD(tenantID, destinationID int64) []byte {
+	return boundAAD("tidemark destination nats credentials v1\x00", tenantID, destinationID)
+}
+
+// boundAAD is label, then the tenant id and the owner's id as 8-byte
+// big-endian integers.
+func boundAAD(label string, tenantID, ownerID int64) []byte {
 	b := make([]byte, 0, len(label)+16)
 	b = append(b, label...)
 	b = binary.BigEndian.AppendUint64(b, uint64(tenantID))
-	return binary.BigEndian.AppendUint64(b, uint64(providerID))
+	return binary.BigEndian.AppendUint64(b, uint64(ownerID))
 }
 
 // CanSeal reports whether the keyring has a key, without which no secret

@@ -64,6 +64,17 @@ func (s *Secrets) LogUndecryptableProviderAPI(sec SealedSecret, err error) {
 	s.logUndecryptable("provider API", "provider_id", sec, err)
 }
 
+// LogUndecryptableDestinationNATS logs a NATS destination's credentials
+// likewise, by the destination's ids.
+func (s *Secrets) LogUndecryptableDestinationNATS(sec SealedSecret, err error) {
+	s.logUndecryptable("destination NATS", "destination_id", sec, err)
+}
+
+// LogUndecryptableIDHashKey logs the id hash key likewise.
+func (s *Secrets) LogUndecryptableIDHashKey(sec SealedSecret, err error) {
+	s.logUndecryptable("id hash key", "owner_id", sec, err)
+}
+
 // loggedSecret keys the log's memory: the tables number their secrets
 // independently.
 type loggedSecret struct {

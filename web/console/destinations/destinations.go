@@ -18,6 +18,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/destination"
+	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/shell"
 )
@@ -73,10 +74,12 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 	form := views.DestinationForm{URL: strings.TrimSpace(r.PostFormValue("url")),
 		NATSURL: strings.TrimSpace(r.PostFormValue("nats_url")), Subject: strings.TrimSpace(r.PostFormValue("subject")),
 		Provider: strings.TrimSpace(r.PostFormValue("provider")), ObjectType: strings.TrimSpace(r.PostFormValue("object_type")),
-		Format: r.PostFormValue("format"), MaxInFlight: strings.TrimSpace(r.PostFormValue("max_in_flight"))}
+		Format: r.PostFormValue("format"), MaxInFlight: strings.TrimSpace(r.PostFormValue("max_in_flight")),
+		NATSTLSCA: strings.TrimSpace(r.PostFormValue("nats_tls_ca"))}
 	form.Types = r.PostForm["types"] // parsed by PostFormValue above
 	nd := stream.NewDestination{URL: form.URL, NATSURL: form.NATSURL, Subject: form.Subject, Provider: form.Provider,
-		ObjectType: form.ObjectType, Types: form.Types, Format: form.Format}
+		ObjectType: form.ObjectType, Types: form.Types, Format: form.Format,
+		NATS: stream.NATSAuth{Creds: r.PostFormValue("nats_creds"), NKey: r.PostFormValue("nats_nkey"), TLSCA: form.NATSTLSCA}}
 	var err error
 	if form.MaxInFlight != "" {
 		if nd.MaxInFlight, err = strconv.Atoi(form.MaxInFlight); err != nil {
@@ -84,7 +87,7 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err == nil {
-		err = checkPublic(r.Context(), nd)
+		err = p.checkPublic(r, nd)
 	}
 	var (
 		d      stream.Destination
@@ -109,12 +112,16 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 }
 
 // checkPublic checks nd as the API and the CLI do, never allowing a
-// private address: the form has no such choice.
-func checkPublic(ctx context.Context, nd stream.NewDestination) error {
-	ctx, cancel := context.WithTimeout(ctx, lookupTimeout)
+// private address: the form has no such choice. What the owner is not
+// told of a refusal (the address, the resolver's error) is logged.
+func (p Pages) checkPublic(r *http.Request, nd stream.NewDestination) error {
+	ctx, cancel := context.WithTimeout(r.Context(), lookupTimeout)
 	defer cancel()
 	nd.AllowPrivate = false
 	_, err := destination.Check(ctx, nd)
+	if d := egress.Detail(err); d != "" {
+		p.Log.InfoContext(r.Context(), "destination URL refused", "tenant", p.Console.Membership(r).Tenant.Slug, "detail", d)
+	}
 	return err
 }
 

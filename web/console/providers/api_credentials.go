@@ -7,6 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/pullcreds"
 	"github.com/tidemark/tidemark/views"
@@ -64,6 +65,9 @@ func (h Pages) HandleSetAPICredentials(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		c, err = pullcreds.Check(r.Context(), p.Kind, c)
+		if d := egress.Detail(err); d != "" { // what the owner is not told
+			h.Log.InfoContext(r.Context(), "API credentials URL refused", "provider", p.Name, "detail", d)
+		}
 	}
 	t := h.tenant(r)
 	if err == nil {

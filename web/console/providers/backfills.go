@@ -50,6 +50,11 @@ func (h Pages) HandleStartBackfill(w http.ResponseWriter, r *http.Request) {
 	}
 	now := h.Now()
 	job, err := h.Backfills.StartBackfill(r.Context(), p.TenantID, p.ID, now.Add(-since), now, r.PostFormValue("object_type"), false)
+	if domain.ErrorCode(err) == domain.ECONFLICT {
+		// The provider's job is queued or running: the message names it.
+		h.Console.RedirectWithFlash(w, r, back, "error", domain.ErrorMessage(err))
+		return
+	}
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return

@@ -62,6 +62,12 @@ func TestBackfillSection(t *testing.T) {
 	if row.Find(`form[action="`+cancel+`"] button`).Length() != 1 {
 		t.Fatal("no cancel button on a queued job")
 	}
+	// One job of the provider queued or running at a time.
+	operator.Post(page+"/backfills", url.Values{"since": {"24h"}})
+	if _, doc = operator.Get(page); !strings.Contains(webtest.ShownFlash(doc), "backfill job "+id+" of provider hub is already queued") ||
+		doc.Find("#backfill tbody tr").Length() != 1 {
+		t.Errorf("a second pull: flash %q, %d jobs", webtest.ShownFlash(doc), doc.Find("#backfill tbody tr").Length())
+	}
 
 	// The viewer sees the job but no form, and cannot post either.
 	_, doc = viewer.Get(page)
@@ -120,16 +126,18 @@ func TestBackfillRunningJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Now()
+	// A tenant runs one job at a time: the failed one, then the sweep.
 	failed, _ := e.Store.StartBackfill(ctx, crm.ID, p.ID, now.Add(-time.Hour), now, `<img src=x onerror=alert(1)>`, false)
-	running, _ := e.Store.StartBackfill(ctx, crm.ID, p.ID, now.Add(-90*time.Minute), now, "", true)
-	for range 2 {
-		if _, ok, err := e.Store.ClaimBackfill(context.Background()); !ok || err != nil {
-			t.Fatal(ok, err)
-		}
+	if _, ok, err := e.Store.ClaimBackfill(context.Background()); !ok || err != nil {
+		t.Fatal(ok, err)
 	}
 	if err := e.Store.FinishBackfill(context.Background(), crm.ID, failed.ID, pull.Progress{}, pull.Failed,
 		`<script>alert("x")</script> refused`); err != nil {
 		t.Fatal(err)
+	}
+	running, _ := e.Store.StartBackfill(ctx, crm.ID, p.ID, now.Add(-90*time.Minute), now, "", true)
+	if _, ok, err := e.Store.ClaimBackfill(context.Background()); !ok || err != nil {
+		t.Fatal(ok, err)
 	}
 	if _, err := e.Store.ReportBackfill(context.Background(), crm.ID, running.ID,
 		pull.Progress{Deliveries: 2, Events: 40, Missed: 3, Outcomes: map[string]int{"applied": 3, "duplicate": 37}}); err != nil {

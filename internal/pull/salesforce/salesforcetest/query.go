@@ -98,7 +98,10 @@ func (s *Server) page(w http.ResponseWriter, version, locator, offset string) {
 	}
 	to := min(from+max(s.PageSize, 1), len(rows))
 	answer := map[string]any{"totalSize": len(rows), "done": to == len(rows), "records": rows[from:to]}
-	if to < len(rows) {
+	if s.Endless && to == len(rows) && len(rows) > 0 {
+		answer["done"], to = false, 0
+	}
+	if answer["done"] == false {
 		answer["nextRecordsUrl"] = fmt.Sprintf("/services/data/%s/query/%s-%d", version, locator, to)
 	}
 	writeJSON(w, answer)

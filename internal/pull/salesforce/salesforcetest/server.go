@@ -45,6 +45,10 @@ type Server struct {
 	// PageSize is how many records a query answer holds before its
 	// nextRecordsUrl (Salesforce's is up to 2,000).
 	PageSize int
+	// Endless makes every query answer never done: past its last record a
+	// nextRecordsUrl starts its records over, as a hostile org behind a
+	// login URL an owner set could answer.
+	Endless bool
 
 	srv *httptest.Server
 
