@@ -102,7 +102,7 @@ ORDER BY s.tenant_id`
 const destinationFailingSQL = `
 WITH ` + settingsSQL + `
 SELECT d.tenant_id, d.id, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''), d.format,
-       d.status, coalesce(d.status_reason, ''), ` + pg.BehindRetentionSQL + `,
+       d.status, coalesce(d.status_reason, ''), ` + pg.BehindRetentionOfTenantSQL + `,
        s.threshold, s.window_seconds, coalesce(d.last_success_at, d.created_at), a.attempts, a.successes
 FROM settings s
 JOIN destinations d ON d.tenant_id = @tenant_id AND d.status <> 'paused'
