@@ -45,9 +45,9 @@ func commands() []command {
 			flags: func(cliEnv, *flag.FlagSet) {}, run: cliEnv.migrate},
 		{name: "citus distribute", summary: "Distribute the migrated database by tenant over a Citus cluster.",
 			about: "Distribute the migrated database by tenant over a Citus cluster. Run it on the coordinator\n" +
-				"(DATABASE_URL) after migrate: tenants, users and enabled_admins become reference tables and\n" +
-				"every table with a tenant_id is distributed by it, co-located. One transaction; run again, it\n" +
-				"changes nothing. See docs/scale.md.",
+				"(DATABASE_URL) after migrate: tenants, users, enabled_admins and id_hash_key become reference\n" +
+				"tables and every table with a tenant_id is distributed by it, co-located. One transaction; run\n" +
+				"again, it changes nothing. See docs/scale.md.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { citusDistributeFlags(fs) }, run: cliEnv.citusDistribute},
 		{name: "tenant create", args: "SLUG", summary: "Create a tenant (a customer workspace).",
 			about: "Create a tenant (a customer workspace).",
