@@ -39,7 +39,11 @@ var (
 	ProviderAPISecrets     = SecretKind{Uses: "%d API credentials of %d providers", KeysSQL: providerAPIKeysSQL}
 	DestinationNATSSecrets = SecretKind{Uses: "%d NATS credentials of %d destinations", KeysSQL: destinationNATSKeysSQL}
 	IDHashKey              = SecretKind{Uses: "%d id hash key of %d database", KeysSQL: idHashKeyKeysSQL}
-	secretKinds            = []SecretKind{ProviderSecrets, DestinationSecrets, ProviderAPISecrets, DestinationNATSSecrets, IDHashKey}
+	// sealedOnCommand are the kinds an operator's command seals, which
+	// CheckSealingKey reads: not the id hash key, which any node makes
+	// under its own first key when it first needs it, and so shows
+	// nothing of the key the nodes hold.
+	sealedOnCommand = []SecretKind{ProviderSecrets, DestinationSecrets, ProviderAPISecrets, DestinationNATSSecrets}
 )
 
 // The secrets in use, and their owners, by key id: active provider
@@ -70,21 +74,21 @@ GROUP BY key_id ORDER BY key_id`
 // credentials) under a key that none of the secrets in use are stored
 // under, unless ctx allows a new key: a node holding the key in use could
 // not open it, and one holding only this key would refuse to start (the
-// reviews' M6 and M7). Every kind of secret counts: any of them in use
-// under the sealing key shows that the nodes hold it.
+// reviews' M6 and M7). Every kind of secret sealed on command counts: any
+// of them in use under the sealing key shows that the nodes hold it.
 func CheckSealingKey(ctx context.Context, tx pgx.Tx, keys *Keyring) error {
 	if allowed, _ := ctx.Value(newKeyKey{}).(bool); allowed || !keys.CanSeal() {
 		return nil // without keys, sealing answers ErrNoKey
 	}
 	b := &pgx.Batch{}
-	for _, k := range secretKinds {
+	for _, k := range sealedOnCommand {
 		b.Queue(k.KeysSQL)
 	}
 	results := tx.SendBatch(ctx, b)
 	defer results.Close()
 	sealer := keys.SealerID()
 	uses := map[string][]string{} // key id to its uses, one per kind
-	for _, k := range secretKinds {
+	for _, k := range sealedOnCommand {
 		rows, err := results.Query()
 		if err != nil {
 			return Translate(err)
