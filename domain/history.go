@@ -8,7 +8,7 @@ import "time"
 // logs, history is kept at least MinRetention.
 func ValidateHistoryRetention(retention time.Duration) error {
 	if retention < MinRetention {
-		return Errorf(EINVALID, "history retention must be at least 7 days (168h), got %s; pass a longer --history-retention", shortDuration(retention))
+		return Errorf(EINVALID, "history retention must be at least 7 days (168h), got %s; pass a longer --history-retention", FormatDuration(retention))
 	}
 	return nil
 }

@@ -57,17 +57,17 @@ const MinRetention = 7 * 24 * time.Hour
 // answer "duplicate" for an event the log no longer shows.
 func ValidateRetention(retention, largestTTL time.Duration, ttlOwner string) error {
 	if retention < MinRetention {
-		return Errorf(EINVALID, "retention must be at least 7 days (168h), got %s; pass a longer --retention", shortDuration(retention))
+		return Errorf(EINVALID, "retention must be at least 7 days (168h), got %s; pass a longer --retention", FormatDuration(retention))
 	}
 	if retention < largestTTL {
 		return Errorf(EINVALID, "retention %s is shorter than the %s TTL of %s; pass --retention %s or more, or lower that TTL",
-			shortDuration(retention), shortDuration(largestTTL), ttlOwner, shortDuration(largestTTL))
+			FormatDuration(retention), FormatDuration(largestTTL), ttlOwner, FormatDuration(largestTTL))
 	}
 	return nil
 }
 
-// shortDuration writes d as a flag would take it: 720h, not 720h0m0s.
-func shortDuration(d time.Duration) string {
+// FormatDuration writes d as a flag would take it: 720h, not 720h0m0s.
+func FormatDuration(d time.Duration) string {
 	s := d.String()
 	if strings.HasSuffix(s, "m0s") {
 		s = strings.TrimSuffix(s, "0s")

@@ -56,7 +56,7 @@ type Overview struct {
 	OpenConflicts int64            // revision conflicts waiting for review
 	Deliveries    []DeliveryBrief  // the latest OverviewDeliveries, newest first
 	// Overloads are the deliveries answered 503 for overload in the last
-	// 24 hours, by reason (domain/overload); a reason with none is absent.
+	// 24 hours, by reason (OverloadReasons); a reason with none is absent.
 	Overloads map[string]int64
 }
 

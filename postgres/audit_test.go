@@ -41,8 +41,8 @@ func TestAuditRecordsChanges(t *testing.T) {
 	ctx := asTest(context.Background())
 	root := newOperator(t, s, "root@example.com", true)
 	ops := newOperator(t, s, "ops@example.com", false)
-	ingest(t, s, p, event("e12", "c-1", 12, `{"a":1}`))
-	conflict := ingest(t, s, p, event("e12b", "c-1", 12, `{"a":2}`)).ConflictID
+	ingestEvent(t, s, p, event("e12", "c-1", 12, `{"a":1}`))
+	conflict := ingestEvent(t, s, p, event("e12b", "c-1", 12, `{"a":2}`)).ConflictID
 	const sfToken, rotated = "sf-url-token-not-for-logs", "whsec_cm90YXRlZC1zZWNyZXQ="
 	tenant, outside := domain.AuditQuery{TenantID: p.TenantID}, domain.AuditQuery{}
 
@@ -168,9 +168,9 @@ func TestAuditIsPartOfTheChange(t *testing.T) {
 	}
 
 	// An adoption the record has moved past is refused, unrecorded.
-	ingest(t, s, p, event("e1", "c-1", 1, `{"a":1}`))
-	conflict := ingest(t, s, p, event("e1b", "c-1", 1, `{"a":2}`)).ConflictID
-	ingest(t, s, p, event("e2", "c-1", 2, `{"a":3}`))
+	ingestEvent(t, s, p, event("e1", "c-1", 1, `{"a":1}`))
+	conflict := ingestEvent(t, s, p, event("e1b", "c-1", 1, `{"a":2}`)).ConflictID
+	ingestEvent(t, s, p, event("e2", "c-1", 2, `{"a":3}`))
 	if _, err := s.ResolveConflict(ctx, p.TenantID, conflict, domain.ResolveAdopt, "", "ann"); domain.ErrorCode(err) != domain.ECONFLICT {
 		t.Fatalf("adopt past the record: %v", err)
 	}

@@ -25,7 +25,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
-	ingestion "github.com/tidemark/tidemark/postgres/ingest"
+	"github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/web"
 )
@@ -91,9 +91,7 @@ func BenchmarkConsolePages(b *testing.B) {
 	if err := s.CreateUser(asTestCLI(ctx), "bench@example.com", "correct horse battery", false, "acme", domain.RoleViewer); err != nil {
 		b.Fatal(err)
 	}
-	h := web.New(web.Config{Services: web.Services{Ingest: s, Access: s, Operators: s, Providers: s, Tokens: s,
-		Events: s, Stats: s, Records: s, Conflicts: s, People: s, Audit: s, Reconciliation: s, Deliveries: s, Replays: s, Backfills: s},
-		Sessions: s.SessionStore(), Ping: pool.Ping,
+	h := web.New(web.Config{Store: s, Sessions: s.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
@@ -288,7 +286,7 @@ func seedConsoleEvents(ctx context.Context, s *Store, tenant string, n int, now 
 			p = providers[1]
 		}
 		id := consoleBenchUUID(rng, at)
-		shard := rng.IntN(ingestion.DefaultCounterShards)
+		shard := rng.IntN(ingest.DefaultCounterShards)
 		bucket := at.UTC().Truncate(time.Hour)
 		if rng.IntN(200) == 0 { // a refused delivery carries no events
 			deliveries = append(deliveries, []any{t.ID, id, at, p.id, int16(401), domain.SignatureInvalid,

@@ -57,15 +57,15 @@ func TestRecordDirectory(t *testing.T) {
 	erp := newProvider(t, s, "acme", "erp")
 	other := newProvider(t, s, "globex", "crm")
 
-	ingest(t, s, crm, event("e1", "c-1001", 1, `{"name":"Ada Lovelace","title":"Analyst"}`))
-	ingest(t, s, crm, event("e2", "c-1002", 1, `{"name":"Grace Hopper","title":"Rear Admiral"}`))
-	ingest(t, s, erp, event("e3", "c-1001", 1, `{"name":"Ada Byron","code":"INV-2044"}`))
-	ingest(t, s, crm, event("e4", "x-77", 1, `{"name":"Lovelace \u0002fake\u0003 mark","note":"x"}`))
-	ingest(t, s, other, event("e5", "c-1003", 1, `{"name":"Ada Lovelace"}`))
+	ingestEvent(t, s, crm, event("e1", "c-1001", 1, `{"name":"Ada Lovelace","title":"Analyst"}`))
+	ingestEvent(t, s, crm, event("e2", "c-1002", 1, `{"name":"Grace Hopper","title":"Rear Admiral"}`))
+	ingestEvent(t, s, erp, event("e3", "c-1001", 1, `{"name":"Ada Byron","code":"INV-2044"}`))
+	ingestEvent(t, s, crm, event("e4", "x-77", 1, `{"name":"Lovelace \u0002fake\u0003 mark","note":"x"}`))
+	ingestEvent(t, s, other, event("e5", "c-1003", 1, `{"name":"Ada Lovelace"}`))
 	// c-1001 of crm changes last: a revision conflict, a stale event.
-	ingest(t, s, crm, event("e6", "c-1001", 3, `{"name":"Ada Lovelace","title":"Chief Analyst"}`))
-	wantOutcome(t, ingest(t, s, crm, event("e7", "c-1001", 3, `{"name":"Ada King"}`)), domain.RevisionConflict)
-	wantOutcome(t, ingest(t, s, crm, event("e8", "c-1001", 2, `{"name":"Ada"}`)), domain.Stale)
+	ingestEvent(t, s, crm, event("e6", "c-1001", 3, `{"name":"Ada Lovelace","title":"Chief Analyst"}`))
+	wantOutcome(t, ingestEvent(t, s, crm, event("e7", "c-1001", 3, `{"name":"Ada King"}`)), domain.RevisionConflict)
+	wantOutcome(t, ingestEvent(t, s, crm, event("e8", "c-1001", 2, `{"name":"Ada"}`)), domain.Stale)
 
 	if list := directory(t, s, crm.TenantID, domain.RecordQuery{}); len(list) != 0 {
 		t.Errorf("before IndexSearch the directory shows %v", ids(list))
@@ -166,10 +166,10 @@ func TestRecordDirectory(t *testing.T) {
 func TestDirectoryFollowsChanges(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
-	ingest(t, s, crm, event("e1", "c-1", 1, `{"name":"Ada Lovelace"}`))
-	ingest(t, s, crm, event("e2", "c-2", 1, `{"name":"Grace Hopper"}`))
+	ingestEvent(t, s, crm, event("e1", "c-1", 1, `{"name":"Ada Lovelace"}`))
+	ingestEvent(t, s, crm, event("e2", "c-2", 1, `{"name":"Grace Hopper"}`))
 	indexSearch(t, s)
-	ingest(t, s, crm, event("e3", "c-1", 2, `{"name":"Ada King"}`))
+	ingestEvent(t, s, crm, event("e3", "c-1", 2, `{"name":"Ada King"}`))
 	indexSearch(t, s)
 	wantIDs(t, "new words", directory(t, s, crm.TenantID, domain.RecordQuery{Search: "king"}), "crm/c-1")
 	wantIDs(t, "old words", directory(t, s, crm.TenantID, domain.RecordQuery{Search: "lovelace"}))
@@ -214,11 +214,11 @@ func TestEventLogSearch(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
 	ctx := context.Background()
-	ingest(t, s, crm, event("e1", "c-1", 1, `{"name":"Ada Lovelace"}`))
-	ingest(t, s, crm, event("e2", "c-2", 1, `{"name":"Grace Hopper"}`))
-	wantOutcome(t, ingest(t, s, crm, event("e3", "c-1", 1, `{"name":"Ada Lovelace"}`)), domain.Redundant)
+	ingestEvent(t, s, crm, event("e1", "c-1", 1, `{"name":"Ada Lovelace"}`))
+	ingestEvent(t, s, crm, event("e2", "c-2", 1, `{"name":"Grace Hopper"}`))
+	wantOutcome(t, ingestEvent(t, s, crm, event("e3", "c-1", 1, `{"name":"Ada Lovelace"}`)), domain.Redundant)
 	other := newProvider(t, s, "globex", "crm")
-	ingest(t, s, other, event("e4", "c-1", 1, `{"name":"Ada Lovelace"}`))
+	ingestEvent(t, s, other, event("e4", "c-1", 1, `{"name":"Ada Lovelace"}`))
 
 	search := func(q domain.EventLogQuery) (got []string, headlines []string) {
 		t.Helper()

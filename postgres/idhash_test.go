@@ -31,7 +31,7 @@ VALUES ($1, 'cli', 'before', 'record_reset', $2, 'revision 1 forgotten')`, p.Ten
 			t.Fatal(err)
 		}
 	}
-	wantOutcome(t, ingest(t, s, p, event("e1", id, 1, `{"a":1}`)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, event("e1", id, 1, `{"a":1}`)), domain.Applied)
 	if _, err := s.EraseRecord(ownerCtx(), p.TenantID, ref); err != nil {
 		t.Fatal(err)
 	}

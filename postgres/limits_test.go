@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
 
 // TestProviderLimits: limits change one at a time, every read of a provider
@@ -65,14 +66,14 @@ func TestProviderLimits(t *testing.T) {
 // statement timeout, as serve runs it.
 func readStore(t *testing.T, timeout time.Duration) (*Store, domain.ProviderEndpoint) {
 	t.Helper()
-	s, p := setup(t)
-	reads, err := pgxpool.NewWithConfig(context.Background(), ReadPoolConfig(s.Pool().Config(), 2, timeout))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(reads.Close)
-	s.UseReadPool(reads)
-	return s, p
+	return pgtest.Setup(t, func(pool *pgxpool.Pool, key []byte) (*Store, error) {
+		reads, err := pgxpool.NewWithConfig(context.Background(), ReadPoolConfig(pool.Config(), 2, timeout))
+		if err != nil {
+			return nil, err
+		}
+		t.Cleanup(reads.Close)
+		return Open(Pools{Write: pool, Read: reads}, Options{Keys: [][]byte{key}})
+	})
 }
 
 // TestReadTimeout: a read stopped by the read pool's statement timeout is

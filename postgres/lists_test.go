@@ -74,9 +74,9 @@ func TestListsPageBothWays(t *testing.T) {
 	ctx := pgtest.AsOperator(context.Background())
 	other := newProvider(t, s, "globex", "crm")
 	for i := range 8 {
-		ingest(t, s, crm, event(fmt.Sprintf("e%d", i), fmt.Sprintf("c-%d", i), 1, `{"name":"Ada"}`))
+		ingestEvent(t, s, crm, event(fmt.Sprintf("e%d", i), fmt.Sprintf("c-%d", i), 1, `{"name":"Ada"}`))
 	}
-	ingest(t, s, other, event("x1", "c-x", 1, `{"name":"Ada"}`))
+	ingestEvent(t, s, other, event("x1", "c-x", 1, `{"name":"Ada"}`))
 	indexSearch(t, s)
 
 	events := walkBoth(t, "events", 8, func(p domain.Page) ([]domain.LoggedEvent, domain.PageInfo, error) {
@@ -144,9 +144,9 @@ func TestDirectoryNamesLeadsAndTests(t *testing.T) {
 	t.Parallel()
 	s, crm := setup(t)
 	ctx := context.Background()
-	ingest(t, s, crm, event("e1", "c-1", 1, `{"firstname":"Ada","lastname":"Lovelace","email":"ada@example.com","job_title":"VP Sales"}`))
-	ingest(t, s, crm, event("e2", "c-2", 1, `{"email":"grace@example.com"}`))
-	ingest(t, s, crm, event("e3", snapshot.TestRecordID, 1, `{"name":"Test"}`))
+	ingestEvent(t, s, crm, event("e1", "c-1", 1, `{"firstname":"Ada","lastname":"Lovelace","email":"ada@example.com","job_title":"VP Sales"}`))
+	ingestEvent(t, s, crm, event("e2", "c-2", 1, `{"email":"grace@example.com"}`))
+	ingestEvent(t, s, crm, event("e3", snapshot.TestRecordID, 1, `{"name":"Test"}`))
 	deliverBatch(t, s, crm, `{}`, pgtest.Signup(t, "l1", "ann@example.com", "spring"))
 	other := newProvider(t, s, "globex", "crm")
 	deliverBatch(t, s, other, `{}`, pgtest.Signup(t, "l9", "zed@example.com", "spring"))

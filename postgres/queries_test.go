@@ -81,7 +81,7 @@ func TestQueryInvalidCursors(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ctx := context.Background()
-	ingest(t, s, p, event("e1", "c-1", 1, `{}`))
+	ingestEvent(t, s, p, event("e1", "c-1", 1, `{}`))
 	ref := domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}
 	for _, cursor := range []string{"!!", "bm90LWpzb24", pg.EncodeCursor(map[string]any{"x": 1})} {
 		_, _, err := s.EventLog(ctx, p.TenantID, domain.EventLogQuery{}, domain.Page{Cursor: cursor})
@@ -101,8 +101,8 @@ func TestQueryResolveConflict(t *testing.T) {
 	s, p := setup(t)
 	other := newProvider(t, s, "globex", "crm")
 	ctx := asTest(context.Background())
-	ingest(t, s, p, event("e12", "c-1", 12, `{"a":1}`))
-	r := ingest(t, s, p, event("e12b", "c-1", 12, `{"a":2}`))
+	ingestEvent(t, s, p, event("e12", "c-1", 12, `{"a":1}`))
+	r := ingestEvent(t, s, p, event("e12b", "c-1", 12, `{"a":2}`))
 	wantOutcome(t, r, domain.RevisionConflict)
 
 	_, err := s.ResolveConflict(ctx, p.TenantID, r.ConflictID, "merge", "", "test")
@@ -111,7 +111,7 @@ func TestQueryResolveConflict(t *testing.T) {
 	wantCode(t, err, domain.ENOTFOUND)
 
 	// The record moves on: adopting is refused and changes nothing.
-	ingest(t, s, p, event("e13", "c-1", 13, `{"a":3}`))
+	ingestEvent(t, s, p, event("e13", "c-1", 13, `{"a":3}`))
 	_, err = s.ResolveConflict(ctx, p.TenantID, r.ConflictID, domain.ResolveAdopt, "", "test")
 	wantCode(t, err, domain.ECONFLICT)
 	if rev, snap, n := record(t, s, p, "c-1"); rev != 13 || snap != `{"a": 3}` || n != 2 {
@@ -135,9 +135,9 @@ func TestQueryStatsAndRecordsStayInTenant(t *testing.T) {
 	s, p := setup(t)
 	other := newProvider(t, s, "globex", "crm")
 	ctx := context.Background()
-	ingest(t, s, p, event("e1", "c-1", 1, `{}`))
-	ingest(t, s, other, event("e1", "c-1", 1, `{}`))
-	ingest(t, s, other, event("e2", "c-1", 0, `{}`))
+	ingestEvent(t, s, p, event("e1", "c-1", 1, `{}`))
+	ingestEvent(t, s, other, event("e1", "c-1", 1, `{}`))
+	ingestEvent(t, s, other, event("e2", "c-1", 0, `{}`))
 
 	stats, err := s.Stats(ctx, p.TenantID, "")
 	if err != nil || len(stats) != len(domain.Outcomes) || stats[domain.Applied] != 1 || stats[domain.Stale] != 0 {

@@ -12,7 +12,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/changefeed"
-	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
+	"github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/search"
@@ -230,7 +230,7 @@ func (s *records) EraseLead(ctx context.Context, tenantID int64, email string) (
 	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		// The signup's locks (domain.LeadLockKeys): a signup of this email
 		// in flight finishes first, or starts after the erase.
-		if _, err := tx.Exec(ctx, ingestion.LeadLockSQL.SQL, ingestion.LeadLockSQL.Args(pgx.NamedArgs{
+		if _, err := tx.Exec(ctx, ingest.LeadLockSQL.SQL, ingest.LeadLockSQL.Args(pgx.NamedArgs{
 			"key": domain.LeadLockKeys(tenantID, domain.Lead{Email: email})[0]})...); err != nil {
 			return err
 		}

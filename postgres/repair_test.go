@@ -71,8 +71,8 @@ func TestResetLetsTheNextEventApply(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
 	ref := domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}
-	wantOutcome(t, ingest(t, s, p, event("e5", "c-1", 5, `{"job_title":"CTO"}`)), domain.Applied)
-	wantOutcome(t, ingest(t, s, p, event("e3", "c-1", 3, `{"job_title":"CFO"}`)), domain.Stale)
+	wantOutcome(t, ingestEvent(t, s, p, event("e5", "c-1", 5, `{"job_title":"CTO"}`)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, event("e3", "c-1", 3, `{"job_title":"CFO"}`)), domain.Stale)
 
 	if _, err := s.ResetRecord(context.Background(), p.TenantID, ref); domain.ErrorCode(err) != domain.EINTERNAL {
 		t.Fatalf("reset without an actor: %v, want it refused", err)
@@ -85,8 +85,8 @@ func TestResetLetsTheNextEventApply(t *testing.T) {
 		t.Fatalf("after reset: %+v, want the revision forgotten and the snapshot kept", rec)
 	}
 	// An older revision now applies, and becomes the revision to beat.
-	wantOutcome(t, ingest(t, s, p, event("e2", "c-1", 2, `{"job_title":"COO"}`)), domain.Applied)
-	wantOutcome(t, ingest(t, s, p, event("e1", "c-1", 1, `{"job_title":"CEO"}`)), domain.Stale)
+	wantOutcome(t, ingestEvent(t, s, p, event("e2", "c-1", 2, `{"job_title":"COO"}`)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, event("e1", "c-1", 1, `{"job_title":"CEO"}`)), domain.Stale)
 	if rev, snap, n := record(t, s, p, "c-1"); rev != 2 || snap != `{"job_title": "COO"}` || n != 2 {
 		t.Fatalf("record at %d %s (%d applications)", rev, snap, n)
 	}
@@ -109,8 +109,8 @@ func TestResetLetsTheNextEventApply(t *testing.T) {
 func TestResetForgetsPropertiesAndDeletion(t *testing.T) {
 	t.Parallel()
 	s, p := setup(t)
-	wantOutcome(t, ingest(t, s, p, pgtest.Change("h1", "jobtitle", "Director", 300)), domain.Applied)
-	wantOutcome(t, ingest(t, s, p, pgtest.Change("h2", domain.PropertyDeleted, "", 400)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, pgtest.Change("h1", "jobtitle", "Director", 300)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, pgtest.Change("h2", domain.PropertyDeleted, "", 400)), domain.Applied)
 	ref := domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}
 	rec, err := s.Record(context.Background(), p.TenantID, ref)
 	if err != nil || rec.DeletedRevision == nil || *rec.DeletedRevision != 400 {
@@ -119,7 +119,7 @@ func TestResetForgetsPropertiesAndDeletion(t *testing.T) {
 	if rec, err = s.ResetRecord(ownerCtx(), p.TenantID, ref); err != nil || rec.DeletedRevision != nil {
 		t.Fatalf("after reset: %+v, %v", rec, err)
 	}
-	wantOutcome(t, ingest(t, s, p, pgtest.Change("h3", "jobtitle", "Analyst", 200)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, pgtest.Change("h3", "jobtitle", "Analyst", 200)), domain.Applied)
 }
 
 func TestEraseRemovesEveryCopy(t *testing.T) {
@@ -179,7 +179,7 @@ func TestEraseRemovesEveryCopy(t *testing.T) {
 		t.Fatalf("timeline after erase: %+v, %v", tl, err)
 	}
 	// The next event of the record starts it afresh.
-	wantOutcome(t, ingest(t, s, p, event("e9", "c-1", 1, `{"job_title":"New"}`)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, s, p, event("e9", "c-1", 1, `{"job_title":"New"}`)), domain.Applied)
 	if _, err := s.EraseRecord(ownerCtx(), p.TenantID, domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "nope"}); domain.ErrorCode(err) != domain.ENOTFOUND {
 		t.Fatalf("erase of an unknown record: %v", err)
 	}
@@ -245,9 +245,9 @@ func TestReconcileAfterRepair(t *testing.T) {
 	}
 	pgtest.WantViolations(t, pgtest.Reconcile(t, f.S, 0), "", 0, "")
 
-	wantOutcome(t, ingest(t, f.S, f.CRM, event("after1", "c-1", 1, `{"job_title":"Reset"}`)), domain.Applied)
-	wantOutcome(t, ingest(t, f.S, f.HS, pgtest.Change("after2", "jobtitle", "Reset", 250)), domain.Applied)
-	wantOutcome(t, ingest(t, f.S, f.HS, pgtest.Change("after3", "jobtitle", "Older", 240)), domain.Stale)
+	wantOutcome(t, ingestEvent(t, f.S, f.CRM, event("after1", "c-1", 1, `{"job_title":"Reset"}`)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, f.S, f.HS, pgtest.Change("after2", "jobtitle", "Reset", 250)), domain.Applied)
+	wantOutcome(t, ingestEvent(t, f.S, f.HS, pgtest.Change("after3", "jobtitle", "Older", 240)), domain.Stale)
 	pgtest.WantViolations(t, pgtest.Reconcile(t, f.S, 0), "", 0, "")
 
 	for _, ref := range []domain.RecordRef{crm("c-3"), hs, {Provider: "crm", ObjectType: "profile", ObjectID: "p-1"}} {

@@ -29,8 +29,8 @@ func newProvider(t *testing.T, s *Store, tenant, provider string) domain.Provide
 	return pgtest.Provider(t, s, tenant, provider)
 }
 
-// ingest delivers one event and returns its result.
-func ingest(t *testing.T, s *Store, p domain.ProviderEndpoint, e domain.Event) domain.Result {
+// ingestEvent delivers one event and returns its result.
+func ingestEvent(t *testing.T, s *Store, p domain.ProviderEndpoint, e domain.Event) domain.Result {
 	t.Helper()
 	return pgtest.Ingest(t, s, p, e)
 }

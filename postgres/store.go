@@ -31,7 +31,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
 	"github.com/tidemark/tidemark/postgres/destinations"
-	ingestion "github.com/tidemark/tidemark/postgres/ingest" // not "ingest": the tests have a helper of that name
+	"github.com/tidemark/tidemark/postgres/ingest"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 	"github.com/tidemark/tidemark/postgres/lists"
 	"github.com/tidemark/tidemark/postgres/maintain"
@@ -39,7 +39,6 @@ import (
 	"github.com/tidemark/tidemark/postgres/people"
 	"github.com/tidemark/tidemark/postgres/queuecheck"
 	"github.com/tidemark/tidemark/postgres/reconcile"
-	"github.com/tidemark/tidemark/postgres/recordfields"
 	"github.com/tidemark/tidemark/postgres/replay"
 	"github.com/tidemark/tidemark/postgres/review"
 	"github.com/tidemark/tidemark/postgres/search"
@@ -65,7 +64,6 @@ type Store struct {
 	*deliverylog.Inspector
 	*queuecheck.Checker
 	*alertcheck.Evaluations // the alert evaluator's
-	*recordfields.Fields    // a backfill's
 
 	*access.Users
 	*access.Sessions
@@ -76,7 +74,7 @@ type Store struct {
 	*reconcile.Reconciler
 	*search.Indexer
 	*replay.Jobs
-	*backfills.Keeper // backfill jobs: operators', the sweep's and the runner's
+	*backfills.Keeper // backfill jobs (operators', the sweep's and the runner's) and snapshot fields
 	*changefeed.Feed
 	*destinations.Manager
 	*outbound.Outbox // the destination sender's
@@ -86,17 +84,13 @@ type Store struct {
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
-	*ingestion.Writer
+	*ingest.Writer
 }
 
 // db is what the CRUD services share.
 type db struct {
 	pool *pgxpool.Pool // ingest, writes, maintenance
-	// read serves the reads of the console and the API, their sessions and
-	// sign-ins, so that a saturated ingest pool leaves operators a way in
-	// and a slow search cannot take connections from ingest. It is pool
-	// until UseReadPool gives the reads their own.
-	read *pgxpool.Pool
+	read *pgxpool.Pool // the reads of the console and the API (Pools)
 	keys *pg.Keyring
 	// ids hands out the IDHasher that names records in the audit log and
 	// erasure tombstones.
@@ -116,13 +110,19 @@ type (
 	conflicts struct{ *db }
 )
 
-// New returns a Store on pool whose one key, encryptionKey (32 bytes),
-// encrypts provider secrets at rest; it logs to slog.Default().
+// Pools are the store's connection pools: Write for ingest, writes and
+// maintenance, Read (nil: Write) for the reads of the console and the API,
+// typically one opened with ReadPoolConfig.
+type Pools = pg.Pools
+
+// New returns a Store on pool, for its reads and writes alike, whose one
+// key, encryptionKey (32 bytes), encrypts provider secrets at rest; it logs
+// to slog.Default().
 func New(pool *pgxpool.Pool, encryptionKey []byte) (*Store, error) {
-	return Open(pool, Options{Keys: [][]byte{encryptionKey}})
+	return Open(Pools{Write: pool}, Options{Keys: [][]byte{encryptionKey}})
 }
 
-// Options configure a Store beyond its pool.
+// Options configure a Store beyond its pools.
 type Options struct {
 	// Keys (32 bytes each) encrypt provider secrets at rest: the first seals
 	// new secrets, every one opens the secrets stored under it. Without
@@ -134,8 +134,8 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Open returns a Store on pool configured by o.
-func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
+// Open returns a Store on pools configured by o.
+func Open(pools Pools, o Options) (*Store, error) {
 	keys, err := pg.NewKeyring(o.Keys)
 	if err != nil {
 		return nil, err
@@ -144,52 +144,36 @@ func Open(pool *pgxpool.Pool, o Options) (*Store, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	d := &db{pool: pool, read: pool, keys: keys, ids: pg.NewIDHashes(pool, keys), log: log, secrets: pg.NewSecrets(keys, log)}
-	users, sessions, tokens := access.New(pool, d.ids)
+	d := &db{pool: pools.Write, read: pools.ForReads(), keys: keys, ids: pg.NewIDHashes(pools.Write, keys), log: log,
+		secrets: pg.NewSecrets(keys, log)}
+	users, sessions, tokens := access.New(pools, d.ids)
 	return &Store{db: d,
-		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d},
-		conflicts: &conflicts{d}, Directory: people.New(pool), Inspector: deliverylog.New(pool), Credentials: apicreds.New(pool, d.secrets),
-		Users: users, Sessions: sessions, Tokens: tokens, Log: auditlog.New(pool), Lists: lists.New(pool), Checker: queuecheck.New(pool, d.ids), Evaluations: alertcheck.New(pool),
-		Fields:     recordfields.New(pool),
-		Rekeyer:    secretkeys.New(pool, keys, d.secrets),
-		Counters:   stats.New(pool),
-		Queue:      review.New(pool),
-		Maintainer: maintain.New(pool),
-		Reconciler: reconcile.New(pool, log),
-		Indexer:    search.New(pool),
-		Jobs:       replay.New(pool),
-		Keeper:     backfills.New(pool),
-		Feed:       changefeed.New(pool),
-		Manager:    destinations.New(pool, keys),
-		Outbox:     outbound.New(pool, keys, log),
-		Rules:      alerts.New(pool),
-		Writer:     ingestion.New(pool, d.secrets, log)}, nil
+		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d}, conflicts: &conflicts{d},
+		Users: users, Sessions: sessions, Tokens: tokens,
+		Directory:   people.New(pools),
+		Inspector:   deliverylog.New(pools),
+		Credentials: apicreds.New(pools, d.secrets),
+		Log:         auditlog.New(pools),
+		Lists:       lists.New(pools),
+		Checker:     queuecheck.New(pools, d.ids),
+		Evaluations: alertcheck.New(pools),
+		Rekeyer:     secretkeys.New(pools, keys, d.secrets),
+		Counters:    stats.New(pools),
+		Queue:       review.New(pools),
+		Maintainer:  maintain.New(pools),
+		Reconciler:  reconcile.New(pools, log),
+		Indexer:     search.New(pools),
+		Jobs:        replay.New(pools),
+		Keeper:      backfills.New(pools),
+		Feed:        changefeed.New(pools),
+		Manager:     destinations.New(pools, keys),
+		Outbox:      outbound.New(pools, keys, log),
+		Rules:       alerts.New(pools),
+		Writer:      ingest.New(pools, d.secrets, log)}, nil
 }
 
-// Pool returns the store's connection pool (ingest, writes, maintenance).
+// Pool returns the store's write pool (ingest, writes, maintenance).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
-
-// UseReadPool makes the reads of the console and the API use p, typically
-// one opened with ReadPoolConfig. Call it before SessionStore and before
-// serving.
-func (s *Store) UseReadPool(p *pgxpool.Pool) {
-	s.read = p
-	s.Users.UseReadPool(p) // and the other access services
-	s.Counters.UseReadPool(p)
-	s.Queue.UseReadPool(p)
-	s.Directory.UseReadPool(p)
-	s.Reconciler.UseReadPool(p)
-	s.Jobs.UseReadPool(p)
-	s.Keeper.UseReadPool(p)
-	s.Inspector.UseReadPool(p)
-	s.Log.UseReadPool(p)
-	s.Lists.UseReadPool(p)
-	s.Feed.UseReadPool(p)
-	s.Manager.UseReadPool(p)
-	s.Evaluations.UseReadPool(p)
-	s.Rules.UseReadPool(p)
-	s.Credentials.UseReadPool(p)
-}
 
 // DefaultReadTimeout bounds each read statement of the console and the API
 // (serve --read-timeout).
@@ -246,9 +230,6 @@ var (
 // ErrNoKey is what every operation on provider secrets returns on a store
 // opened without keys.
 var ErrNoKey = pg.ErrNoKey
-
-// CleanupReport says what one maintenance pass did.
-type CleanupReport = maintain.Report
 
 // PartitionsAhead is how many days after today always have their daily
 // partitions.

@@ -132,7 +132,7 @@ func routeNeed(method, pattern string) (string, bool) {
 // allRoutes lists every route of the router.
 func allRoutes(t *testing.T, e *webtest.Env) []struct{ method, pattern string } {
 	t.Helper()
-	h := web.New(web.Config{Services: webtest.Services(e.Store), Sessions: e.Store.SessionStore(),
+	h := web.New(web.Config{Store: e.Store, Sessions: e.Store.SessionStore(),
 		Ping: e.Store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler()
 	var routes []struct{ method, pattern string }
 	err := chi.Walk(h.(chi.Routes), func(method, pattern string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {

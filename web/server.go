@@ -16,9 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/alerting"
-	"github.com/tidemark/tidemark/domain/pull"
-	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/api"
@@ -31,43 +28,18 @@ import (
 // limit of its own whose kind declares no default (docs/contract/webhooks.md#body-limit).
 const DefaultMaxBody = provider.DefaultMaxBody
 
-// Services are the domain services the surfaces call, one per noun; the
-// API, the console and the CLI use the same ones. New hands each surface
-// only those it uses.
-type Services struct {
-	Ingest    domain.IngestService
-	Access    domain.AccessService
-	Operators domain.OperatorService
-	Providers domain.ProviderService
-	Tokens    domain.TokenService
-	Events    domain.EventService
-	Stats     domain.StatsService
-	Records   domain.RecordService
-	Conflicts domain.ConflictService
-	People    domain.PeopleService
-	Audit     domain.AuditService
-	// Reconciliation serves the last reconciliation report (admin console).
-	Reconciliation domain.ReconciliationService
-	// Deliveries and Replays serve the delivery inspector and replays.
-	Deliveries domain.DeliveryService
-	Replays    domain.ReplayService
-	// Changes serves the change feed.
-	Changes stream.ChangeFeed
-	// Destinations receive the tenant's changes (API and console).
-	Destinations stream.DestinationService
-	// Alerts serves the alert rules and the alert history (API and
-	// console, whose pages show the firing alerts as a banner).
-	Alerts alerting.Service
-	// APICredentials keeps providers' API credentials (console).
-	APICredentials pull.CredentialStore
-	// Backfills are the backfill jobs operators start and read (API and
-	// console) and the sweeps the overview shows.
-	Backfills pull.JobStore
+// Store is what the surfaces read and change: each declares what it
+// uses (api.Store, console.Store, hook.Store), and one store serves them
+// all.
+type Store interface {
+	api.Store
+	console.Store
+	hook.Store
 }
 
 // Config wires a Server to its dependencies.
 type Config struct {
-	Services
+	Store    Store
 	Sessions scs.Store                   // where console sessions live
 	Ping     func(context.Context) error // database reachability, for /readyz
 	Logger   *slog.Logger
@@ -133,25 +105,16 @@ func New(cfg Config) *Server {
 	if now == nil {
 		now = time.Now
 	}
-	svc := cfg.Services
-	s.hook = hook.New(hook.Config{Ingest: svc.Ingest, Queue: cfg.Queue, Metrics: s.metrics, Logger: s.log, Now: now,
+	s.hook = hook.New(hook.Config{Ingest: cfg.Store, Queue: cfg.Queue, Metrics: s.metrics, Logger: s.log, Now: now,
 		PublicURL: cfg.PublicURL, IngestConns: cfg.IngestConns, RefusalLimits: cfg.RefusalLimits,
 		RefusalFlush: cfg.RefusalFlush})
 	// Replays are counted on /metrics like the deliveries they re-run.
-	s.replayer = replay.New(svc.Ingest, svc.Replays, now, s.metrics.Events)
+	s.replayer = replay.New(cfg.Store, cfg.Store, now, s.metrics.Events)
 	// One gate for the console's and the API's reads: both use the read pool.
 	reads := httpx.NewReadGate(cfg.ReadConns)
-	s.api = api.New(api.Services{Tokens: svc.Tokens, Records: svc.Records, Events: svc.Events, Stats: svc.Stats,
-		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Deliveries: svc.Deliveries,
-		Replays: svc.Replays, Destinations: svc.Destinations, Changes: svc.Changes, Alerts: svc.Alerts,
-		Providers: svc.Providers, Backfills: svc.Backfills}, s.replayer, reads, s.log)
-	s.console = console.New(console.Config{Services: console.Services{Access: svc.Access, Operators: svc.Operators,
-		Providers: svc.Providers, Tokens: svc.Tokens, Events: svc.Events, Stats: svc.Stats, Records: svc.Records,
-		Conflicts: svc.Conflicts, People: svc.People, Audit: svc.Audit, Reconciliation: svc.Reconciliation,
-		Deliveries: svc.Deliveries, Replays: svc.Replays, Destinations: svc.Destinations, Alerts: svc.Alerts,
-		APICredentials: svc.APICredentials, Backfills: svc.Backfills},
-		Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive), Sessions: cfg.Sessions, Logger: s.log,
-		Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
+	s.api = api.New(cfg.Store, s.replayer, reads, s.log)
+	s.console = console.New(console.Config{Store: cfg.Store, Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive),
+		Sessions: cfg.Sessions, Logger: s.log, Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s
 }
 

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/retryafter"
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
 	"github.com/tidemark/tidemark/internal/provider"
 )
@@ -222,7 +221,17 @@ func do(client *http.Client, req *http.Request) (status int, body []byte, retryA
 		return resp.StatusCode, nil, 0, err
 	}
 	body, _ = io.ReadAll(io.LimitReader(resp.Body, 4096))
-	return resp.StatusCode, body, retryafter.Of(resp), nil
+	return resp.StatusCode, body, retryDelay(resp), nil
+}
+
+// retryDelay is the wait resp's Retry-After asks for (whole seconds), 0
+// for none: the bench's senders honour it, as the providers they stand
+// for do.
+func retryDelay(resp *http.Response) time.Duration {
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	return 0
 }
 
 // startProgress rewrites one status line every second with the last

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/promtext"
-	"github.com/tidemark/tidemark/domain/overload"
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Names in the server's /metrics that the bench reads.
@@ -23,7 +23,7 @@ const (
 // overloadsSince are the 503s for overload between two scrapes, by reason.
 func overloadsSince(before, after promtext.Metrics) map[string]float64 {
 	out := map[string]float64{}
-	for _, r := range overload.Reasons {
+	for _, r := range domain.OverloadReasons {
 		out[r] = after.Since(before, overloadMetric, map[string]string{"reason": r})
 	}
 	return out

@@ -242,10 +242,9 @@ func sendBurst(ctx context.Context, cfg queueConfig, target, secret string) (int
 					if resp.StatusCode/100 != 5 && resp.StatusCode != http.StatusTooManyRequests {
 						return
 					}
-					wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
 					select {
 					case <-ctx.Done():
-					case <-time.After(time.Duration(max(wait, 1)) * time.Second):
+					case <-time.After(max(retryDelay(resp), time.Second)):
 					}
 				}
 			}

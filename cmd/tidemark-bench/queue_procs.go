@@ -10,8 +10,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procs"
 )
 
 // child is a process the queue bench started: a NATS server or a worker.
@@ -27,7 +25,7 @@ type child struct {
 // store under dir; syncAlways makes it sync every write to disk
 // (sync_interval: always) instead of every two minutes.
 func startBenchNATS(ctx context.Context, exe, dir string, syncAlways bool) (*child, error) {
-	addr, err := procs.FreeAddr()
+	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/table"
-	"github.com/tidemark/tidemark/domain/overload"
+	"github.com/tidemark/tidemark/domain"
 )
 
 // printSweep writes the table of a run and how it was obtained.
@@ -110,7 +110,7 @@ func failures(l loadResult, overloads map[string]float64) string {
 	var parts []string
 	for _, s := range statuses {
 		parts = append(parts, fmt.Sprintf("%d=%d", s, l.statuses[s]))
-		for _, r := range overload.Reasons {
+		for _, r := range domain.OverloadReasons {
 			if n := overloads[r]; s == http.StatusServiceUnavailable && n > 0 {
 				parts = append(parts, fmt.Sprintf("(%s %.0f)", r, n))
 			}

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/procs"
 )
 
 // serverProcess is the receiver running as a child process: the real
@@ -52,7 +50,7 @@ func startServerEnv(ctx context.Context, dbURL string, key []byte, env []string,
 		os.RemoveAll(binDir)
 		return nil, err
 	}
-	addr, err := procs.FreeAddr()
+	addr, err := freeAddr()
 	if err != nil {
 		os.RemoveAll(binDir)
 		return nil, err
@@ -93,7 +91,7 @@ func buildTidemark(ctx context.Context, exe string, log io.Writer) error {
 	out, err := list.Output()
 	if err != nil {
 		return fmt.Errorf("find the %s source tree (run tidemark-bench inside it, with the go command on PATH): go list -m: %w%s",
-			tidemarkModule, err, procs.ExitStderr(err))
+			tidemarkModule, err, exitStderr(err))
 	}
 	root := strings.TrimSpace(string(out))
 	fmt.Fprintf(log, "building the server under test: go build -o %s ./cmd/tidemark (in %s)\n", exe, root)
@@ -118,7 +116,7 @@ func (p *serverProcess) tenantWebhookURL(tenant, provider string) string {
 // tidemarkEnv is the environment of a tidemark process on dbURL with key,
 // whatever the caller's own database, key, queue and tracing.
 func tidemarkEnv(dbURL string, key []byte) []string {
-	return append(procs.WithoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE", "OTEL_EXPORTER_OTLP_ENDPOINT",
+	return append(withoutEnv(os.Environ(), "DATABASE_URL", "TIDEMARK_ENCRYPTION_KEY", "TIDEMARK_QUEUE", "OTEL_EXPORTER_OTLP_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_TRACES_EXPORTER", "OTEL_SDK_DISABLED"),
 		"DATABASE_URL="+dbURL, "TIDEMARK_ENCRYPTION_KEY="+base64.StdEncoding.EncodeToString(key))
 }
@@ -131,7 +129,7 @@ func (p *serverProcess) runCLI(ctx context.Context, args ...string) (string, err
 	cmd.Env = p.cmd.Env
 	out, err := cmd.Output()
 	if err != nil {
-		return "", fmt.Errorf("tidemark %s: %w%s", strings.Join(args, " "), err, procs.ExitStderr(err))
+		return "", fmt.Errorf("tidemark %s: %w%s", strings.Join(args, " "), err, exitStderr(err))
 	}
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
 	return lines[len(lines)-1], nil

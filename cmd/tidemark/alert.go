@@ -25,7 +25,7 @@ type alertSetOptions struct {
 func alertSetFlags(fs *flag.FlagSet) alertSetOptions {
 	return alertSetOptions{
 		tenant:    fs.String("tenant", "", "tenant slug (required)"),
-		rule:      fs.String("rule", "", "provider_silent, refusals, conflicts_open, destination_failing, queue_backlog, dead_letters or reconciliation (required)"),
+		rule:      fs.String("rule", "", alerting.RuleList("or")+" (required)"),
 		threshold: fs.Int64("threshold", 0, "the rule's threshold, 1 or more (default: unchanged)"),
 		window:    fs.String("window", "", "the rule's window, such as 90s, 5m or 6h, from 1m to 720h (default: unchanged)"),
 		disable:   fs.Bool("disable", false, "stop evaluating the rule in this tenant"),

@@ -11,7 +11,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/egress"
-	"github.com/tidemark/tidemark/internal/pullcreds"
+	pullapi "github.com/tidemark/tidemark/internal/pull"
 	"github.com/tidemark/tidemark/postgres"
 )
 
@@ -127,7 +127,7 @@ func (e cliEnv) updateAPICredentials(ctx context.Context, s *postgres.Store, t d
 		fmt.Fprintf(e.stdout, "cleared the API credentials of %s/%s\n", t.Slug, p.Name)
 		return nil
 	}
-	c, err := pullcreds.Check(ctx, p.Kind, c)
+	c, err := pullapi.CheckCredentials(ctx, p.Kind, c)
 	if errors.Is(err, egress.ErrPrivate) {
 		return fmt.Errorf("%s; pass --allow-private if the API is a test server or inside your own network", refusal(err))
 	}

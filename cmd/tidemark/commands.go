@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -275,25 +276,13 @@ func metavar(f *flag.Flag) string {
 	}
 	if g, ok := f.Value.(flag.Getter); ok {
 		if d, ok := g.Get().(time.Duration); ok && d != 0 {
-			return shortDuration(d)
+			return domain.FormatDuration(d)
 		}
 	}
 	if f.DefValue != "" && f.DefValue != "0" && f.DefValue != "0s" {
 		return f.DefValue
 	}
 	return strings.ToUpper(f.Name)
-}
-
-// shortDuration writes 720h rather than 720h0m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // usage is tidemark --help: every command's synopsis and summary.

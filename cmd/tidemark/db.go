@@ -66,6 +66,9 @@ type openOptions struct {
 	// statements against a database without their tables (PostgreSQL
 	// would log an ERROR for each).
 	migrate bool
+	// readTimeout, when set (serve), gives the reads of the console and the
+	// API a pool of their own whose statements each stop after it.
+	readTimeout time.Duration
 }
 
 // ingestWarmConns is how many ingest connections serve and worker keep open
@@ -129,17 +132,32 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 		db.stopEmbedded()
 		return nil, fmt.Errorf("connect to database: %w", err)
 	}
+	pools := postgres.Pools{Write: pool}
+	if o.readTimeout > 0 {
+		pools.Read, err = openReadPool(ctx, pool.Config(), o.readTimeout)
+		if err != nil {
+			pool.Close()
+			db.stopEmbedded()
+			return nil, err
+		}
+	}
+	closePools := func() {
+		if pools.Read != nil {
+			pools.Read.Close()
+		}
+		pool.Close()
+	}
 	keys, err := e.encryptionKeys(embedded)
 	db.keys = keys
 	if err == nil {
-		db.store, err = postgres.Open(pool, postgres.Options{Keys: keys, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
+		db.store, err = postgres.Open(pools, postgres.Options{Keys: keys, Logger: slog.New(slog.NewTextHandler(e.stderr, nil))})
 	}
 	if err != nil {
-		pool.Close()
+		closePools()
 		db.stopEmbedded()
 		return nil, err
 	}
-	db.release = func() { pool.Close(); db.stopEmbedded() }
+	db.release = func() { closePools(); db.stopEmbedded() }
 	return db, nil
 }
 
@@ -156,21 +174,18 @@ func (e cliEnv) migrateFirst(ctx context.Context, cfg *pgxpool.Config) error {
 	return postgres.Migrate(ctx, pool, e.stderr)
 }
 
-// useReadPool opens the read pool of serve, whose statements each stop
-// after timeout, and gives it to the store.
-func (db *database) useReadPool(ctx context.Context, timeout time.Duration) error {
-	pool, err := pgxpool.NewWithConfig(ctx, postgres.ReadPoolConfig(db.store.Pool().Config(), readPoolConns, timeout))
+// openReadPool opens the read pool of serve, configured as the ingest
+// pool's cfg but whose statements each stop after timeout.
+func openReadPool(ctx context.Context, cfg *pgxpool.Config, timeout time.Duration) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, postgres.ReadPoolConfig(cfg, readPoolConns, timeout))
 	if err != nil {
-		return fmt.Errorf("connect to database (read pool): %w", err)
+		return nil, fmt.Errorf("connect to database (read pool): %w", err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
-		return fmt.Errorf("connect to database (read pool): %w", err)
+		return nil, fmt.Errorf("connect to database (read pool): %w", err)
 	}
-	db.store.UseReadPool(pool)
-	closeIngest := db.release
-	db.release = func() { pool.Close(); closeIngest() }
-	return nil
+	return pool, nil
 }
 
 func (db *database) stopEmbedded() {

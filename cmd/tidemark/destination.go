@@ -13,8 +13,8 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
-	"github.com/tidemark/tidemark/internal/destination"
 	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/sink"
 	"github.com/tidemark/tidemark/postgres"
 )
 
@@ -82,7 +82,7 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 	if *o.newKey {
 		ctx = postgres.AllowNewKey(ctx)
 	}
-	nd, err = destination.Check(ctx, nd)
+	nd, err = sink.Check(ctx, nd)
 	if errors.Is(err, egress.ErrPrivate) {
 		return fmt.Errorf("%s; pass --allow-private if the consumer is inside your own network", refusal(err))
 	}
@@ -297,7 +297,7 @@ func (e cliEnv) destinationRotate(ctx context.Context, args []string) error {
 				return err
 			}
 			fmt.Fprintf(e.stdout, "rotated the signing secret of destination %d; messages carry a signature with the previous one too for %s\n"+
-				"signing secret (shown once):\n%s\n", *id, shortDuration(stream.DestinationSecretGrace), secret)
+				"signing secret (shown once):\n%s\n", *id, domain.FormatDuration(stream.DestinationSecretGrace), secret)
 			return nil
 		})
 }

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -11,31 +10,15 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/internal/testlog"
 )
 
-// syncBuffer is a bytes.Buffer safe for a running command and a test to
-// share.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+// syncBuffer is a buffer safe for a running command and a test to share.
+type syncBuffer = testlog.Buffer
 
 // tidemark runs a command line with env as the whole environment.
 func tidemark(t *testing.T, env map[string]string, stdin string, args ...string) (stdout, stderr string, err error) {

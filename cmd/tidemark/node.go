@@ -24,10 +24,11 @@ import (
 
 // The services of a node (serve or worker), each run by one supervisor:
 // started in the order a node lists them, stopped in reverse. A node lists
-// the database pools first, then its background work, then the group
-// committers, and what accepts deliveries last, so that on SIGTERM it stops
-// accepting, writes what it accepted, stops its background work and only
-// then closes the pools.
+// the database pools first, then what the rest reads, its background work,
+// the group committers, the workers that write through the store, and what
+// accepts deliveries last (internal/supervisor), so that on SIGTERM it
+// stops accepting, stops its workers, writes what it accepted, stops its
+// background work and only then closes the pools.
 
 // shutdownTime bounds a node's whole shutdown, under the 30 s that
 // container platforms wait before they kill.

@@ -57,7 +57,7 @@ func newSFCLI(t *testing.T) *sfCLI {
 	if c.store, err = postgres.New(pool, key); err != nil {
 		t.Fatal(err)
 	}
-	c.srv = httptest.NewServer(web.New(web.Config{Services: servicesOf(c.store), Sessions: c.store.SessionStore(),
+	c.srv = httptest.NewServer(web.New(web.Config{Store: c.store, Sessions: c.store.SessionStore(),
 		Ping: pool.Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	t.Cleanup(c.srv.Close)
 	return c

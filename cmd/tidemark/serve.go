@@ -135,14 +135,11 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	}
 	defer stopTracing() // when serve stops early; else the node stops it before the pools
 
-	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true, migrate: true})
+	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true, migrate: true, readTimeout: *o.readTimeout})
 	if err != nil {
 		return err
 	}
 	defer db.close() // when serve stops early; else the pools service closes it
-	if err := db.useReadPool(ctx, *o.readTimeout); err != nil {
-		return err
-	}
 	store := db.store
 	if err := e.prepareStore(ctx, store, o, log); err != nil {
 		return err
@@ -167,7 +164,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		return err
 	}
 	node := newNode(log)
-	cfg := web.Config{Services: servicesOf(store), Sessions: store.SessionStore(),
+	cfg := web.Config{Store: store, Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: log, PublicURL: *o.publicURL, TrustedProxies: trusted,
 		Collectors: []prometheus.Collector{ingest.GroupSize, healthCollector{node},
 			metriccache.New(store.ReconciliationMetrics(), metriccache.Period),

@@ -30,7 +30,7 @@ func TestUserPassword(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	store, err := postgres.Open(pool, postgres.Options{})
+	store, err := postgres.Open(postgres.Pools{Write: pool}, postgres.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,40 +6,14 @@ package alerting
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
 )
 
-// Rule names a condition Tidemark watches in every tenant.
+// Rule names a condition Tidemark watches in every tenant: one file
+// each, rule_<name>.go, registered in rules.go (docs/alerts.md).
 type Rule string
-
-// The rules (docs/alerts.md).
-const (
-	// ProviderSilent: no authenticated delivery from a provider for Window.
-	ProviderSilent Rule = "provider_silent"
-	// Refusals: at least Threshold refused deliveries of a provider within
-	// Window (bad signature, token, timestamp or body).
-	Refusals Rule = "refusals"
-	// ConflictsOpen: open revision conflicts at or above Threshold, or
-	// growing by Threshold within Window.
-	ConflictsOpen Rule = "conflicts_open"
-	// DestinationFailing: a destination with no 2xx for Window, or paused
-	// as failing.
-	DestinationFailing Rule = "destination_failing"
-	// QueueBacklog (queued mode): the tenant's oldest queued delivery is
-	// older than Window.
-	QueueBacklog Rule = "queue_backlog"
-	// DeadLetters (queued mode): any dead letter within Window.
-	DeadLetters Rule = "dead_letters"
-	// Reconciliation: the last reconciliation found violations in the
-	// tenant.
-	Reconciliation Rule = "reconciliation"
-)
-
-// Rules lists every rule in the order pages show them.
-var Rules = []Rule{ProviderSilent, Refusals, ConflictsOpen, DestinationFailing, QueueBacklog, DeadLetters, Reconciliation}
 
 // Config is a tenant's setting of one rule.
 type Config struct {
@@ -50,41 +24,12 @@ type Config struct {
 }
 
 // MinWindow bounds every rule's window from below; EvaluateEvery is how
-// often the evaluating node looks (the "at least every 30 s").
+// often the evaluating node looks (docs/alerts.md).
 const (
 	MinWindow     = time.Minute
 	MaxWindow     = 30 * 24 * time.Hour
 	EvaluateEvery = 30 * time.Second
 )
-
-// Default is a rule's setting until an owner changes it: every rule is
-// enabled with the documented threshold and window.
-func Default(r Rule) Config {
-	c := Config{Rule: r, Enabled: true, Threshold: 1, Window: 15 * time.Minute}
-	switch r {
-	case ProviderSilent:
-		c.Window = 6 * time.Hour
-	case Refusals:
-		c.Threshold, c.Window = 20, 5*time.Minute
-	case ConflictsOpen:
-		c.Window = time.Hour
-	case QueueBacklog, DestinationFailing:
-		c.Window = 15 * time.Minute
-	case DeadLetters:
-		c.Window = time.Hour
-	}
-	return c
-}
-
-// Known reports whether r is a rule.
-func Known(r Rule) bool {
-	for _, k := range Rules {
-		if k == r {
-			return true
-		}
-	}
-	return false
-}
 
 // Check validates a setting: a known rule, a threshold of at least 1 and
 // a window from MinWindow to MaxWindow; an EINVALID error names what is
@@ -92,7 +37,7 @@ func Known(r Rule) bool {
 func Check(c Config) error {
 	switch {
 	case !Known(c.Rule):
-		return domain.Errorf(domain.ENOTFOUND, "no alert rule %q: the rules are provider_silent, refusals, conflicts_open, destination_failing, queue_backlog, dead_letters and reconciliation", c.Rule)
+		return domain.Errorf(domain.ENOTFOUND, "no alert rule %q: the rules are %s", c.Rule, RuleList("and"))
 	case c.Threshold < 1:
 		return domain.Errorf(domain.EINVALID, "threshold must be at least 1, not %d", c.Threshold)
 	case c.Window < MinWindow || c.Window > MaxWindow:
@@ -141,9 +86,6 @@ type Finding struct {
 	Summary  string
 	Value    int64
 }
-
-// Key identifies a finding's alert while it fires.
-func (f Finding) Key() string { return fmt.Sprintf("%s/%s", f.Rule, f.Subject) }
 
 // Service serves the rules and the alerts of a tenant to the console, the
 // API and the CLI.

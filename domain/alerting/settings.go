@@ -26,28 +26,6 @@ func Describe(c Config) string {
 	return fmt.Sprintf("%s, threshold %d, window %s", state, c.Threshold, c.Window)
 }
 
-// About says what a rule watches, in one sentence with its setting's
-// words (docs/alerts.md).
-func About(r Rule) string {
-	switch r {
-	case ProviderSilent:
-		return "A provider has sent no authenticated delivery for the window (one alert per provider)."
-	case Refusals:
-		return "At least threshold deliveries of a provider were refused (bad signature, token, timestamp or body) within the window."
-	case ConflictsOpen:
-		return "Open revision conflicts are at or above threshold, or grew by threshold within the window."
-	case DestinationFailing:
-		return "A destination has had no 2xx answer for the window, or was paused as failing."
-	case QueueBacklog:
-		return "Queued mode: the oldest queued delivery of the workspace is older than the window."
-	case DeadLetters:
-		return "Queued mode: a delivery became a dead letter within the window."
-	case Reconciliation:
-		return "The last reconciliation (tidemark audit) found violations in the workspace."
-	}
-	return ""
-}
-
 // ParseWindow reads a window as a Go duration ("90s", "5m", "6h"); an
 // EINVALID error names the field.
 func ParseWindow(s string) (time.Duration, error) {

@@ -40,7 +40,7 @@ var apiVersionPattern = regexp.MustCompile(`^v[1-9][0-9]{0,2}\.[0-9]$`)
 // API is api, and returns it completed: APIVersion and BudgetShare
 // defaulted, text fields trimmed. Every refusal is EINVALID and names what
 // is wrong, never a secret's value. Whether a URL's address may be reached
-// is not checked here (internal/pullcreds does, after DNS).
+// is not checked here (internal/pull does, after DNS).
 func (c Credentials) Check(kind string, api API) (Credentials, error) {
 	c.ClientID, c.LoginURL = strings.TrimSpace(c.ClientID), strings.TrimSpace(c.LoginURL)
 	c.APIVersion, c.BaseURL = strings.TrimSpace(c.APIVersion), strings.TrimSpace(c.BaseURL)

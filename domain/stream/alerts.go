@@ -3,7 +3,6 @@ package stream
 import (
 	"strings"
 
-	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
 )
 
@@ -25,25 +24,18 @@ const (
 const AlertTypesPattern = "alert.*"
 
 // A destination's queue holds its alert events beside its changes, at
-// positions of their own: alert event e is kept at e + alertQueueBase,
+// positions of their own: alert event e is kept at e + AlertQueueBase,
 // below zero, where no change is, and in event order. The attempts of
-// both share the destination's attempt log.
-const alertQueueBase = -(1 << 62)
-
-// AlertQueuePosition is where alert event id waits in a destination's
-// queue.
-func AlertQueuePosition(eventID int64) int64 { return eventID + alertQueueBase }
+// both share the destination's attempt log. The statements that fill and
+// list the queue take it as a parameter.
+const AlertQueueBase int64 = -(1 << 62)
 
 // IsAlertQueuePosition reports whether a queue position holds an alert
 // event rather than a change.
 func IsAlertQueuePosition(p int64) bool { return p < 0 }
 
 // AlertEventID is the alert event kept at queue position p.
-func AlertEventID(p int64) int64 { return p - alertQueueBase }
-
-// AlertQueueBase is the offset of alert events' queue positions, for the
-// statements that fill and list the queue.
-func AlertQueueBase() int64 { return alertQueueBase }
+func AlertEventID(p int64) int64 { return p - AlertQueueBase }
 
 // AttemptMessageID is the webhook-id of the message a queue position
 // holds: a change's id, or an alert event's.
@@ -84,28 +76,4 @@ func HasRecordTypes(types []string) bool {
 		}
 	}
 	return false
-}
-
-// checkFormat validates a destination's format against its target and
-// types (filled in already), and returns it with its default.
-func (nd NewDestination) checkFormat() (NewDestination, error) {
-	switch nd.Format {
-	case "":
-		nd.Format = FormatStandard
-	case FormatStandard, FormatSlack:
-	default:
-		return nd, domain.Errorf(domain.EINVALID, "format must be standard or slack, not %q", nd.Format)
-	}
-	if nd.NATSURL != "" && HasAlertTypes(nd.Types) {
-		return nd, domain.Errorf(domain.EINVALID, "types: alert types are sent to url destinations only; a NATS destination takes record types")
-	}
-	if nd.Format == FormatSlack {
-		switch {
-		case nd.NATSURL != "":
-			return nd, domain.Errorf(domain.EINVALID, "format slack needs url, a Slack-compatible incoming webhook")
-		case HasRecordTypes(nd.Types):
-			return nd, domain.Errorf(domain.EINVALID, "types: format slack takes alert types only (alert.*, alert.fired, alert.resolved); a record change has no Slack form, so send record.* to a standard destination")
-		}
-	}
-	return nd, nil
 }

@@ -54,12 +54,6 @@ func (c Change) ID() string { return fmt.Sprintf("chg_%d_%d", c.TenantID, c.Posi
 // Cursor is the feed cursor that follows this change.
 func (c Change) Cursor() string { return FormatCursor(c.Position) }
 
-// RecordKey names the change's record: a destination sends one change of
-// a record at a time.
-func (c Change) RecordKey() string {
-	return c.Provider + "\x00" + c.ObjectType + "\x00" + c.ObjectID
-}
-
 // cursorPrefix marks a feed cursor; the rest is a position. Consumers treat
 // cursors as opaque.
 const cursorPrefix = "c1_"

@@ -1,6 +1,7 @@
 package stream
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -43,6 +44,7 @@ var (
 type Destination struct {
 	TenantID     int64
 	ID           int64
+	Kind         string // how it is sent to: a kind of internal/sink
 	URL          string // an http(s) URL, or empty for NATS
 	NATSURL      string // a NATS server, with Subject the subject prefix
 	Subject      string
@@ -73,16 +75,26 @@ type Destination struct {
 	Oldest  *time.Time
 }
 
-// Target is where the destination sends, for lists and logs.
+// Target is where the destination sends, for lists and logs: its URL,
+// and the subjects it publishes on when it has a subject prefix.
 func (d Destination) Target() string {
-	if d.NATSURL != "" {
-		return d.NATSURL + " " + d.Subject + ".>"
+	return d.endpoint() + d.subjects()
+}
+
+// endpoint is the URL the destination sends to (one of URL and NATSURL
+// is set, as its kind says).
+func (d Destination) endpoint() string { return cmp.Or(d.URL, d.NATSURL) }
+
+func (d Destination) subjects() string {
+	if d.Subject == "" {
+		return ""
 	}
-	return d.URL
+	return " " + d.Subject + ".>"
 }
 
 // NewDestination is what an owner gives to create a destination.
 type NewDestination struct {
+	Kind         string // "": the kind the fields imply (internal/sink)
 	URL          string
 	NATSURL      string
 	Subject      string
@@ -199,16 +211,6 @@ func knownTypePattern(t string) bool {
 	}
 	for _, ct := range ChangeTypes {
 		if string(ct) == t {
-			return true
-		}
-	}
-	return false
-}
-
-// MatchesType reports whether a change type is selected by patterns.
-func MatchesType(patterns []string, t ChangeType) bool {
-	for _, p := range patterns {
-		if p == string(t) || (strings.HasSuffix(p, ".*") && strings.HasPrefix(string(t), strings.TrimSuffix(p, "*"))) {
 			return true
 		}
 	}

@@ -20,6 +20,7 @@ type LeasedDestination struct {
 	TenantID     int64
 	ID           int64
 	TenantSlug   string
+	Kind         string // a kind of internal/sink
 	URL          string // an http(s) URL, or empty for NATS
 	NATSURL      string
 	Subject      string
@@ -32,7 +33,7 @@ type LeasedDestination struct {
 
 // QueuedChange is a change of a destination's queue that is due, or an
 // alert event: then Alert is set and Position is its queue position
-// (AlertQueuePosition), the change otherwise empty.
+// (AlertQueueBase), the change otherwise empty.
 type QueuedChange struct {
 	Change
 	Alert    *alerting.Event

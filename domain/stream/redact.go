@@ -54,8 +54,5 @@ func RedactURL(raw string, secretPath bool) string {
 // destination's URL included. The whole URL is for the destination's own
 // page and API only, which its tenant's owners and read-write tokens see.
 func (d Destination) RedactedTarget() string {
-	if d.NATSURL != "" {
-		return RedactURL(d.NATSURL, false) + " " + d.Subject + ".>"
-	}
-	return RedactURL(d.URL, d.Format == FormatSlack)
+	return RedactURL(d.endpoint(), d.Format == FormatSlack) + d.subjects()
 }

@@ -62,10 +62,6 @@ func kind(ip netip.Addr) string {
 	return ""
 }
 
-// Blocked reports whether ip is in one of the refused ranges: loopback,
-// private, link-local, CGNAT, unspecified or multicast, also in their
-// IPv4-mapped IPv6 and NAT64 (64:ff9b::/96) forms.
-func Blocked(ip netip.Addr) bool { return kind(ip) != "" }
 
 // CheckURL validates a destination URL when it is created: scheme http or
 // https, a host, no user name or password; then, unless allowPrivate, it

@@ -47,11 +47,11 @@ func TestBlocked(t *testing.T) {
 		{"169.253.255.255", false}, {"169.255.0.0", false}, {"100.63.255.255", false}, {"100.128.0.0", false},
 		{"1.0.0.0", false}, {"223.255.255.255", false}, {"fbff:ffff::1", false}, {"fec0::1", false},
 	} {
-		if got := Blocked(netip.MustParseAddr(tc.ip)); got != tc.blocked {
-			t.Errorf("Blocked(%s) = %v, want %v", tc.ip, got, tc.blocked)
+		if got := blocked(netip.MustParseAddr(tc.ip)); got != tc.blocked {
+			t.Errorf("blocked(%s) = %v, want %v", tc.ip, got, tc.blocked)
 		}
 	}
-	if !Blocked(netip.Addr{}) {
+	if !blocked(netip.Addr{}) {
 		t.Error("the zero Addr is not blocked")
 	}
 }
@@ -326,3 +326,8 @@ func TestNewClientTimeout(t *testing.T) {
 		t.Fatalf("gave up after %s, want about 300ms", took.Round(time.Millisecond))
 	}
 }
+
+// blocked reports whether ip is in one of the refused ranges: loopback,
+// private, link-local, CGNAT, unspecified or multicast, also in their
+// IPv4-mapped IPv6 and NAT64 (64:ff9b::/96) forms.
+func blocked(ip netip.Addr) bool { return kind(ip) != "" }

@@ -29,7 +29,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/tidemark/tidemark/domain/stream"
-	"github.com/tidemark/tidemark/internal/outbound"
+	"github.com/tidemark/tidemark/internal/sink"
 )
 
 // The NATS destinations' own servers: the machine's server on 4222 admits
@@ -411,7 +411,7 @@ func TestCheckNATSAuth(t *testing.T) {
 		{stream.NATSAuth{NKey: seed[:len(seed)-2]}, "nats_nkey is not a user nkey seed"},
 		{stream.NATSAuth{NKey: seed, TLSCA: "-----BEGIN CERTIFICATE-----\nno\n-----END CERTIFICATE-----"}, "nats_tls_ca holds no PEM certificate"},
 	} {
-		err := outbound.CheckNATSAuth(tc.auth)
+		err := sink.CheckNATSAuth(tc.auth)
 		switch {
 		case tc.want == "" && err != nil:
 			t.Errorf("%s: %v", tc.auth.Kind(), err)

@@ -13,7 +13,6 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/tidemark/tidemark/domain/stream"
-	"github.com/tidemark/tidemark/internal/outbound"
 	"github.com/tidemark/tidemark/internal/queue/queuetest"
 	"github.com/tidemark/tidemark/internal/whsig"
 )
@@ -193,11 +192,4 @@ func TestPublishesToJetStream(t *testing.T) {
 		got = append(got, arrival{record: record, position: pos})
 	}
 	checkOrder(t, got, 15)
-}
-
-// TestTokens: what a NATS token cannot hold becomes "_".
-func TestTokens(t *testing.T) {
-	if got := outbound.Subject("p.q", "a.b", "c*d", "e> f"); got != "p.q.a_b.c_d.e__f" {
-		t.Errorf("subject %q", got)
-	}
 }

@@ -1,9 +1,9 @@
-// Package outbound is the sender: it pushes each destination's changes,
-// as Standard Webhooks messages or JetStream messages, from the node that
-// holds the destination's lease (stream.Outbox). A record's changes go one
-// at a time, in position order, each retried until answered 2xx; changes
-// of different records go in parallel, up to the destination's
-// max_in_flight.
+// Package outbound is the sender: it pushes each destination's changes
+// and alert events, through the destination's kind (internal/sink), from
+// the node that holds the destination's lease (stream.Outbox). A record's
+// changes go one at a time, in position order, each retried until
+// answered 2xx; changes of different records go in parallel, up to the
+// destination's max_in_flight.
 package outbound
 
 import (
@@ -12,13 +12,12 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
-	"net/http"
 	"os"
 	"sync"
 	"time"
 
 	"github.com/tidemark/tidemark/domain/stream"
-	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/sink"
 )
 
 // Defaults of Options.
@@ -98,22 +97,19 @@ func NodeID() string {
 
 // Sender sends the changes of the destinations it leases.
 type Sender struct {
-	store   stream.Outbox
-	o       Options
-	clients map[bool]*http.Client // by allow_private
-	nats    *natsConns
+	store stream.Outbox
+	o     Options
+	sinks *sink.Conns
 }
 
 // New returns a Sender on store.
 func New(store stream.Outbox, o Options) *Sender {
 	o = o.withDefaults()
+	// A connection unused for a lease's time is closed; there are at most
+	// as many of a kind as the destinations a node leases.
 	return &Sender{store: store, o: o,
-		clients: map[bool]*http.Client{false: egress.NewClient(false, o.Timeout), true: egress.NewClient(true, o.Timeout)},
-		nats:    newNATSConns(o)}
+		sinks: sink.Open(sink.Options{Timeout: o.Timeout, Idle: o.LeaseTTL, MaxConns: o.MaxLeases, Log: o.Log})}
 }
-
-// Owner is the name of this sender's leases.
-func (s *Sender) Owner() string { return s.o.Owner }
 
 type destKey struct{ tenantID, id int64 }
 
@@ -126,7 +122,7 @@ type destKey struct{ tenantID, id int64 }
 // destination polling for its own.
 func (s *Sender) Run(ctx context.Context) error {
 	workers := map[destKey]*worker{}
-	defer s.nats.close()
+	defer s.sinks.Close()
 	defer func() {
 		var held []stream.LeasedDestination
 		var draining sync.WaitGroup

@@ -262,24 +262,16 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	defer cancel()
 	sctx, span := tracing.StartRoot(sctx, "destination send", trace.WithSpanKind(trace.SpanKindProducer))
 	start := time.Now()
-	var a answer
-	switch {
-	case c.Alert != nil:
-		a = w.s.postAlert(sctx, d, *c.Alert)
-	case d.NATSURL != "":
-		a = w.s.publish(sctx, d, c.Change)
-	default:
-		a = w.s.post(sctx, d, c.Change)
-	}
-	r.At, r.Status, r.Error, r.Duration = start, a.status, a.err, time.Since(start)
+	a := w.s.sinks.Send(sctx, d, c)
+	r.At, r.Status, r.Error, r.Duration = start, a.Status, a.Err, time.Since(start)
 	endSendSpan(span, d, c, r)
 	if !r.Delivered() && (w.sends.Err() != nil || !time.Now().Before(until)) {
 		return sent{result: r, discard: true}
 	}
 	if !r.Delivered() {
-		r.Retry = stream.Backoff(c.Attempts+1, a.retryAfter)
+		r.Retry = stream.Backoff(c.Attempts+1, a.RetryAfter)
 		w.log.Debug("destination sender: attempt failed", "message", c.MessageID(), "attempts", c.Attempts+1,
-			"status", a.status, "err", a.err, "retry", r.Retry)
+			"status", a.Status, "err", a.Err, "retry", r.Retry)
 	}
 	return sent{result: r}
 }

@@ -153,16 +153,6 @@ func hubspotV1Hash(secret string, body []byte) []byte {
 	return h.Sum(nil)
 }
 
-// hubspotV2Hash is hex(SHA-256(secret + method + uri + body)). HubSpot uses
-// it for workflow actions and CRM cards, not for webhooks; it is kept for the
-// documented test vectors.
-func hubspotV2Hash(secret, method, uri string, body []byte) string {
-	h := sha256.New()
-	h.Write([]byte(secret + method + uri))
-	h.Write(body)
-	return hex.EncodeToString(h.Sum(nil))
-}
-
 func (hubspot) Authenticate(r *http.Request, body []byte, p domain.ProviderEndpoint, now time.Time) (string, error) {
 	if sig := r.Header.Get("X-HubSpot-Signature-v3"); sig != "" {
 		return hubspotAuthenticateV3(r, sig, body, p.Secrets, now)

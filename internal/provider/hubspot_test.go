@@ -17,7 +17,7 @@ import (
 func TestHubSpotAuthenticateErrors(t *testing.T) {
 	t.Parallel()
 	const secret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
-	body := []byte(hubspotResearchBody)
+	body := []byte(hubspotVectorBody)
 	// runAuthCases sends to http://hooks.example.com/webhooks/acme/p with no
 	// public base URL in the context, so that is the URL signed.
 	const uri = "http://hooks.example.com/webhooks/acme/p"
@@ -121,7 +121,7 @@ func TestHubSpotSignatureFromOfficialClient(t *testing.T) {
 func TestHubSpotReasonHidesQuery(t *testing.T) {
 	t.Parallel()
 	const secret = "3f7c2a10-6d4e-4b8a-9c21-5e0f8d7a6b43"
-	body := []byte(hubspotResearchBody)
+	body := []byte(hubspotVectorBody)
 	ts := strconv.FormatInt(testNow.UnixMilli(), 10)
 	r := httptest.NewRequest(http.MethodPost, "http://hooks.example.com/webhooks/acme/p?key=query-credential-0123456789", bytes.NewReader(body))
 	r.Header.Set("X-HubSpot-Signature-v3", SignHubSpotV3("other-secret", http.MethodPost, "http://hooks.example.com/webhooks/acme/p", body, ts))

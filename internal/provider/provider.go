@@ -264,9 +264,6 @@ func Names() []string {
 	return names
 }
 
-// Default is the name of the kind the connect form preselects.
-func Default() string { return defaultKind }
-
 // Get returns the kind of that name, or an EINVALID error listing the kinds.
 func Get(name string) (Kind, error) {
 	if k, ok := Lookup(name); ok {

@@ -200,13 +200,16 @@ func TestConstantTimeComparisons(t *testing.T) {
 	}
 }
 
-// TestKindNamesStayHome checks that no Go file outside the kinds' package
-// (tests aside) names a kind, so that adding a kind never means editing a
-// switch elsewhere.
+// TestKindNamesStayHome checks that no Go file outside a kind's homes
+// (tests aside) names it, so that adding a kind never means editing a
+// switch elsewhere. A kind has two homes: internal/provider, where every
+// kind lives, and internal/pull/<kind>/, its API's sources, which may name
+// their own kind only.
 func TestKindNamesStayHome(t *testing.T) {
 	t.Parallel()
-	named := regexp.MustCompile(`"(standard|hubspot|salesforce|shippo)"`)
+	named := regexp.MustCompile(`"(` + strings.Join(Names(), "|") + `)"`)
 	root := filepath.Join("..", "..")
+	sources := filepath.Join("internal", "pull") + string(filepath.Separator)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -222,16 +225,26 @@ func TestKindNamesStayHome(t *testing.T) {
 			strings.HasPrefix(rel, filepath.Join("internal", "provider")+string(filepath.Separator)) {
 			return nil
 		}
+		home := "" // the kind whose sources the file is
+		if strings.HasPrefix(rel, sources) {
+			home, _, _ = strings.Cut(strings.TrimPrefix(rel, sources), string(filepath.Separator))
+		}
 		src, err := os.ReadFile(path)
 		if err != nil {
 			return err
 		}
 		// A line marked "not a provider kind" uses one of the words for
 		// something else (a destination's format "standard").
+	lines:
 		for _, line := range strings.Split(string(src), "\n") {
-			if m := named.FindString(line); m != "" && !strings.Contains(line, "// not a provider kind") {
-				t.Errorf("%s names a provider kind (%s): look it up in the registry instead", rel, m)
-				break
+			if strings.Contains(line, "// not a provider kind") {
+				continue
+			}
+			for _, m := range named.FindAllStringSubmatch(line, -1) {
+				if m[1] != home {
+					t.Errorf("%s names a provider kind (%s): look it up in the registry instead", rel, m[0])
+					break lines
+				}
 			}
 		}
 		return nil

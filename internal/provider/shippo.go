@@ -176,10 +176,11 @@ func shippoAuthenticateHMAC(r *http.Request, body []byte, secrets []string, now 
 	if err != nil || n < 0 || ts[0] < '0' || ts[0] > '9' {
 		return domain.SignatureInvalid, fmt.Errorf("Shippo-Auth-Signature t must be a unix timestamp in seconds")
 	}
-	// The research (corroborated, not read from Shippo's page) says seconds.
-	// A value of 10^12 or more is read as milliseconds: as seconds it would be
-	// tens of thousands of years away and fail the window anyway. The MAC is
-	// computed over t exactly as sent either way.
+	// t is in seconds (docs/contract/webhooks.md#kind-shippo), which
+	// Shippo's page does not state; so a value of 10^12 or more is read as
+	// milliseconds: as seconds it would be tens of thousands of years away
+	// and fail the window anyway. The MAC is computed over t exactly as sent
+	// either way.
 	sent := time.Unix(n, 0)
 	if n >= 1e12 {
 		sent = time.UnixMilli(n)

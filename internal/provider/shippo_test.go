@@ -23,7 +23,7 @@ func shippoFixture(t *testing.T, name string) []byte {
 
 func TestShippoSignatureVector(t *testing.T) {
 	t.Parallel()
-	// The synthetic vector of the Shippo research notes (section 3.2).
+	// A synthetic vector: Shippo publishes none.
 	body := shippoFixture(t, "track_updated_test")
 	got := SignShippo("shippo-hmac-secret-synthetic", 1714564860, body)
 	want := "t=1714564860,v1=5b4302a55c73c5c1b387b919ebb2fbb58ab5381d9dea0c70cc8c06adc0107110"

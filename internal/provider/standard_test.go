@@ -95,7 +95,7 @@ func TestStandardParseErrors(t *testing.T) {
 	})
 }
 
-// TestStandardSvixHeaders (issue 26, §8): senders running on Svix name the
+// TestStandardSvixHeaders: senders running on Svix name the
 // headers svix-id, svix-timestamp and svix-signature; they are checked
 // exactly as the webhook-* names, which win when both are sent.
 func TestStandardSvixHeaders(t *testing.T) {

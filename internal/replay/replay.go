@@ -22,7 +22,7 @@ import (
 )
 
 // Replays re-run a stored delivery through the webhook's own parsing
-// (Parse, with today's provider settings and scopes) and ingest, as a
+// (provider.Parse, with today's provider settings and scopes) and ingest, as a
 // new delivery naming the original. The signature and timestamp are not
 // checked again: they were on arrival, and the stored headers are
 // redacted. Redaction never touches what parsing reads (an event id, a
@@ -110,7 +110,7 @@ func (rp *Replayer) replay(ctx context.Context, orig domain.DeliveryDetail, step
 	if err != nil {
 		return "", nil, &unparsableError{err}
 	}
-	events, err := Parse(kind, r, orig.Body, p)
+	events, err := provider.Parse(kind, r, orig.Body, p)
 	if err != nil {
 		return "", nil, &unparsableError{err}
 	}
@@ -145,17 +145,6 @@ func replayFailure(err error) string {
 		return "unparsable"
 	}
 	return domain.ErrorCode(err)
-}
-
-// Parse parses an authenticated body into its events, numbered in
-// delivery order: the webhook and replays share it, so a replay reads a
-// body exactly as today's receiver would.
-func Parse(kind provider.Kind, r *http.Request, body []byte, p domain.ProviderEndpoint) ([]domain.Event, error) {
-	events, err := kind.Parse(r, body, p)
-	for i := range events {
-		events[i].Seq = i
-	}
-	return events, err
 }
 
 // storedRequest rebuilds the request a delivery arrived with, as far as

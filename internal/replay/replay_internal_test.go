@@ -50,7 +50,7 @@ func TestStoredRequestParsesAlike(t *testing.T) {
 				sent.Header.Set(k, v)
 			}
 			p := domain.ProviderEndpoint{Provider: domain.Provider{Kind: name, Config: config}, Secrets: []string{secret}}
-			want, err := Parse(kind, sent, sample.Body, p)
+			want, err := provider.Parse(kind, sent, sample.Body, p)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,7 +62,7 @@ func TestStoredRequestParsesAlike(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := Parse(kind, stored, sample.Body, p)
+			got, err := provider.Parse(kind, stored, sample.Body, p)
 			if err != nil {
 				t.Fatalf("the stored request does not parse: %v", err)
 			}

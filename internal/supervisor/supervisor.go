@@ -3,11 +3,14 @@
 // reverse order within a bounded time, so that what a node accepted is
 // written before what it needs to write it goes away.
 //
-// A node lists its services from the bottom up: the database pools first,
-// then the group committers, then background work, and what accepts work
-// (the HTTP server, the queue consumer) last. On shutdown the last is
-// stopped first: nothing new is accepted, then the accepted work drains,
-// then the background stops, then the pools close.
+// A node lists its services from the bottom up, each after what it uses:
+// the database pools first, then what the rest reads (the span exporters,
+// the endpoint listener, the queue), background work, the group
+// committers, the workers that write through the store (replays, the
+// destination sender, alerts, backfill), and what accepts work (the HTTP
+// server, the queue consumer) last. On shutdown the last is stopped first:
+// nothing new is accepted, the workers stop, the accepted work drains,
+// the background stops, then the pools close.
 package supervisor
 
 import (

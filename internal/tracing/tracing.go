@@ -1,8 +1,9 @@
 // Package tracing is Tidemark's OpenTelemetry tracing: Setup configures
 // the official SDK from the standard OTEL_* environment variables, and
-// Start and StartRoot open spans. Tracing is off unless the environment
-// names an exporter; off, Start returns its context unchanged with a span
-// that records nothing, without allocating, so the hot path pays nothing.
+// Start and StartRoot open spans; Step runs a function as a span it opens
+// and closes. Tracing is off unless the environment names an exporter;
+// off, Start returns its context unchanged with a span that records
+// nothing, without allocating, so the hot path pays nothing.
 //
 // Spans carry identifiers and counts only (tenant slug, provider name,
 // delivery id, outcome counts, group sizes): never a body, a secret, a
@@ -11,6 +12,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"sync/atomic"
 
@@ -94,6 +96,40 @@ func StartRoot(ctx context.Context, name string, opts ...trace.SpanStartOption) 
 	return s.t.Start(ctx, name, opts...)
 }
 
+// Step runs fn as a span named name, a child of ctx's span, and passes fn
+// the span's context. An error fn returns marks the span failed with the
+// error's class: the one Classed gave it, else its domain error code.
+func Step(ctx context.Context, name string, fn func(ctx context.Context) error) error {
+	ctx, span := Start(ctx, name)
+	defer span.End()
+	err := fn(ctx)
+	if err != nil {
+		Fail(span, classOf(err))
+	}
+	return err
+}
+
+// Classed is err with the class a failed Step's span records (such as a
+// signature verdict); its message stays err's.
+func Classed(class string, err error) error { return &classedError{class: class, err: err} }
+
+type classedError struct {
+	class string
+	err   error
+}
+
+func (e *classedError) Error() string { return e.err.Error() }
+func (e *classedError) Unwrap() error { return e.err }
+
+// classOf is err's class on a span: Classed's, else its domain error code.
+func classOf(err error) string {
+	var c *classedError
+	if errors.As(err, &c) {
+		return c.class
+	}
+	return domain.ErrorCode(err)
+}
+
 // Extract returns ctx continuing the trace named by h's traceparent, when
 // it has a valid one and tracing is on.
 func Extract(ctx context.Context, h http.Header) context.Context {
@@ -113,15 +149,6 @@ func Fail(span trace.Span, class string) {
 	span.SetStatus(codes.Error, class)
 }
 
-// TraceID is the id of ctx's trace, "" when it has none.
-func TraceID(ctx context.Context) string {
-	sc := trace.SpanContextFromContext(ctx)
-	if !sc.HasTraceID() {
-		return ""
-	}
-	return sc.TraceID().String()
-}
-
 // NoteEndpoint records a delivery's tenant, provider and id on ctx's span.
 func NoteEndpoint(ctx context.Context, tenant, providerName, kind, deliveryID string) {
 	span := trace.SpanFromContext(ctx)
@@ -134,6 +161,13 @@ func NoteEndpoint(ctx context.Context, tenant, providerName, kind, deliveryID st
 		attrs = attrs[:3]
 	}
 	span.SetAttributes(attrs...)
+}
+
+// NoteEvents records on ctx's span how many events a delivery holds.
+func NoteEvents(ctx context.Context, n int) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(AttrEvents.Int(n))
+	}
 }
 
 // NoteOutcomes records on span how many events had each outcome, as

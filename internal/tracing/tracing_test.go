@@ -2,8 +2,17 @@ package tracing
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"go.opentelemetry.io/otel/codes"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // TestSetupFromEnvironment: tracing is off unless an OTLP endpoint or an
@@ -56,8 +65,71 @@ func TestOffCostsNothing(t *testing.T) {
 		_, root := StartRoot(ctx, "cleanup")
 		Fail(root, "x")
 		root.End()
+		Step(ctx, "authenticate", func(ctx context.Context) error {
+			NoteEvents(ctx, 1)
+			return nil
+		})
 	})
 	if allocs != 0 {
 		t.Errorf("%v allocations a span with tracing off, want 0", allocs)
+	}
+}
+
+// TestStep: a step is a child span of its context's, ended when its
+// function returns; a failed step records the class Classed gave its
+// error, or the error's domain code, and never the message.
+func TestStep(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	defer Use(tp)()
+	ctx, root := Start(context.Background(), "POST")
+	secret := errors.New("bad signature over a body quoting pat@example.com")
+	steps := []struct {
+		name  string
+		err   error
+		class string
+	}{
+		{"authenticate", Classed("invalid", secret), "invalid"},
+		{"classed wrapped", fmt.Errorf("step: %w", Classed("unparsable", secret)), "unparsable"},
+		{"parse", nil, ""},
+		{"commit", domain.Errorf(domain.EUNAVAILABLE, "down"), domain.EUNAVAILABLE},
+		{"respond", secret, domain.EINTERNAL},
+	}
+	for _, s := range steps {
+		err := Step(ctx, s.name, func(ctx context.Context) error {
+			if trace.SpanFromContext(ctx).SpanContext().SpanID() == root.SpanContext().SpanID() {
+				t.Errorf("%s: fn was given the parent's context", s.name)
+			}
+			NoteEvents(ctx, 2)
+			return s.err
+		})
+		if err != s.err {
+			t.Errorf("%s: Step returned %v, want fn's %v", s.name, err, s.err)
+		}
+	}
+	if got := Classed("invalid", secret).Error(); got != secret.Error() {
+		t.Errorf("Classed's message %q, want its error's %q", got, secret)
+	}
+	root.End()
+	ended := rec.Ended()
+	if len(ended) != len(steps)+1 {
+		t.Fatalf("%d spans ended, want %d", len(ended), len(steps)+1)
+	}
+	for i, s := range steps {
+		span := ended[i]
+		attrs := map[string]string{}
+		for _, kv := range span.Attributes() {
+			attrs[string(kv.Key)] = kv.Value.String()
+		}
+		wantStatus := codes.Unset
+		if s.class != "" {
+			wantStatus = codes.Error
+		}
+		if span.Name() != s.name || span.Parent().SpanID() != root.SpanContext().SpanID() ||
+			attrs["error.type"] != s.class || span.Status().Code != wantStatus || span.Status().Description != s.class ||
+			attrs["tidemark.events"] != "2" {
+			t.Errorf("span %q: parent %s, attributes %v, status %v; want %q under the root, error.type and status %q",
+				span.Name(), span.Parent().SpanID(), attrs, span.Status(), s.name, s.class)
+		}
 	}
 }

@@ -19,16 +19,12 @@ import (
 // db is the pools the services of the package share.
 type db struct {
 	pool *pgxpool.Pool // writes
-	read *pgxpool.Pool // reads and sign-ins; pool until UseReadPool
+	read *pgxpool.Pool // reads and sign-ins
 	// addressChecks is the sign-in limit of an address over all accounts:
 	// domain.MaxLoginChecksAddress, lowered by tests that reach it.
 	addressChecks int
 	ids           *pg.IDHashes // name refused sign-ins in the audit log
 }
-
-// UseReadPool makes the reads and sign-ins of every service of the
-// package use p.
-func (d *db) UseReadPool(p *pgxpool.Pool) { d.read = p }
 
 // The services.
 type (
@@ -37,9 +33,9 @@ type (
 	Tokens   struct{ *db } // API tokens
 )
 
-// New returns the services on pool; ids names refused sign-ins.
-func New(pool *pgxpool.Pool, ids *pg.IDHashes) (*Users, *Sessions, *Tokens) {
-	d := &db{pool: pool, read: pool, addressChecks: domain.MaxLoginChecksAddress, ids: ids}
+// New returns the services on pools; ids names refused sign-ins.
+func New(pools pg.Pools, ids *pg.IDHashes) (*Users, *Sessions, *Tokens) {
+	d := &db{pool: pools.Write, read: pools.ForReads(), addressChecks: domain.MaxLoginChecksAddress, ids: ids}
 	return &Users{d}, &Sessions{d}, &Tokens{d}
 }
 

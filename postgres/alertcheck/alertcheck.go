@@ -1,8 +1,9 @@
 // Package alertcheck evaluates the built-in alert rules (domain/alerting)
-// of every tenant: it measures each rule's condition (rules.go), fires an
-// alert for each new finding and resolves each firing alert whose finding
-// is gone, in one transaction, on one node at a time; and it exports the
-// firing alerts to Prometheus (metrics.go).
+// of every tenant: it measures each rule's condition (rules.go, and one
+// rule_<name>.go per rule), fires an alert for each new finding and
+// resolves each firing alert whose finding is gone, in one transaction, on
+// one node at a time; and it exports the firing alerts to Prometheus
+// (metrics.go).
 package alertcheck
 
 import (
@@ -22,14 +23,11 @@ import (
 // /metrics on the read pool.
 type Evaluations struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool
 }
 
-// New returns a Evaluations on pool.
-func New(pool *pgxpool.Pool) *Evaluations { return &Evaluations{pool: pool, read: pool} }
-
-// UseReadPool makes the metrics read on p.
-func (c *Evaluations) UseReadPool(p *pgxpool.Pool) { c.read = p }
+// New returns the Evaluations of pools.
+func New(pools pg.Pools) *Evaluations { return &Evaluations{pool: pools.Write, read: pools.ForReads()} }
 
 // evaluationLockKey is the session advisory lock an evaluation holds, so
 // that one node at a time evaluates ("tdmalert" in ASCII).
@@ -169,7 +167,7 @@ func evaluate(ctx context.Context, tx pgx.Tx, now time.Time, queue alerting.Queu
 		if m, ok := measured[k]; ok && m.Holds {
 			continue
 		}
-		if !queue.Known && (k.rule == alerting.QueueBacklog || k.rule == alerting.DeadLetters) {
+		if d, _ := alerting.Lookup(k.rule); !queue.Known && d.Queued {
 			continue // the stream could not be read: nothing is known of them
 		}
 		// The value at resolution is the measure's; without one (a disabled

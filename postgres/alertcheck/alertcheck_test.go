@@ -409,8 +409,8 @@ func TestDestinationFailingFiresOnceResolvesOnce(t *testing.T) {
 	t0 := time.Now()
 	var id, paused int64
 	for i, status := range []string{"active", "paused"} {
-		err := pool.QueryRow(ctx, `INSERT INTO destinations (tenant_id, url, types, status, created_at)
-			VALUES ($1, $2, '{record.*}', $3, $4) RETURNING id`, crm.TenantID, fmt.Sprintf("https://hooks.example.com/%d?token=S3cr3t", i),
+		err := pool.QueryRow(ctx, `INSERT INTO destinations (tenant_id, kind, url, types, status, created_at)
+			VALUES ($1, 'webhook', $2, '{record.*}', $3, $4) RETURNING id`, crm.TenantID, fmt.Sprintf("https://hooks.example.com/%d?token=S3cr3t", i),
 			status, t0.Add(-time.Hour)).Scan(map[int]*int64{0: &id, 1: &paused}[i])
 		if err != nil {
 			t.Fatal(err)

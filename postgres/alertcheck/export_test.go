@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain/alerting"
@@ -14,8 +13,8 @@ import (
 // tenant as of now (the rule enabled in the tenant), by name.
 func RefusalsCounted(ctx context.Context, pool *pgxpool.Pool, tenant int64, now time.Time) (map[string]int64, error) {
 	var b rulesBatch
-	b.queue(alerting.Refusals, refusalsSQL, tenant, pgx.NamedArgs{"now": now},
-		func(row pgx.CollectableRow) (alerting.Measure, error) { return scanRefusals(row, now) })
+	d, _ := alerting.Lookup(alerting.Refusals)
+	b.queue(d, now, tenant, nil)
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return nil, err

@@ -23,14 +23,11 @@ import (
 // read pool.
 type Rules struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool
 }
 
-// New returns the alert rules and alerts of pool.
-func New(pool *pgxpool.Pool) *Rules { return &Rules{pool: pool, read: pool} }
-
-// UseReadPool makes the reads use p.
-func (s *Rules) UseReadPool(p *pgxpool.Pool) { s.read = p }
+// New returns the alert rules and alerts of pools.
+func New(pools pg.Pools) *Rules { return &Rules{pool: pools.Write, read: pools.ForReads()} }
 
 var _ alerting.Service = (*Rules)(nil)
 

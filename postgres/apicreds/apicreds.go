@@ -22,17 +22,14 @@ import (
 // of what may be shown use the read pool.
 type Credentials struct {
 	pool    *pgxpool.Pool
-	read    *pgxpool.Pool // pool until UseReadPool
-	secrets *pg.Secrets   // seals and opens with the keyring; logs what it cannot open
+	read    *pgxpool.Pool
+	secrets *pg.Secrets // seals and opens with the keyring; logs what it cannot open
 }
 
-// New returns the API credentials of pool, sealed and opened by secrets.
-func New(pool *pgxpool.Pool, secrets *pg.Secrets) *Credentials {
-	return &Credentials{pool: pool, read: pool, secrets: secrets}
+// New returns the API credentials of pools, sealed and opened by secrets.
+func New(pools pg.Pools, secrets *pg.Secrets) *Credentials {
+	return &Credentials{pool: pools.Write, read: pools.ForReads(), secrets: secrets}
 }
-
-// UseReadPool makes the reads of what may be shown use p.
-func (c *Credentials) UseReadPool(p *pgxpool.Pool) { c.read = p }
 
 var _ pull.CredentialStore = (*Credentials)(nil)
 

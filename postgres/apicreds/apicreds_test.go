@@ -35,7 +35,7 @@ type fixture struct {
 func setup(t *testing.T) fixture {
 	t.Helper()
 	logger, log := testlog.Logger()
-	s, err := postgres.Open(testdb.New(t), postgres.Options{Keys: [][]byte{pgtest.Key}, Logger: logger})
+	s, err := postgres.Open(postgres.Pools{Write: testdb.New(t)}, postgres.Options{Keys: [][]byte{pgtest.Key}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +269,7 @@ func TestAudited(t *testing.T) {
 func TestSetRefusesANewKey(t *testing.T) {
 	t.Parallel()
 	f := setup(t)
-	other, err := postgres.Open(f.s.Pool(), postgres.Options{Keys: [][]byte{[]byte("fedcba9876543210fedcba9876543210"), pgtest.Key}})
+	other, err := postgres.Open(postgres.Pools{Write: f.s.Pool()}, postgres.Options{Keys: [][]byte{[]byte("fedcba9876543210fedcba9876543210"), pgtest.Key}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,8 @@ type Log struct {
 	read *pgxpool.Pool
 }
 
-// New returns a Log reading on pool until UseReadPool gives it the reads'.
-func New(pool *pgxpool.Pool) *Log { return &Log{read: pool} }
-
-// UseReadPool makes the log's reads use p.
-func (s *Log) UseReadPool(p *pgxpool.Pool) { s.read = p }
+// New returns a Log reading on pools' read pool.
+func New(pools pg.Pools) *Log { return &Log{read: pools.ForReads()} }
 
 var _ domain.AuditService = (*Log)(nil)
 

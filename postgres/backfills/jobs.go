@@ -1,5 +1,6 @@
 // Package backfills keeps backfill jobs (domain/pull): operators and the
-// sweep queue them, serve's nodes claim, report on and finish them. The
+// sweep queue them, serve's nodes claim, report on and finish them. It
+// also answers which fields a provider's snapshots carry (fields.go). The
 // pulling itself is internal/backfill's, through the ingest write path.
 package backfills
 
@@ -22,14 +23,11 @@ import (
 // reads use the read pool.
 type Keeper struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool
 }
 
-// New returns the jobs on pool.
-func New(pool *pgxpool.Pool) *Keeper { return &Keeper{pool: pool, read: pool} }
-
-// UseReadPool makes the reads of jobs use p.
-func (k *Keeper) UseReadPool(p *pgxpool.Pool) { k.read = p }
+// New returns the jobs on pools.
+func New(pools pg.Pools) *Keeper { return &Keeper{pool: pools.Write, read: pools.ForReads()} }
 
 var (
 	_ pull.JobStore       = (*Keeper)(nil)

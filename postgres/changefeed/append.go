@@ -18,12 +18,11 @@ import (
 
 // appendSQL writes one change of a record. An applied change (an adopted
 // conflict) carries the record's snapshot as it is now; a reset or an
-// erasure none. Its previous revision and snapshot are those of the
-// record's last change, none after a reset or an erasure.
+// erasure none, and so no changed fields. Its previous revision and
+// snapshot are PreviousColumns of the record's last change.
 var appendSQL = pg.Named(`
 WITH previous AS (
-    SELECT CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.revision END AS revision,
-           CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
+    SELECT ` + PreviousColumns + `
     FROM changes c
     WHERE c.tenant_id = @tenant_id AND c.provider_id = @provider_id AND c.object_type = @object_type
       AND c.object_id = @object_id
@@ -32,7 +31,8 @@ WITH previous AS (
     SELECT CASE WHEN @type::text = 'record.applied' THEN (
         SELECT r.snapshot FROM records r
         WHERE r.tenant_id = @tenant_id AND r.provider_id = @provider_id AND r.object_type = @object_type
-          AND r.object_id = @object_id) END AS snapshot
+          AND r.object_id = @object_id) END AS snapshot,
+           (SELECT snapshot FROM previous) AS previous_snapshot
 ), head AS (
     INSERT INTO change_heads AS h (tenant_id, position) VALUES (@tenant_id, 1)
     ON CONFLICT (tenant_id) DO UPDATE SET position = h.position + 1
@@ -42,10 +42,7 @@ INSERT INTO changes (tenant_id, position, type, provider_id, object_type, object
                      changed, snapshot, event_id, delivery_id, committed_at)
 SELECT @tenant_id, head.position, @type, @provider_id, @object_type, @object_id, @revision::bigint,
        (SELECT revision FROM previous),
-       CASE WHEN cur.snapshot IS NULL THEN '{}'::text[] ELSE ARRAY(
-           SELECT k FROM (SELECT jsonb_object_keys(cur.snapshot)
-                          UNION SELECT jsonb_object_keys(coalesce((SELECT snapshot FROM previous), '{}'))) f (k)
-           WHERE cur.snapshot -> k IS DISTINCT FROM (SELECT snapshot FROM previous) -> k ORDER BY k) END,
+       CASE WHEN cur.snapshot IS NULL THEN '{}'::text[] ELSE ` + ChangedFields + ` END,
        cur.snapshot, @event_id, NULL, clock_timestamp()
 FROM head, current cur`)
 

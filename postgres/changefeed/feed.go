@@ -1,8 +1,10 @@
 // Package changefeed reads the change stream (stream.ChangeFeed): the
-// changes that ingest, resets, erasures and adoptions wrote at positions of
-// their tenant's feed (migration 00034). Positions are handed out in commit
-// order by AppendSQL's head row, so a reader lists them in position order
-// without ever skipping one that commits later.
+// changes that ingest (postgres/ingest/changes.go), resets, erasures and
+// adoptions (Append) wrote at positions of their tenant's feed (migration
+// 00034), by the rules of rules.go. Each writer takes its positions from
+// the tenant's head row (change_heads) and holds its lock until commit, so
+// positions are handed out in commit order and a reader lists them in
+// position order without ever skipping one that commits later.
 package changefeed
 
 import (
@@ -49,16 +51,13 @@ ORDER BY c.position`
 
 const headSQL = `SELECT coalesce((SELECT position FROM change_heads WHERE tenant_id = @tenant_id), 0)`
 
-// Feed reads the feed, on the read pool once UseReadPool gives one.
+// Feed reads the feed on the read pool.
 type Feed struct {
 	read *pgxpool.Pool
 }
 
-// New returns a Feed reading on pool.
-func New(pool *pgxpool.Pool) *Feed { return &Feed{read: pool} }
-
-// UseReadPool makes the feed's reads use p.
-func (f *Feed) UseReadPool(p *pgxpool.Pool) { f.read = p }
+// New returns a Feed reading on pools' read pool.
+func New(pools pg.Pools) *Feed { return &Feed{read: pools.ForReads()} }
 
 var _ stream.ChangeFeed = (*Feed)(nil)
 

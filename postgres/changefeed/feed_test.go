@@ -29,7 +29,7 @@ func TestFeedPagesStopAtBytes(t *testing.T) {
 	pgtest.Ingest(t, s, other, pgtest.Event("o1", "o1", 1, snapshot(3)))
 	pgtest.Ingest(t, s, other, pgtest.Event("o2", "o2", 1, snapshot(3)))
 
-	feed := changefeed.New(s.Pool())
+	feed := changefeed.New(postgres.Pools{Write: s.Pool()})
 	pages := func(filter stream.ChangeFilter) [][]string {
 		var out [][]string
 		for after := int64(0); ; {

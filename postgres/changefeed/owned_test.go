@@ -93,7 +93,7 @@ func TestFeedFilters(t *testing.T) {
 	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`))
 	pgtest.Ingest(t, s, other, pgtest.Event("e2", "c2", 1, `{}`))
 	pgtest.Ingest(t, s, elsewhere, pgtest.Event("e3", "c3", 1, `{}`))
-	feed := changefeed.New(s.Pool())
+	feed := changefeed.New(postgres.Pools{Write: s.Pool()})
 	got, err := feed.Changes(ctx, p.TenantID, stream.ChangeQuery{Limit: 10, ChangeFilter: stream.ChangeFilter{Provider: "other"}})
 	if err != nil || len(got) != 1 || got[0].EventID != "e2" || got[0].Position != 2 {
 		t.Fatalf("provider filter: %v %v", describe(got), err)

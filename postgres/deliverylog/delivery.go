@@ -23,11 +23,8 @@ import (
 // Inspector serves domain.DeliveryService on the read pool.
 type Inspector struct{ read *pgxpool.Pool }
 
-// New returns the delivery log's reads on pool.
-func New(pool *pgxpool.Pool) *Inspector { return &Inspector{read: pool} }
-
-// UseReadPool makes the reads use p.
-func (s *Inspector) UseReadPool(p *pgxpool.Pool) { s.read = p }
+// New returns the delivery log's reads on pools' read pool.
+func New(pools pg.Pools) *Inspector { return &Inspector{read: pools.ForReads()} }
 
 var _ domain.DeliveryService = (*Inspector)(nil)
 

@@ -2,7 +2,7 @@
 // are pushed, their signing secrets, pause, resume and rewind
 // (docs/contract/destinations.md). Sending is the sender's; whether a URL
 // may be reached is checked before a destination is stored here
-// (internal/destination), since storage calls out to nothing.
+// (sink.Check), since storage calls out to nothing.
 package destinations
 
 import (
@@ -23,17 +23,14 @@ import (
 // read pool.
 type Manager struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool
 	keys *pg.Keyring
 }
 
-// New returns the destinations of pool, whose secrets keys seal.
-func New(pool *pgxpool.Pool, keys *pg.Keyring) *Manager {
-	return &Manager{pool: pool, read: pool, keys: keys}
+// New returns the destinations of pools, whose secrets keys seal.
+func New(pools pg.Pools, keys *pg.Keyring) *Manager {
+	return &Manager{pool: pools.Write, read: pools.ForReads(), keys: keys}
 }
-
-// UseReadPool makes the reads of destinations use p.
-func (m *Manager) UseReadPool(p *pgxpool.Pool) { m.read = p }
 
 var _ stream.DestinationService = (*Manager)(nil)
 
@@ -41,7 +38,7 @@ var _ stream.DestinationService = (*Manager)(nil)
 // them. Its lag is the oldest change in its queue or, with the queue
 // empty, the first change of the feed after its cursor, which the sender
 // has yet to take.
-const destinationColumns = `d.tenant_id, d.id, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
+const destinationColumns = `d.tenant_id, d.id, d.kind, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
        coalesce((SELECT p.name FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id), ''),
        coalesce(d.object_type, ''), d.types, d.format, d.allow_private,
        coalesce(nullif(n.auth, 'none'), ''), coalesce(n.tls_ca, false),
@@ -56,7 +53,7 @@ CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest F
 
 func scanDestination(row pgx.CollectableRow) (stream.Destination, error) {
 	var d stream.Destination
-	err := row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types, &d.Format,
+	err := row.Scan(&d.TenantID, &d.ID, &d.Kind, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types, &d.Format,
 		&d.AllowPrivate, &d.NATSAuth, &d.NATSTLSCA, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.BehindRetention, &d.CreatedAt, &d.LastSuccess,
 		&d.Pending, &d.Oldest)
 	return d, err
@@ -130,7 +127,7 @@ func (m *Manager) DestinationAttempts(ctx context.Context, tenantID, id int64, p
 	limit := pg.PageLimit(page)
 	rows, err := m.read.Query(ctx, destinationAttemptsSQL,
 		pgx.NamedArgs{"tenant_id": tenantID, "id": id, "before_id": before, "limit": limit + 1,
-			"alert_base": stream.AlertQueueBase()})
+			"alert_base": stream.AlertQueueBase})
 	if err != nil {
 		return nil, "", pg.Translate(err)
 	}

@@ -81,7 +81,7 @@ func TestCreateDestination(t *testing.T) {
 	const seed = "SUAJ6IRC2DLKBXW5AYCQYCKHMLIPSQFSRVPGMRRZ3O5MHRI6ZDEVRJFNDU" // what the store seals: it parses nothing
 	nats, _ := create(t, s, ctx, tenant, stream.NewDestination{NATSURL: "nats://nats.example.com:4222", Subject: "crm.changes",
 		NATS: stream.NATSAuth{NKey: seed, TLSCA: "-----BEGIN CERTIFICATE-----"}})
-	if nats.Target() != "nats://nats.example.com:4222 crm.changes.>" || strings.Join(nats.Types, ",") != "record.*" ||
+	if nats.Target() != "nats://nats.example.com:4222 crm.changes.>" || strings.Join(nats.Types, ",") != "record.*" || nats.Kind != "nats" || d.Kind != "webhook" ||
 		nats.NATSAuth != stream.NATSAuthNKey || !nats.NATSTLSCA {
 		t.Fatalf("NATS destination %+v", nats)
 	}
@@ -407,7 +407,7 @@ func TestAlertDestinations(t *testing.T) {
 	commit(t, s, tenant, 1)
 	queue(t, s, tenant, both.ID, 1)
 	if _, err := s.Pool().Exec(ctx, `INSERT INTO destination_queue (tenant_id, destination_id, position, record_key, committed_at)
-		VALUES ($1, $2, $3, 'alerts', now())`, tenant, both.ID, stream.AlertQueuePosition(cursor)); err != nil {
+		VALUES ($1, $2, $3, 'alerts', now())`, tenant, both.ID, (cursor + stream.AlertQueueBase)); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.RewindDestination(ctx, tenant, both.ID, 0); err != nil {
@@ -417,7 +417,7 @@ func TestAlertDestinations(t *testing.T) {
 		t.Errorf("after a rewind %d pending, want the alert event", got.Pending)
 	}
 	_, err := s.Pool().Exec(ctx, `INSERT INTO destination_attempts (tenant_id, destination_id, position, status, duration_ms)
-		VALUES ($1, $2, $3, 200, 5)`, tenant, both.ID, stream.AlertQueuePosition(cursor))
+		VALUES ($1, $2, $3, 200, 5)`, tenant, both.ID, (cursor + stream.AlertQueueBase))
 	if err != nil {
 		t.Fatal(err)
 	}

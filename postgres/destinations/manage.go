@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/internal/sink"
 	"github.com/tidemark/tidemark/internal/whsig"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
@@ -27,22 +28,23 @@ SELECT coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tena
        coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = @tenant_id), 0)`
 
 const insertDestinationSQL = `
-INSERT INTO destinations (tenant_id, url, nats_url, subject, provider_id, object_type, types, format, allow_private,
+INSERT INTO destinations (tenant_id, kind, url, nats_url, subject, provider_id, object_type, types, format, allow_private,
                           max_in_flight, cursor, alert_cursor)
-VALUES (@tenant_id, @url::text, @nats_url::text, @subject::text, @provider_id::bigint, @object_type::text, @types::text[],
+VALUES (@tenant_id, @kind, @url::text, @nats_url::text, @subject::text, @provider_id::bigint, @object_type::text, @types::text[],
         @format, @allow_private, @max_in_flight,
         @cursor, @alert_cursor)
 RETURNING id`
 
-// CreateDestination implements stream.DestinationService. Whether the URL
-// may be reached, and whether NATS credentials parse, is the caller's to
-// check first (internal/destination). Its signing secret and NATS
+// CreateDestination implements stream.DestinationService. It checks nd's
+// form, its kind's included (sink.CheckForm, which reaches out to
+// nothing); whether the URL may be reached, and whether NATS credentials
+// parse, is the caller's to check first (sink.Check). Its signing secret and NATS
 // credentials are sealed under the store's first key; under a key that
 // none of the secrets in use are stored under it refuses with ECONFLICT
 // (pg.CheckSealingKey), unless ctx allows a new key.
 func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stream.NewDestination) (stream.Destination, string, error) {
 	var d stream.Destination
-	nd, err := nd.Check()
+	nd, err := sink.CheckForm(nd)
 	if err != nil {
 		return d, "", err
 	}
@@ -72,7 +74,7 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 		}
 		var id int64
 		err := tx.QueryRow(ctx, insertDestinationSQL, pgx.NamedArgs{"tenant_id": tenantID, "cursor": cursor, "alert_cursor": alertCursor,
-			"url": pg.NullString(nd.URL), "nats_url": pg.NullString(nd.NATSURL), "subject": pg.NullString(nd.Subject),
+			"kind": nd.Kind, "url": pg.NullString(nd.URL), "nats_url": pg.NullString(nd.NATSURL), "subject": pg.NullString(nd.Subject),
 			"provider_id": providerID, "object_type": pg.NullString(nd.ObjectType), "types": nd.Types,
 			"format": nd.Format, "allow_private": nd.AllowPrivate, "max_in_flight": nd.MaxInFlight}).Scan(&id)
 		if err != nil {

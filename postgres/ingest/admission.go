@@ -4,7 +4,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/tidemark/tidemark/domain/overload"
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Admission: a delivery joins its tenant's queue unless the queue is
@@ -43,19 +43,19 @@ type paceSample struct {
 // the reason, or returns nil. Called with q.mu held.
 func (w *Writer) admit(q *groupQueues, queue []*ingestJob, events int, deadline time.Time, hasDeadline bool) error {
 	if len(queue) >= w.maxQueued {
-		return overload.Refuse(overload.QueueFull, "%d deliveries of this tenant are already waiting to be written", len(queue))
+		return domain.RefuseOverload(domain.OverloadQueueFull, "%d deliveries of this tenant are already waiting to be written", len(queue))
 	}
 	if len(queue) == 0 {
 		return nil
 	}
 	waiting := groupEvents(queue) + events
 	if waiting > maxQueuedEvents {
-		return overload.Refuse(overload.Memory, "%d events of this tenant are already waiting to be written", waiting-events)
+		return domain.RefuseOverload(domain.OverloadMemory, "%d events of this tenant are already waiting to be written", waiting-events)
 	}
 	// The pace is read only past the floor: a short queue, as most are,
 	// costs no sort of the samples on the way in.
 	if waiting > minQueuedEvents && waiting > q.queuedEventsAllowed(deadline, hasDeadline) {
-		return overload.Refuse(overload.Budget,
+		return domain.RefuseOverload(domain.OverloadBudget,
 			"%d events of this tenant are waiting, more than it is writing within a delivery's time", waiting-events)
 	}
 	return nil

@@ -4,6 +4,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -21,8 +22,8 @@ import (
 
 // changesSQL writes the group's changes: positions per tenant in arrival
 // order, each change's previous revision and snapshot from the record's
-// change before it (in this group, else in the feed; none after a reset or
-// an erasure), and the names of the top-level fields that differ.
+// change before it (in this group, else changefeed.PreviousColumns of its
+// last in the feed), and changefeed.ChangedFields.
 const changesSQL = `
 WITH accepted AS (
     SELECT e.i, e.tenant_id, e.provider_id, e.object_type, e.object_id, e.revision, e.event_id, e.delivery_id, a.snapshot,
@@ -53,8 +54,7 @@ WITH accepted AS (
                 CASE WHEN n.before_i IS NOT NULL THEN n.before_snapshot ELSE s.snapshot END AS previous_snapshot
     FROM numbered n
     LEFT JOIN LATERAL (
-        SELECT CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.revision END AS revision,
-               CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
+        SELECT ` + changefeed.PreviousColumns + `
         FROM changes c
         WHERE c.tenant_id = n.tenant_id AND c.provider_id = n.provider_id
           AND c.object_type = n.object_type AND c.object_id = n.object_id
@@ -63,8 +63,7 @@ WITH accepted AS (
 INSERT INTO changes (tenant_id, position, type, provider_id, object_type, object_id, revision, previous_revision,
                      changed, snapshot, event_id, delivery_id, committed_at)
 SELECT tenant_id, position, type, provider_id, object_type, object_id, revision, previous_revision,
-       ARRAY(SELECT k FROM (SELECT jsonb_object_keys(snapshot) UNION SELECT jsonb_object_keys(coalesce(previous_snapshot, '{}'))) f (k)
-             WHERE snapshot -> k IS DISTINCT FROM previous_snapshot -> k ORDER BY k),
+       ` + changefeed.ChangedFields + `,
        snapshot, event_id, delivery_id, clock_timestamp()
 FROM previous`
 
@@ -101,8 +100,7 @@ WITH accepted AS (
                 CASE WHEN n.before_i IS NOT NULL THEN n.before_snapshot ELSE s.snapshot END AS previous_snapshot
     FROM numbered n
     LEFT JOIN LATERAL (
-        SELECT CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.revision END AS revision,
-               CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
+        SELECT ` + changefeed.PreviousColumns + `
         FROM changes c
         WHERE c.tenant_id = @tenant::bigint AND c.provider_id = n.provider_id AND c.object_type = n.object_type
           AND c.object_id = n.object_id
@@ -111,8 +109,7 @@ WITH accepted AS (
 INSERT INTO changes (tenant_id, position, type, provider_id, object_type, object_id, revision, previous_revision,
                      changed, snapshot, event_id, delivery_id, committed_at)
 SELECT @tenant::bigint, position, type, provider_id, object_type, object_id, revision, previous_revision,
-       ARRAY(SELECT k FROM (SELECT jsonb_object_keys(snapshot) UNION SELECT jsonb_object_keys(coalesce(previous_snapshot, '{}'))) f (k)
-             WHERE snapshot -> k IS DISTINCT FROM previous_snapshot -> k ORDER BY k),
+       ` + changefeed.ChangedFields + `,
        snapshot, event_id, delivery_id, clock_timestamp()
 FROM previous`
 

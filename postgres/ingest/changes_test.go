@@ -23,7 +23,7 @@ func feed(t *testing.T, s *postgres.Store, tenantID, after int64, limit int) []s
 	t.Helper()
 	var all []stream.Change
 	for {
-		page, err := changefeed.New(s.Pool()).Changes(context.Background(), tenantID, stream.ChangeQuery{After: after, Limit: limit})
+		page, err := changefeed.New(postgres.Pools{Write: s.Pool()}).Changes(context.Background(), tenantID, stream.ChangeQuery{After: after, Limit: limit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func TestFeedUnderConcurrentNodes(t *testing.T) {
 
 	var followed []stream.Change
 	var after int64
-	reader := changefeed.New(nodes[1].Pool())
+	reader := changefeed.New(postgres.Pools{Write: nodes[1].Pool()})
 	for finished := false; ; {
 		select {
 		case <-done:

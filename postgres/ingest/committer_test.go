@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/overload"
 )
 
 // TestQueuedEventsFollowPace: how many events may wait ahead of a delivery
@@ -81,12 +80,12 @@ func TestAdmissionReasons(t *testing.T) {
 		{"empty queue", nil, maxQueuedEvents + 1, ""},
 		{"short queue at a slow pace", jobs(7, 1), 1, ""},
 		{"two groups' worth at a slow pace", jobs(2, maxGroupEvents-1), 1, ""},
-		{"too many deliveries", jobs(8, 1), 1, overload.QueueFull},
-		{"past the floor at a slow pace", jobs(2, maxGroupEvents), 1, overload.Budget},
-		{"past the memory bound", jobs(1, maxQueuedEvents), 1, overload.Memory},
+		{"too many deliveries", jobs(8, 1), 1, domain.OverloadQueueFull},
+		{"past the floor at a slow pace", jobs(2, maxGroupEvents), 1, domain.OverloadBudget},
+		{"past the memory bound", jobs(1, maxQueuedEvents), 1, domain.OverloadMemory},
 	} {
 		err := w.admit(&slow, tc.queue, tc.events, in3s, true)
-		if got := overload.ReasonOf(err); got != tc.want || (err != nil) != (tc.want != "") {
+		if got := domain.OverloadReason(err); got != tc.want || (err != nil) != (tc.want != "") {
 			t.Errorf("%s: %v (reason %q), want reason %q", tc.name, err, got, tc.want)
 		}
 		if err != nil && domain.ErrorCode(err) != domain.EUNAVAILABLE {

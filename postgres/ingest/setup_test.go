@@ -147,7 +147,7 @@ func nodeStore(t *testing.T, url string) *postgres.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	s, err := postgres.Open(pool, postgres.Options{Keys: [][]byte{testKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	s, err := postgres.Open(postgres.Pools{Write: pool}, postgres.Options{Keys: [][]byte{testKey}, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func storeConfigured(t testing.TB, url string, configure func(*pgxpool.Config)) 
 func logStore(t *testing.T, pool *pgxpool.Pool) (*postgres.Store, *testlog.Buffer) {
 	t.Helper()
 	logger, log := testlog.Logger()
-	s, err := postgres.Open(pool, postgres.Options{Keys: [][]byte{testKey}, Logger: logger})
+	s, err := postgres.Open(postgres.Pools{Write: pool}, postgres.Options{Keys: [][]byte{testKey}, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,25 +63,11 @@ type Writer struct {
 	withoutChanges bool
 }
 
-// Option configures a Writer beyond its defaults.
-type Option func(*Writer)
-
-// CounterShards sets how many counter rows share one count.
-func CounterShards(n int) Option { return func(w *Writer) { w.counterShards = n } }
-
-// MaxQueued sets how many deliveries of one tenant may wait for its
-// committer in this process.
-func MaxQueued(n int) Option { return func(w *Writer) { w.maxQueued = n } }
-
-// New returns a Writer on pool that opens provider secrets with secrets and
-// logs what fails no request to log.
-func New(pool *pgxpool.Pool, secrets *pg.Secrets, log *slog.Logger, opts ...Option) *Writer {
-	w := &Writer{pool: pool, secrets: secrets, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued,
-		lanes: defaultLanes(pool.Config().MaxConns), laneLockWait: defaultLaneLockWait}
-	for _, o := range opts {
-		o(w)
-	}
-	return w
+// New returns a Writer on pools' write pool that opens provider secrets
+// with secrets and logs what fails no request to log.
+func New(pools pg.Pools, secrets *pg.Secrets, log *slog.Logger) *Writer {
+	return &Writer{pool: pools.Write, secrets: secrets, log: log, counterShards: defaultCounterShards, maxQueued: defaultMaxQueued,
+		lanes: defaultLanes(pools.Write.Config().MaxConns), laneLockWait: defaultLaneLockWait}
 }
 
 // mode says how a delivery's transaction is committed.

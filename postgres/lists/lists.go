@@ -7,17 +7,15 @@ package lists
 import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
 // Lists reads the event log and the records directory.
 type Lists struct{ read *pgxpool.Pool }
 
-// New returns Lists reading on pool until UseReadPool gives them the
-// reads'.
-func New(pool *pgxpool.Pool) *Lists { return &Lists{read: pool} }
-
-// UseReadPool makes the lists read on p.
-func (s *Lists) UseReadPool(p *pgxpool.Pool) { s.read = p }
+// New returns Lists reading on pools' read pool.
+func New(pools pg.Pools) *Lists { return &Lists{read: pools.ForReads()} }
 
 // customPlan runs a statement of the directory or the event log on the
 // unnamed prepared statement, so that PostgreSQL plans every execution for

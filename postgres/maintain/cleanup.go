@@ -22,11 +22,11 @@ import (
 
 // Maintenance: one pass (Cleanup) every hour from serve, or from
 // `tidemark cleanup`. A pass keeps the daily partitions of the logs ahead
-// (cleanup_partitions.go), drops the ones past retention, deletes
+// (partitions.go), drops the ones past retention, deletes
 // expired idempotency keys, the history past its retention
 // (history_retention.go) and audit entries past domain.AuditRetention.
 //
-// Every statement in this file and in cleanup_partitions.go is cross-tenant
+// Every statement in this file and in partitions.go is cross-tenant
 // by nature and so carries no tenant filter: key expiry, partition
 // management, retention and largestTTLSQL (the largest scope TTL of any
 // tenant, which the retention check needs) apply to all tenants at once and
@@ -40,7 +40,7 @@ import (
 //     gives up, is reported in Report.Deferred, and the next pass
 //     retries it. statement_timeout bounds every statement as a whole.
 //   - On the logs themselves it asks only for locks that ingest's never
-//     conflict with (see cleanup_partitions.go), so no ingest statement ever
+//     conflict with (see partitions.go), so no ingest statement ever
 //     queues behind maintenance, not even for the lock_timeout.
 
 // Maintainer runs maintenance passes on the database of pool.
@@ -49,8 +49,8 @@ type Maintainer struct {
 	historyRetention time.Duration // see SetHistoryRetention
 }
 
-// New returns a Maintainer on pool.
-func New(pool *pgxpool.Pool) *Maintainer { return &Maintainer{pool: pool} }
+// New returns a Maintainer on pools' write pool.
+func New(pools pg.Pools) *Maintainer { return &Maintainer{pool: pools.Write} }
 
 // maintenanceLockKey is the session advisory lock a pass holds, so that one
 // process at a time maintains the database ("tidemark" in ASCII).

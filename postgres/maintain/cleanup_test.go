@@ -515,7 +515,7 @@ func TestCleanupKeepsTheChangesDestinationsNeed(t *testing.T) {
 	}
 	exec(`UPDATE changes SET committed_at = $2 WHERE tenant_id = $1 AND position <= 3`, p.TenantID, now.Add(-testRetention-time.Hour))
 	// A destination that has taken changes 1 and 2 and still has to send 2.
-	exec(`INSERT INTO destinations (tenant_id, url, types, cursor) VALUES ($1, 'https://203.0.113.1/', '{record.*}', 2)`, p.TenantID)
+	exec(`INSERT INTO destinations (tenant_id, kind, url, types, cursor) VALUES ($1, 'webhook', 'https://203.0.113.1/', '{record.*}', 2)`, p.TenantID)
 	exec(`INSERT INTO destination_queue (tenant_id, destination_id, position, record_key, committed_at)
 	      SELECT $1, id, 2, 'k', now() FROM destinations WHERE tenant_id = $1`, p.TenantID)
 	remaining := func() []int64 {

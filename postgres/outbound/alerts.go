@@ -11,7 +11,7 @@ import (
 
 // A destination subscribed to alert types takes the tenant's alert events
 // (migration 00038) into the same queue as its changes, at positions below
-// zero (stream.AlertQueuePosition), all under the record key 'alerts': one
+// zero (stream.AlertQueueBase), all under the record key 'alerts': one
 // alert event at a time, in event order, with the changes' retries,
 // attempts and give-up. The evaluator writes alert_events one transaction
 // at a time, so their ids come in commit order and a cursor skips none.

@@ -84,7 +84,7 @@ func recordArgs(tenantID, id int64, results []stream.AttemptResult) pgx.NamedArg
 	}
 	return pgx.NamedArgs{"tenant_id": tenantID, "id": id, "position": position, "status": status, "error": errs,
 		"duration_ms": duration, "retry_ms": retry, "give_up_ms": stream.DestinationGiveUp.Milliseconds(),
-		"alert_base": stream.AlertQueueBase()}
+		"alert_base": stream.AlertQueueBase}
 }
 
 // scanFailing reads recordSQL's answer: no row when nothing was delivered

@@ -23,9 +23,10 @@ type Outbox struct {
 	log  *slog.Logger
 }
 
-// New returns the outbox of pool, whose destination secrets keys open.
-func New(pool *pgxpool.Pool, keys *pg.Keyring, log *slog.Logger) *Outbox {
-	return &Outbox{pool: pool, keys: keys, log: log}
+// New returns the outbox on pools' write pool, whose destination secrets
+// keys open.
+func New(pools pg.Pools, keys *pg.Keyring, log *slog.Logger) *Outbox {
+	return &Outbox{pool: pools.Write, keys: keys, log: log}
 }
 
 var _ stream.Outbox = (*Outbox)(nil)
@@ -75,7 +76,7 @@ RETURNING d.id`
        OR EXISTS (SELECT FROM destination_queue q WHERE q.tenant_id = d.tenant_id AND q.destination_id = d.id)
        OR (EXISTS (SELECT FROM unnest(d.types) t WHERE starts_with(t, 'alert.'))
            AND d.alert_cursor < coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = d.tenant_id), 0)))`
-	leasedColumns = `tenant_id, id, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format`
+	leasedColumns = `tenant_id, id, kind, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format`
 )
 
 // secretsSQL reads the sealed secrets that sign now of the destinations
@@ -163,7 +164,7 @@ func (o *Outbox) leaseRows(ctx context.Context, sql string, args pgx.NamedArgs) 
 	}
 	leased, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.LeasedDestination, error) {
 		var d stream.LeasedDestination
-		return d, row.Scan(&d.TenantID, &d.ID, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format)
+		return d, row.Scan(&d.TenantID, &d.ID, &d.Kind, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format)
 	})
 	return leased, pg.Translate(err)
 }

@@ -19,14 +19,14 @@ const (
 )
 
 // fillSQL takes the changes after the cursor into the queue, those the
-// destination selects (its provider, object type and types, as
-// stream.MatchesType reads them), and moves the cursor to the last change
-// scanned. It locks the destination's row first, and only while owner
-// holds the lease and the feed has moved past the cursor: a rewind, which
-// locks the row to empty the queue and set the cursor, comes wholly
-// before or after a fill, and an idle poll writes nothing. A record's key
-// is its provider id, object type and id as a JSON array: unambiguous, and
-// text PostgreSQL can hold.
+// destination selects (its provider, object type and types: a pattern is
+// a type, or a family such as record.*; stream.CheckTypes), and moves the
+// cursor to the last change scanned. It locks the destination's row
+// first, and only while owner holds the lease and the feed has moved past
+// the cursor: a rewind, which locks the row to empty the queue and set the
+// cursor, comes wholly before or after a fill, and an idle poll writes
+// nothing. A record's key is its provider id, object type and id as a
+// JSON array: unambiguous, and text PostgreSQL can hold.
 const fillSQL = `
 WITH d AS (
     SELECT cursor, provider_id, object_type, types FROM destinations
@@ -70,13 +70,13 @@ func (o *Outbox) Step(ctx context.Context, owner string, tenantID, id int64, don
 	batch.Queue(fillSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
 		"batch": fillBatch, "max_pending": maxPending})
 	batch.Queue(fillAlertsSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
-		"batch": fillBatch, "max_pending": maxPending, "alert_base": stream.AlertQueueBase()})
+		"batch": fillBatch, "max_pending": maxPending, "alert_base": stream.AlertQueueBase})
 	if inFlight == nil {
 		inFlight = []int64{}
 	}
 	var alert []stream.QueuedChange
 	batch.Queue(dueAlertSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id, "owner": owner,
-		"in_flight": inFlight, "alert_base": stream.AlertQueueBase(), "gone_error": goneAlertError}).Query(func(rows pgx.Rows) error {
+		"in_flight": inFlight, "alert_base": stream.AlertQueueBase, "gone_error": goneAlertError}).Query(func(rows pgx.Rows) error {
 		var err error
 		alert, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.QueuedChange, error) {
 			return scanAlert(row, tenantID)

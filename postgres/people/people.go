@@ -21,11 +21,8 @@ type Directory struct {
 	read *pgxpool.Pool
 }
 
-// New returns the people of pool.
-func New(pool *pgxpool.Pool) *Directory { return &Directory{read: pool} }
-
-// UseReadPool makes the reads use p.
-func (s *Directory) UseReadPool(p *pgxpool.Pool) { s.read = p }
+// New returns the people of pools, read on the read pool.
+func New(pools pg.Pools) *Directory { return &Directory{read: pools.ForReads()} }
 
 var _ domain.PeopleService = (*Directory)(nil)
 

@@ -20,8 +20,9 @@ type Checker struct {
 	ids  *pg.IDHashes
 }
 
-// New returns a Checker on pool, whose tombstones are keyed by ids.
-func New(pool *pgxpool.Pool, ids *pg.IDHashes) *Checker { return &Checker{pool: pool, ids: ids} }
+// New returns a Checker on pools' write pool, whose tombstones are keyed
+// by ids.
+func New(pools pg.Pools, ids *pg.IDHashes) *Checker { return &Checker{pool: pools.Write, ids: ids} }
 
 // deliveryRecordedSQL finds one delivery by its primary key, so that only
 // the partition of its receipt time is read.

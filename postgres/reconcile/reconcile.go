@@ -33,17 +33,14 @@ import (
 // pool's, and reads the stored report on the read pool.
 type Reconciler struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool // LastReconciliation's, and so the metrics'
 	log  *slog.Logger
 }
 
-// New returns a Reconciler on pool that logs to log.
-func New(pool *pgxpool.Pool, log *slog.Logger) *Reconciler {
-	return &Reconciler{pool: pool, read: pool, log: log}
+// New returns a Reconciler on pools that logs to log.
+func New(pools pg.Pools, log *slog.Logger) *Reconciler {
+	return &Reconciler{pool: pools.Write, read: pools.ForReads(), log: log}
 }
-
-// UseReadPool makes LastReconciliation, and so the metrics, read on p.
-func (rc *Reconciler) UseReadPool(p *pgxpool.Pool) { rc.read = p }
 
 // reconcileFound answers each violation with its tenant's slug and its
 // provider's name (an id when they were deleted), in a stable order, with

@@ -23,14 +23,11 @@ import (
 // Jobs is the replay job queue on pool; its console reads use the read pool.
 type Jobs struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool
 }
 
-// New returns the job queue on pool.
-func New(pool *pgxpool.Pool) *Jobs { return &Jobs{pool: pool, read: pool} }
-
-// UseReadPool makes the console's reads of jobs use p.
-func (q *Jobs) UseReadPool(p *pgxpool.Pool) { q.read = p }
+// New returns the job queue on pools.
+func New(pools pg.Pools) *Jobs { return &Jobs{pool: pools.Write, read: pools.ForReads()} }
 
 // replayProgressSQL moves a job past one delivery and adds its counts,
 // only while the worker holds the job, and extends the worker's lease.

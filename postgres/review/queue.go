@@ -14,14 +14,11 @@ import (
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Queue reads the queue on its pool.
+// Queue reads the queue on the read pool.
 type Queue struct{ read *pgxpool.Pool }
 
-// New returns the queue of pool.
-func New(pool *pgxpool.Pool) *Queue { return &Queue{read: pool} }
-
-// UseReadPool makes the reads use p.
-func (q *Queue) UseReadPool(p *pgxpool.Pool) { q.read = p }
+// New returns the queue of pools.
+func New(pools pg.Pools) *Queue { return &Queue{read: pools.ForReads()} }
 
 // columns are a conflict without its snapshots, scanned by scan.
 const columns = `c.id, p.name, c.object_type, c.object_id, c.revision, c.accepted_event_id,

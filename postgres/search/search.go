@@ -16,8 +16,8 @@ import (
 // Indexer brings the search tables up to date (IndexSearch).
 type Indexer struct{ pool *pgxpool.Pool }
 
-// New returns an Indexer on pool.
-func New(pool *pgxpool.Pool) *Indexer { return &Indexer{pool: pool} }
+// New returns an Indexer on pools' write pool.
+func New(pools pg.Pools) *Indexer { return &Indexer{pool: pools.Write} }
 
 // Every is how often serve runs IndexSearch; the directory shows a change
 // at most about two periods after its commit.

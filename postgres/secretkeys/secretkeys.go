@@ -26,9 +26,10 @@ type Rekeyer struct {
 	secrets *pg.Secrets // logs the secrets it cannot open
 }
 
-// New returns a Rekeyer of the secrets in pool, sealed with keys.
-func New(pool *pgxpool.Pool, keys *pg.Keyring, secrets *pg.Secrets) *Rekeyer {
-	return &Rekeyer{pool: pool, keys: keys, secrets: secrets}
+// New returns a Rekeyer of the secrets in pools' write pool, sealed with
+// keys.
+func New(pools pg.Pools, keys *pg.Keyring, secrets *pg.Secrets) *Rekeyer {
+	return &Rekeyer{pool: pools.Write, keys: keys, secrets: secrets}
 }
 
 // table is one kind of sealed secret: the check and the rekey run the same

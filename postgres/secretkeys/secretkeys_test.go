@@ -29,7 +29,7 @@ var otherKey = []byte("fedcba9876543210fedcba9876543210")
 func keyStore(t *testing.T, pool *pgxpool.Pool, keys ...[]byte) (*postgres.Store, *testlog.Buffer) {
 	t.Helper()
 	logger, log := testlog.Logger()
-	s, err := postgres.Open(pool, postgres.Options{Keys: keys, Logger: logger})
+	s, err := postgres.Open(postgres.Pools{Write: pool}, postgres.Options{Keys: keys, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
 	}

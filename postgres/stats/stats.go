@@ -16,14 +16,11 @@ import (
 // Counters reads the counters on the read pool and folds them on pool.
 type Counters struct {
 	pool *pgxpool.Pool
-	read *pgxpool.Pool // pool until UseReadPool
+	read *pgxpool.Pool
 }
 
-// New returns the statistics of pool.
-func New(pool *pgxpool.Pool) *Counters { return &Counters{pool: pool, read: pool} }
-
-// UseReadPool makes the reads use p.
-func (s *Counters) UseReadPool(p *pgxpool.Pool) { s.read = p }
+// New returns the statistics of pools.
+func New(pools pg.Pools) *Counters { return &Counters{pool: pools.Write, read: pools.ForReads()} }
 
 var _ domain.StatsService = (*Counters)(nil)
 

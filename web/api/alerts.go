@@ -49,8 +49,8 @@ func newAlertJSON(a alerting.Alert) alertJSON {
 }
 
 // handleAlertRules answers GET alert-rules: every rule, in one page.
-func (h *Handler) handleAlertRules(w http.ResponseWriter, r *http.Request) {
-	rules, err := h.alerts.AlertRules(r.Context(), tokenTenant(r.Context()).ID)
+func (h alertHandlers) handleAlertRules(w http.ResponseWriter, r *http.Request) {
+	rules, err := h.store.AlertRules(r.Context(), tokenTenant(r.Context()).ID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -64,12 +64,12 @@ func (h *Handler) handleAlertRules(w http.ResponseWriter, r *http.Request) {
 
 // alertRule reads the {rule} rule's setting; an unknown rule is
 // ENOTFOUND.
-func (h *Handler) alertRule(r *http.Request) (alerting.Config, error) {
+func (h alertHandlers) alertRule(r *http.Request) (alerting.Config, error) {
 	rule := alerting.Rule(chi.URLParam(r, "rule"))
 	if !alerting.Known(rule) {
 		return alerting.Config{}, alerting.Check(alerting.Config{Rule: rule})
 	}
-	rules, err := h.alerts.AlertRules(r.Context(), tokenTenant(r.Context()).ID)
+	rules, err := h.store.AlertRules(r.Context(), tokenTenant(r.Context()).ID)
 	if err != nil {
 		return alerting.Config{}, err
 	}
@@ -82,7 +82,7 @@ func (h *Handler) alertRule(r *http.Request) (alerting.Config, error) {
 }
 
 // handleAlertRule answers GET alert-rules/{rule}.
-func (h *Handler) handleAlertRule(w http.ResponseWriter, r *http.Request) {
+func (h alertHandlers) handleAlertRule(w http.ResponseWriter, r *http.Request) {
 	c, err := h.alertRule(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -100,7 +100,7 @@ const alertRuleExample = `{"enabled": true, "threshold": 20, "window": "5m"}`
 // handleSetAlertRule answers PUT alert-rules/{rule} with the rule's new
 // setting. Each field is optional and keeps its value when left out;
 // unknown fields are refused.
-func (h *Handler) handleSetAlertRule(w http.ResponseWriter, r *http.Request) {
+func (h alertHandlers) handleSetAlertRule(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Enabled   *bool   `json:"enabled"`
 		Threshold *int64  `json:"threshold"`
@@ -142,7 +142,7 @@ func (h *Handler) handleSetAlertRule(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	ctx := r.Context()
-	if c, err = h.alerts.SetAlertRule(ctx, tokenTenant(ctx).ID, c); err != nil {
+	if c, err = h.store.SetAlertRule(ctx, tokenTenant(ctx).ID, c); err != nil {
 		h.fail(w, r, err)
 		return
 	}
@@ -151,14 +151,14 @@ func (h *Handler) handleSetAlertRule(w http.ResponseWriter, r *http.Request) {
 
 // handleAlerts answers GET alerts?state=firing|resolved: the tenant's
 // alerts newest first, keyset pages.
-func (h *Handler) handleAlerts(w http.ResponseWriter, r *http.Request) {
+func (h alertHandlers) handleAlerts(w http.ResponseWriter, r *http.Request) {
 	state, err := alerting.ParseState(r.URL.Query().Get("state"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	listJSON(h, w, r, "alerts", func(ctx context.Context, p domain.Page) ([]alerting.Alert, string, error) {
-		list, cursors, err := h.alerts.Alerts(ctx, tokenTenant(ctx).ID, state, p)
+		list, cursors, err := h.store.Alerts(ctx, tokenTenant(ctx).ID, state, p)
 		return list, cursors.Next, err
 	}, newAlertJSON)
 }

@@ -23,7 +23,7 @@ type auditEntryJSON struct {
 
 // handleAudit answers GET audit?actor=&action=&from=&to= with the
 // tenant's audit log, newest first; from and to are RFC 3339 instants.
-func (h *Handler) handleAudit(w http.ResponseWriter, r *http.Request) {
+func (h auditHandlers) handleAudit(w http.ResponseWriter, r *http.Request) {
 	v := r.URL.Query()
 	q := domain.AuditQuery{TenantID: tokenTenant(r.Context()).ID, Actor: v.Get("actor"), Action: v.Get("action")}
 	for _, bound := range []struct {
@@ -40,7 +40,7 @@ func (h *Handler) handleAudit(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	fetch := func(ctx context.Context, p domain.Page) ([]domain.AuditEntry, string, error) {
-		return h.audit.AuditLog(ctx, q, p)
+		return h.store.AuditLog(ctx, q, p)
 	}
 	listJSON(h, w, r, "entries", fetch, func(e domain.AuditEntry) auditEntryJSON {
 		return auditEntryJSON{ID: e.ID, At: jsonTime(e.At), Actor: e.Actor, ActorKind: e.ActorKind, Action: e.Action,

@@ -37,12 +37,12 @@ func (h *Handler) requireToken(next http.Handler) http.Handler {
 			httpx.WriteError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
 			return
 		}
-		g, err := h.tokens.TenantForToken(r.Context(), chi.URLParam(r, "tenant"), token)
+		g, err := h.store.TenantForToken(r.Context(), chi.URLParam(r, "tenant"), token)
 		if err != nil {
 			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
 			}
-			h.fail(w, r, err)
+			httpx.Fail(h.log, w, r, err)
 			return
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, g)

@@ -54,8 +54,8 @@ const maxBackfillRequest = 4 << 10
 
 // backfillProvider reads the {provider} of the request's tenant; it
 // answers 404 and returns false when there is none.
-func (h *Handler) backfillProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, bool) {
-	p, err := h.providers.ProviderSummary(r.Context(), tokenTenant(r.Context()).ID, httpx.PathParam(r, "provider"))
+func (h backfillHandlers) backfillProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, bool) {
+	p, err := h.store.ProviderSummary(r.Context(), tokenTenant(r.Context()).ID, httpx.PathParam(r, "provider"))
 	if err != nil {
 		h.fail(w, r, err)
 		return p, false
@@ -65,11 +65,11 @@ func (h *Handler) backfillProvider(w http.ResponseWriter, r *http.Request) (doma
 
 // backfillOf reads the {id} job of provider p; a job of another provider
 // is not found, as is one of another tenant.
-func (h *Handler) backfillOf(w http.ResponseWriter, r *http.Request, p domain.ProviderSummary) (pull.Job, bool) {
+func (h backfillHandlers) backfillOf(w http.ResponseWriter, r *http.Request, p domain.ProviderSummary) (pull.Job, bool) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	var job pull.Job
 	if err == nil && id > 0 {
-		job, err = h.backfills.Backfill(r.Context(), p.TenantID, id)
+		job, err = h.store.Backfill(r.Context(), p.TenantID, id)
 	} else {
 		err = domain.Errorf(domain.ENOTFOUND, "backfill job not found")
 	}
@@ -101,7 +101,7 @@ func backfillSince(raw json.RawMessage) (time.Duration, error) {
 // {"since": "72h", "object_type": "contact"} queues a job over the last
 // since (202 with the job). Whether the provider has API credentials is
 // the runner's to find out: it fails the job saying so.
-func (h *Handler) handleStartBackfill(w http.ResponseWriter, r *http.Request) {
+func (h backfillHandlers) handleStartBackfill(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Since      json.RawMessage `json:"since"`
 		ObjectType string          `json:"object_type"`
@@ -123,7 +123,7 @@ func (h *Handler) handleStartBackfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := time.Now()
-	job, err := h.backfills.StartBackfill(r.Context(), p.TenantID, p.ID, now.Add(-since), now, req.ObjectType, false)
+	job, err := h.store.StartBackfill(r.Context(), p.TenantID, p.ID, now.Add(-since), now, req.ObjectType, false)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -133,7 +133,7 @@ func (h *Handler) handleStartBackfill(w http.ResponseWriter, r *http.Request) {
 
 // handleBackfills answers GET providers/{provider}/backfills: the newest
 // ?limit= jobs, newest first. The list is not paged: no next_cursor.
-func (h *Handler) handleBackfills(w http.ResponseWriter, r *http.Request) {
+func (h backfillHandlers) handleBackfills(w http.ResponseWriter, r *http.Request) {
 	pg, err := page(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -143,7 +143,7 @@ func (h *Handler) handleBackfills(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	jobs, err := h.backfills.Backfills(r.Context(), p.TenantID, p.ID, pg.Limit)
+	jobs, err := h.store.Backfills(r.Context(), p.TenantID, p.ID, pg.Limit)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -156,7 +156,7 @@ func (h *Handler) handleBackfills(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleBackfill answers GET providers/{provider}/backfills/{id}.
-func (h *Handler) handleBackfill(w http.ResponseWriter, r *http.Request) {
+func (h backfillHandlers) handleBackfill(w http.ResponseWriter, r *http.Request) {
 	p, ok := h.backfillProvider(w, r)
 	if !ok {
 		return
@@ -169,7 +169,7 @@ func (h *Handler) handleBackfill(w http.ResponseWriter, r *http.Request) {
 // handleCancelBackfill answers POST providers/{provider}/backfills/{id}/cancel
 // with the job: a queued one cancelled, a running one asked to stop; 409
 // for one that ended.
-func (h *Handler) handleCancelBackfill(w http.ResponseWriter, r *http.Request) {
+func (h backfillHandlers) handleCancelBackfill(w http.ResponseWriter, r *http.Request) {
 	p, ok := h.backfillProvider(w, r)
 	if !ok {
 		return
@@ -178,7 +178,7 @@ func (h *Handler) handleCancelBackfill(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	job, err := h.backfills.CancelBackfill(r.Context(), p.TenantID, job.ID)
+	job, err := h.store.CancelBackfill(r.Context(), p.TenantID, job.ID)
 	if err != nil {
 		h.fail(w, r, err)
 		return

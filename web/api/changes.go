@@ -28,7 +28,7 @@ const changesPerToken = 4
 // writing of its page, not for the whole wait, so that consumers holding
 // long polls do not starve the tenant's other reads; while it waits, the
 // tenant's headWatch polls for it.
-func (h *Handler) handleChanges(w http.ResponseWriter, r *http.Request) {
+func (h changeHandlers) handleChanges(w http.ResponseWriter, r *http.Request) {
 	q, wait, err := changesQuery(r)
 	if err != nil {
 		h.fail(w, r, err)
@@ -36,7 +36,7 @@ func (h *Handler) handleChanges(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx := r.Context()
 	grant := tokenGrant(ctx)
-	done, ok := h.feedCalls.enter(grant.Tenant.ID, grant.ID)
+	done, ok := h.calls.enter(grant.Tenant.ID, grant.ID)
 	if !ok {
 		httpx.WriteError(w, http.StatusTooManyRequests, fmt.Sprintf("at most %d change feed requests may run at once per API token, "+
 			"and this token has %[1]d running; retry after the Retry-After delay, or give each consumer a token of its own",
@@ -61,7 +61,7 @@ func (h *Handler) handleChanges(w http.ResponseWriter, r *http.Request) {
 // whether it answered. A request that has waited waits out a busy gate
 // until its deadline: one commit wakes every long poll of the tenant at
 // once.
-func (h *Handler) pageChanges(w http.ResponseWriter, r *http.Request, q stream.ChangeQuery, deadline time.Time, waited bool) bool {
+func (h changeHandlers) pageChanges(w http.ResponseWriter, r *http.Request, q stream.ChangeQuery, deadline time.Time, waited bool) bool {
 	ctx := r.Context()
 	tenant, caller := readKeys(r)
 	release, ok := h.reads.Acquire(ctx, tenant, caller)
@@ -74,7 +74,7 @@ func (h *Handler) pageChanges(w http.ResponseWriter, r *http.Request, q stream.C
 		return true
 	}
 	defer release()
-	changes, err := h.changes.Changes(ctx, tokenTenant(ctx).ID, q)
+	changes, err := h.store.Changes(ctx, tokenTenant(ctx).ID, q)
 	if err != nil {
 		h.fail(w, r, err)
 		return true

@@ -45,7 +45,7 @@ func newConflictJSON(c domain.Conflict) conflictJSON {
 }
 
 // handleConflicts answers GET conflicts?status=.
-func (h *Handler) handleConflicts(w http.ResponseWriter, r *http.Request) {
+func (h conflictHandlers) handleConflicts(w http.ResponseWriter, r *http.Request) {
 	status := r.URL.Query().Get("status")
 	switch status {
 	case "", domain.ConflictOpen, domain.ConflictKept, domain.ConflictAdopted:
@@ -55,7 +55,7 @@ func (h *Handler) handleConflicts(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	listJSON(h, w, r, "conflicts", func(ctx context.Context, p domain.Page) ([]domain.Conflict, string, error) {
-		return h.conflicts.Conflicts(ctx, tokenTenant(ctx).ID, status, p)
+		return h.store.Conflicts(ctx, tokenTenant(ctx).ID, status, p)
 	}, newConflictJSON)
 }
 
@@ -66,7 +66,7 @@ const resolvedBy = "api token"
 const maxResolveBody = 64 << 10
 
 // handleResolve answers POST conflicts/{id}/resolve with the resolved conflict.
-func (h *Handler) handleResolve(w http.ResponseWriter, r *http.Request) {
+func (h conflictHandlers) handleResolve(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	if err != nil || id < 1 {
 		httpx.WriteError(w, http.StatusNotFound, "not found") // no such conflict can exist
@@ -81,7 +81,7 @@ func (h *Handler) handleResolve(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteError(w, http.StatusBadRequest, `body must be JSON: {"resolution": "keep" | "adopt", "note": "..."}`)
 		return
 	}
-	c, err := h.conflicts.ResolveConflict(r.Context(), tokenTenant(r.Context()).ID, id, req.Resolution, req.Note, resolvedBy)
+	c, err := h.store.ResolveConflict(r.Context(), tokenTenant(r.Context()).ID, id, req.Resolution, req.Note, resolvedBy)
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -90,7 +90,7 @@ func newDeliveryJSON(d domain.DeliveryDetail) deliveryJSON {
 }
 
 // handleDeliveries answers GET deliveries?provider=&status=&outcome=&from=&to=.
-func (h *Handler) handleDeliveries(w http.ResponseWriter, r *http.Request) {
+func (h deliveryHandlers) handleDeliveries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f, err := deliveryFilter(q.Get("provider"), q.Get("status"), q.Get("outcome"), q.Get("from"), q.Get("to"))
 	if err != nil {
@@ -98,7 +98,7 @@ func (h *Handler) handleDeliveries(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	listJSON(h, w, r, "deliveries", func(ctx context.Context, p domain.Page) ([]domain.DeliveryBrief, string, error) {
-		return h.deliveries.Deliveries(ctx, tokenTenant(ctx).ID, f, p)
+		return h.store.Deliveries(ctx, tokenTenant(ctx).ID, f, p)
 	}, newDeliveryBriefJSON)
 }
 
@@ -133,8 +133,8 @@ func deliveryFilter(provider, status, outcome, from, to string) (domain.Delivery
 }
 
 // handleDelivery answers GET deliveries/{id}.
-func (h *Handler) handleDelivery(w http.ResponseWriter, r *http.Request) {
-	d, err := h.deliveries.Delivery(r.Context(), tokenTenant(r.Context()).ID, chi.URLParam(r, "id"))
+func (h deliveryHandlers) handleDelivery(w http.ResponseWriter, r *http.Request) {
+	d, err := h.store.Delivery(r.Context(), tokenTenant(r.Context()).ID, chi.URLParam(r, "id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -144,18 +144,18 @@ func (h *Handler) handleDelivery(w http.ResponseWriter, r *http.Request) {
 
 // handleDeliveryReplays answers GET deliveries/{id}/replays: a page of
 // the ids of the deliveries that replayed it, oldest first.
-func (h *Handler) handleDeliveryReplays(w http.ResponseWriter, r *http.Request) {
+func (h deliveryHandlers) handleDeliveryReplays(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
 	listJSON(h, w, r, "replays", func(ctx context.Context, p domain.Page) ([]string, string, error) {
-		return h.deliveries.DeliveryReplays(ctx, tokenTenant(ctx).ID, id, p)
+		return h.store.DeliveryReplays(ctx, tokenTenant(ctx).ID, id, p)
 	}, func(id string) string { return id })
 }
 
 // handleReplay answers POST deliveries/{id}/replay with the new
 // delivery's id and outcomes, as the webhook of a JSON kind answers.
-func (h *Handler) handleReplay(w http.ResponseWriter, r *http.Request) {
+func (h deliveryHandlers) handleReplay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	orig, err := h.deliveries.Delivery(ctx, tokenTenant(ctx).ID, chi.URLParam(r, "id"))
+	orig, err := h.store.Delivery(ctx, tokenTenant(ctx).ID, chi.URLParam(r, "id"))
 	if err != nil {
 		h.fail(w, r, err)
 		return

@@ -9,14 +9,15 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
-	"github.com/tidemark/tidemark/internal/destination"
 	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/sink"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
 // destinationJSON is a destination as the API shows it; never its secret.
 type destinationJSON struct {
 	ID              int64     `json:"id"`
+	Kind            string    `json:"kind"`
 	URL             *string   `json:"url"`
 	NATSURL         *string   `json:"nats_url"`
 	Subject         *string   `json:"subject"`
@@ -39,7 +40,7 @@ type destinationJSON struct {
 }
 
 func newDestinationJSON(d stream.Destination) destinationJSON {
-	j := destinationJSON{ID: d.ID, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
+	j := destinationJSON{ID: d.ID, Kind: d.Kind, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
 		Subject: optionalString(d.Subject), NATSAuth: optionalString(d.NATSAuth), NATSTLSCA: d.NATSTLSCA,
 		Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
 		Types: d.Types, Format: d.Format, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
@@ -86,9 +87,11 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any, example string) b
 
 // handleCreateDestination answers POST destinations: 201 with the
 // destination and its signing secret, shown this once. The API never
-// allows private addresses.
-func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request) {
+// allows private addresses. A kind, when given, must agree with the
+// fields; without one the fields imply it (sink.Check).
+func (h destinationHandlers) handleCreateDestination(w http.ResponseWriter, r *http.Request) {
 	var req struct {
+		Kind        string   `json:"kind"`
 		URL         string   `json:"url"`
 		NATSURL     string   `json:"nats_url"`
 		Subject     string   `json:"subject"`
@@ -105,7 +108,7 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		`"types": ["record.*", "alert.*"], "format": "standard", "max_in_flight": 8}, or {"nats_url": "nats://nats.example.com:4222", "subject": "crm.changes", "nats_creds": "<the .creds file>"}`) { // not a provider kind
 		return
 	}
-	nd := stream.NewDestination{URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
+	nd := stream.NewDestination{Kind: req.Kind, URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
 		ObjectType: req.ObjectType, Types: req.Types, Format: req.Format,
 		NATS: stream.NATSAuth{Creds: req.NATSCreds, NKey: req.NATSNKey, TLSCA: req.NATSTLSCA}}
 	if req.MaxInFlight != nil {
@@ -116,7 +119,7 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		nd.MaxInFlight = *req.MaxInFlight
 	}
 	ctx := r.Context()
-	nd, err := destination.Check(ctx, nd)
+	nd, err := sink.Check(ctx, nd)
 	if err != nil {
 		if d := egress.Detail(err); d != "" { // what the caller is not told
 			h.log.InfoContext(ctx, "destination URL refused", "tenant", tokenTenant(ctx).Slug, "detail", d)
@@ -124,7 +127,7 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 		h.fail(w, r, err)
 		return
 	}
-	d, secret, err := h.destinations.CreateDestination(ctx, tokenTenant(ctx).ID, nd)
+	d, secret, err := h.store.CreateDestination(ctx, tokenTenant(ctx).ID, nd)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -138,8 +141,8 @@ func (h *Handler) handleCreateDestination(w http.ResponseWriter, r *http.Request
 
 // handleDestinations answers GET destinations: every destination of the
 // tenant, in one page.
-func (h *Handler) handleDestinations(w http.ResponseWriter, r *http.Request) {
-	ds, err := h.destinations.Destinations(r.Context(), tokenTenant(r.Context()).ID)
+func (h destinationHandlers) handleDestinations(w http.ResponseWriter, r *http.Request) {
+	ds, err := h.store.Destinations(r.Context(), tokenTenant(r.Context()).ID)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -152,13 +155,13 @@ func (h *Handler) handleDestinations(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleDestination answers GET destinations/{id}.
-func (h *Handler) handleDestination(w http.ResponseWriter, r *http.Request) {
+func (h destinationHandlers) handleDestination(w http.ResponseWriter, r *http.Request) {
 	h.answerDestination(w, r, nil)
 }
 
 // answerDestination runs change, when given, on destination {id}, then
 // answers with the destination.
-func (h *Handler) answerDestination(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, tenant, id int64) error) {
+func (h destinationHandlers) answerDestination(w http.ResponseWriter, r *http.Request, change func(ctx context.Context, tenant, id int64) error) {
 	ctx := r.Context()
 	tenant := tokenTenant(ctx).ID
 	id, err := httpx.DestinationID(r)
@@ -167,7 +170,7 @@ func (h *Handler) answerDestination(w http.ResponseWriter, r *http.Request, chan
 	}
 	if err == nil {
 		var d stream.Destination
-		if d, err = h.destinations.Destination(ctx, tenant, id); err == nil {
+		if d, err = h.store.Destination(ctx, tenant, id); err == nil {
 			httpx.WriteJSON(w, http.StatusOK, newDestinationJSON(d))
 			return
 		}
@@ -177,25 +180,25 @@ func (h *Handler) answerDestination(w http.ResponseWriter, r *http.Request, chan
 
 // handleDestinationAttempts answers GET destinations/{id}/attempts, newest
 // first.
-func (h *Handler) handleDestinationAttempts(w http.ResponseWriter, r *http.Request) {
+func (h destinationHandlers) handleDestinationAttempts(w http.ResponseWriter, r *http.Request) {
 	id, err := httpx.DestinationID(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	listJSON(h, w, r, "attempts", func(ctx context.Context, p domain.Page) ([]stream.DestinationAttempt, string, error) {
-		return h.destinations.DestinationAttempts(ctx, tokenTenant(ctx).ID, id, p)
+		return h.store.DestinationAttempts(ctx, tokenTenant(ctx).ID, id, p)
 	}, newDestinationAttemptJSON)
 }
 
 // handleRotateDestination answers POST destinations/{id}/rotate with the
 // new secret; the previous one signs too for stream.DestinationSecretGrace.
-func (h *Handler) handleRotateDestination(w http.ResponseWriter, r *http.Request) {
+func (h destinationHandlers) handleRotateDestination(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := httpx.DestinationID(r)
 	if err == nil {
 		var secret string
-		if secret, err = h.destinations.RotateDestinationSecret(ctx, tokenTenant(ctx).ID, id); err == nil {
+		if secret, err = h.store.RotateDestinationSecret(ctx, tokenTenant(ctx).ID, id); err == nil {
 			w.Header().Set("Cache-Control", "no-store")
 			httpx.WriteJSON(w, http.StatusOK, map[string]string{"secret": secret})
 			return
@@ -204,18 +207,18 @@ func (h *Handler) handleRotateDestination(w http.ResponseWriter, r *http.Request
 	h.fail(w, r, err)
 }
 
-func (h *Handler) handlePauseDestination(w http.ResponseWriter, r *http.Request) {
-	h.answerDestination(w, r, h.destinations.PauseDestination)
+func (h destinationHandlers) handlePauseDestination(w http.ResponseWriter, r *http.Request) {
+	h.answerDestination(w, r, h.store.PauseDestination)
 }
 
-func (h *Handler) handleResumeDestination(w http.ResponseWriter, r *http.Request) {
-	h.answerDestination(w, r, h.destinations.ResumeDestination)
+func (h destinationHandlers) handleResumeDestination(w http.ResponseWriter, r *http.Request) {
+	h.answerDestination(w, r, h.store.ResumeDestination)
 }
 
 // handleRewindDestination answers POST destinations/{id}/rewind
 // {"after": cursor}: every change after the cursor is sent again ("" is
 // the start of the feed).
-func (h *Handler) handleRewindDestination(w http.ResponseWriter, r *http.Request) {
+func (h destinationHandlers) handleRewindDestination(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		After *string `json:"after"`
 	}
@@ -232,16 +235,16 @@ func (h *Handler) handleRewindDestination(w http.ResponseWriter, r *http.Request
 		return
 	}
 	h.answerDestination(w, r, func(ctx context.Context, tenant, id int64) error {
-		return h.destinations.RewindDestination(ctx, tenant, id, position)
+		return h.store.RewindDestination(ctx, tenant, id, position)
 	})
 }
 
 // handleDeleteDestination answers DELETE destinations/{id} with 204.
-func (h *Handler) handleDeleteDestination(w http.ResponseWriter, r *http.Request) {
+func (h destinationHandlers) handleDeleteDestination(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := httpx.DestinationID(r)
 	if err == nil {
-		if err = h.destinations.DeleteDestination(ctx, tokenTenant(ctx).ID, id); err == nil {
+		if err = h.store.DeleteDestination(ctx, tokenTenant(ctx).ID, id); err == nil {
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}

@@ -24,7 +24,7 @@ func destinationCall(e *webtest.Env, method, path, token, body string) (int, map
 	return e.Do(req)
 }
 
-var destinationKeys = []string{"id", "url", "nats_url", "subject", "nats_auth", "nats_tls_ca", "provider", "object_type", "types", "format", "max_in_flight",
+var destinationKeys = []string{"id", "kind", "url", "nats_url", "subject", "nats_auth", "nats_tls_ca", "provider", "object_type", "types", "format", "max_in_flight",
 	"status", "status_reason", "cursor", "behind_retention", "pending", "oldest_pending_at", "lag_seconds", "created_at", "last_success_at"}
 
 // TestDestinationAPI: create shows the secret once; get, list, pause,
@@ -47,7 +47,7 @@ func TestDestinationAPI(t *testing.T) {
 	id := int64(body["id"].(float64))
 	delete(body, "secret")
 	delete(body, "created_at")
-	assertJSON(t, "created", body, fmt.Sprintf(`{"id": %d, "url": "https://203.0.113.10/tidemark", "nats_url": null,
+	assertJSON(t, "created", body, fmt.Sprintf(`{"id": %d, "kind": "webhook", "url": "https://203.0.113.10/tidemark", "nats_url": null,
 		"subject": null, "nats_auth": null, "nats_tls_ca": false, "provider": "crm", "object_type": "contact", "types": ["record.applied"], "format": "standard",
 		"max_in_flight": 4, "status": "active", "status_reason": null, "cursor": "c1_0", "behind_retention": false, "pending": 0, "oldest_pending_at": null,
 		"lag_seconds": null, "last_success_at": null}`, id))
@@ -66,7 +66,7 @@ func TestDestinationAPI(t *testing.T) {
 	seed := userSeed(t)
 	status, body = destinationCall(e, http.MethodPost, destinationsPath, token,
 		`{"nats_url": "nats://203.0.113.11:4222", "subject": "crm.changes", "nats_nkey": "`+seed+`"}`)
-	if status != http.StatusCreated || body["nats_url"] != "nats://203.0.113.11:4222" || body["subject"] != "crm.changes" ||
+	if status != http.StatusCreated || body["kind"] != "nats" || body["nats_url"] != "nats://203.0.113.11:4222" || body["subject"] != "crm.changes" ||
 		body["nats_auth"] != "nkey" || body["nats_tls_ca"] != false ||
 		body["url"] != nil || body["max_in_flight"] != float64(stream.DefaultMaxInFlight) {
 		t.Fatalf("create NATS: %d %v", status, body)
@@ -163,6 +163,13 @@ func TestDestinationAPIRefusals(t *testing.T) {
 		{`{"url": "https://203.0.113.10/", "format": "slack", "types": ["record.*"]}`, "format slack takes alert types only"},
 		{`{"url": "https://203.0.113.10/", "format": "teams"}`, "format must be standard or slack"},
 		{`{"nats_url": "nats://203.0.113.11:4222", "subject": "a", "types": ["alert.*"]}`, "alert types are sent to url destinations only"},
+		// A kind given must agree with the fields.
+		{`{"kind": "teams", "url": "https://203.0.113.10/"}`, `kind "teams" is not a destination kind: one of nats, slack, webhook`},
+		{`{"kind": "nats", "url": "https://203.0.113.10/"}`, "kind nats takes nats_url and subject, not url"},
+		{`{"kind": "slack", "nats_url": "nats://203.0.113.11:4222", "subject": "a", "nats_nkey": "` + seed + `"}`, "kind slack takes url, not nats_url and subject"},
+		{`{"kind": "webhook", "url": "https://203.0.113.10/", "format": "slack"}`, "kind webhook sends format standard, not slack"},
+		{`{"kind": "slack", "url": "https://203.0.113.10/", "format": "standard"}`, "kind slack sends format slack, not standard"},
+		{`{"kind": "webhook"}`, "kind webhook needs url"},
 	} {
 		status, body := destinationCall(e, http.MethodPost, destinationsPath, token, tc.body)
 		webtest.AssertError(t, status, body, http.StatusBadRequest, tc.want)
@@ -211,14 +218,20 @@ func TestDestinationAPIAlerts(t *testing.T) {
 	e := webtest.Setup(t)
 	token := e.Token("acme")
 	status, body := destinationCall(e, http.MethodPost, destinationsPath, token, `{"url": "https://203.0.113.10/slack", "format": "slack"}`)
-	if status != http.StatusCreated || body["format"] != "slack" || fmt.Sprint(body["types"]) != "[alert.*]" {
-		t.Fatalf("create slack: %d %v; want format slack with types alert.*", status, body)
+	if status != http.StatusCreated || body["kind"] != "slack" || body["format"] != "slack" || fmt.Sprint(body["types"]) != "[alert.*]" {
+		t.Fatalf("create slack: %d %v; want kind and format slack with types alert.*", status, body)
 	}
 	id := int64(body["id"].(float64))
 	status, body = destinationCall(e, http.MethodPost, destinationsPath, token,
 		`{"url": "https://203.0.113.10/both", "types": ["record.*", "alert.fired"]}`)
-	if status != http.StatusCreated || body["format"] != "standard" || fmt.Sprint(body["types"]) != "[record.* alert.fired]" {
+	if status != http.StatusCreated || body["kind"] != "webhook" || body["format"] != "standard" || fmt.Sprint(body["types"]) != "[record.* alert.fired]" {
 		t.Fatalf("create with both: %d %v", status, body)
+	}
+	// The kind given rather than implied by the format: the same slack
+	// destination.
+	status, body = destinationCall(e, http.MethodPost, destinationsPath, token, `{"kind": "slack", "url": "https://203.0.113.10/slack2"}`)
+	if status != http.StatusCreated || body["kind"] != "slack" || body["format"] != "slack" || fmt.Sprint(body["types"]) != "[alert.*]" {
+		t.Fatalf("create kind slack: %d %v; want format slack with types alert.*", status, body)
 	}
 	tenant := e.Tenant("acme").ID
 	e.Exec(fmt.Sprintf(`
@@ -226,7 +239,7 @@ func TestDestinationAPIAlerts(t *testing.T) {
 		           VALUES (%[1]d, 'refusals', 's', 1, 1, 300, now()) RETURNING id),
 		     ev AS (INSERT INTO alert_events (tenant_id, alert_id, type, at) SELECT %[1]d, id, 'alert.fired', now() FROM a RETURNING id)
 		INSERT INTO destination_attempts (tenant_id, destination_id, position, status, error, duration_ms)
-		SELECT %[1]d, %[2]d, id + %[3]d, 503, 'answered 503 Service Unavailable', 12 FROM ev`, tenant, id, stream.AlertQueuePosition(0)))
+		SELECT %[1]d, %[2]d, id + %[3]d, 503, 'answered 503 Service Unavailable', 12 FROM ev`, tenant, id, (0 + stream.AlertQueueBase)))
 	status, body = e.Get(fmt.Sprintf("%s/%d/attempts", destinationsPath, id), token)
 	attempts := webtest.List(t, status, body, "attempts")
 	if len(attempts) != 1 || attempts[0]["type"] != "alert.fired" ||

@@ -25,14 +25,14 @@ type eventJSON struct {
 }
 
 // handleEvents answers GET events?provider=&contact_id=&object_type=&object_id=&outcome=&q=.
-func (h *Handler) handleEvents(w http.ResponseWriter, r *http.Request) {
+func (h eventHandlers) handleEvents(w http.ResponseWriter, r *http.Request) {
 	f, err := eventFilter(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	listJSON(h, w, r, "events", func(ctx context.Context, p domain.Page) ([]domain.LoggedEvent, string, error) {
-		return h.events.EventLog(ctx, tokenTenant(ctx).ID, f, p)
+		return h.store.EventLog(ctx, tokenTenant(ctx).ID, f, p)
 	}, func(e domain.LoggedEvent) eventJSON {
 		out := eventJSON{EventID: e.EventID, Provider: e.Provider, ContactID: contactID(e.ObjectType, e.ObjectID),
 			Revision: e.Revision, Outcome: e.Outcome, ReceivedAt: jsonTime(e.ReceivedAt), Reason: optionalString(e.Reason),
@@ -72,8 +72,8 @@ func outcomeList() string {
 }
 
 // handleStats answers GET stats?provider=.
-func (h *Handler) handleStats(w http.ResponseWriter, r *http.Request) {
-	stats, err := h.stats.Stats(r.Context(), tokenTenant(r.Context()).ID, r.URL.Query().Get("provider"))
+func (h eventHandlers) handleStats(w http.ResponseWriter, r *http.Request) {
+	stats, err := h.store.Stats(r.Context(), tokenTenant(r.Context()).ID, r.URL.Query().Get("provider"))
 	if err != nil {
 		h.fail(w, r, err)
 		return

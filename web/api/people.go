@@ -44,10 +44,10 @@ func newPersonJSON(p domain.Person) personJSON {
 
 // handlePeople answers GET people?email=: that person (or none), or
 // without an email the newest people first, a page at a time.
-func (h *Handler) handlePeople(w http.ResponseWriter, r *http.Request) {
+func (h peopleHandlers) handlePeople(w http.ResponseWriter, r *http.Request) {
 	email := strings.TrimSpace(r.URL.Query().Get("email"))
 	out, next, ok := listPage(h, w, r, func(ctx context.Context, p domain.Page) ([]domain.Person, string, error) {
-		return h.people.People(ctx, tokenTenant(ctx).ID, email, p)
+		return h.store.People(ctx, tokenTenant(ctx).ID, email, p)
 	}, newPersonJSON)
 	if !ok {
 		return

@@ -21,8 +21,8 @@ type contactJSON struct {
 }
 
 // handleContact answers GET contacts/{provider}/{contact_id}.
-func (h *Handler) handleContact(w http.ResponseWriter, r *http.Request) {
-	rec, err := h.records.Record(r.Context(), tokenTenant(r.Context()).ID, contactRef(r))
+func (h recordHandlers) handleContact(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.store.Record(r.Context(), tokenTenant(r.Context()).ID, contactRef(r))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -38,8 +38,8 @@ func contactRef(r *http.Request) domain.RecordRef {
 }
 
 // handleRecord answers GET records/{provider}/{object_type}/{object_id}.
-func (h *Handler) handleRecord(w http.ResponseWriter, r *http.Request) {
-	rec, err := h.records.Record(r.Context(), tokenTenant(r.Context()).ID, httpx.RecordRef(r))
+func (h recordHandlers) handleRecord(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.store.Record(r.Context(), tokenTenant(r.Context()).ID, httpx.RecordRef(r))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -56,9 +56,9 @@ type revisionJSON struct {
 }
 
 // handleRevisions answers GET contacts/{provider}/{contact_id}/revisions.
-func (h *Handler) handleRevisions(w http.ResponseWriter, r *http.Request) {
+func (h recordHandlers) handleRevisions(w http.ResponseWriter, r *http.Request) {
 	listJSON(h, w, r, "revisions", func(ctx context.Context, p domain.Page) ([]domain.Revision, string, error) {
-		return h.records.Revisions(ctx, tokenTenant(ctx).ID, contactRef(r), p)
+		return h.store.Revisions(ctx, tokenTenant(ctx).ID, contactRef(r), p)
 	}, func(rev domain.Revision) revisionJSON {
 		return revisionJSON{Revision: rev.Revision, EventID: rev.EventID, Snapshot: rev.Snapshot,
 			AppliedAt: jsonTime(rev.AppliedAt), ConflictID: optionalInt(rev.ConflictID)}
@@ -82,14 +82,14 @@ type recordSummaryJSON struct {
 
 // handleRecords answers GET records?provider=&object_type=&conflicts=open&q=&from=&before=
 // with the tenant's records, most recently changed first.
-func (h *Handler) handleRecords(w http.ResponseWriter, r *http.Request) {
+func (h recordHandlers) handleRecords(w http.ResponseWriter, r *http.Request) {
 	q, err := recordQuery(r)
 	if err != nil {
 		h.fail(w, r, err)
 		return
 	}
 	listJSON(h, w, r, "records", func(ctx context.Context, p domain.Page) ([]domain.RecordSummary, string, error) {
-		return h.records.RecordDirectory(ctx, tokenTenant(ctx).ID, q, p)
+		return h.store.RecordDirectory(ctx, tokenTenant(ctx).ID, q, p)
 	}, func(rec domain.RecordSummary) recordSummaryJSON {
 		return recordSummaryJSON{Provider: rec.Provider, ObjectType: rec.ObjectType, ObjectID: rec.ObjectID,
 			Revision: summaryRevision(rec.Revision), UpdatedAt: jsonTime(rec.UpdatedAt), ApplicationCount: rec.ApplicationCount,

@@ -10,8 +10,8 @@ import (
 
 // handleRecordReset answers POST records/{provider}/{object_type}/{object_id}/reset
 // with the record as reset.
-func (h *Handler) handleRecordReset(w http.ResponseWriter, r *http.Request) {
-	rec, err := h.records.ResetRecord(r.Context(), tokenTenant(r.Context()).ID, httpx.RecordRef(r))
+func (h recordHandlers) handleRecordReset(w http.ResponseWriter, r *http.Request) {
+	rec, err := h.store.ResetRecord(r.Context(), tokenTenant(r.Context()).ID, httpx.RecordRef(r))
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -21,9 +21,9 @@ func (h *Handler) handleRecordReset(w http.ResponseWriter, r *http.Request) {
 
 // handleRecordErase answers DELETE records/{provider}/{object_type}/{object_id}
 // with what was erased.
-func (h *Handler) handleRecordErase(w http.ResponseWriter, r *http.Request) {
+func (h recordHandlers) handleRecordErase(w http.ResponseWriter, r *http.Request) {
 	ref := httpx.RecordRef(r)
-	e, err := h.records.EraseRecord(r.Context(), tokenTenant(r.Context()).ID, ref)
+	e, err := h.store.EraseRecord(r.Context(), tokenTenant(r.Context()).ID, ref)
 	if err != nil {
 		h.fail(w, r, err)
 		return

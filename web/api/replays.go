@@ -67,7 +67,7 @@ const maxReplayRequest = 16 << 10
 // "outcome", "from", "to", "confirm"} starts a job (202 with the job;
 // above domain.ReplayConfirmAbove deliveries only with "confirm": true),
 // and with "dry_run": true only counts what it would replay (200 {"total"}).
-func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
+func (h replayHandlers) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Provider string `json:"provider"`
 		Status   int    `json:"status"`
@@ -96,7 +96,7 @@ func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	tenant := tokenTenant(ctx).ID
 	if req.DryRun {
-		n, err := h.replays.CountReplayable(ctx, tenant, f)
+		n, err := h.store.CountReplayable(ctx, tenant, f)
 		if err != nil {
 			h.fail(w, r, err)
 			return
@@ -104,7 +104,7 @@ func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 		httpx.WriteJSON(w, http.StatusOK, map[string]any{"total": n})
 		return
 	}
-	job, err := h.replays.StartReplayJob(ctx, tenant, f, req.Confirm)
+	job, err := h.store.StartReplayJob(ctx, tenant, f, req.Confirm)
 	if err != nil {
 		h.fail(w, r, err)
 		return
@@ -113,11 +113,11 @@ func (h *Handler) handleStartReplay(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReplayJob answers GET replays/{id}.
-func (h *Handler) handleReplayJob(w http.ResponseWriter, r *http.Request) {
+func (h replayHandlers) handleReplayJob(w http.ResponseWriter, r *http.Request) {
 	id, err := httpx.ReplayJobID(r)
 	if err == nil {
 		var job domain.ReplayJob
-		if job, err = h.replays.ReplayJob(r.Context(), tokenTenant(r.Context()).ID, id); err == nil {
+		if job, err = h.store.ReplayJob(r.Context(), tokenTenant(r.Context()).ID, id); err == nil {
 			httpx.WriteJSON(w, http.StatusOK, newReplayJobJSON(job))
 			return
 		}
@@ -126,19 +126,19 @@ func (h *Handler) handleReplayJob(w http.ResponseWriter, r *http.Request) {
 }
 
 // handleReplayJobs answers GET replays, newest first.
-func (h *Handler) handleReplayJobs(w http.ResponseWriter, r *http.Request) {
+func (h replayHandlers) handleReplayJobs(w http.ResponseWriter, r *http.Request) {
 	listJSON(h, w, r, "replays", func(ctx context.Context, p domain.Page) ([]domain.ReplayJob, string, error) {
-		return h.replays.ReplayJobs(ctx, tokenTenant(ctx).ID, p)
+		return h.store.ReplayJobs(ctx, tokenTenant(ctx).ID, p)
 	}, newReplayJobJSON)
 }
 
 // handleCancelReplay answers POST replays/{id}/cancel with the job.
-func (h *Handler) handleCancelReplay(w http.ResponseWriter, r *http.Request) {
+func (h replayHandlers) handleCancelReplay(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
 	id, err := httpx.ReplayJobID(r)
 	if err == nil {
 		var job domain.ReplayJob
-		if job, err = h.replays.CancelReplayJob(ctx, tokenTenant(ctx).ID, id); err == nil {
+		if job, err = h.store.CancelReplayJob(ctx, tokenTenant(ctx).ID, id); err == nil {
 			httpx.WriteJSON(w, http.StatusOK, newReplayJobJSON(job))
 			return
 		}

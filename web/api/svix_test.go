@@ -11,7 +11,7 @@ import (
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
-// TestSvixNamedDelivery (issue 26, §8): a standard provider accepts a
+// TestSvixNamedDelivery: a standard provider accepts a
 // delivery signed under the svix-* header names, keeps svix-signature
 // redacted, and replays it under its svix-id.
 func TestSvixNamedDelivery(t *testing.T) {

@@ -38,7 +38,7 @@ func TestConsoleAuditLog(t *testing.T) {
 	if status, _, _ := admin.Post("/t/globex/providers/crm/retire", nil); status != http.StatusSeeOther {
 		t.Fatalf("retire in globex: %d", status)
 	}
-	if status, _, _ := admin.Post(userPath(e.OperatorID("ann@example.com"), "/sign-out"), nil); status != http.StatusSeeOther {
+	if status, _, _ := admin.Post(webtest.UserPath(e.OperatorID("ann@example.com"), "/sign-out"), nil); status != http.StatusSeeOther {
 		t.Fatalf("sign out: %d", status)
 	}
 
@@ -46,7 +46,7 @@ func TestConsoleAuditLog(t *testing.T) {
 	if status != http.StatusOK || webtest.Text(doc, "h1") != "Audit log" || webtest.Text(doc, "nav.sections a.active") != "Audit log" {
 		t.Fatalf("audit page: %d %q, nav %q", status, webtest.Text(doc, "h1"), webtest.Text(doc, "nav.sections a.active"))
 	}
-	rows := cellRows(doc, "table.audit tbody tr")
+	rows := webtest.CellRows(doc, "table.audit tbody tr")
 	// (The test's own set-up is recorded too: the provider, and Ann's membership.)
 	if len(rows) != 3 || !strings.HasSuffix(rows[0], " | ann@example.com (operator) retired the old secrets of a provider crm | 0 older secrets retired; the newest stays | 127.0.0.1") ||
 		!strings.HasSuffix(rows[2], " | test (command line) connected a provider crm | kind standard; one secret | command line") {
@@ -73,8 +73,8 @@ func TestConsoleAuditLog(t *testing.T) {
 	for _, f := range filters {
 		t.Run(f.query, func(t *testing.T) {
 			status, doc := admin.Get("/t/acme/audit" + f.query)
-			if status != f.status || len(cellRows(doc, "table.audit tbody tr")) != f.rows || !strings.Contains(webtest.Text(doc, "main"), f.text) {
-				t.Fatalf("%d with %d rows: %q", status, len(cellRows(doc, "table.audit tbody tr")), webtest.Text(doc, "main"))
+			if status != f.status || len(webtest.CellRows(doc, "table.audit tbody tr")) != f.rows || !strings.Contains(webtest.Text(doc, "main"), f.text) {
+				t.Fatalf("%d with %d rows: %q", status, len(webtest.CellRows(doc, "table.audit tbody tr")), webtest.Text(doc, "main"))
 			}
 		})
 	}
@@ -82,7 +82,7 @@ func TestConsoleAuditLog(t *testing.T) {
 	// Across tenants, each entry names its workspace; operator changes and
 	// sign-ins none.
 	status, doc = admin.Get("/admin/audit")
-	rows = cellRows(doc, "table.audit tbody tr")
+	rows = webtest.CellRows(doc, "table.audit tbody tr")
 	if status != http.StatusOK || webtest.Text(doc, "header a.active") != "All audit logs" {
 		t.Fatalf("admin audit: %d, nav %q", status, webtest.Text(doc, "header a.active"))
 	}

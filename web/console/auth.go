@@ -47,12 +47,6 @@ func currentUser(ctx context.Context) domain.User {
 	return u
 }
 
-// currentTenant is the tenant of a /t/{tenant} page, resolved from the
-// operator's verified membership.
-func currentTenant(ctx context.Context) domain.Tenant {
-	return currentMembership(ctx).Tenant
-}
-
 // currentMembership is the tenant of a /t/{tenant} page with the operator's
 // role in it; zero outside a tenant.
 func currentMembership(ctx context.Context) domain.Membership {
@@ -71,7 +65,7 @@ func (h *Handler) requireUser(next http.Handler) http.Handler {
 			h.toLogin(w, r)
 			return
 		}
-		u, err := h.operators.User(r.Context(), id)
+		u, err := h.store.User(r.Context(), id)
 		if domain.ErrorCode(err) == domain.ENOTFOUND || err == nil && (u.Disabled ||
 			u.SessionEpoch != h.sessions.GetInt64(r.Context(), sessionEpoch)) {
 			if err := h.sessions.Destroy(r.Context()); err != nil {
@@ -109,7 +103,7 @@ func (h *Handler) toLogin(w http.ResponseWriter, r *http.Request) {
 // not exist.
 func (h *Handler) requireTenant(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		m, err := h.access.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
+		m, err := h.store.TenantFor(r.Context(), currentUser(r.Context()), chi.URLParam(r, "tenant"))
 		if err != nil {
 			h.consoleError(w, r, err)
 			return

@@ -28,7 +28,7 @@ func TestOwnerTokensDieWithTheirAccess(t *testing.T) {
 		if status, _ := e.Get("/api/v1/tenants/acme/stats", tok); status != http.StatusOK {
 			t.Fatalf("%s: the token before: %d", c.action, status)
 		}
-		if status, _, _ := admin.Post(userPath(id, c.action), url.Values{"password": {"a brand new secret"}}); status != http.StatusSeeOther {
+		if status, _, _ := admin.Post(webtest.UserPath(id, c.action), url.Values{"password": {"a brand new secret"}}); status != http.StatusSeeOther {
 			t.Fatalf("%s: %d", c.action, status)
 		}
 		if status, _ := e.Get("/api/v1/tenants/acme/stats", tok); status != http.StatusUnauthorized {

@@ -10,8 +10,8 @@ import (
 	"github.com/tidemark/tidemark/web/console/shell"
 )
 
-// frame is the console as the page families kept in packages of their own
-// (web/console/deliveries, lists, people, ...) see it: a shell.Console.
+// frame is the console as its page families (web/console/admin, records,
+// people, ...) see it: a shell.Console.
 type frame struct{ *Handler }
 
 var _ shell.Console = frame{}
@@ -36,3 +36,6 @@ func (f frame) RedirectWithFlash(w http.ResponseWriter, r *http.Request, to, kin
 
 // Membership is the request's tenant and the operator's role there.
 func (f frame) Membership(r *http.Request) domain.Membership { return currentMembership(r.Context()) }
+
+// User is the signed-in operator.
+func (f frame) User(r *http.Request) domain.User { return currentUser(r.Context()) }

@@ -14,39 +14,42 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
-	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/web/console/admin"
+	"github.com/tidemark/tidemark/web/console/conflicts"
+	"github.com/tidemark/tidemark/web/console/deliveries"
+	"github.com/tidemark/tidemark/web/console/lists"
+	"github.com/tidemark/tidemark/web/console/overview"
+	"github.com/tidemark/tidemark/web/console/people"
+	"github.com/tidemark/tidemark/web/console/providers"
+	"github.com/tidemark/tidemark/web/console/records"
+	"github.com/tidemark/tidemark/web/console/workspace"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
-// Services are the domain services the console calls.
-type Services struct {
-	Access         domain.AccessService
-	Operators      domain.OperatorService
-	Providers      domain.ProviderService
-	Tokens         domain.TokenService
-	Events         domain.EventService
-	Stats          domain.StatsService
-	Records        domain.RecordService
-	Conflicts      domain.ConflictService
-	People         domain.PeopleService
-	Audit          domain.AuditService
-	Reconciliation domain.ReconciliationService
-	Deliveries     domain.DeliveryService
-	Replays        domain.ReplayService
-	Destinations   stream.DestinationService
-	// Alerts serves the alerts page and the banner of firing alerts.
-	Alerts alerting.Service
-	// APICredentials are providers' API credentials, on their pages.
-	APICredentials pull.CredentialStore
-	// Backfills: the provider page's jobs, the overview's sweeps.
-	Backfills pull.JobStore
+// Store is what the console reads and changes: what the shell uses
+// itself and what each page family declares it uses.
+type Store interface {
+	domain.AccessService   // sign-in, sessions, the workspaces menu
+	domain.OperatorService // the signed-in operator
+	alerting.Service       // the banner of firing alerts, web/console/alerts
+	// web/console/destinations
+	stream.DestinationService
+	admin.Store
+	workspace.Store
+	records.Store
+	conflicts.Store
+	lists.Store
+	people.Store
+	providers.Store
+	deliveries.Store
+	overview.Store
 }
 
 // Config wires a Handler to its dependencies.
 type Config struct {
-	Services
+	Store    Store
 	Replayer *replay.Replayer // replays one delivery by hand
 	// Webhook is the receiver, through which test events are sent in-process.
 	Webhook  http.Handler
@@ -66,25 +69,9 @@ type Config struct {
 
 // Handler serves the console.
 type Handler struct {
-	access     domain.AccessService
-	operators  domain.OperatorService
-	providers  domain.ProviderService
-	tokens     domain.TokenService
-	events     domain.EventService
-	stats      domain.StatsService
-	records    domain.RecordService
-	conflicts  domain.ConflictService
-	people     domain.PeopleService
-	audit      domain.AuditService
-	reconcile  domain.ReconciliationService
-	deliveries domain.DeliveryService
-	replays    domain.ReplayService
-	dests      stream.DestinationService
-	alerts     alerting.Service
-	apiCreds   pull.CredentialStore
-	backfills  pull.JobStore
-	replayer   *replay.Replayer
-	webhook    http.Handler
+	store    Store
+	replayer *replay.Replayer
+	webhook  http.Handler
 
 	sessions    *scs.SessionManager
 	log         *slog.Logger
@@ -98,10 +85,8 @@ type Handler struct {
 
 // New returns the console's Handler for cfg.
 func New(cfg Config) *Handler {
-	h := &Handler{access: cfg.Access, operators: cfg.Operators, providers: cfg.Providers, tokens: cfg.Tokens,
-		events: cfg.Events, stats: cfg.Stats, records: cfg.Records, conflicts: cfg.Conflicts, people: cfg.People,
-		audit: cfg.Audit, reconcile: cfg.Reconciliation, deliveries: cfg.Deliveries, replays: cfg.Replays,
-		dests: cfg.Destinations, alerts: cfg.Alerts, apiCreds: cfg.APICredentials, backfills: cfg.Backfills, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions), log: cfg.Logger, now: cfg.Now,
+	h := &Handler{store: cfg.Store, replayer: cfg.Replayer, webhook: cfg.Webhook, sessions: newSessions(cfg.Sessions),
+		log: cfg.Logger, now: cfg.Now,
 		publicURL: strings.TrimRight(cfg.PublicURL, "/"), httpsPublic: strings.HasPrefix(cfg.PublicURL, "https://"),
 		queue: cfg.Queue, signIns: newSignInBudgets(), reads: cfg.Reads}
 	if h.reads == nil {
@@ -115,14 +100,3 @@ func New(cfg Config) *Handler {
 	}
 	return h
 }
-
-// The console's page families, each a small type over the Handler, which
-// holds what they share: the services, the sessions, the layout.
-type (
-	eventPages    struct{ *Handler } // finding an event (the history is web/console/lists)
-	recordPages   struct{ *Handler } // the directory, timelines and repairs
-	conflictPages struct{ *Handler }
-	tokenPages    struct{ *Handler }
-	memberPages   struct{ *Handler }
-	adminPages    struct{ *Handler } // operators and the reconciliation report
-)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/a-h/templ"
 
@@ -20,13 +21,13 @@ func (h *Handler) layout(r *http.Request, title, nav string) views.Layout {
 	m := currentMembership(r.Context())
 	l := views.Layout{Title: title, UserEmail: u.Email, IsAdmin: u.IsAdmin, Tenant: m.Tenant, Role: m.Role, Nav: nav}
 	var err error
-	if l.Tenants, err = h.access.VisibleTenants(r.Context(), u); err != nil {
+	if l.Tenants, err = h.store.VisibleTenants(r.Context(), u); err != nil {
 		// The page is still shown, without its workspace menu.
 		h.log.Error("reading the operator's workspaces", "user", u.Email, "err", err)
 	}
-	if m.Tenant.ID != 0 && h.alerts != nil {
+	if m.Tenant.ID != 0 {
 		// The banner of firing alerts: a page is still shown without it.
-		firing, err := h.alerts.FiringAlerts(r.Context(), m.Tenant.ID)
+		firing, err := h.store.FiringAlerts(r.Context(), m.Tenant.ID)
 		if err != nil {
 			h.log.Error("reading firing alerts for the banner", "tenant", m.Tenant.Slug, "err", err)
 		}
@@ -96,4 +97,29 @@ func (h *Handler) consoleError(w http.ResponseWriter, r *http.Request, err error
 func internalErrorText(id string) string {
 	return "Something went wrong and was logged with request id " + id +
 		". Try again in a moment; if it keeps happening, give the id to your administrator."
+}
+
+// NotFound is the console's page for a URL it does not serve: a styled
+// page in the console's frame for a signed-in operator, the sign-in page
+// for anyone else (so that it tells a stranger nothing). URLs of the API,
+// the webhooks and the metrics (when served on another address) get JSON.
+func (h *Handler) NotFound() http.Handler {
+	page := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		heading := "Page not found"
+		text := "There is no page at " + r.URL.Path + ". It may have moved, or the link may be mistyped."
+		h.render(w, r, http.StatusNotFound, views.NotFound(h.layout(r, heading, ""), heading, text))
+	})
+	framed := h.securityHeaders(limitConsoleBody(h.loadSession(h.requireUser(page))))
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/api/"), strings.HasPrefix(r.URL.Path, "/webhooks/"), r.URL.Path == "/metrics":
+			httpx.WriteError(w, http.StatusNotFound, "not found")
+		case currentUser(r.Context()).ID != 0:
+			// Inside the console's routes (an unknown page of a workspace):
+			// the session, the operator and the tenant are already known.
+			page.ServeHTTP(w, r)
+		default:
+			framed.ServeHTTP(w, r)
+		}
+	})
 }

@@ -19,7 +19,7 @@ func TestOperatorDisableEndsSessions(t *testing.T) {
 		t.Fatal("ann is not signed in")
 	}
 
-	status, _, loc := admin.Post(userPath(annID, "/disable"), nil)
+	status, _, loc := admin.Post(webtest.UserPath(annID, "/disable"), nil)
 	if status != http.StatusSeeOther || loc != "/admin/users" {
 		t.Fatalf("disable: %d to %q", status, loc)
 	}
@@ -27,7 +27,7 @@ func TestOperatorDisableEndsSessions(t *testing.T) {
 	if flash := webtest.ShownFlash(doc); !strings.Contains(flash, "ann@example.com is disabled") {
 		t.Fatalf("flash %q", flash)
 	}
-	if row := operatorRow(doc, "ann@example.com"); row.Find(".badge.operator-disabled").Length() != 1 ||
+	if row := webtest.OperatorRow(doc, "ann@example.com"); row.Find(".badge.operator-disabled").Length() != 1 ||
 		row.Find(`form[action$="/enable"]`).Length() != 1 || row.Find(`form[action$="/disable"]`).Length() != 0 {
 		t.Fatalf("disabled row %q", row.Text())
 	}
@@ -39,7 +39,7 @@ func TestOperatorDisableEndsSessions(t *testing.T) {
 		t.Fatalf("a disabled operator signed in: %v %q", ok, msg)
 	}
 
-	if status, _, _ := admin.Post(userPath(annID, "/enable"), nil); status != http.StatusSeeOther {
+	if status, _, _ := admin.Post(webtest.UserPath(annID, "/enable"), nil); status != http.StatusSeeOther {
 		t.Fatalf("enable: %d", status)
 	}
 	again := e.Anonymous()
@@ -52,7 +52,7 @@ func TestOperatorDisableEndsSessions(t *testing.T) {
 
 	// An admin cannot disable themselves, nor the last enabled admin be lost.
 	rootID := e.OperatorID("root@example.com")
-	if _, _, loc := admin.Post(userPath(rootID, "/disable"), nil); loc != "/admin/users" {
+	if _, _, loc := admin.Post(webtest.UserPath(rootID, "/disable"), nil); loc != "/admin/users" {
 		t.Fatalf("self-disable went to %q", loc)
 	}
 	_, doc = admin.Get("/admin/users")
@@ -72,7 +72,7 @@ func TestOperatorPasswordAndSignOutEverywhere(t *testing.T) {
 	phone := e.Operator2("ann@example.com")
 	annID := e.OperatorID("ann@example.com")
 
-	if status, _, _ := admin.Post(userPath(annID, "/sign-out"), nil); status != http.StatusSeeOther {
+	if status, _, _ := admin.Post(webtest.UserPath(annID, "/sign-out"), nil); status != http.StatusSeeOther {
 		t.Fatalf("sign out everywhere: %d", status)
 	}
 	if laptop.SignedIn("/t/acme") || phone.SignedIn("/t/acme") {
@@ -83,7 +83,7 @@ func TestOperatorPasswordAndSignOutEverywhere(t *testing.T) {
 	}
 
 	laptop = e.Operator2("ann@example.com")
-	_, _, _ = admin.Post(userPath(annID, "/password"), url.Values{"password": {"short"}})
+	_, _, _ = admin.Post(webtest.UserPath(annID, "/password"), url.Values{"password": {"short"}})
 	_, doc := admin.Get("/admin/users")
 	if flash := webtest.ShownFlash(doc); !strings.Contains(flash, "was not changed: password must be at least 8 characters") {
 		t.Fatalf("short password flash %q", flash)
@@ -91,7 +91,7 @@ func TestOperatorPasswordAndSignOutEverywhere(t *testing.T) {
 	if !laptop.SignedIn("/t/acme") {
 		t.Fatal("a refused reset ended the session")
 	}
-	if status, _, _ := admin.Post(userPath(annID, "/password"), url.Values{"password": {"a brand new secret"}}); status != http.StatusSeeOther {
+	if status, _, _ := admin.Post(webtest.UserPath(annID, "/password"), url.Values{"password": {"a brand new secret"}}); status != http.StatusSeeOther {
 		t.Fatalf("reset: %d", status)
 	}
 	if laptop.SignedIn("/t/acme") {

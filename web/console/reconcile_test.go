@@ -81,7 +81,7 @@ func TestReconciliationMetrics(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(store), Sessions: store.SessionStore(),
+		srv := httptest.NewServer(web.New(web.Config{Store: store, Sessions: store.SessionStore(),
 			Ping: store.Pool().Ping, Logger: webtest.QuietLog(), Collectors: []prometheus.Collector{store.ReconciliationMetrics()}}).Handler())
 		t.Cleanup(srv.Close)
 		nodes = append(nodes, srv.URL)

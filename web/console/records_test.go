@@ -60,7 +60,7 @@ func TestRecordsDirectory(t *testing.T) {
 	if got := directoryRows(doc); !slices.Equal(got, all) {
 		t.Fatalf("rows %v, want %v", got, all)
 	}
-	marks := allText(doc, "table.records td.marks")
+	marks := webtest.AllText(doc, "table.records td.marks")
 	if marks[3] != "1 open conflict" || marks[4] != "1 stale in 7 days" || marks[0] != "" {
 		t.Errorf("badges %q", marks)
 	}
@@ -84,7 +84,7 @@ func TestRecordsDirectory(t *testing.T) {
 
 	// Matches are marked; what a payload says is text, never markup.
 	_, doc = b.Get("/t/acme/records?q=Director")
-	if got := allText(doc, "table.records .match mark"); !slices.Equal(got, []string{"Director", "Director"}) {
+	if got := webtest.AllText(doc, "table.records .match mark"); !slices.Equal(got, []string{"Director", "Director"}) {
 		t.Errorf("marked matches %q", got)
 	}
 	if got := doc.Find(`input[name="q"]`).AttrOr("value", ""); got != "Director" {
@@ -191,12 +191,12 @@ func TestEventHistorySearch(t *testing.T) {
 	if !slices.Contains(ids, "e1") || !slices.Contains(ids, "e4") || slices.ContainsFunc(ids, func(id string) bool { return id != "e1" && id != "e4" }) {
 		t.Fatalf("q=Director: %v", ids)
 	}
-	for _, m := range allText(doc, "table.events td.match") {
+	for _, m := range webtest.AllText(doc, "table.events td.match") {
 		if !strings.Contains(m, "Director") {
 			t.Errorf("a row's match %q", m)
 		}
 	}
-	if got := allText(doc, "table.events td.match mark"); len(got) != len(ids) || got[0] != "Director" {
+	if got := webtest.AllText(doc, "table.events td.match mark"); len(got) != len(ids) || got[0] != "Director" {
 		t.Errorf("marks %q for %d rows", got, len(ids))
 	}
 	if _, doc := b.Get("/t/acme/events?q=Director&provider=erp"); !slices.Equal(eventLogIDs(doc), []string{"e4"}) {

@@ -47,7 +47,7 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	// The person signing in is the actor of the sign_in audit entry.
 	ctx := domain.WithActor(r.Context(), domain.Actor{Kind: domain.ActorOperator,
 		Name: strings.TrimSpace(email), Address: httpx.ClientAddress(r)})
-	u, err := h.access.Authenticate(ctx, email, password, httpx.ClientAddress(r))
+	u, err := h.store.Authenticate(ctx, email, password, httpx.ClientAddress(r))
 	ticket.settle(err, time.Now()) // only failures spend the budgets
 	if err != nil {
 		status := httpx.ErrorStatus(err)

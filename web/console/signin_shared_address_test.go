@@ -58,7 +58,7 @@ func TestLoginFloodSparesOtherAccounts(t *testing.T) {
 
 // busyAccess refuses every sign-in as PostgreSQL's access service does
 // when every place to check a password is taken.
-type busyAccess struct{ domain.AccessService }
+type busyAccess struct{ web.Store }
 
 func (busyAccess) Authenticate(context.Context, string, string, string) (domain.User, error) {
 	return domain.User{}, domain.ErrSignInBusy
@@ -68,7 +68,7 @@ func (busyAccess) Authenticate(context.Context, string, string, string) (domain.
 // answered 503 with Retry-After and the form saying to retry.
 func TestLoginBusy(t *testing.T) {
 	t.Parallel()
-	e := webtest.SetupConfig(t, postgres.DefaultReadTimeout, webtest.QuietLog(), func(c *web.Config) { c.Access = busyAccess{c.Access} })
+	e := webtest.SetupConfig(t, postgres.DefaultReadTimeout, webtest.QuietLog(), func(c *web.Config) { c.Store = busyAccess{c.Store} })
 	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+"/login",
 		strings.NewReader(url.Values{"email": {"ops@example.com"}, "password": {"secret"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")

@@ -179,7 +179,7 @@ func TestSessionCookie(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			h := web.New(web.Config{Services: webtest.Services(e.Store), Sessions: e.Store.SessionStore(),
+			h := web.New(web.Config{Store: e.Store, Sessions: e.Store.SessionStore(),
 				Logger: webtest.QuietLog(), PublicURL: c.publicURL, TrustedProxies: trusted}).Handler()
 			form := url.Values{"email": {"ops@example.com"}, "password": {webtest.TestPassword}}.Encode()
 			req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader(form))
@@ -234,7 +234,7 @@ func TestSessionIdleAndLifetime(t *testing.T) {
 	base := webtest.Setup(t)
 	base.Tenant("acme")
 	clk := &clock{now: time.Now()}
-	srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(base.Store), Sessions: base.Store.SessionStore(),
+	srv := httptest.NewServer(web.New(web.Config{Store: base.Store, Sessions: base.Store.SessionStore(),
 		Logger: webtest.QuietLog(), Now: clk.Now}).Handler())
 	t.Cleanup(srv.Close)
 	e := *base

@@ -66,7 +66,7 @@ func TestAuditSentences(t *testing.T) {
 		if status != http.StatusOK {
 			t.Fatalf("%s: %d", path, status)
 		}
-		rows := cellRows(doc, "table.audit tbody tr")
+		rows := webtest.CellRows(doc, "table.audit tbody tr")
 		for _, want := range []string{
 			"ann@example.com (operator) created an API token reporting | read-only, expires",
 			"ann@example.com (operator) changed a scope crm deal.snapshot |",
@@ -88,7 +88,7 @@ func TestAuditSentences(t *testing.T) {
 		}
 	}
 	_, doc := admin.Get("/t/acme/audit?action=token_create")
-	if rows := cellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "created an API token reporting") {
+	if rows := webtest.CellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "created an API token reporting") {
 		t.Errorf("filtered by token_create:\n%s", strings.Join(rows, "\n"))
 	}
 }
@@ -129,7 +129,7 @@ func TestReconciliationRunNow(t *testing.T) {
 		t.Errorf("audit entries %q", got)
 	}
 	_, doc = admin.Get("/admin/audit?action=reconciliation_run")
-	if rows := cellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "root@example.com (operator) ran the reconciliation of every workspace") {
+	if rows := webtest.CellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "root@example.com (operator) ran the reconciliation of every workspace") {
 		t.Errorf("admin audit rows %q", rows)
 	}
 

@@ -58,7 +58,7 @@ func listeningServer(t *testing.T, dbURL string) *webtest.Env {
 		}
 	})
 	pollWithin(t, 5*time.Second, "the endpoint cache to go live", store.EndpointCacheLive)
-	s := web.New(web.Config{Services: webtest.Services(store), Sessions: store.SessionStore(),
+	s := web.New(web.Config{Store: store, Sessions: store.SessionStore(),
 		Ping: store.Pool().Ping, Logger: webtest.QuietLog()})
 	e := &webtest.Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.Srv.Close)

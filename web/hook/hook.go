@@ -17,9 +17,22 @@ import (
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
+// Store is what the receiver needs of storage: endpoints, the ingest
+// itself and the refusal counts. A Store that also has cachedEndpoints
+// serves a client past its refusal budget from memory.
+type Store interface {
+	domain.IngestService
+}
+
+// cachedEndpoints is a Store whose endpoints can be read from memory alone
+// (postgres/ingest's endpoint cache).
+type cachedEndpoints interface {
+	CachedEndpoint(tenantSlug, providerName string) (p domain.ProviderEndpoint, hit bool, err error)
+}
+
 // Config wires a Handler to its dependencies.
 type Config struct {
-	Ingest  domain.IngestService
+	Ingest  Store
 	Queue   domain.DeliveryQueue // nil: synchronous mode
 	Metrics *httpx.Metrics
 	Logger  *slog.Logger
@@ -41,7 +54,7 @@ type Config struct {
 
 // Handler receives webhook deliveries.
 type Handler struct {
-	ingest    domain.IngestService
+	ingest    Store
 	queue     domain.DeliveryQueue
 	metrics   *httpx.Metrics
 	log       *slog.Logger

@@ -297,7 +297,7 @@ func serverOn(e *webtest.Env, n int32, cfg web.Config) (*webtest.Env, *pgxpool.P
 	listening, stopListening := context.WithCancel(context.Background())
 	t.Cleanup(stopListening)
 	go store.ListenForChanges(listening)
-	cfg.Services, cfg.Sessions, cfg.Ping = webtest.Services(store), store.SessionStore(), pool.Ping
+	cfg.Store, cfg.Sessions, cfg.Ping = store, store.SessionStore(), pool.Ping
 	cfg.Logger, cfg.IngestConns = slog.New(slog.NewTextHandler(io.Discard, nil)), int(n)
 	s := web.New(cfg)
 	srv := httptest.NewServer(s.Handler())

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/overload"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -29,14 +28,14 @@ func TestOverloadsAreFlushed(t *testing.T) {
 	l := newRefusalLog(store, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	now := time.Now()
 	for range 3 {
-		l.overload("acme", overload.LookupGate, now)
+		l.overload("acme", domain.OverloadLookupGate, now)
 	}
-	l.overload("acme", overload.Budget, now)
-	l.overload("made-up", overload.LookupGate, now)
+	l.overload("acme", domain.OverloadBudget, now)
+	l.overload("made-up", domain.OverloadLookupGate, now)
 	if err := l.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
-	l.overload("acme", overload.LookupGate, now)
+	l.overload("acme", domain.OverloadLookupGate, now)
 	if err := l.flush(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +54,7 @@ func TestOverloadsAreFlushed(t *testing.T) {
 		}
 		got[reason] = n
 	}
-	if len(got) != 2 || got[overload.LookupGate] != 4 || got[overload.Budget] != 1 {
+	if len(got) != 2 || got[domain.OverloadLookupGate] != 4 || got[domain.OverloadBudget] != 1 {
 		t.Fatalf("stored %v, want lookup_gate 4 and budget 1", got)
 	}
 }

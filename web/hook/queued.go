@@ -1,7 +1,6 @@
 package hook
 
 import (
-	"context"
 	"net/http"
 	"time"
 
@@ -16,25 +15,24 @@ import (
 // ingested, and acknowledged only once the queue acknowledged storing it.
 // A queue that cannot be reached answers 503: a delivery is never ingested
 // synchronously instead, behind the operator's back.
-func (h *Handler) enqueue(ctx context.Context, w http.ResponseWriter, r *http.Request, d domain.Delivery, p domain.ProviderEndpoint,
-	kind provider.Kind, body []byte, events []domain.Event, start time.Time) {
-	qd := domain.QueuedDelivery{Delivery: d, TenantSlug: p.TenantSlug, ProviderName: p.Name, ProviderKind: p.Kind, Events: events,
-		Identity: domain.DeliveryIdentity(p.TenantID, p.ID, body, events)}
-	duplicate, err := h.queue.Enqueue(ctx, qd)
+func (h *Handler) enqueue(in *inbound) *refusal {
+	p := in.p
+	qd := domain.QueuedDelivery{Delivery: in.d, TenantSlug: p.TenantSlug, ProviderName: p.Name, ProviderKind: p.Kind, Events: in.events,
+		Identity: domain.DeliveryIdentity(p.TenantID, p.ID, in.body, in.events)}
+	duplicate, err := h.queue.Enqueue(in.ctx, qd)
 	if err != nil {
-		h.metrics.Delivery(p.Kind, httpx.ErrorStatus(err), time.Since(start).Seconds())
 		if httpx.ErrorStatus(err) != http.StatusServiceUnavailable {
-			h.fail(w, r, err)
-			return
+			return &refusal{err: err, kind: p.Kind}
 		}
-		h.log.WarnContext(ctx, "delivery queue unavailable", "tenant", p.TenantSlug, "provider", p.Name, "err", err)
-		httpx.WriteError(w, http.StatusServiceUnavailable, "the delivery queue is unavailable and nothing was stored; retry after the Retry-After delay")
-		return
+		h.log.WarnContext(in.ctx, "delivery queue unavailable", "tenant", p.TenantSlug, "provider", p.Name, "err", err)
+		return &refusal{status: http.StatusServiceUnavailable, kind: p.Kind,
+			msg: "the delivery queue is unavailable and nothing was stored; retry after the Retry-After delay"}
 	}
 	status := "queued"
 	if duplicate {
 		status = "duplicate" // a retry of a delivery the queue already holds: stored once
 	}
-	code := provider.RespondQueued(kind, w, d.ID, status)
-	h.metrics.Delivery(p.Kind, code, time.Since(start).Seconds())
+	code := provider.RespondQueued(in.kind, in.w, in.d.ID, status)
+	h.metrics.Delivery(p.Kind, code, time.Since(in.start).Seconds())
+	return nil
 }

@@ -26,7 +26,7 @@ func setupQueued(t *testing.T, q *queue.Queue) *webtest.Env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := web.New(web.Config{Services: webtest.Services(store), Sessions: store.SessionStore(), Ping: store.Pool().Ping,
+	s := web.New(web.Config{Store: store, Sessions: store.SessionStore(), Ping: store.Pool().Ping,
 		Logger: webtest.QuietLog(), Queue: q, Collectors: []prometheus.Collector{q.Collector()}})
 	e := &webtest.Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(s.Handler())}
 	t.Cleanup(e.Srv.Close)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/netip"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -13,9 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/overload"
 	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/internal/reqlog"
 	"github.com/tidemark/tidemark/internal/tracing"
 	"github.com/tidemark/tidemark/web/httpx"
@@ -32,23 +31,106 @@ const ingestBudget = 3 * time.Second
 // acknowledged that was not committed: every non-2xx answer leaves the
 // provider to retry, and 200 is written only after Ingest committed.
 func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
-	start := h.now()
-	// Budgets are checked only once a request is refused: the endpoint
-	// comes from the in-memory cache, so authenticating first costs no
-	// database read, and a valid delivery is never answered 429 because of
-	// other requests' refusals.
-	client := httpx.ClientPrefix(r)
-	// Kinds that sign the URL verify against the public URL the provider
-	// called, which differs from r.Host behind a proxy.
-	r = r.WithContext(provider.WithPublicBase(r.Context(), httpx.BaseURL(h.publicURL, r)))
-	began := time.Now() // h.now may be a test's fixed clock; the budget needs a real one
-	lookup, cancelLookup := context.WithTimeout(r.Context(), ingestBudget)
-	defer cancelLookup()
+	in := h.arrive(w, r)
+	defer in.done()
+	if ref := h.deliver(in); ref != nil {
+		h.refuse(in, ref)
+	}
+}
 
-	tenant, name := chi.URLParam(r, "tenant"), chi.URLParam(r, "provider")
+// deliver takes a delivery through its steps in order; the first that
+// refuses it ends the walk with the refusal to answer.
+func (h *Handler) deliver(in *inbound) *refusal {
+	if ref := h.endpoint(in); ref != nil {
+		return ref
+	}
+	if ref := h.readBody(in); ref != nil {
+		return ref
+	}
+	if ref := h.authenticate(in); ref != nil {
+		return ref
+	}
+	if ref := h.parse(in); ref != nil {
+		return ref
+	}
+	if h.queue != nil {
+		return h.enqueue(in) // queued.go: acknowledged once the queue stored it
+	}
+	if ref := h.commit(in); ref != nil {
+		return ref
+	}
+	h.respond(in)
+	return nil
+}
+
+// inbound is one delivery on its way through Receive's steps: each step
+// fills in what the next ones read.
+type inbound struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	start  time.Time    // the delivery's received_at (h.now)
+	began  time.Time    // the real clock, for the budget (h.now may be a test's fixed clock)
+	client netip.Prefix // the budgets' client address
+
+	p    domain.ProviderEndpoint
+	kind provider.Kind
+	d    domain.Delivery
+
+	body    []byte
+	ctx     context.Context // what is left of the budget once the body is read
+	cancel  context.CancelFunc
+	verdict string
+	events  []domain.Event
+	results []domain.Result
+}
+
+// arrive starts a delivery. Kinds that sign the URL verify against the
+// public URL the provider called, which differs from r.Host behind a
+// proxy.
+func (h *Handler) arrive(w http.ResponseWriter, r *http.Request) *inbound {
+	in := &inbound{w: w, start: h.now(), client: httpx.ClientPrefix(r)}
+	in.r = r.WithContext(provider.WithPublicBase(r.Context(), httpx.BaseURL(h.publicURL, r)))
+	in.began = time.Now()
+	return in
+}
+
+// done releases what is left of the delivery's budget.
+func (in *inbound) done() {
+	if in.cancel != nil {
+		in.cancel()
+	}
+}
+
+// endpoint finds the provider the URL names and its kind. From here on,
+// the request's log lines and span name the delivery.
+func (h *Handler) endpoint(in *inbound) *refusal {
+	p, ref := h.lookup(in)
+	if ref != nil {
+		return ref
+	}
+	kind, ok := provider.Lookup(p.Kind)
+	if !ok {
+		return &refusal{status: http.StatusNotFound,
+			msg: fmt.Sprintf("provider kind %q is not supported by this version of Tidemark", p.Kind)}
+	}
+	in.p, in.kind = p, kind
+	in.d = domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: in.start,
+		Request: captureRequest(in.r, p.Kind)}
+	reqlog.SetTenant(in.r.Context(), p.TenantSlug)
+	reqlog.SetDelivery(in.r.Context(), in.d.ID)
+	tracing.NoteEndpoint(in.r.Context(), p.TenantSlug, p.Name, p.Kind, in.d.ID)
+	return nil
+}
+
+// lookup reads the endpoint within the budgets. They are checked only once
+// a request is refused: the endpoint comes from the in-memory cache, so
+// authenticating first costs no database read, and a valid delivery is
+// never answered 429 because of other requests' refusals.
+func (h *Handler) lookup(in *inbound) (domain.ProviderEndpoint, *refusal) {
+	tenant, name := chi.URLParam(in.r, "tenant"), chi.URLParam(in.r, "provider")
 	var p domain.ProviderEndpoint
 	var err error
-	if over, wait := h.limits.addresses.Exhausted(addressKey{client, 0}, time.Now()); over {
+	if over, wait := h.limits.addresses.Exhausted(addressKey{in.client, 0}, time.Now()); over {
 		// Past its budget for unknown names, an address is served from the
 		// endpoint cache only: its made-up names cost no query.
 		var hit bool
@@ -56,129 +138,113 @@ func (h *Handler) Receive(w http.ResponseWriter, r *http.Request) {
 			p, hit, err = c.CachedEndpoint(tenant, name)
 		}
 		if !hit || err != nil {
-			h.tooMany(w, "unknown", "address", wait, start)
-			return
+			return p, tooMany("address", wait)
 		}
 	} else {
-		release, ok := h.tenantGate.acquire(lookup, tenant)
+		ctx, cancel := context.WithTimeout(in.r.Context(), ingestBudget)
+		defer cancel()
+		release, ok := h.tenantGate.acquire(ctx, tenant)
 		if !ok {
-			h.tenantBusy(w, tenant, start)
-			return
+			h.metrics.TenantBusy()
+			h.overloaded(tenant, domain.OverloadLookupGate)
+			return p, tenantBusy()
 		}
-		p, err = h.ingest.Endpoint(lookup, tenant, name)
+		p, err = h.ingest.Endpoint(ctx, tenant, name)
 		release()
 	}
-	if err != nil {
-		if domain.ErrorCode(err) == domain.ENOTFOUND {
-			// Guessing names is a refusal too, counted against the address.
-			if over, wait := h.limits.refuse(client, 0, time.Now()); over != "" {
-				h.tooMany(w, "unknown", over, wait, start)
-				return
-			}
-		}
-		h.metrics.Delivery("unknown", httpx.ErrorStatus(err), time.Since(start).Seconds())
-		h.fail(w, r, err)
-		return
+	if err == nil {
+		return p, nil
 	}
-	kind, ok := provider.Lookup(p.Kind)
-	if !ok {
-		httpx.WriteError(w, http.StatusNotFound, fmt.Sprintf("provider kind %q is not supported by this version of Tidemark", p.Kind))
-		return
-	}
-	var ctx context.Context // what is left of the budget once the body is read
-	d := domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: start,
-		Request: captureRequest(r, p.Kind)}
-	// From here on, the request's log lines and span name the delivery.
-	reqlog.SetTenant(r.Context(), p.TenantSlug)
-	reqlog.SetDelivery(r.Context(), d.ID)
-	tracing.NoteEndpoint(r.Context(), p.TenantSlug, p.Name, p.Kind, d.ID)
-	// reject answers a refusal. It costs no database write: the refusal is
-	// counted in memory and written with others (refusals.go), and past the
-	// address's or provider's budget the answer is 429.
-	reject := func(status int, verdict string, body []byte, msg string) {
-		if verdict != domain.SignatureValid {
-			body = nil // keep only what an authenticated sender sent
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		// Guessing names is a refusal too, counted against the address.
+		if over, wait := h.limits.refuse(in.client, 0, time.Now()); over != "" {
+			return p, tooMany(over, wait)
 		}
-		d.Status, d.Signature, d.Reason, d.Body = status, verdict, msg, body
-		if over, wait := h.limits.refuse(client, p.ID, time.Now()); over != "" {
-			d.Status, msg = http.StatusTooManyRequests, tooManyMessage(over)
-			w.Header().Set("Retry-After", httpx.RetryAfter(wait))
-			h.metrics.Limited(over)
-		}
-		h.refusals.add(d)
-		h.metrics.Delivery(p.Kind, d.Status, time.Since(start).Seconds())
-		httpx.WriteError(w, d.Status, msg)
 	}
+	return p, &refusal{err: err, kind: "unknown"}
+}
 
-	spent := time.Since(began)
-	limit := provider.MaxBody(p.Provider)
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
-	ctx, cancel := context.WithTimeout(r.Context(), ingestBudget-spent)
-	defer cancel()
+// readBody reads the body, up to the provider's limit. The budget's clock
+// stops while it is read.
+func (h *Handler) readBody(in *inbound) *refusal {
+	spent := time.Since(in.began)
+	limit := provider.MaxBody(in.p.Provider)
+	body, err := io.ReadAll(http.MaxBytesReader(in.w, in.r.Body, limit))
+	in.ctx, in.cancel = context.WithTimeout(in.r.Context(), ingestBudget-spent)
 	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
-			reject(http.StatusRequestEntityTooLarge, domain.SignatureUnchecked, nil, fmt.Sprintf(
+			return in.refused(http.StatusRequestEntityTooLarge, domain.SignatureUnchecked, nil, fmt.Sprintf(
 				"body larger than this provider's limit of %s (%d bytes); an operator can raise it with "+
 					"tidemark provider update --tenant %s --provider %s --max-body SIZE (at most %s)",
-				domain.FormatByteSize(limit), limit, p.TenantSlug, p.Name, domain.FormatByteSize(domain.MaxBodyCeiling)))
-			return
+				domain.FormatByteSize(limit), limit, in.p.TenantSlug, in.p.Name, domain.FormatByteSize(domain.MaxBodyCeiling)))
 		}
-		httpx.WriteError(w, http.StatusBadRequest, "could not read the request body")
-		return
+		return &refusal{status: http.StatusBadRequest, msg: "could not read the request body"}
 	}
-	_, span := tracing.Start(r.Context(), "authenticate")
-	verdict, err := kind.Authenticate(r, body, p, start)
-	if err != nil {
-		tracing.Fail(span, verdict)
-		span.End()
-		reject(http.StatusUnauthorized, verdict, nil, err.Error())
-		return
-	}
-	span.End()
-	// Credentials the kind declares inside bodies are blanked before the
-	// body is parsed, stored or queued; a replay parses what was stored.
-	_, span = tracing.Start(r.Context(), "parse")
-	body = provider.RedactBody(p.Kind, body)
-	events, err := replay.Parse(kind, r, body, p)
-	if err != nil {
-		tracing.Fail(span, "unparsable")
-		span.End()
-		reject(http.StatusBadRequest, verdict, body, err.Error())
-		return
-	}
-	if span.IsRecording() {
-		span.SetAttributes(tracing.AttrEvents.Int(len(events)))
-	}
-	span.End()
-	d.Status, d.Signature, d.Body = http.StatusOK, verdict, body
-	if h.queue != nil {
-		h.enqueue(ctx, w, r, d, p, kind, body, events, start)
-		return
-	}
-	// Writes need no share of the pool: each tenant's deliveries are written
-	// by its own group committer, on one connection (postgres/group.go).
-	results, err := h.ingest.Ingest(ctx, d, p, events)
-	if domain.ErrorCode(err) == domain.EINVALID {
-		reject(http.StatusBadRequest, verdict, body, domain.ErrorMessage(err))
-		return
-	}
-	if err != nil {
-		h.overloaded(p.TenantSlug, overload.ReasonOf(err))
-		h.metrics.Delivery(p.Kind, httpx.ErrorStatus(err), time.Since(start).Seconds())
-		h.fail(w, r, err)
-		return
-	}
-	h.metrics.Events(p.Kind, results)
-	h.metrics.Delivery(p.Kind, http.StatusOK, time.Since(start).Seconds())
-	tracing.NoteOutcomes(trace.SpanFromContext(r.Context()), results)
-	kind.Respond(w, d.ID, results)
+	in.body = body
+	return nil
 }
 
-// cachedEndpoints is an IngestService whose endpoints can be read from
-// memory alone (postgres/ingest's endpoint cache).
-type cachedEndpoints interface {
-	CachedEndpoint(tenantSlug, providerName string) (p domain.ProviderEndpoint, hit bool, err error)
+// authenticate checks the delivery over its raw bytes, before anything is
+// parsed.
+func (h *Handler) authenticate(in *inbound) *refusal {
+	err := tracing.Step(in.r.Context(), "authenticate", func(context.Context) error {
+		verdict, err := in.kind.Authenticate(in.r, in.body, in.p, in.start)
+		in.verdict = verdict
+		if err != nil {
+			return tracing.Classed(verdict, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return in.refused(http.StatusUnauthorized, in.verdict, nil, err.Error())
+	}
+	return nil
+}
+
+// parse splits the body into its events. Credentials the kind declares
+// inside bodies are blanked first, before the body is parsed, stored or
+// queued; a replay parses what was stored.
+func (h *Handler) parse(in *inbound) *refusal {
+	err := tracing.Step(in.r.Context(), "parse", func(ctx context.Context) error {
+		in.body = provider.RedactBody(in.p.Kind, in.body)
+		events, err := provider.Parse(in.kind, in.r, in.body, in.p)
+		if err != nil {
+			return tracing.Classed("unparsable", err)
+		}
+		in.events = events
+		tracing.NoteEvents(ctx, len(events))
+		return nil
+	})
+	if err != nil {
+		return in.refused(http.StatusBadRequest, in.verdict, in.body, err.Error())
+	}
+	in.d.Status, in.d.Signature, in.d.Body = http.StatusOK, in.verdict, in.body
+	return nil
+}
+
+// commit writes the delivery and decides its events' outcomes. Writes need
+// no share of the pool: each tenant's deliveries are written by its own
+// group committer, on one connection (postgres/ingest/committer.go).
+func (h *Handler) commit(in *inbound) *refusal {
+	results, err := h.ingest.Ingest(in.ctx, in.d, in.p, in.events)
+	if domain.ErrorCode(err) == domain.EINVALID {
+		return in.refused(http.StatusBadRequest, in.verdict, in.body, domain.ErrorMessage(err))
+	}
+	if err != nil {
+		h.overloaded(in.p.TenantSlug, domain.OverloadReason(err))
+		return &refusal{err: err, kind: in.p.Kind}
+	}
+	in.results = results
+	return nil
+}
+
+// respond acknowledges a committed delivery the way its provider expects.
+func (h *Handler) respond(in *inbound) {
+	h.metrics.Events(in.p.Kind, in.results)
+	h.metrics.Delivery(in.p.Kind, http.StatusOK, time.Since(in.start).Seconds())
+	tracing.NoteOutcomes(trace.SpanFromContext(in.r.Context()), in.results)
+	in.kind.Respond(in.w, in.d.ID, in.results)
 }
 
 // captureRequest is what the delivery log keeps of a delivery's request,
@@ -188,31 +254,6 @@ func captureRequest(r *http.Request, kind string) domain.Request {
 	return domain.CaptureRequest(r.Method, r.URL.Path, r.URL.RawQuery, r.Header, httpx.ClientAddress(r),
 		func(name string) bool { return provider.CredentialHeader(kind, name) },
 		func(name string) bool { return provider.CredentialQuery(kind, name) })
-}
-
-// tooMany answers 429 for a client or provider past its refusal budget.
-func (h *Handler) tooMany(w http.ResponseWriter, kind, over string, wait time.Duration, start time.Time) {
-	h.metrics.Limited(over)
-	h.metrics.Delivery(kind, http.StatusTooManyRequests, time.Since(start).Seconds())
-	w.Header().Set("Retry-After", httpx.RetryAfter(wait))
-	httpx.WriteError(w, http.StatusTooManyRequests, tooManyMessage(over))
-}
-
-func tooManyMessage(over string) string {
-	if over == "provider" {
-		return "too many refused deliveries for this provider; retry after the Retry-After delay with a valid signature"
-	}
-	return "too many refused deliveries from this address; retry after the Retry-After delay with a valid signature"
-}
-
-// tenantBusy answers 503 when the tenant already holds its share of the
-// ingest pool: the other tenants keep theirs.
-func (h *Handler) tenantBusy(w http.ResponseWriter, tenant string, start time.Time) {
-	h.metrics.TenantBusy()
-	h.overloaded(tenant, overload.LookupGate)
-	h.metrics.Delivery("unknown", http.StatusServiceUnavailable, time.Since(start).Seconds())
-	w.Header().Set("Retry-After", "1")
-	httpx.WriteError(w, http.StatusServiceUnavailable, "too many deliveries of this tenant are being processed; retry after the Retry-After delay")
 }
 
 // overloaded counts a 503 for overload of tenant for reason ("" for none)

@@ -70,7 +70,7 @@ func TestHubSpotSignsThePublicURL(t *testing.T) {
 	e := webtest.Setup(t)
 	webtest.HubspotProvider(e, nil)
 	const public = "https://hooks.example.com"
-	srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(e.Store),
+	srv := httptest.NewServer(web.New(web.Config{Store: e.Store,
 		Sessions: e.Store.SessionStore(), Ping: e.Store.Pool().Ping, PublicURL: public,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()

@@ -359,7 +359,7 @@ func TestSalesforceAllowedNetworksBehindProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(e.Store), Sessions: e.Store.SessionStore(),
+		srv := httptest.NewServer(web.New(web.Config{Store: e.Store, Sessions: e.Store.SessionStore(),
 			Ping: e.Store.Pool().Ping, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), TrustedProxies: prefixes}).Handler())
 		t.Cleanup(srv.Close)
 		return srv.URL

@@ -180,7 +180,7 @@ func TestStandardWebhooksTestVector(t *testing.T) {
 	if _, err := e.Store.ConnectProvider(ctx, e.Tenant("acme").ID, "vector", "standard", secret, nil); err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(e.Store),
+	srv := httptest.NewServer(web.New(web.Config{Store: e.Store,
 		Sessions: e.Store.SessionStore(), Ping: e.Store.Pool().Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Now:    func() time.Time { return time.Unix(ts, 0) }}).Handler())
@@ -216,7 +216,7 @@ func TestWebhookDatabaseUnavailable(t *testing.T) {
 	}
 	defer pool.Close()
 	store, _ := postgres.New(pool, webtest.TestKey)
-	srv := httptest.NewServer(web.New(web.Config{Services: webtest.Services(store),
+	srv := httptest.NewServer(web.New(web.Config{Store: store,
 		Sessions: store.SessionStore(), Ping: pool.Ping,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}).Handler())
 	defer srv.Close()

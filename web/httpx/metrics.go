@@ -9,7 +9,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/overload"
 )
 
 // Metrics are labelled by provider kind, never by tenant, so their
@@ -22,7 +21,7 @@ type Metrics struct {
 	latency    *prometheus.HistogramVec
 	limited    *prometheus.CounterVec // 429s, by the budget that ran out
 	tenantBusy prometheus.Counter     // 503s of a tenant holding its share of the ingest pool
-	overloaded *prometheus.CounterVec // 503s for overload, by reason (overload.Reasons)
+	overloaded *prometheus.CounterVec // 503s for overload, by reason (domain.OverloadReasons)
 }
 
 // NewMetrics registers Tidemark's metrics and extra, those of other
@@ -52,7 +51,7 @@ func NewMetrics(extra ...prometheus.Collector) *Metrics {
 			Help: "Deliveries answered 503 for overload, by reason: queue_full, budget, memory, lookup_gate.",
 		}, []string{"reason"}),
 	}
-	for _, reason := range overload.Reasons { // each shows, at 0, from the start
+	for _, reason := range domain.OverloadReasons { // each shows, at 0, from the start
 		m.overloaded.WithLabelValues(reason)
 	}
 	m.registry.MustRegister(m.deliveries, m.events, m.latency, m.limited, m.tenantBusy, m.overloaded,
@@ -80,7 +79,7 @@ func (m *Metrics) Limited(over string) { m.limited.WithLabelValues(over).Inc() }
 // TenantBusy counts a 503 of a tenant holding its share of the ingest pool.
 func (m *Metrics) TenantBusy() { m.tenantBusy.Inc() }
 
-// Overloaded counts a 503 for overload for reason (overload.ReasonOf);
+// Overloaded counts a 503 for overload for reason (domain.OverloadReason);
 // "" is no overload, and counts nothing.
 func (m *Metrics) Overloaded(reason string) {
 	if reason != "" {

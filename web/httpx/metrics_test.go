@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/overload"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -16,10 +15,10 @@ import (
 func TestOverloadRefusalsByReason(t *testing.T) {
 	t.Parallel()
 	m := httpx.NewMetrics()
-	m.Overloaded(overload.ReasonOf(overload.Refuse(overload.Budget, "slow")))
-	m.Overloaded(overload.LookupGate)
-	m.Overloaded(overload.LookupGate)
-	m.Overloaded(overload.ReasonOf(domain.Errorf(domain.EUNAVAILABLE, "the database is down"))) // no overload
+	m.Overloaded(domain.OverloadReason(domain.RefuseOverload(domain.OverloadBudget, "slow")))
+	m.Overloaded(domain.OverloadLookupGate)
+	m.Overloaded(domain.OverloadLookupGate)
+	m.Overloaded(domain.OverloadReason(domain.Errorf(domain.EUNAVAILABLE, "the database is down"))) // no overload
 	rec := httptest.NewRecorder()
 	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
 	body, _ := io.ReadAll(rec.Body)

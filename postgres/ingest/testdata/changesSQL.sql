@@ -30,7 +30,7 @@ WITH accepted AS (
     FROM numbered n
     LEFT JOIN LATERAL (
         SELECT CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.revision END AS revision,
-               CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
+           CASE WHEN c.type IN ('record.reset', 'record.erased') THEN NULL ELSE c.snapshot END AS snapshot
         FROM changes c
         WHERE c.tenant_id = n.tenant_id AND c.provider_id = n.provider_id
           AND c.object_type = n.object_type AND c.object_id = n.object_id

@@ -1,8 +1,7 @@
 // Package alerts is the console's alerts page (/t/{tenant}/alerts): the
 // alerts firing now, their history paged both ways, and the rules, which
-// owners change there. It is a page family of web/console kept apart to
-// hold that package's size down; web/console registers its routes behind
-// the session, the tenant and cross-origin protection (the rule form
+// owners change there. It is a page family of web/console: web/console
+// registers its routes behind the session, the tenant and cross-origin protection (the rule form
 // behind the owner role too) and hands it the page frame through Console.
 // The banner of firing alerts on every page is the frame's (web/console's
 // layout).
@@ -26,8 +25,13 @@ import (
 // Pages serves the alerts page.
 type Pages struct {
 	Console shell.Console
-	Alerts  alerting.Service
+	Store   Store
 	Log     *slog.Logger
+}
+
+// Store is what the alerts page reads and changes.
+type Store interface {
+	alerting.Service
 }
 
 // historyShown is how many alerts a page of the history lists.
@@ -55,9 +59,9 @@ func (p Pages) render(w http.ResponseWriter, r *http.Request, status int, form v
 	v.State = string(state)
 	page := domain.Page{Limit: historyShown, Cursor: q.Get("cursor"), Before: q.Get("before")}
 	var cursors domain.PageCursors
-	if v.Firing, err = p.Alerts.FiringAlerts(ctx, tenant.ID); err == nil {
-		if v.History, cursors, err = p.Alerts.Alerts(ctx, tenant.ID, state, page); err == nil {
-			v.Rules, err = p.Alerts.AlertRules(ctx, tenant.ID)
+	if v.Firing, err = p.Store.FiringAlerts(ctx, tenant.ID); err == nil {
+		if v.History, cursors, err = p.Store.Alerts(ctx, tenant.ID, state, page); err == nil {
+			v.Rules, err = p.Store.AlertRules(ctx, tenant.ID)
 		}
 	}
 	if err != nil {
@@ -121,7 +125,7 @@ func (p Pages) HandleSetRule(w http.ResponseWriter, r *http.Request) {
 		c.Window, err = alerting.ParseWindow(form.Window)
 	}
 	if err == nil {
-		c, err = p.Alerts.SetAlertRule(r.Context(), m.Tenant.ID, c)
+		c, err = p.Store.SetAlertRule(r.Context(), m.Tenant.ID, c)
 	}
 	if domain.ErrorCode(err) == domain.EINVALID {
 		form.Error = domain.ErrorMessage(err)

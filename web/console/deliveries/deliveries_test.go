@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -137,9 +136,6 @@ func TestDeliveryList(t *testing.T) {
 	}
 	if status, _ := b.Get("/t/acme/deliveries?status=banana"); status != http.StatusBadRequest {
 		t.Errorf("bad status: %d", status)
-	}
-	if deliveries.ListPath("crm") != "/deliveries?provider=crm" {
-		t.Error("ListPath")
 	}
 }
 

@@ -28,13 +28,13 @@ const replaysPageSize = 20
 // replays (newest first, paged both ways) and "copy as curl".
 func (p Pages) HandleDelivery(w http.ResponseWriter, r *http.Request) {
 	ctx, t := r.Context(), p.tenant(r)
-	d, err := p.Deliveries.Delivery(ctx, t.ID, chi.URLParam(r, "id"))
+	d, err := p.Store.Delivery(ctx, t.ID, chi.URLParam(r, "id"))
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
 	q := r.URL.Query()
-	replays, err := p.Deliveries.ReplaysOf(ctx, t.ID, d.ID, domain.Page{Limit: replaysPageSize,
+	replays, err := p.Store.ReplaysOf(ctx, t.ID, d.ID, domain.Page{Limit: replaysPageSize,
 		Cursor: q.Get("replays"), Before: q.Get("replays_before")})
 	if err != nil {
 		p.Console.Error(w, r, err)
@@ -159,7 +159,7 @@ func credential(kind, name string, byKind func(kind, name string) bool) bool {
 func (p Pages) HandleReplayDelivery(w http.ResponseWriter, r *http.Request) {
 	ctx, t := r.Context(), p.tenant(r)
 	back := "/t/" + t.Slug + views.DeliveryPath(chi.URLParam(r, "id"))
-	orig, err := p.Deliveries.Delivery(ctx, t.ID, chi.URLParam(r, "id"))
+	orig, err := p.Store.Delivery(ctx, t.ID, chi.URLParam(r, "id"))
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return

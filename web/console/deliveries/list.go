@@ -3,7 +3,6 @@ package deliveries
 import (
 	"errors"
 	"net/http"
-	"net/url"
 	"strconv"
 
 	"github.com/tidemark/tidemark/domain"
@@ -25,7 +24,7 @@ func (p Pages) HandleList(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	v := views.DeliveryListPage{Filters: views.DeliveryListFilters{Provider: q.Get("provider"), Status: q.Get("status"),
 		From: q.Get("from"), To: q.Get("to")}}
-	choices, err := p.Events.EventLogChoices(ctx, t.ID)
+	choices, err := p.Store.EventLogChoices(ctx, t.ID)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
@@ -35,10 +34,10 @@ func (p Pages) HandleList(w http.ResponseWriter, r *http.Request) {
 	f, err := listFilter(v.Filters)
 	if err == nil {
 		var page domain.DeliveryLogPage
-		page, err = p.Deliveries.DeliveryLog(ctx, t.ID, f, domain.Page{Limit: listPageSize, Cursor: q.Get("cursor"), Before: q.Get("before")})
+		page, err = p.Store.DeliveryLog(ctx, t.ID, f, domain.Page{Limit: listPageSize, Cursor: q.Get("cursor"), Before: q.Get("before")})
 		if err == nil {
 			var n int64
-			if n, err = p.Deliveries.CountDeliveries(ctx, t.ID, f, countCap); err == nil {
+			if n, err = p.Store.CountDeliveries(ctx, t.ID, f, countCap); err == nil {
 				v.Deliveries = page.Deliveries
 				v.Pages = pages(r, page.Older, page.Newer, "cursor", "before")
 				v.Pages.Count = countText(n, len(page.Deliveries), q.Get("cursor") == "" && q.Get("before") == "")
@@ -107,10 +106,4 @@ func listFilter(v views.DeliveryListFilters) (domain.DeliveryFilter, error) {
 		f.Before = to.Add(precision)
 	}
 	return f, f.Validate()
-}
-
-// ListPath is the delivery list of a provider, as the provider page links
-// it.
-func ListPath(provider string) string {
-	return "/deliveries?provider=" + url.QueryEscape(provider)
 }

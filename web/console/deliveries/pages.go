@@ -2,10 +2,9 @@
 // (/t/{tenant}/deliveries), the delivery inspector with its answer,
 // processing time, replays and "copy as curl", and bulk replays
 // (/t/{tenant}/replays) with their preview and their jobs' deliveries. It
-// is a page family of web/console kept apart to hold that package's size
-// down; web/console registers its routes, behind the session, the tenant,
-// the roles and cross-origin protection, and hands it the page frame
-// through Console.
+// is a page family of web/console, which registers its routes, behind the
+// session, the tenant, the roles and cross-origin protection, and hands it
+// the page frame through Console.
 package deliveries
 
 import (
@@ -20,13 +19,18 @@ import (
 	"github.com/tidemark/tidemark/web/console/shell"
 )
 
+// Store is what the delivery pages read and change.
+type Store interface {
+	domain.DeliveryService
+	domain.ReplayService
+	domain.EventService // the providers a filter offers
+}
+
 // Pages serves the delivery pages.
 type Pages struct {
-	Console    shell.Console
-	Deliveries domain.DeliveryService
-	Replays    domain.ReplayService
-	Events     domain.EventService // the providers a filter offers
-	Replayer   *replay.Replayer    // replays one delivery by hand
+	Console  shell.Console
+	Store    Store
+	Replayer *replay.Replayer // replays one delivery by hand
 	// PublicURL is the base URL providers call ("" means built from each
 	// request): "copy as curl" sends there.
 	PublicURL string

@@ -28,14 +28,14 @@ func (p Pages) HandleReplays(w http.ResponseWriter, r *http.Request) {
 	t := p.tenant(r)
 	q := r.URL.Query()
 	v := views.ReplaysPage{Filters: replayFilters(q)}
-	choices, err := p.Events.EventLogChoices(ctx, t.ID)
+	choices, err := p.Store.EventLogChoices(ctx, t.ID)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
 	v.Providers = choices.Providers
 	var next string
-	if v.Jobs, next, err = p.Replays.ReplayJobs(ctx, t.ID, domain.Page{Limit: replayPageSize, Cursor: q.Get("cursor")}); err != nil {
+	if v.Jobs, next, err = p.Store.ReplayJobs(ctx, t.ID, domain.Page{Limit: replayPageSize, Cursor: q.Get("cursor")}); err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
@@ -51,11 +51,11 @@ func (p Pages) HandleReplays(w http.ResponseWriter, r *http.Request) {
 	if q.Get("estimate") != "" {
 		f, err := consoleDeliveryFilter(v.Filters)
 		if err == nil {
-			v.Estimate, err = p.Replays.CountReplayable(ctx, t.ID, f)
+			v.Estimate, err = p.Store.CountReplayable(ctx, t.ID, f)
 			v.Estimated = err == nil
 		}
 		if err == nil {
-			v.Preview, err = p.Replays.PreviewReplay(ctx, t.ID, f, previewSize)
+			v.Preview, err = p.Store.PreviewReplay(ctx, t.ID, f, previewSize)
 		}
 		switch {
 		case errors.Is(err, domain.ErrReadTimeout):
@@ -115,7 +115,7 @@ func (p Pages) HandleStartReplay(w http.ResponseWriter, r *http.Request) {
 	f, err := consoleDeliveryFilter(filters)
 	if err == nil {
 		var job domain.ReplayJob
-		if job, err = p.Replays.StartReplayJob(ctx, t.ID, f, r.PostForm.Get("confirm") != ""); err == nil {
+		if job, err = p.Store.StartReplayJob(ctx, t.ID, f, r.PostForm.Get("confirm") != ""); err == nil {
 			p.Console.RedirectWithFlash(w, r, "/t/"+t.Slug+views.ReplayJobPath(job.ID), "ok",
 				fmt.Sprintf("Replay job %d started for %d deliveries.", job.ID, job.Total))
 			return
@@ -137,14 +137,14 @@ func (p Pages) HandleReplayJob(w http.ResponseWriter, r *http.Request) {
 		p.Console.Error(w, r, err)
 		return
 	}
-	job, err := p.Replays.ReplayJob(r.Context(), p.tenant(r).ID, id)
+	job, err := p.Store.ReplayJob(r.Context(), p.tenant(r).ID, id)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
 	q := r.URL.Query()
 	v := views.ReplayJobPage{Job: job, Outcome: q.Get("outcome"), Back: r.URL.RequestURI()}
-	list, older, newer, err := p.Replays.ReplayJobDeliveries(r.Context(), job, domain.Outcome(v.Outcome),
+	list, older, newer, err := p.Store.ReplayJobDeliveries(r.Context(), job, domain.Outcome(v.Outcome),
 		domain.Page{Limit: jobPageSize, Cursor: q.Get("cursor"), Before: q.Get("before")})
 	if err != nil {
 		p.Console.Error(w, r, err)
@@ -164,7 +164,7 @@ func (p Pages) HandleCancelReplay(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	back := "/t/" + t.Slug + views.ReplayJobPath(id)
-	job, err := p.Replays.CancelReplayJob(ctx, t.ID, id)
+	job, err := p.Store.CancelReplayJob(ctx, t.ID, id)
 	if domain.ErrorCode(err) == domain.ECONFLICT {
 		p.Console.RedirectWithFlash(w, r, back, "error", domain.ErrorMessage(err))
 		return

@@ -1,10 +1,9 @@
 // Package destinations is the console's destination pages
 // (/t/{tenant}/destinations): where a workspace's accepted changes are
 // pushed, their status and lag, recent attempts, and the owners' actions
-// on them. It is a page family of web/console kept apart to hold that
-// package's size down; web/console registers its routes, behind the
-// session, the tenant, the owner role and cross-origin protection, and
-// hands it the page frame through Console.
+// on them. It is a page family of web/console: web/console registers its
+// routes, behind the session, the tenant, the owner role and cross-origin
+// protection, and hands it the page frame through Console.
 package destinations
 
 import (
@@ -17,18 +16,23 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
-	"github.com/tidemark/tidemark/internal/destination"
 	"github.com/tidemark/tidemark/internal/egress"
+	"github.com/tidemark/tidemark/internal/sink"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/shell"
 )
 
 // Pages serves the destination pages.
 type Pages struct {
-	Console      shell.Console
-	Destinations stream.DestinationService
-	Log          *slog.Logger
-	Now          func() time.Time
+	Console shell.Console
+	Store   Store
+	Log     *slog.Logger
+	Now     func() time.Time
+}
+
+// Store is what the destination pages read and change.
+type Store interface {
+	stream.DestinationService
 }
 
 // lookupTimeout bounds the DNS lookup of a new destination's host.
@@ -44,14 +48,14 @@ var defaultMaxInFlight = strconv.Itoa(stream.DefaultMaxInFlight)
 
 func (p Pages) renderList(w http.ResponseWriter, r *http.Request, status int, v views.DestinationsPage) {
 	ctx, tenantID := r.Context(), p.Console.Membership(r).Tenant.ID
-	ds, err := p.Destinations.Destinations(ctx, tenantID)
+	ds, err := p.Store.Destinations(ctx, tenantID)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
 	for _, d := range ds {
 		// The newest attempt of each: a tenant has a handful of destinations.
-		last, _, err := p.Destinations.DestinationAttempts(ctx, tenantID, d.ID, domain.Page{Limit: 1})
+		last, _, err := p.Store.DestinationAttempts(ctx, tenantID, d.ID, domain.Page{Limit: 1})
 		if err != nil {
 			p.Console.Error(w, r, err)
 			return
@@ -94,7 +98,7 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 		secret string
 	)
 	if err == nil {
-		d, secret, err = p.Destinations.CreateDestination(r.Context(), m.Tenant.ID, nd)
+		d, secret, err = p.Store.CreateDestination(r.Context(), m.Tenant.ID, nd)
 	}
 	if code := domain.ErrorCode(err); code == domain.EINVALID || code == domain.ECONFLICT {
 		form.Error = domain.ErrorMessage(err)
@@ -118,7 +122,7 @@ func (p Pages) checkPublic(r *http.Request, nd stream.NewDestination) error {
 	ctx, cancel := context.WithTimeout(r.Context(), lookupTimeout)
 	defer cancel()
 	nd.AllowPrivate = false
-	_, err := destination.Check(ctx, nd)
+	_, err := sink.Check(ctx, nd)
 	if d := egress.Detail(err); d != "" {
 		p.Log.InfoContext(r.Context(), "destination URL refused", "tenant", p.Console.Membership(r).Tenant.Slug, "detail", d)
 	}

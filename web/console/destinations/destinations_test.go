@@ -186,6 +186,9 @@ func TestOwnerPausesRewindsRotatesDeletes(t *testing.T) {
 		!strings.Contains(lag, "behind") || webtest.Text(doc, "td.dest-cursor") != "c1_0" {
 		t.Fatalf("after rewinding: flash %q, lag %q, cursor %q", flash, lag, webtest.Text(doc, "td.dest-cursor"))
 	}
+	if kind := webtest.Text(doc, "td.dest-kind"); kind != "webhook" {
+		t.Errorf("the destination's page shows kind %q, want webhook", kind)
+	}
 
 	// Rotate: a new secret, shown once, with the 24 h note.
 	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+page+"/rotate", nil)
@@ -383,6 +386,9 @@ func TestOwnerCreatesAlertDestination(t *testing.T) {
 	if row := webtest.Text(doc, "table.destinations tbody tr"); !strings.Contains(row, "alert.*; Slack format") {
 		t.Errorf("row %q does not say alert.*; Slack format", row)
 	}
+	if kind := webtest.Text(doc, "table.destinations tbody tr .dest-kind"); ds[0].Kind != "slack" || kind != "slack" {
+		t.Errorf("kind stored %q, shown %q; want slack", ds[0].Kind, kind)
+	}
 
 	tenant := e.Tenant("acme").ID
 	e.Exec(fmt.Sprintf(`
@@ -390,7 +396,7 @@ func TestOwnerCreatesAlertDestination(t *testing.T) {
 		           VALUES (%[1]d, 'refusals', 's', 1, 1, 300, now()) RETURNING id),
 		     ev AS (INSERT INTO alert_events (tenant_id, alert_id, type, at) SELECT %[1]d, id, 'alert.fired', now() FROM a RETURNING id)
 		INSERT INTO destination_attempts (tenant_id, destination_id, position, status, duration_ms)
-		SELECT %[1]d, %[2]d, id + %[3]d, 200, 12 FROM ev`, tenant, ds[0].ID, stream.AlertQueuePosition(0)))
+		SELECT %[1]d, %[2]d, id + %[3]d, 200, 12 FROM ev`, tenant, ds[0].ID, (0 + stream.AlertQueueBase)))
 	_, doc = owner.Get(fmt.Sprintf("/t/acme/destinations/%d", ds[0].ID))
 	if cell := webtest.Text(doc, "table.dest-attempts tbody td[data-label=Message]"); !strings.HasPrefix(cell, fmt.Sprintf("alert_%d_", tenant)) ||
 		!strings.HasSuffix(cell, "alert.fired") {

@@ -37,12 +37,12 @@ func (p Pages) renderDetail(w http.ResponseWriter, r *http.Request, status int, 
 	ctx, tenantID := r.Context(), p.Console.Membership(r).Tenant.ID
 	id, err := httpx.DestinationID(r)
 	if err == nil {
-		v.Destination, err = p.Destinations.Destination(ctx, tenantID, id)
+		v.Destination, err = p.Store.Destination(ctx, tenantID, id)
 	}
 	cursor := r.URL.Query().Get("attempts")
 	var next string
 	if err == nil {
-		v.Attempts, next, err = p.Destinations.DestinationAttempts(ctx, tenantID, id, domain.Page{Limit: attemptsShown, Cursor: cursor})
+		v.Attempts, next, err = p.Store.DestinationAttempts(ctx, tenantID, id, domain.Page{Limit: attemptsShown, Cursor: cursor})
 	}
 	if err != nil {
 		p.Console.Error(w, r, err)
@@ -85,7 +85,7 @@ func (p Pages) action(w http.ResponseWriter, r *http.Request, verb string, chang
 func (p Pages) HandlePause(w http.ResponseWriter, r *http.Request) {
 	p.action(w, r, "paused", func(tenantID, id int64) (string, error) {
 		return fmt.Sprintf("Destination %d paused: nothing is sent to it until it is resumed.", id),
-			p.Destinations.PauseDestination(r.Context(), tenantID, id)
+			p.Store.PauseDestination(r.Context(), tenantID, id)
 	})
 }
 
@@ -93,7 +93,7 @@ func (p Pages) HandlePause(w http.ResponseWriter, r *http.Request) {
 func (p Pages) HandleResume(w http.ResponseWriter, r *http.Request) {
 	p.action(w, r, "resumed", func(tenantID, id int64) (string, error) {
 		return fmt.Sprintf("Destination %d resumed: its pending changes are retried now.", id),
-			p.Destinations.ResumeDestination(r.Context(), tenantID, id)
+			p.Store.ResumeDestination(r.Context(), tenantID, id)
 	})
 }
 
@@ -105,9 +105,9 @@ func (p Pages) HandleDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	tenantID := p.Console.Membership(r).Tenant.ID
-	d, err := p.Destinations.Destination(r.Context(), tenantID, id)
+	d, err := p.Store.Destination(r.Context(), tenantID, id)
 	if err == nil {
-		err = p.Destinations.DeleteDestination(r.Context(), tenantID, id)
+		err = p.Store.DeleteDestination(r.Context(), tenantID, id)
 	}
 	if err != nil {
 		p.Console.Error(w, r, err)
@@ -133,7 +133,7 @@ func (p Pages) HandleRewind(w http.ResponseWriter, r *http.Request) {
 		err = domain.Errorf(domain.EINVALID, "%q is not a cursor of the change feed, such as %s; "+
 			"leave it empty to send every change still kept", after, stream.FormatCursor(1042))
 	} else {
-		err = p.Destinations.RewindDestination(r.Context(), p.Console.Membership(r).Tenant.ID, id, position)
+		err = p.Store.RewindDestination(r.Context(), p.Console.Membership(r).Tenant.ID, id, position)
 	}
 	if domain.ErrorCode(err) == domain.EINVALID {
 		p.renderDetail(w, r, http.StatusUnprocessableEntity, views.DestinationPage{Rewind: after, RewindError: domain.ErrorMessage(err)})
@@ -160,7 +160,7 @@ func (p Pages) HandleRotate(w http.ResponseWriter, r *http.Request) {
 		p.Console.Error(w, r, err)
 		return
 	}
-	secret, err := p.Destinations.RotateDestinationSecret(r.Context(), p.Console.Membership(r).Tenant.ID, id)
+	secret, err := p.Store.RotateDestinationSecret(r.Context(), p.Console.Membership(r).Tenant.ID, id)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return

@@ -35,7 +35,7 @@ func (h Pages) renderAudit(w http.ResponseWriter, r *http.Request, q domain.Audi
 		From: values.Get("from"), To: values.Get("to")}
 	p := views.AuditPage{Path: path, AllTenants: q.AllTenants, Filters: f}
 	var err error
-	if p.Actions, err = h.Audit.AuditActions(ctx, q); err != nil {
+	if p.Actions, err = h.Store.AuditActions(ctx, q); err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}
@@ -45,7 +45,7 @@ func (h Pages) renderAudit(w http.ResponseWriter, r *http.Request, q domain.Audi
 	err = auditFilter(&q, f)
 	if err == nil {
 		var info domain.PageInfo
-		p.Entries, info, err = h.Audit.AuditLogPage(ctx, q, page)
+		p.Entries, info, err = h.Store.AuditLogPage(ctx, q, page)
 		p.Pages = pages(page, info, len(p.Entries), func(cursor, before string) string {
 			return path + withPosition(auditValues(f), "", cursor, before)
 		})

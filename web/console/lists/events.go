@@ -32,7 +32,7 @@ func (h Pages) HandleEventLog(w http.ResponseWriter, r *http.Request) {
 	}
 	p := views.EventLogPage{Filters: f}
 	var err error
-	if p.Choices, err = h.Events.EventLogChoices(ctx, t.ID); err != nil {
+	if p.Choices, err = h.Store.EventLogChoices(ctx, t.ID); err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}
@@ -41,7 +41,7 @@ func (h Pages) HandleEventLog(w http.ResponseWriter, r *http.Request) {
 	q, err := eventLogQuery(f)
 	if err == nil {
 		var info domain.PageInfo
-		p.Events, info, err = h.Events.EventLogPage(ctx, t.ID, q, page)
+		p.Events, info, err = h.Store.EventLogPage(ctx, t.ID, q, page)
 		p.Pages = pages(page, info, len(p.Events), func(cursor, before string) string {
 			return base + withPosition(eventLogValues(f), values.Get("limit"), cursor, before)
 		})
@@ -99,7 +99,7 @@ func (h Pages) HandleEventDetail(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, domain.Errorf(domain.ENOTFOUND, "event not found"))
 		return
 	}
-	e, err := h.Events.EventDetail(ctx, t.ID, deliveryID, seq)
+	e, err := h.Store.EventDetail(ctx, t.ID, deliveryID, seq)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return

@@ -1,11 +1,10 @@
 // Package lists is the console's long lists: the event history
 // (/t/{tenant}/events) with its event pages, the records directory
 // (/t/{tenant}/records) and the audit logs (/t/{tenant}/audit,
-// /admin/audit), each filtered, paged both ways (newest, newer, older)
-// and counted. It is a page family of web/console kept apart to hold that
-// package's size down; web/console registers its routes behind the
-// session, the tenant and the roles, and hands it the page frame through
-// Console.
+// /admin/audit), each filtered, paged both ways (newest, newer, older) and
+// counted. It is a page family of web/console, which registers its routes
+// behind the session, the tenant and the roles, and hands it the page frame
+// through Console.
 package lists
 
 import (
@@ -23,9 +22,14 @@ import (
 // Pages serves the lists.
 type Pages struct {
 	Console shell.Console
-	Events  domain.EventService
-	Records domain.RecordService
-	Audit   domain.AuditService
+	Store   Store
+}
+
+// Store is what the lists read.
+type Store interface {
+	domain.EventService
+	domain.RecordService
+	domain.AuditService
 }
 
 // PageSize is how many entries one page of a list shows; ?limit= asks for

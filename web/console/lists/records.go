@@ -20,7 +20,7 @@ func (h Pages) HandleRecords(w http.ResponseWriter, r *http.Request) {
 	f.Search = strings.TrimSpace(f.Search)
 	p := views.RecordsPage{Filters: f}
 	var err error
-	if p.Choices, err = h.Events.EventLogChoices(ctx, t.ID); err != nil {
+	if p.Choices, err = h.Store.EventLogChoices(ctx, t.ID); err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}
@@ -32,7 +32,7 @@ func (h Pages) HandleRecords(w http.ResponseWriter, r *http.Request) {
 	}
 	if err == nil {
 		var info domain.PageInfo
-		p.Records, info, err = h.Records.RecordDirectoryPage(ctx, t.ID, q, page)
+		p.Records, info, err = h.Store.RecordDirectoryPage(ctx, t.ID, q, page)
 		p.Pages = pages(page, info, len(p.Records), func(cursor, before string) string {
 			return "/t/" + t.Slug + views.DirectoryPagePath(f, values.Get("limit"), cursor, before)
 		})

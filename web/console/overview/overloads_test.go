@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/domain/overload"
 	"github.com/tidemark/tidemark/web/internal/webtest"
 )
 
@@ -26,11 +25,11 @@ func TestOverviewShowsOverloadsByReason(t *testing.T) {
 	}
 	hour := time.Now().UTC().Truncate(time.Hour)
 	node := []domain.OverloadCount{
-		{TenantSlug: "acme", Hour: hour, Reason: overload.Budget, N: 3},
-		{TenantSlug: "acme", Hour: hour, Reason: overload.LookupGate, N: 2},
-		{TenantSlug: "acme", Hour: hour.Add(-30 * time.Hour), Reason: overload.QueueFull, N: 7},
-		{TenantSlug: "globex", Hour: hour, Reason: overload.Memory, N: 5},
-		{TenantSlug: "no-such-tenant", Hour: hour, Reason: overload.LookupGate, N: 9},
+		{TenantSlug: "acme", Hour: hour, Reason: domain.OverloadBudget, N: 3},
+		{TenantSlug: "acme", Hour: hour, Reason: domain.OverloadLookupGate, N: 2},
+		{TenantSlug: "acme", Hour: hour.Add(-30 * time.Hour), Reason: domain.OverloadQueueFull, N: 7},
+		{TenantSlug: "globex", Hour: hour, Reason: domain.OverloadMemory, N: 5},
+		{TenantSlug: "no-such-tenant", Hour: hour, Reason: domain.OverloadLookupGate, N: 9},
 	}
 	for range 2 { // two nodes' flushes add up
 		if err := e.Store.LogOverloads(context.Background(), node); err != nil {

@@ -2,9 +2,8 @@
 // (/t/{tenant}): the outcome counts of one period (?period=24h, 7d or 30d)
 // per provider, open conflicts, the chart of the last days and the latest
 // deliveries, refreshed by htmx every 10 seconds. It is a page family of
-// web/console kept apart to hold that package's size down; web/console
-// registers its route behind the session and the tenant and hands it the
-// page frame through Console.
+// web/console, which registers its route behind the session and the tenant
+// and hands it the page frame through Console.
 package overview
 
 import (
@@ -21,11 +20,16 @@ import (
 	"github.com/tidemark/tidemark/web/console/shell"
 )
 
+// Store is what the overview reads.
+type Store interface {
+	domain.StatsService
+	pull.JobStore // each provider's last sweep
+}
+
 // Pages serves the overview.
 type Pages struct {
 	Console shell.Console
-	Stats   domain.StatsService
-	Sweeps  pull.JobStore        // each provider's last sweep
+	Store   Store
 	Queue   domain.DeliveryQueue // nil: synchronous mode
 	Log     *slog.Logger
 	Now     func() time.Time
@@ -57,7 +61,7 @@ func (p Pages) Handle(w http.ResponseWriter, r *http.Request) {
 	}
 	t := p.Console.Membership(r).Tenant
 	now := p.Now()
-	ov, err := p.Stats.Overview(ctx, t.ID, now)
+	ov, err := p.Store.Overview(ctx, t.ID, now)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
@@ -75,7 +79,7 @@ func (p Pages) Handle(w http.ResponseWriter, r *http.Request) {
 // sweeps reads each provider's last sweep by name; nil, shown as unknown,
 // when they cannot be read: the counts matter more than the sweeps.
 func (p Pages) sweeps(ctx context.Context, tenantID int64) map[string]pull.Job {
-	last, err := p.Sweeps.LastSweeps(ctx, tenantID)
+	last, err := p.Store.LastSweeps(ctx, tenantID)
 	if err != nil {
 		p.Log.WarnContext(ctx, "last sweeps", "err", err)
 		return nil

@@ -1,11 +1,10 @@
 // Package people is the console's people pages (/t/{tenant}/people): the
 // people, accounts, tasks and campaign memberships lead.signup deliveries
 // create, the search over them, and a lead's record page
-// (/t/{tenant}/records/{provider}/lead/{email}), which lists the signups
-// of the email with their outcomes. It is a page family of web/console
-// kept apart to hold that package's size down; web/console registers its
-// routes behind the session and the tenant and hands it the page frame
-// through Console.
+// (/t/{tenant}/records/{provider}/lead/{email}), which lists the signups of
+// the email with their outcomes. It is a page family of web/console, which
+// registers its routes behind the session and the tenant and hands it the
+// page frame through Console.
 package people
 
 import (
@@ -20,10 +19,15 @@ import (
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
+// Store is what the people pages read.
+type Store interface {
+	domain.PeopleService
+}
+
 // Pages serves the people pages.
 type Pages struct {
 	Console shell.Console
-	People  domain.PeopleService
+	Store   Store
 	// Timeline shows a record's timeline, which HandleLead shows instead
 	// for a "lead" record no signup names: a provider's own lead objects.
 	Timeline func(w http.ResponseWriter, r *http.Request, ref domain.RecordRef)
@@ -59,7 +63,7 @@ func (p Pages) HandleList(w http.ResponseWriter, r *http.Request) {
 		page.Before = "" // older wins, as everywhere
 	}
 	v := views.PeoplePage{Query: q}
-	list, err := p.People.SearchPeople(r.Context(), p.Console.Membership(r).Tenant.ID, q, page)
+	list, err := p.Store.SearchPeople(r.Context(), p.Console.Membership(r).Tenant.ID, q, page)
 	status := http.StatusOK
 	switch {
 	case domain.ErrorCode(err) == domain.EINVALID:
@@ -109,13 +113,13 @@ func (p Pages) HandlePerson(w http.ResponseWriter, r *http.Request) {
 		p.Console.Error(w, r, domain.Errorf(domain.ENOTFOUND, "person not found"))
 		return
 	}
-	d, err := p.People.PersonDetail(ctx, tenantID, id)
+	d, err := p.Store.PersonDetail(ctx, tenantID, id)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
 	v := views.PersonPage{PersonDetail: d, SignupsLimit: SignupsLimit}
-	if v.Signups, err = p.People.LeadSignups(ctx, tenantID, "", d.Email, SignupsLimit); err != nil {
+	if v.Signups, err = p.Store.LeadSignups(ctx, tenantID, "", d.Email, SignupsLimit); err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
@@ -129,13 +133,13 @@ func (p Pages) HandlePerson(w http.ResponseWriter, r *http.Request) {
 func (p Pages) HandleLead(w http.ResponseWriter, r *http.Request) {
 	ctx, tenantID := r.Context(), p.Console.Membership(r).Tenant.ID
 	v := views.LeadPage{Provider: httpx.PathParam(r, "provider"), Email: httpx.PathParam(r, "object_id"), SignupsLimit: SignupsLimit}
-	signups, err := p.People.LeadSignups(ctx, tenantID, v.Provider, v.Email, SignupsLimit)
+	signups, err := p.Store.LeadSignups(ctx, tenantID, v.Provider, v.Email, SignupsLimit)
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return
 	}
 	v.Signups = signups
-	people, _, err := p.People.People(ctx, tenantID, v.Email, domain.Page{Limit: 1})
+	people, _, err := p.Store.People(ctx, tenantID, v.Email, domain.Page{Limit: 1})
 	if err != nil {
 		p.Console.Error(w, r, err)
 		return

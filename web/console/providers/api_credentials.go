@@ -9,7 +9,7 @@ import (
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/internal/pullcreds"
+	pullapi "github.com/tidemark/tidemark/internal/pull"
 	"github.com/tidemark/tidemark/views"
 )
 
@@ -21,7 +21,7 @@ func (h Pages) apiCredentialsView(r *http.Request, p domain.ProviderSummary, ref
 	if api == pull.NoAPI {
 		return nil, nil
 	}
-	info, set, err := h.Credentials.APICredentialsInfo(r.Context(), h.tenant(r).ID, p.ID)
+	info, set, err := h.Store.APICredentialsInfo(r.Context(), h.tenant(r).ID, p.ID)
 	if err != nil {
 		return nil, err
 	}
@@ -64,14 +64,14 @@ func (h Pages) HandleSetAPICredentials(w http.ResponseWriter, r *http.Request) {
 		c.BudgetShare, err = pull.ShareFromPercent(percent)
 	}
 	if err == nil {
-		c, err = pullcreds.Check(r.Context(), p.Kind, c)
+		c, err = pullapi.CheckCredentials(r.Context(), p.Kind, c)
 		if d := egress.Detail(err); d != "" { // what the owner is not told
 			h.Log.InfoContext(r.Context(), "API credentials URL refused", "provider", p.Name, "detail", d)
 		}
 	}
 	t := h.tenant(r)
 	if err == nil {
-		err = h.Credentials.SetAPICredentials(r.Context(), t.ID, p.ID, c)
+		err = h.Store.SetAPICredentials(r.Context(), t.ID, p.ID, c)
 	}
 	if formRefusal(err) {
 		form.Error = "Cannot save the API credentials: " + domain.ErrorMessage(err)
@@ -93,7 +93,7 @@ func (h Pages) HandleClearAPICredentials(w http.ResponseWriter, r *http.Request)
 		return
 	}
 	t := h.tenant(r)
-	err := h.Credentials.ClearAPICredentials(r.Context(), t.ID, p.ID)
+	err := h.Store.ClearAPICredentials(r.Context(), t.ID, p.ID)
 	if domain.ErrorCode(err) == domain.ENOTFOUND { // the provider exists: it has none
 		h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Nothing to clear: "+domain.ErrorMessage(err)+".")
 		return

@@ -20,7 +20,7 @@ const backfillsShown = 10
 // backfillSection is the provider page's backfill: the form and the
 // provider's latest jobs.
 func (h Pages) backfillSection(r *http.Request, p domain.ProviderSummary, scopes []domain.Scope) (views.BackfillSection, error) {
-	jobs, err := h.Backfills.Backfills(r.Context(), p.TenantID, p.ID, backfillsShown)
+	jobs, err := h.Store.Backfills(r.Context(), p.TenantID, p.ID, backfillsShown)
 	v := views.BackfillSection{Since: views.DefaultBackfillSince, Jobs: jobs}
 	for _, sc := range scopes {
 		if !slices.Contains(v.ObjectTypes, sc.ObjectType) {
@@ -49,7 +49,7 @@ func (h Pages) HandleStartBackfill(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := h.Now()
-	job, err := h.Backfills.StartBackfill(r.Context(), p.TenantID, p.ID, now.Add(-since), now, r.PostFormValue("object_type"), false)
+	job, err := h.Store.StartBackfill(r.Context(), p.TenantID, p.ID, now.Add(-since), now, r.PostFormValue("object_type"), false)
 	if domain.ErrorCode(err) == domain.ECONFLICT {
 		// The provider's job is queued or running: the message names it.
 		h.Console.RedirectWithFlash(w, r, back, "error", domain.ErrorMessage(err))
@@ -75,7 +75,7 @@ func (h Pages) HandleCancelBackfill(w http.ResponseWriter, r *http.Request) {
 	id, err := strconv.ParseInt(chi.URLParam(r, "id"), 10, 64)
 	var job pull.Job
 	if err == nil && id > 0 {
-		job, err = h.Backfills.Backfill(ctx, p.TenantID, id)
+		job, err = h.Store.Backfill(ctx, p.TenantID, id)
 	} else {
 		err = domain.Errorf(domain.ENOTFOUND, "backfill job not found")
 	}
@@ -83,7 +83,7 @@ func (h Pages) HandleCancelBackfill(w http.ResponseWriter, r *http.Request) {
 		err = domain.Errorf(domain.ENOTFOUND, "backfill job %d of provider %s not found", id, p.Name)
 	}
 	if err == nil {
-		job, err = h.Backfills.CancelBackfill(ctx, p.TenantID, id)
+		job, err = h.Store.CancelBackfill(ctx, p.TenantID, id)
 	}
 	back := h.backfillURL(r, p.Name)
 	switch {

@@ -1,12 +1,11 @@
-// Package providers is the console's provider pages (/t/{tenant}/providers):
-// the list with the connect form, one provider's page with its endpoint,
-// secrets, API credentials, recent deliveries and scopes, and the owners'
-// actions on them (connect, rotate, retire, test event, API credentials,
-// scopes), and its backfills (started and cancelled by operators too). It
-// is a page family of
-// web/console kept apart to hold that package's size down; web/console
-// registers its routes, behind the session, the tenant, the roles and
-// cross-origin protection, and hands it the page frame through Console.
+// Package providers is the console's provider pages
+// (/t/{tenant}/providers): the list with the connect form, one provider's
+// page with its endpoint, secrets, API credentials, recent deliveries and
+// scopes, and the owners' actions on them (connect, rotate, retire, test
+// event, API credentials, scopes), and its backfills (started and cancelled
+// by operators too). It is a page family of web/console, which registers
+// its routes, behind the session, the tenant, the roles and cross-origin
+// protection, and hands it the page frame through Console.
 package providers
 
 import (
@@ -19,14 +18,19 @@ import (
 	"github.com/tidemark/tidemark/web/console/shell"
 )
 
+// Store is what the provider pages read and change.
+type Store interface {
+	domain.ProviderService
+	domain.EventService // the outcome of a test event
+	// The providers' API credentials, for backfill.
+	pull.CredentialStore
+	pull.JobStore // the backfill section
+}
+
 // Pages serves the provider pages.
 type Pages struct {
-	Console   shell.Console
-	Providers domain.ProviderService
-	Events    domain.EventService // the outcome of a test event
-	// Credentials are the providers' API credentials, for backfill.
-	Credentials pull.CredentialStore
-	Backfills   pull.JobStore // the backfill section
+	Console shell.Console
+	Store   Store
 	// Webhook is the receiver, through which test events are sent in-process.
 	Webhook   http.Handler
 	PublicURL string // the base URL providers call; "" to build it from each request

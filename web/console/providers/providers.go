@@ -32,7 +32,7 @@ func (h Pages) HandleProviders(w http.ResponseWriter, r *http.Request) {
 // renderProviders shows the providers page with v's connect form: the
 // chosen kind's fields with the values entered, or the choice of kinds.
 func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status int, v views.ProvidersView) {
-	ps, err := h.Providers.ProviderSummaries(r.Context(), h.tenant(r).ID)
+	ps, err := h.Store.ProviderSummaries(r.Context(), h.tenant(r).ID)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return
@@ -160,7 +160,7 @@ func (h Pages) HandleConnectProvider(w http.ResponseWriter, r *http.Request) {
 	}
 	var p domain.Provider
 	if err == nil {
-		p, err = h.Providers.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
+		p, err = h.Store.ConnectProvider(r.Context(), t.ID, form.Name, form.Kind, secret, config)
 	}
 	if formRefusal(err) {
 		form.Error = formMessage(err)
@@ -207,7 +207,7 @@ func (h Pages) endpointURL(r *http.Request, provider string) string {
 // kind this build does not know can only come from a newer version that
 // wrote the row, so it is an internal error, not a page to improvise.
 func (h Pages) currentProvider(w http.ResponseWriter, r *http.Request) (domain.ProviderSummary, provider.Kind, bool) {
-	p, err := h.Providers.ProviderSummary(r.Context(), h.tenant(r).ID, chi.URLParam(r, "name"))
+	p, err := h.Store.ProviderSummary(r.Context(), h.tenant(r).ID, chi.URLParam(r, "name"))
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return p, nil, false
@@ -242,17 +242,17 @@ type refusedForm struct {
 func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int, p domain.ProviderSummary, k provider.Kind, refused refusedForm) {
 	refusedScope := refused.scope
 	ctx, tenantID := r.Context(), h.tenant(r).ID
-	secrets, err := h.Providers.ProviderSecrets(ctx, tenantID, p.ID)
+	secrets, err := h.Store.ProviderSecrets(ctx, tenantID, p.ID)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}
-	deliveries, err := h.Providers.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
+	deliveries, err := h.Store.ProviderDeliveries(ctx, tenantID, p.ID, providerDeliveriesShown)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}
-	scopes, err := h.Providers.ProviderScopes(ctx, tenantID, p.ID)
+	scopes, err := h.Store.ProviderScopes(ctx, tenantID, p.ID)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return

@@ -68,7 +68,7 @@ func (h Pages) HandleSaveScope(w http.ResponseWriter, r *http.Request) {
 	}
 	sc, err := parseScopeForm(f)
 	if err == nil {
-		err = h.Providers.SaveProviderScope(r.Context(), h.tenant(r).ID, p.ID, sc)
+		err = h.Store.SaveProviderScope(r.Context(), h.tenant(r).ID, p.ID, sc)
 	}
 	if formRefusal(err) {
 		f.Error = domain.ErrorMessage(err)

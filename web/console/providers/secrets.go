@@ -66,7 +66,7 @@ func (h Pages) HandleRotateSecret(w http.ResponseWriter, r *http.Request) {
 		h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+err.Error())
 		return
 	}
-	if err := h.Providers.RotateProviderSecret(r.Context(), h.tenant(r).ID, p.ID, secret); err != nil {
+	if err := h.Store.RotateProviderSecret(r.Context(), h.tenant(r).ID, p.ID, secret); err != nil {
 		if domain.ErrorCode(err) == domain.ECONFLICT { // a key the active secrets do not use
 			h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "Cannot rotate: "+domain.ErrorMessage(err))
 			return
@@ -84,7 +84,7 @@ func (h Pages) HandleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	n, err := h.Providers.RetireProviderSecrets(r.Context(), h.tenant(r).ID, p.ID)
+	n, err := h.Store.RetireProviderSecrets(r.Context(), h.tenant(r).ID, p.ID)
 	if err != nil {
 		h.Console.Error(w, r, err)
 		return
@@ -101,7 +101,7 @@ func (h Pages) HandleRetireSecrets(w http.ResponseWriter, r *http.Request) {
 // connected before its kind needed one, until an operator confirms it was
 // pasted into the sending system; nil when there is none.
 func (h Pages) issuedSecret(r *http.Request, p domain.ProviderSummary, k provider.Kind) (*views.IssuedSecret, error) {
-	info, secret, err := h.Providers.UnshownProviderSecret(r.Context(), h.tenant(r).ID, p.ID)
+	info, secret, err := h.Store.UnshownProviderSecret(r.Context(), h.tenant(r).ID, p.ID)
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return nil, nil
 	}
@@ -134,7 +134,7 @@ func (h Pages) HandleSecretShown(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	t := h.tenant(r)
-	if err := h.Providers.MarkProviderSecretShown(r.Context(), t.ID, p.ID, id); err != nil {
+	if err := h.Store.MarkProviderSecretShown(r.Context(), t.ID, p.ID, id); err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}

@@ -31,7 +31,7 @@ func (h Pages) HandleTestEvent(w http.ResponseWriter, r *http.Request) {
 	var secret string
 	if k.HasSecrets() {
 		var err error
-		secret, err = h.Providers.NewestProviderSecret(r.Context(), t.ID, p.ID)
+		secret, err = h.Store.NewestProviderSecret(r.Context(), t.ID, p.ID)
 		if domain.ErrorCode(err) == domain.ENOTFOUND {
 			h.Console.RedirectWithFlash(w, r, h.providerURL(r, p.Name), "error", "The provider has no active secret to sign with: rotate to create one.")
 			return
@@ -57,7 +57,7 @@ func (h Pages) HandleTestEvent(w http.ResponseWriter, r *http.Request) {
 		// The kind's answer carries no outcome (sample.EventID names the
 		// event then): read it from the log.
 		msg = "Test event sent"
-		o, err := h.Events.EventOutcome(r.Context(), t.ID, p.ID, sample.EventID, now.Add(-time.Minute))
+		o, err := h.Store.EventOutcome(r.Context(), t.ID, p.ID, sample.EventID, now.Add(-time.Minute))
 		if err == nil {
 			msg += ": " + domain.OutcomeLabel(string(o))
 		} else {

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -262,4 +263,40 @@ func (e *Env) WithRole(email string, role domain.Role) *Browser {
 	e.T.Helper()
 	e.Member(email, false, role, "acme")
 	return e.SignIn(email)
+}
+
+// AllText is the whitespace-collapsed text of every match of selector.
+func AllText(doc *goquery.Document, selector string) []string {
+	var out []string
+	doc.Find(selector).Each(func(_ int, s *goquery.Selection) {
+		out = append(out, strings.Join(strings.Fields(s.Text()), " "))
+	})
+	return out
+}
+
+// CellRows is the text of every row matching selector, cells joined by " | ".
+func CellRows(doc *goquery.Document, selector string) []string {
+	var out []string
+	doc.Find(selector).Each(func(_ int, row *goquery.Selection) {
+		var cells []string
+		row.Find("td").Each(func(_ int, td *goquery.Selection) {
+			cells = append(cells, strings.Join(strings.Fields(td.Text()), " "))
+		})
+		out = append(out, strings.Join(cells, " | "))
+	})
+	return out
+}
+
+// OperatorRow is the row of the operators page (/admin/users) of the
+// operator with that email.
+func OperatorRow(doc *goquery.Document, email string) *goquery.Selection {
+	return doc.Find("table.operators tbody tr").FilterFunction(func(_ int, s *goquery.Selection) bool {
+		f := strings.Fields(s.Find(".operator-email").Text())
+		return len(f) > 0 && f[0] == email
+	})
+}
+
+// UserPath is path under the admin page of operator id.
+func UserPath(id int64, path string) string {
+	return "/admin/users/" + strconv.FormatInt(id, 10) + path
 }

@@ -14,7 +14,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
-	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +23,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 	"github.com/tidemark/tidemark/internal/testdb"
+	"github.com/tidemark/tidemark/internal/testlog"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
 )
@@ -60,17 +60,16 @@ func SetupWith(t *testing.T, readTimeout time.Duration, log *slog.Logger) *Env {
 func SetupConfig(t *testing.T, readTimeout time.Duration, log *slog.Logger, edit func(*web.Config)) *Env {
 	t.Helper()
 	pool := testdb.New(t)
-	store, err := postgres.New(pool, TestKey)
-	if err != nil {
-		t.Fatal(err)
-	}
 	reads, err := pgxpool.NewWithConfig(context.Background(), postgres.ReadPoolConfig(pool.Config(), 4, readTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(reads.Close)
-	store.UseReadPool(reads)
-	cfg := web.Config{Services: Services(store), Sessions: store.SessionStore(), Ping: store.Pool().Ping, Logger: log}
+	store, err := postgres.Open(postgres.Pools{Write: pool, Read: reads}, postgres.Options{Keys: [][]byte{TestKey}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := web.Config{Store: store, Sessions: store.SessionStore(), Ping: store.Pool().Ping, Logger: log}
 	edit(&cfg)
 	s := web.New(cfg)
 	e := &Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(s.Handler())}
@@ -216,22 +215,7 @@ func (e *Env) Outcome(tenant, provider, secret, id string, body []byte) string {
 
 // LogBuffer collects a server's log lines; the server writes from its
 // handlers' goroutines.
-type LogBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *LogBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *LogBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type LogBuffer = testlog.Buffer
 
 // SetupLogged is setup with the server's log kept.
 func SetupLogged(t *testing.T, readTimeout time.Duration) (*Env, *LogBuffer) {
@@ -294,15 +278,6 @@ func Signed(t *testing.T, base, secret, id string, body []byte) *http.Request {
 	req.Header.Set("webhook-timestamp", strconv.FormatInt(ts, 10))
 	req.Header.Set("webhook-signature", sig)
 	return req
-}
-
-// Services returns every service the web surfaces call, all implemented by
-// store, as serve wires them.
-func Services(store *postgres.Store) web.Services {
-	return web.Services{Ingest: store, Access: store, Operators: store, Providers: store, Tokens: store,
-		Events: store, Stats: store, Records: store, Conflicts: store, People: store, Audit: store,
-		Reconciliation: store, Deliveries: store, Replays: store, Changes: store, Destinations: store, Alerts: store,
-		APICredentials: store, Backfills: store}
 }
 
 // SignupBody is a standard lead.signup delivery body.

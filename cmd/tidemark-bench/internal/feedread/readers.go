@@ -13,11 +13,11 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tidemark/tidemark/cmd/tidemark-bench/internal/retryafter"
 	"github.com/tidemark/tidemark/internal/changejson"
 	"github.com/tidemark/tidemark/internal/whsig"
 )
@@ -136,7 +136,17 @@ func readAll(client *http.Client, req *http.Request) (status int, body []byte, r
 	}
 	defer resp.Body.Close()
 	body, err = io.ReadAll(resp.Body)
-	return resp.StatusCode, body, retryafter.Of(resp), err
+	return resp.StatusCode, body, retryDelay(resp), err
+}
+
+// retryDelay is the wait resp's Retry-After asks for (whole seconds), 0
+// for none: the feed's consumer honours it, as a real one would. (The
+// bench's senders have their own: this package cannot import them.)
+func retryDelay(resp *http.Response) time.Duration {
+	if secs, err := strconv.Atoi(resp.Header.Get("Retry-After")); err == nil && secs > 0 {
+		return time.Duration(secs) * time.Second
+	}
+	return 0
 }
 
 // changeSighting is c arriving at seen.

@@ -65,7 +65,7 @@ func Seed(ctx context.Context, store *postgres.Store, log io.Writer) error {
 
 	plan := demoHistory()
 	s := &demoSeeder{store: store, endpoints: map[string]domain.ProviderEndpoint{}, outcomes: map[domain.Outcome]int{}}
-	receiver := web.New(web.Config{Services: web.Services{Ingest: store, Replays: store}, Now: func() time.Time { return s.clock },
+	receiver := web.New(web.Config{Store: store, Now: func() time.Time { return s.clock },
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	s.receiver, s.replayer = receiver.Handler(), receiver.Replayer()
 	// Deliveries arrive in plan order, evenly spread with some jitter.

@@ -1,0 +1,42 @@
+package admin
+
+import (
+	"net/http"
+
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/views"
+	"github.com/tidemark/tidemark/web/console/shell"
+)
+
+// HomePath is the admin area's landing page.
+const HomePath = "/admin"
+
+// HandleHome shows what the admin area holds: the workspaces, the
+// operators and the last reconciliation, each linking to its page.
+func (h Pages) HandleHome(w http.ResponseWriter, r *http.Request) {
+	p := views.AdminHomePage{Layout: h.Console.Layout(r, "Admin", "admin-home")}
+	ops, err := h.Store.Operators(r.Context())
+	if err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
+	for _, o := range ops {
+		switch {
+		case !o.DisabledAt.IsZero():
+			p.Disabled++
+		case o.IsAdmin:
+			p.Admins++
+		default:
+			p.Members++
+		}
+	}
+	report, err := h.Store.LastReconciliation(r.Context())
+	switch {
+	case err == nil:
+		p.Report, p.ReportAge = &report, shell.WaitedFor(h.Now().Sub(report.StartedAt))
+	case domain.ErrorCode(err) != domain.ENOTFOUND:
+		h.Console.Error(w, r, err)
+		return
+	}
+	h.Console.Render(w, r, http.StatusOK, views.AdminHome(p))
+}
