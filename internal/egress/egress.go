@@ -62,7 +62,6 @@ func kind(ip netip.Addr) string {
 	return ""
 }
 
-
 // CheckURL validates a destination URL when it is created: scheme http or
 // https, a host, no user name or password; then, unless allowPrivate, it
 // resolves the host (ctx bounds the lookup) and refuses it, with an error
