@@ -16,7 +16,7 @@ import (
 )
 
 // withStore runs fn on a store opened from the environment.
-func (e cliEnv) withStore(ctx context.Context, fn func(*postgres.Store) error) error {
+func (e cliEnv) withStore(ctx context.Context, fn func(cliStore) error) error {
 	db, err := e.openDatabase(ctx, openOptions{})
 	if err != nil {
 		return err
@@ -27,8 +27,8 @@ func (e cliEnv) withStore(ctx context.Context, fn func(*postgres.Store) error) e
 
 // withTenant runs fn on a store opened from the environment and the tenant
 // with that slug.
-func (e cliEnv) withTenant(ctx context.Context, slug string, fn func(*postgres.Store, domain.Tenant) error) error {
-	return e.withStore(ctx, func(s *postgres.Store) error {
+func (e cliEnv) withTenant(ctx context.Context, slug string, fn func(cliStore, domain.Tenant) error) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		t, err := s.Tenant(ctx, slug)
 		if err != nil {
 			return err
@@ -42,7 +42,7 @@ func (e cliEnv) migrate(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		if err := postgres.Migrate(ctx, s.Pool(), e.stdout); err != nil {
 			return err
 		}
@@ -66,7 +66,7 @@ func (e cliEnv) migrate(ctx context.Context, args []string) error {
 // kind needed one, as Salesforce providers were before their URL token. It
 // runs after the migrations, since secrets are encrypted with the
 // application's key, and returns the providers as "tenant/name (kind)".
-func issueMissingSecrets(ctx context.Context, s *postgres.Store) ([]string, error) {
+func issueMissingSecrets(ctx context.Context, s cliStore) ([]string, error) {
 	var kinds []string
 	for _, name := range provider.Names() {
 		if k, _ := provider.Lookup(name); k.HasSecrets() {
@@ -168,7 +168,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	if *o.newKey {
 		ctx = postgres.AllowNewKey(ctx)
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		p, err := s.ConnectProvider(ctx, t.ID, *name, *kind, finalSecret, config)
 		if err != nil {
 			return err
@@ -255,7 +255,7 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	if *newKey {
 		ctx = postgres.AllowNewKey(ctx)
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		p, err := s.ProviderSummary(ctx, t.ID, *name)
 		if err != nil {
 			return err
@@ -297,7 +297,7 @@ func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("provider retire: --tenant and --name are required")
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		p, err := s.ProviderSummary(ctx, t.ID, *name)
 		if err != nil {
 			return err
@@ -385,7 +385,7 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 			return err
 		}
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		p, err := s.ProviderSummary(ctx, t.ID, *name)
 		if err != nil {
 			return err
@@ -442,7 +442,7 @@ func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 	if *name == "" {
 		*name = "token created " + time.Now().UTC().Format(time.DateTime)
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		token, err := s.CreateAPIToken(ctx, t.ID, domain.NewAPIToken{Name: *name, Access: tokenAccess, Lifetime: lifetime})
 		if err != nil {
 			return err
@@ -474,7 +474,7 @@ func (e cliEnv) cleanup(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		if err := checkRetention(ctx, s, *retention); err != nil {
 			return err
 		}
@@ -496,7 +496,7 @@ const defaultRetention = 30 * 24 * time.Hour
 const retentionUsage = "how long the event log and deliveries are kept (at least 168h and the largest scope TTL)"
 
 // checkRetention refuses a --retention the store refuses, saying why.
-func checkRetention(ctx context.Context, s *postgres.Store, retention time.Duration) error {
+func checkRetention(ctx context.Context, s cliStore, retention time.Duration) error {
 	err := s.CheckRetention(ctx, retention)
 	if domain.ErrorCode(err) == domain.EINVALID {
 		return errors.New("--retention: " + domain.ErrorMessage(err))

@@ -8,7 +8,6 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // The alert commands set a tenant's alert rules and show them with the
@@ -50,7 +49,7 @@ func (e cliEnv) alertSet(ctx context.Context, args []string) error {
 	if !alerting.Known(rule) {
 		return fmt.Errorf("--rule: %s", domain.ErrorMessage(alerting.Check(alerting.Config{Rule: rule})))
 	}
-	return e.withTenant(ctx, *o.tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *o.tenant, func(s cliStore, t domain.Tenant) error {
 		c, err := alertRule(ctx, s, t.ID, rule)
 		if err != nil {
 			return err
@@ -75,7 +74,7 @@ func (e cliEnv) alertSet(ctx context.Context, args []string) error {
 }
 
 // alertRule is a rule's setting in a tenant.
-func alertRule(ctx context.Context, s *postgres.Store, tenantID int64, rule alerting.Rule) (alerting.Config, error) {
+func alertRule(ctx context.Context, s cliStore, tenantID int64, rule alerting.Rule) (alerting.Config, error) {
 	rules, err := s.AlertRules(ctx, tenantID)
 	if err != nil {
 		return alerting.Config{}, err
@@ -103,7 +102,7 @@ func (e cliEnv) alertList(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("alert list: --tenant is required")
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		rules, err := s.AlertRules(ctx, t.ID)
 		if err != nil {
 			return err

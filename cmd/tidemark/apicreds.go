@@ -118,7 +118,7 @@ func secretLine(r *bufio.Reader, what string) (string, error) {
 // updateAPICredentials sets or clears the API credentials of p, a provider
 // of tenant t, as the flags say (c read by credentials), and says what it
 // did without the secret.
-func (e cliEnv) updateAPICredentials(ctx context.Context, s *postgres.Store, t domain.Tenant, p domain.ProviderSummary,
+func (e cliEnv) updateAPICredentials(ctx context.Context, s cliStore, t domain.Tenant, p domain.ProviderSummary,
 	a apiFlags, c pull.Credentials) error {
 	if *a.clear {
 		if err := s.ClearAPICredentials(ctx, t.ID, p.ID); err != nil {

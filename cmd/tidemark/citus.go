@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/citus"
 )
 
@@ -22,7 +21,7 @@ func (e cliEnv) citusDistribute(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		r, err := citus.Distribute(ctx, s.Pool(), citus.Options{ShardCount: *shards})
 		if err != nil {
 			return err

@@ -9,7 +9,6 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // command is one tidemark command. Its flags are declared by one function,
@@ -107,12 +106,12 @@ func commands() []command {
 			summary: "Stop sending to a destination; its changes wait.",
 			about:   "Stop sending to a destination. Its changes keep being taken and wait until it is resumed.",
 			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
-			run:     destinationAction("destination pause", (*postgres.Store).PauseDestination, "is paused; its changes wait until destination resume")},
+			run:     destinationAction("destination pause", cliStore.PauseDestination, "is paused; its changes wait until destination resume")},
 		{name: "destination resume", required: []string{"tenant", "id"},
 			summary: "Resume a paused or failing destination; its pending changes are retried now.",
 			about:   "Resume a paused or failing destination; its pending changes are retried now.",
 			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
-			run:     destinationAction("destination resume", (*postgres.Store).ResumeDestination, "is resumed; its pending changes are retried now")},
+			run:     destinationAction("destination resume", cliStore.ResumeDestination, "is resumed; its pending changes are retried now")},
 		{name: "destination rewind", required: []string{"tenant", "id", "after"},
 			summary: "Send a destination every change after a feed cursor again.",
 			about: "Send a destination every change it selects after --after again, a cursor of the change feed\n" +
@@ -122,7 +121,7 @@ func commands() []command {
 			summary: "Delete a destination with its secrets, pending changes and attempts.",
 			about:   "Delete a destination with its secrets, pending changes and attempts.",
 			flags:   func(_ cliEnv, fs *flag.FlagSet) { destinationIDFlags(fs) },
-			run:     destinationAction("destination delete", (*postgres.Store).DeleteDestination, "is deleted")},
+			run:     destinationAction("destination delete", cliStore.DeleteDestination, "is deleted")},
 		{name: "alert set", required: []string{"tenant", "rule"},
 			summary: "Change a tenant's alert rule, then print its setting.",
 			about: "Change a tenant's alert rule: its threshold, its window (a duration such as 90s, 5m or 6h)\n" +

@@ -92,7 +92,7 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 	if err != nil {
 		return cliError(err)
 	}
-	return e.withTenant(ctx, *o.tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *o.tenant, func(s cliStore, t domain.Tenant) error {
 		d, secret, err := s.CreateDestination(ctx, t.ID, nd)
 		if err != nil {
 			return cliError(err)
@@ -184,7 +184,7 @@ func (e cliEnv) destinationList(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("destination list: --tenant is required")
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error {
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		ds, err := s.Destinations(ctx, t.ID)
 		if err != nil {
 			return err
@@ -247,7 +247,7 @@ func destinationRewindFlags(fs *flag.FlagSet) (tenant *string, id *int64, after 
 // whether the command's other required flags were given; need names them
 // all.
 func (e cliEnv) onDestination(ctx context.Context, fs *flag.FlagSet, args []string, tenant *string, id *int64,
-	need string, given func() bool, fn func(s *postgres.Store, tenantID int64) error) error {
+	need string, given func() bool, fn func(s cliStore, tenantID int64) error) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -258,17 +258,17 @@ func (e cliEnv) onDestination(ctx context.Context, fs *flag.FlagSet, args []stri
 	if *id < 1 {
 		return fmt.Errorf("--id: give a destination id, as destination list shows it")
 	}
-	return e.withTenant(ctx, *tenant, func(s *postgres.Store, t domain.Tenant) error { return cliError(fn(s, t.ID)) })
+	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error { return cliError(fn(s, t.ID)) })
 }
 
 // destinationAction is a command that changes one destination and says so.
-func destinationAction(name string, change func(*postgres.Store, context.Context, int64, int64) error,
+func destinationAction(name string, change func(cliStore, context.Context, int64, int64) error,
 	done string) func(cliEnv, context.Context, []string) error {
 	return func(e cliEnv, ctx context.Context, args []string) error {
 		fs := e.flags(name)
 		tenant, id := destinationIDFlags(fs)
 		return e.onDestination(ctx, fs, args, tenant, id, "--tenant and --id are", func() bool { return true },
-			func(s *postgres.Store, tenantID int64) error {
+			func(s cliStore, tenantID int64) error {
 				if err := change(s, ctx, tenantID, *id); err != nil {
 					return err
 				}
@@ -288,7 +288,7 @@ func (e cliEnv) destinationRotate(ctx context.Context, args []string) error {
 	fs := e.flags("destination rotate")
 	tenant, id, newKey := destinationRotateFlags(fs)
 	return e.onDestination(ctx, fs, args, tenant, id, "--tenant and --id are", func() bool { return true },
-		func(s *postgres.Store, tenantID int64) error {
+		func(s cliStore, tenantID int64) error {
 			if *newKey {
 				ctx = postgres.AllowNewKey(ctx)
 			}
@@ -306,7 +306,7 @@ func (e cliEnv) destinationRewind(ctx context.Context, args []string) error {
 	fs := e.flags("destination rewind")
 	tenant, id, after := destinationRewindFlags(fs)
 	return e.onDestination(ctx, fs, args, tenant, id, "--tenant, --id and --after are", func() bool { return flagSet(fs, "after") },
-		func(s *postgres.Store, tenantID int64) error {
+		func(s cliStore, tenantID int64) error {
 			position, err := stream.ParseCursor(*after)
 			if err != nil {
 				return err

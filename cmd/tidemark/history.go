@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // historyRetentionFlag registers --history-retention, of serve and cleanup.
@@ -16,7 +15,7 @@ func historyRetentionFlag(fs *flag.FlagSet) *time.Duration {
 }
 
 // keepHistory gives the store the --history-retention asked for, if any.
-func keepHistory(s *postgres.Store, retention time.Duration) error {
+func keepHistory(s cliStore, retention time.Duration) error {
 	if retention == 0 {
 		return nil
 	}

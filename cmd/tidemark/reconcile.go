@@ -22,7 +22,7 @@ func (e cliEnv) audit(ctx context.Context, args []string) error {
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		var tenantID int64
 		if *tenant != "" {
 			t, err := s.Tenant(ctx, *tenant)

@@ -4,8 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // secretsRekeyFlags declares secrets rekey's flags.
@@ -22,7 +20,7 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 	if *batch < 1 {
 		return fmt.Errorf("secrets rekey: --batch must be at least 1")
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		n, err := s.RekeySecrets(ctx, *batch)
 		if n.Providers+n.Destinations+n.APICredentials+n.NATSCredentials > 0 || err == nil {
 			fmt.Fprintf(e.stdout, "re-encrypted %d provider secrets and %d destination secrets\n", n.Providers, n.Destinations)

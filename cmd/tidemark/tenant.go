@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // parseSlug parses a tenant command's flags and its SLUG, which may come
@@ -37,7 +36,7 @@ func (e cliEnv) tenantCreate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		t, err := s.CreateTenant(ctx, slug, *name)
 		if err != nil {
 			return err
@@ -68,7 +67,7 @@ func (e cliEnv) tenantUpdate(ctx context.Context, args []string) error {
 			u.MaxDestinations = maxDestinations
 		}
 	})
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		t, err := s.UpdateTenant(ctx, slug, u)
 		if err != nil {
 			return err

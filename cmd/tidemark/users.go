@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/domain"
-	"github.com/tidemark/tidemark/postgres"
 )
 
 // userCreateFlags declares user create's flags.
@@ -42,7 +41,7 @@ func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		if err := s.CreateUser(ctx, *email, password, *admin, *tenant, memberRole); err != nil {
 			return err
 		}
@@ -84,7 +83,7 @@ func (e cliEnv) userPassword(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	return e.withStore(ctx, func(s *postgres.Store) error {
+	return e.withStore(ctx, func(s cliStore) error {
 		if err := s.ResetPassword(ctx, *email, password); err != nil {
 			return err
 		}
