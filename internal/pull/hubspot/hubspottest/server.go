@@ -13,6 +13,10 @@
 // and the limits of https://developers.hubspot.com/docs/api/usage-details:
 // 429 with a policyName, the X-HubSpot-RateLimit-Daily(-Remaining) headers,
 // and the search API's 10,000-result cap (smaller here, so tests stay fast).
+//
+// It is also a public app's side of HubSpot: OAuth (app.go), the Webhooks
+// Journal with its signed entry URLs and subscriptions (journal.go), CRM
+// snapshots (snapshots.go) and signed webhook v3 batches (webhooks.go).
 package hubspottest
 
 import (
@@ -60,6 +64,7 @@ type Server struct {
 	daily, used int // the daily budget; 0 sends no daily headers
 	requests    map[string]int
 	searchTimes []time.Time
+	app         appState // the public app: OAuth, the journal (app.go, journal.go)
 }
 
 type record struct {
@@ -87,6 +92,7 @@ func New(t testing.TB) *Server {
 		cap:      hubspotCap,
 		requests: map[string]int{},
 	}
+	s.app = newAppState()
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
 	return s
@@ -243,6 +249,9 @@ func iso(t time.Time) string { return t.UTC().Format("2006-01-02T15:04:05.000Z")
 
 // serve authenticates, applies the limits, and routes.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if s.serveApp(w, r) {
+		return
+	}
 	if r.Header.Get("Authorization") != "Bearer "+s.token {
 		writeError(w, http.StatusUnauthorized, "INVALID_AUTHENTICATION",
 			"Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview")
