@@ -34,6 +34,7 @@ func TestLoginFloodSparesOtherAccounts(t *testing.T) {
 	if statuses[http.StatusTooManyRequests] == 0 {
 		t.Fatalf("40 wrong passwords for one account were answered %v, want 429s past its budget", statuses)
 	}
+	floodEnd := time.Now()
 
 	// Another account signs in from the same address, during the flood.
 	b := e.Anonymous()
@@ -44,9 +45,15 @@ func TestLoginFloodSparesOtherAccounts(t *testing.T) {
 		t.Fatal("the session of the other account does not open its workspace")
 	}
 	// The account under attack is refused, and told it is the account's
-	// throttle.
+	// throttle: 429 by the node's budget; once that budget has refilled a
+	// slot (30 s, on a loaded machine), by PostgreSQL's throttle, whose
+	// form is answered 200 (docs/contract/console.md, sign-in).
 	status, doc, _ := e.Anonymous().Post("/login", url.Values{"email": {"victim@example.com"}, "password": {webtest.TestPassword}})
-	if msg := webtest.Text(doc, "[role=alert]"); status != http.StatusTooManyRequests || !strings.Contains(msg, "for this account") {
+	refusedBy := http.StatusTooManyRequests
+	if time.Since(floodEnd) >= 30*time.Second {
+		refusedBy = http.StatusOK
+	}
+	if msg := webtest.Text(doc, "[role=alert]"); (status != http.StatusTooManyRequests && status != refusedBy) || !strings.Contains(msg, "for this account") {
 		t.Fatalf("the attacked account's correct password: %d %q, want 429 naming the account", status, msg)
 	}
 	// A wrong password for the other account is checked, not refused.
