@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/alerts"
 	"github.com/tidemark/tidemark/postgres/apicreds"
+	"github.com/tidemark/tidemark/postgres/apps"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/backfills"
 	"github.com/tidemark/tidemark/postgres/changefeed"
@@ -81,6 +82,8 @@ type Store struct {
 	*alerts.Rules    // alert rules and alert history
 	// Credentials are providers' API credentials, for backfill.
 	*apicreds.Credentials
+	// Registry holds apps and their installs (global, an admin's).
+	*apps.Registry
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -153,6 +156,7 @@ func Open(pools Pools, o Options) (*Store, error) {
 		Directory:   people.New(pools),
 		Inspector:   deliverylog.New(pools),
 		Credentials: apicreds.New(pools, d.secrets),
+		Registry:    apps.New(pools, keys, d.secrets),
 		Log:         auditlog.New(pools),
 		Lists:       lists.New(pools),
 		Checker:     queuecheck.New(pools, d.ids),
@@ -218,6 +222,7 @@ var (
 	_ domain.PeopleService         = (*Store)(nil)
 	_ domain.OperatorService       = (*Store)(nil)
 	_ domain.AccessService         = (*Store)(nil)
+	_ domain.AppService            = (*Store)(nil)
 	_ domain.IngestService         = (*Store)(nil)
 	_ stream.Outbox                = (*Store)(nil)
 	_ alerting.Evaluator           = (*Store)(nil)

@@ -45,9 +45,9 @@ func commands() []command {
 			flags: func(cliEnv, *flag.FlagSet) {}, run: cliEnv.migrate},
 		{name: "citus distribute", summary: "Distribute the migrated database by tenant over a Citus cluster.",
 			about: "Distribute the migrated database by tenant over a Citus cluster. Run it on the coordinator\n" +
-				"(DATABASE_URL) after migrate: tenants, users, enabled_admins and id_hash_key become reference\n" +
-				"tables and every table with a tenant_id is distributed by it, co-located. One transaction; run\n" +
-				"again, it changes nothing. See docs/scale.md.",
+				"(DATABASE_URL) after migrate: tenants, users, enabled_admins, id_hash_key and the apps' tables\n" +
+				"become reference tables and every other table with a tenant_id is distributed by it, co-located.\n" +
+				"One transaction; run again, it changes nothing. See docs/scale.md.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { citusDistributeFlags(fs) }, run: cliEnv.citusDistribute},
 		{name: "tenant create", args: "SLUG", summary: "Create a tenant (a customer workspace).",
 			about: "Create a tenant (a customer workspace).",
@@ -79,6 +79,43 @@ func commands() []command {
 				"input (--client-secret-stdin) and --login-url. The secret is stored encrypted and never printed;\n" +
 				"the command prints the other fields it set. The change is recorded in the audit log.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { providerUpdateFlags(fs) }, run: cliEnv.providerUpdate},
+		{name: "app create", required: []string{"kind", "name", "app-id", "client-id", "client-secret-stdin"},
+			summary: "Register a HubSpot public app (an admin's, for every tenant); prints its webhook URL.",
+			about: "Register a HubSpot public app, global: each tenant's portal is installed into it, and HubSpot sends\n" +
+				"every installed portal's webhooks to the app's one URL, signed with its client secret. The secret is\n" +
+				"read from standard input, stored encrypted and never printed. URLs given are refused when http or\n" +
+				"private unless --allow-private. Prints the webhook URL, the app's target URL at HubSpot, last.",
+			flags: func(e cliEnv, fs *flag.FlagSet) { e.appCreateFlags(fs) }, run: cliEnv.appCreate},
+		{name: "app rotate", required: []string{"name", "client-secret-stdin"},
+			summary: "Set an app's new client secret; the previous one still verifies for 24h.",
+			about: "Set an app's new client secret, read from standard input, after rotating it at HubSpot. The previous\n" +
+				"one still verifies deliveries for 24 hours; one rotated out before it no longer does. Audited.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { appRotateFlags(fs) }, run: cliEnv.appRotate},
+		{name: "app list", summary: "List the apps: name, kind, app id, client id, scopes, created, rotated.",
+			about: "List the apps, one line each after a header: name, kind, app id, client id, scopes, when it was\n" +
+				"created and when its client secret was last rotated. Never the secret.",
+			flags: func(cliEnv, *flag.FlagSet) {}, run: cliEnv.appList},
+		{name: "app delete", required: []string{"name", "confirm"},
+			summary: "Delete an app with its secrets and every install.",
+			about: "Delete an app with its secrets and every install (each recorded in its tenant's audit log). The\n" +
+				"tenants' providers and records are kept.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { appDeleteFlags(fs) }, run: cliEnv.appDelete},
+		{name: "app connect", required: []string{"app", "tenant", "portal-id"},
+			summary: "Map a portal of an app to a tenant's provider by hand (webhooks only, no tokens).",
+			about: "Map a HubSpot portal of an app to a tenant's provider, without OAuth: its webhooks are routed to the\n" +
+				"provider, and there are no tokens to call its API. The provider is created, of the app's kind, when\n" +
+				"missing. A portal mapped to another tenant is refused, naming it. Audited in the tenant's log.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { appConnectFlags(fs) }, run: cliEnv.appConnect},
+		{name: "app disconnect", required: []string{"app", "portal-id"},
+			summary: "Remove a portal's mapping and tokens; its provider and records are kept.",
+			about: "Remove a portal's mapping and tokens: its webhooks are no longer routed to any tenant. The provider\n" +
+				"and its records are kept. Audited in the tenant's log.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { appDisconnectFlags(fs) }, run: cliEnv.appDisconnect},
+		{name: "app installs", required: []string{"app"},
+			summary: "List an app's installs: portal, tenant, provider, status, tokens.",
+			about: "List an app's installs, one line each after a header: portal, tenant, provider, status (active or\n" +
+				"needs_reconnect), whether it holds tokens, and when it was made.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { appInstallsFlags(fs) }, run: cliEnv.appInstalls},
 		{name: "token create", required: []string{"tenant"}, summary: "Create an API token for one tenant; prints it once.",
 			about: "Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenCreateFlags(fs) }, run: cliEnv.tokenCreate},
@@ -253,20 +290,24 @@ func flagWord(f *flag.Flag) string {
 // metavars name the value of flags whose default does not show what to
 // give.
 var metavars = map[string]string{
-	"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
+	"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "app": "NAME", "app-id": "ID", "authorize-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
 	"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
 	"contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
 	"max-body": "SIZE", "max-destinations": "N", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
 	"nats": "nats://HOST:4222", "nats-creds": "FILE", "nats-nkey": "FILE", "nats-tls-ca": "FILE", "object-type": "TYPE", "org-id": "ID",
-	"provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
+	"portal-id": "N", "provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
 	"queue-tls-ca": "FILE", "revision": "N",
 	"revision-field": "FIELD", "role": "viewer|operator|owner", "rule": "RULE", "threshold": "N", "window": "DURATION", "secret": "SECRET", "snapshot": "JSON",
-	"subject": "PREFIX", "tenant": "SLUG", "trusted-proxies": "CIDR,...", "types": "record.*[,...]", "url": "URL",
+	"scopes": "SCOPES", "subject": "PREFIX", "tenant": "SLUG", "trusted-proxies": "CIDR,...", "types": "record.*[,...]", "url": "URL",
 }
 
-// metavar is what a synopsis shows as f's value: its metavar, the kinds
-// for --kind, else its default, else its name in capitals.
+// metavar is what a synopsis shows as f's value: the one its value names,
+// its metavar, the kinds for --kind, else its default, else its name in
+// capitals.
 func metavar(f *flag.Flag) string {
+	if m, ok := f.Value.(interface{ Metavar() string }); ok {
+		return m.Metavar()
+	}
 	if f.Name == "kind" {
 		return strings.Join(provider.Names(), "|")
 	}

@@ -33,6 +33,9 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 		if n.NATSCredentials > 0 {
 			fmt.Fprintf(e.stdout, "re-encrypted %d NATS destination credentials\n", n.NATSCredentials)
 		}
+		if n.Apps+n.AppInstalls > 0 {
+			fmt.Fprintf(e.stdout, "re-encrypted %d app client secrets and the tokens of %d app installs\n", n.Apps, n.AppInstalls)
+		}
 		if n.IDHashKey > 0 {
 			fmt.Fprintln(e.stdout, "re-encrypted the id hash key (unchanged)")
 		}

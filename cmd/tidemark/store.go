@@ -29,6 +29,7 @@ type cliStore interface {
 	domain.StatsService
 	domain.IngestService
 	domain.ReconciliationService
+	domain.AppService
 	stream.DestinationService
 	alerting.Service
 	pull.CredentialStore

@@ -25,8 +25,10 @@ import (
 // ReferenceTables are the tables without a tenant that tenant tables keep
 // foreign keys to, in the order they are created: enabled_admins is the
 // count of enabled admins that the users' write paths keep; id_hash_key,
-// the sealed key of domain.IDHasher, is read beside tenant tables.
-var ReferenceTables = []string{"tenants", "users", "enabled_admins", "id_hash_key"}
+// the sealed key of domain.IDHasher, is read beside tenant tables; apps,
+// their secrets and installs are global, and the app endpoint finds a
+// portal's install (app_installs has a tenant_id) without its tenant.
+var ReferenceTables = []string{"tenants", "users", "enabled_admins", "id_hash_key", "apps", "app_secrets", "app_installs"}
 
 // LocalTables are the tables without a tenant that stay on the
 // coordinator, which alone reads and writes them: sessions, sign-in

@@ -1,7 +1,8 @@
 // Package secretkeys checks that the keys a store opened with can open
 // every stored secret, of providers (their signing secrets and API
-// credentials) and of destinations (their signing secrets and NATS
-// credentials), and the id hash key, and seals them all again under the
+// credentials), of destinations (their signing secrets and NATS
+// credentials), of apps (their client secrets) and their installs (their
+// tokens), and the id hash key, and seals them all again under the
 // newest.
 package secretkeys
 
@@ -68,6 +69,14 @@ var tables = []table{
 		},
 		logFailed: (*pg.Secrets).LogUndecryptableIDHashKey, count: func(r *Rekeyed) *int64 { return &r.IDHashKey },
 		tenantless: true},
+	{owner: "app", kind: pg.AppSecrets, activeSQL: appSecretsAllSQL, batchSQL: rekeyAppBatchSQL, updateSQL: rekeyAppSecretsSQL,
+		aad: pg.AADApp, seal: func(k *pg.Keyring, _, appID int64, plaintext string) (pg.SealedSecret, error) {
+			return k.SealApp(appID, plaintext)
+		},
+		logFailed: (*pg.Secrets).LogUndecryptableApp, count: func(r *Rekeyed) *int64 { return &r.Apps }, tenantless: true},
+	{owner: "app install", kind: pg.AppInstallTokens, activeSQL: appInstallTokensAllSQL, batchSQL: rekeyAppInstallBatchSQL,
+		updateSQL: rekeyAppInstallTokensSQL, aad: pg.AADAppInstallTokens, seal: (*pg.Keyring).SealAppInstallTokens,
+		logFailed: (*pg.Secrets).LogUndecryptableAppInstall, count: func(r *Rekeyed) *int64 { return &r.AppInstalls }},
 }
 
 // activeSecretsAllSQL reads every tenant's active provider secrets, for the
@@ -242,6 +251,8 @@ type Rekeyed struct {
 	APICredentials          int64 // the secrets of providers' API credentials
 	NATSCredentials         int64 // those of NATS destinations
 	IDHashKey               int64 // the database's id hash key (0 or 1), sealed again, never changed
+	Apps                    int64 // apps' client secrets
+	AppInstalls             int64 // the tokens of app installs
 }
 
 // RekeySecrets re-encrypts every provider secret (retired ones included),

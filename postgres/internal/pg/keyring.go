@@ -38,6 +38,13 @@ const (
 	// AADIDHashKey: the id hash key (idhashkey.go), sealed with
 	// idHashKeyAAD; its ids are 0.
 	AADIDHashKey int16 = 5
+	// AADApp: an app's client secret, sealed with appAAD(app); apps are
+	// global, so TenantID is 0 and ProviderID holds the app.
+	AADApp int16 = 6
+	// AADAppInstallTokens: an app install's OAuth tokens, sealed with
+	// appInstallAAD(tenant, install); ProviderID holds the install, ID too
+	// (one row each).
+	AADAppInstallTokens int16 = 7
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
@@ -131,6 +138,19 @@ func (k *Keyring) SealDestinationNATS(tenantID, destinationID int64, plaintext s
 		destinationNATSAAD(tenantID, destinationID), plaintext)
 }
 
+// SealApp encrypts an app's client secret under the first key, bound to
+// the app.
+func (k *Keyring) SealApp(appID int64, plaintext string) (SealedSecret, error) {
+	return k.seal(SealedSecret{ProviderID: appID, AADVersion: AADApp}, appAAD(appID), plaintext)
+}
+
+// SealAppInstallTokens encrypts an app install's tokens under the first
+// key, bound to the tenant and install.
+func (k *Keyring) SealAppInstallTokens(tenantID, installID int64, plaintext string) (SealedSecret, error) {
+	return k.seal(SealedSecret{TenantID: tenantID, ProviderID: installID, ID: installID, AADVersion: AADAppInstallTokens},
+		appInstallAAD(tenantID, installID), plaintext)
+}
+
 // seal fills in s's key id and ciphertext: plaintext sealed under the
 // first key with aad.
 func (k *Keyring) seal(s SealedSecret, aad []byte, plaintext string) (SealedSecret, error) {
@@ -169,6 +189,10 @@ func (k *Keyring) Open(s SealedSecret) (string, error) {
 		aad = destinationNATSAAD(s.TenantID, s.ProviderID)
 	case AADIDHashKey:
 		aad = idHashKeyAAD()
+	case AADApp:
+		aad = appAAD(s.ProviderID)
+	case AADAppInstallTokens:
+		aad = appInstallAAD(s.TenantID, s.ProviderID)
 	default:
 		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
 	}
@@ -206,6 +230,18 @@ func providerAPIAAD(tenantID, providerID int64) []byte {
 // and destination, under a label of its own.
 func destinationNATSAAD(tenantID, destinationID int64) []byte {
 	return boundAAD("tidemark destination nats credentials v1\x00", tenantID, destinationID)
+}
+
+// appAAD binds an app's client secret to the app, under a label of its
+// own; an app has no tenant.
+func appAAD(appID int64) []byte {
+	return boundAAD("tidemark app secret v1\x00", 0, appID)
+}
+
+// appInstallAAD binds an app install's tokens to its tenant and install,
+// under a label of its own.
+func appInstallAAD(tenantID, installID int64) []byte {
+	return boundAAD("tidemark app install tokens v1\x00", tenantID, installID)
 }
 
 // boundAAD is label, then the tenant id and the owner's id as 8-byte

@@ -39,16 +39,20 @@ var (
 	ProviderAPISecrets     = SecretKind{Uses: "%d API credentials of %d providers", KeysSQL: providerAPIKeysSQL}
 	DestinationNATSSecrets = SecretKind{Uses: "%d NATS credentials of %d destinations", KeysSQL: destinationNATSKeysSQL}
 	IDHashKey              = SecretKind{Uses: "%d id hash key of %d database", KeysSQL: idHashKeyKeysSQL}
+	AppSecrets             = SecretKind{Uses: "%d client secrets of %d apps", KeysSQL: appKeysSQL}
+	AppInstallTokens       = SecretKind{Uses: "%d tokens of %d app installs", KeysSQL: appInstallKeysSQL}
 	// sealedOnCommand are the kinds an operator's command seals, which
 	// CheckSealingKey reads: not the id hash key, which any node makes
 	// under its own first key when it first needs it, and so shows
 	// nothing of the key the nodes hold.
-	sealedOnCommand = []SecretKind{ProviderSecrets, DestinationSecrets, ProviderAPISecrets, DestinationNATSSecrets}
+	sealedOnCommand = []SecretKind{ProviderSecrets, DestinationSecrets, ProviderAPISecrets, DestinationNATSSecrets,
+		AppSecrets, AppInstallTokens}
 )
 
 // The secrets in use, and their owners, by key id: active provider
 // secrets, destination secrets that still sign, API credentials, NATS
-// credentials (one per owner) and the id hash key.
+// credentials (one per owner), the id hash key, app secrets that still
+// verify and app installs' tokens (one per install).
 const (
 	providerKeysSQL = `
 SELECT key_id, count(*), count(DISTINCT provider_id) FROM provider_secrets
@@ -67,6 +71,14 @@ GROUP BY key_id ORDER BY key_id`
 	idHashKeyKeysSQL = `
 SELECT key_id, count(*), count(*) FROM id_hash_key
 GROUP BY key_id ORDER BY key_id`
+	appKeysSQL = `
+SELECT key_id, count(*), count(DISTINCT app_id) FROM app_secrets
+WHERE expires_at IS NULL OR expires_at > now()
+GROUP BY key_id ORDER BY key_id`
+	appInstallKeysSQL = `
+SELECT tokens_key_id, count(*), count(*) FROM app_installs
+WHERE tokens_key_id IS NOT NULL
+GROUP BY tokens_key_id ORDER BY tokens_key_id`
 )
 
 // CheckSealingKey refuses, with ECONFLICT, to seal a new secret (a

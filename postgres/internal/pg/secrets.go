@@ -75,6 +75,17 @@ func (s *Secrets) LogUndecryptableIDHashKey(sec SealedSecret, err error) {
 	s.logUndecryptable("id hash key", "owner_id", sec, err)
 }
 
+// LogUndecryptableApp logs an app's client secret likewise, by the app's id.
+func (s *Secrets) LogUndecryptableApp(sec SealedSecret, err error) {
+	s.logUndecryptable("app", "app_id", sec, err)
+}
+
+// LogUndecryptableAppInstall logs an app install's tokens likewise, by the
+// install's ids.
+func (s *Secrets) LogUndecryptableAppInstall(sec SealedSecret, err error) {
+	s.logUndecryptable("app install", "install_id", sec, err)
+}
+
 // loggedSecret keys the log's memory: the tables number their secrets
 // independently.
 type loggedSecret struct {
