@@ -43,6 +43,7 @@ func TestValidateSlug(t *testing.T) {
 		{"space", "acme eu", domain.EINVALID},
 		{"non-ASCII", "acmé", domain.EINVALID},
 		{"trailing newline", "acme\n", domain.EINVALID},
+		{"reserved for the app endpoint", "apps", domain.EINVALID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -8,10 +8,18 @@ import (
 
 var slugPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
 
+// reservedTenantSlugs are names no tenant may take: its webhook URLs,
+// /webhooks/{tenant}/{provider}, would be another endpoint's
+// (/webhooks/apps/{name}, the app endpoint).
+var reservedTenantSlugs = map[string]bool{"apps": true}
+
 // ValidateSlug checks a tenant or provider slug.
 func ValidateSlug(what, s string) error {
 	if !slugPattern.MatchString(s) {
 		return Errorf(EINVALID, "%s %q must be 1-63 characters of a-z, 0-9 and '-', starting with a letter or digit", what, s)
+	}
+	if what == "tenant" && reservedTenantSlugs[s] {
+		return Errorf(EINVALID, "tenant %q is a reserved name: /webhooks/%s/... is the app endpoint's URL; choose another", s, s)
 	}
 	return nil
 }

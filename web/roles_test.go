@@ -34,6 +34,7 @@ const (
 var routeNeeds = map[string]string{
 	"POST /login":                                             needPublic,
 	"POST /logout":                                            needSignedIn,
+	"POST /webhooks/apps/{name}":                              needPublic,
 	"POST /webhooks/{tenant}/{provider}":                      needPublic,
 	"POST /t/{tenant}/conflicts/{id}/resolve":                 string(domain.RoleOperator),
 	"POST /t/{tenant}/deliveries/{id}/replay":                 string(domain.RoleOperator),
@@ -57,6 +58,12 @@ var routeNeeds = map[string]string{
 	"POST /t/{tenant}/members/{id}/role":                      string(domain.RoleOwner),
 	"POST /t/{tenant}/members/{id}/remove":                    string(domain.RoleOwner),
 	"GET /t/{tenant}/audit":                                   string(domain.RoleOwner),
+
+	// The OAuth install of a HubSpot app starts from a GET (a redirect to
+	// the consent page); its callback is any signed-in operator's, who
+	// must still be an owner of the state's tenant.
+	"GET /t/{tenant}/apps/{app}/connect": string(domain.RoleOwner),
+	"GET /apps/{app}/oauth/callback":     needSignedIn,
 
 	"GET /t/{tenant}/destinations":              string(domain.RoleOwner),
 	"POST /t/{tenant}/destinations":             string(domain.RoleOwner),

@@ -27,8 +27,12 @@ import (
 // count of enabled admins that the users' write paths keep; id_hash_key,
 // the sealed key of domain.IDHasher, is read beside tenant tables; apps,
 // their secrets and installs are global, and the app endpoint finds a
-// portal's install (app_installs has a tenant_id) without its tenant.
-var ReferenceTables = []string{"tenants", "users", "enabled_admins", "id_hash_key", "apps", "app_secrets", "app_installs"}
+// portal's install (app_installs has a tenant_id) without its tenant;
+// app_unrouted and its samples count the events of portals installed for
+// no tenant; app_oauth_states, the OAuth installs under way, refer to
+// users and apps.
+var ReferenceTables = []string{"tenants", "users", "enabled_admins", "id_hash_key", "apps", "app_secrets", "app_installs",
+	"app_unrouted", "app_unrouted_samples", "app_oauth_states"}
 
 // LocalTables are the tables without a tenant that stay on the
 // coordinator, which alone reads and writes them: sessions, sign-in

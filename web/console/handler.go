@@ -17,6 +17,7 @@ import (
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/console/admin"
+	"github.com/tidemark/tidemark/web/console/apps"
 	"github.com/tidemark/tidemark/web/console/conflicts"
 	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/console/lists"
@@ -45,6 +46,7 @@ type Store interface {
 	providers.Store
 	deliveries.Store
 	overview.Store
+	apps.Store
 }
 
 // Config wires a Handler to its dependencies.

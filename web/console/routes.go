@@ -8,6 +8,7 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/console/admin"
 	"github.com/tidemark/tidemark/web/console/alerts"
+	"github.com/tidemark/tidemark/web/console/apps"
 	"github.com/tidemark/tidemark/web/console/conflicts"
 	"github.com/tidemark/tidemark/web/console/deliveries"
 	"github.com/tidemark/tidemark/web/console/destinations"
@@ -41,6 +42,7 @@ func (h *Handler) Routes(r chi.Router) {
 		listPages     = lists.Pages{Console: f, Store: h.store}
 		deliveryPages = deliveries.Pages{Console: f, Store: h.store, Replayer: h.replayer, PublicURL: h.publicURL}
 		peoplePages   = people.Pages{Console: f, Store: h.store, Timeline: recordPages.Timeline}
+		appPages      = apps.Pages{Console: f, Store: h.store, Sessions: h.sessions, PublicURL: h.publicURL, Log: h.log}
 	)
 	csrf := http.NewCrossOriginProtection()
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
@@ -50,6 +52,9 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Use(h.requireUser)
 		r.Get("/", h.handleHome)
 		r.Post("/logout", h.handleLogout)
+		// Where an app's consent page sends the browser back: the state
+		// names the tenant, and the operator must still be its owner.
+		r.Get(apps.CallbackPath, appPages.HandleCallback)
 
 		// Operators and memberships: admins only.
 		r.Group(func(r chi.Router) {
@@ -93,7 +98,7 @@ func (h *Handler) Routes(r chi.Router) {
 
 			// Providers, their secrets, scopes and deliveries, and API
 			// tokens: every member reads them; only owners change them.
-			r.Get("/providers", providerPages.HandleProviders)
+			r.With(appPages.AllowConsentForms).Get("/providers", providerPages.HandleProviders)
 			r.Get("/providers/{name}", providerPages.HandleProvider)
 			r.Get("/tokens", workspacePages.HandleTokens)
 			r.Group(func(r chi.Router) {
@@ -108,6 +113,8 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/providers/{name}/api-credentials/clear", providerPages.HandleClearAPICredentials)
 				r.Post("/tokens", workspacePages.HandleCreateToken)
 				r.Post("/tokens/{id}/revoke", workspacePages.HandleRevokeToken)
+				// The OAuth install of a HubSpot app (web/console/apps).
+				r.Get("/apps/{app}/connect", appPages.HandleConnect)
 			})
 			// Backfills pull what webhooks missed through the same guard,
 			// as a replay does: operators and owners.

@@ -65,6 +65,7 @@ type Handler struct {
 	refusalFlush time.Duration
 	limits       *refusalLimiter
 	tenantGate   *tenantGate
+	apps         appCache // the app endpoint's apps (app.go)
 }
 
 // New returns a Handler for cfg.
@@ -92,6 +93,9 @@ func New(cfg Config) *Handler {
 // by session or token.
 func (h *Handler) Routes(r chi.Router) {
 	r.Post("/webhooks/{tenant}/{provider}", h.Receive)
+	// A static segment wins over a parameter in chi, and "apps" is no
+	// tenant's name (domain.ValidateSlug): the app endpoint (app.go).
+	r.Post("/webhooks/apps/{name}", h.ReceiveApp)
 }
 
 func (h *Handler) fail(w http.ResponseWriter, r *http.Request, err error) {

@@ -9,6 +9,7 @@
 package providers
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"time"
@@ -25,6 +26,8 @@ type Store interface {
 	// The providers' API credentials, for backfill.
 	pull.CredentialStore
 	pull.JobStore // the backfill section
+	// The apps an owner may install by OAuth (web/console/apps).
+	Apps(ctx context.Context) ([]domain.App, error)
 }
 
 // Pages serves the provider pages.

@@ -38,6 +38,18 @@ func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	v.Providers = ps
+	if domain.CheckRole(h.Console.Membership(r).Role, domain.RoleOwner) == nil {
+		apps, err := h.Store.Apps(r.Context())
+		if err != nil {
+			h.Console.Error(w, r, err)
+			return
+		}
+		for _, a := range apps {
+			if a.Kind == domain.AppKindHubSpot {
+				v.Apps = append(v.Apps, a.Name)
+			}
+		}
+	}
 	for _, name := range provider.Names() {
 		k, _ := provider.Lookup(name)
 		f := k.Form()
