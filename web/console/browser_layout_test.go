@@ -11,6 +11,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/e2e"
@@ -91,6 +92,13 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 	// Its backfills: a failed job with a long reason, and a running sweep
 	// with its Cancel button.
 	addBackfills(t, e)
+	// A HubSpot app with a long name: the Providers page offers owners its
+	// Connect form.
+	if _, err := e.Store.CreateApp(webtest.CliContext(), domain.NewApp{Kind: domain.AppKindHubSpot,
+		Name: "revops-hubspot-production-app", ProviderAppID: 4242, ClientID: "client-id-layout",
+		ClientSecret: "client-secret-layout", Scopes: []string{"crm.objects.contacts.read", "oauth"}}); err != nil {
+		t.Fatal(err)
+	}
 
 	pages := []struct{ name, path string }{
 		{"overview", "/t/acme"},
