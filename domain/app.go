@@ -19,6 +19,10 @@ import (
 // install connects a provider of the same kind name.
 const AppKindHubSpot = "hubspot" // not a provider kind: an app's kind
 
+// DefaultAppProvider is the provider an install creates or reuses unless
+// its operator names another.
+const DefaultAppProvider = "hubspot" // not a provider kind: a default provider name
+
 // HubSpot's own OAuth endpoints, an app's defaults.
 const (
 	DefaultHubSpotAuthorizeURL = "https://app.hubspot.com/oauth/authorize"

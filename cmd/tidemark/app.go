@@ -228,7 +228,7 @@ func (e cliEnv) appDelete(ctx context.Context, args []string) error {
 func appConnectFlags(fs *flag.FlagSet) (app, tenant, providerName *string, portalID *int64) {
 	return fs.String("app", "", "app name (required)"),
 		fs.String("tenant", "", "tenant slug (required)"),
-		fs.String("provider", "hubspot", "the tenant's provider the portal's events go to; created, of the app's kind, when missing"), // not a provider kind: a default provider name
+		fs.String("provider", domain.DefaultAppProvider, "the tenant's provider the portal's events go to; created, of the app's kind, when missing"),
 		fs.Int64("portal-id", 0, "the HubSpot portal (hub id) to map (required)")
 }
 

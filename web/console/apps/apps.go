@@ -54,10 +54,6 @@ type Pages struct {
 	Log       *slog.Logger
 }
 
-// DefaultProvider is the provider an install creates or reuses unless the
-// form names another.
-const DefaultProvider = "hubspot"
-
 // sessionNonce is the session key of the nonce that binds the session's
 // installs under way to it.
 const sessionNonce = "app_oauth_nonce"
@@ -109,7 +105,7 @@ func (h Pages) HandleConnect(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, domain.Errorf(domain.EINVALID, "app %s is not a HubSpot app", app.Name))
 		return
 	}
-	providerName := cmp.Or(strings.TrimSpace(r.URL.Query().Get("provider")), DefaultProvider)
+	providerName := cmp.Or(strings.TrimSpace(r.URL.Query().Get("provider")), domain.DefaultAppProvider)
 	if err := domain.ValidateSlug("provider", providerName); err != nil {
 		h.refuse(w, r, "Not a provider name", domain.ErrorMessage(err), t.Slug)
 		return
