@@ -72,13 +72,6 @@ func (ts *TokenSource) Rejected(ctx context.Context, stale string) (string, erro
 	return ts.renewLocked(ctx)
 }
 
-// Current is the tokens held now (for a caller that stores them).
-func (ts *TokenSource) Current() Token {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	return ts.current
-}
-
 func (ts *TokenSource) renewLocked(ctx context.Context) (string, error) {
 	t, err := ts.renew(ctx)
 	if err != nil {
