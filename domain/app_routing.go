@@ -2,6 +2,8 @@ package domain
 
 import (
 	"context"
+	"net/url"
+	"strings"
 	"time"
 )
 
@@ -50,4 +52,51 @@ type AppRouting interface {
 	// AppUnrouted is the app's unrouted events per portal within
 	// AppUnroutedRetention, by portal.
 	AppUnrouted(ctx context.Context, appID int64) ([]AppUnrouted, error)
+	// UninstallPortal removes the install of portalID for app appID with
+	// its tokens, as DisconnectPortal does, when HubSpot says the app was
+	// uninstalled there at at; audited AuditAppDisconnect in its tenant.
+	// An install made after at (a retried, older uninstall) is kept. It
+	// returns what was removed, or ENOTFOUND when nothing was.
+	UninstallPortal(ctx context.Context, appID, portalID int64, at time.Time) (AppInstall, error)
+}
+
+// Audit actions of an app's journal subscriptions (outside any tenant)
+// and of a snapshot asked for to settle a conflict (in its tenant).
+const (
+	AuditAppSubscriptions          = "app_subscriptions"
+	AuditConflictSnapshotRequested = "conflict_snapshot_requested"
+)
+
+// AppJournalService is what managing an app's Webhooks Journal asks of
+// storage beyond AppService and AppOAuthService.
+type AppJournalService interface {
+	// ProviderInstall is the install whose portal's events go to the
+	// tenant's provider of that name, with its app; ENOTFOUND when the
+	// provider receives no portal of any app.
+	ProviderInstall(ctx context.Context, tenantID int64, providerName string) (App, AppInstall, error)
+	// RecordSnapshotRequested audits, in the tenant's log, that the
+	// provider was asked for a snapshot of the conflict's record, with
+	// the request's status id.
+	RecordSnapshotRequested(ctx context.Context, tenantID int64, c Conflict, statusID string) error
+	// RecordAppSubscriptions audits, outside any tenant, what changed in
+	// the app's journal subscriptions (summary).
+	RecordAppSubscriptions(ctx context.Context, appName, summary string) error
+}
+
+// appWebhookPrefix starts the path of every app's webhook URL.
+const appWebhookPrefix = "/webhooks/apps/"
+
+// AppWebhookPath is the path of app name's webhook URL, to be joined to
+// the public base.
+func AppWebhookPath(name string) string { return appWebhookPrefix + url.PathEscape(name) }
+
+// AppOfWebhookPath is the app whose webhook URL path is, as a delivery's
+// request keeps it; false for a provider URL's.
+func AppOfWebhookPath(path string) (string, bool) {
+	rest, ok := strings.CutPrefix(path, appWebhookPrefix)
+	if !ok || rest == "" || strings.Contains(rest, "/") {
+		return "", false
+	}
+	name, err := url.PathUnescape(rest)
+	return name, err == nil
 }

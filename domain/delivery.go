@@ -34,12 +34,20 @@ type Delivery struct {
 	// ReplayOfAt is when ReplayOf was received, which locates its events:
 	// a replay's events that say what they said refer to them.
 	ReplayOfAt time.Time
-	Source     string // SourceBackfill, or "" for one a provider sent
+	Source     string // SourceBackfill, SourceJournal, or "" for one a provider sent
 }
 
 // SourceBackfill is the source of a delivery Tidemark made of records it
 // pulled from the provider's API (a backfill) rather than received.
 const SourceBackfill = "backfill"
+
+// SourceJournal is the source of a delivery Tidemark made of a page of a
+// provider's change journal (HubSpot's Webhooks Journal) that it read.
+const SourceJournal = "journal"
+
+// Pulled reports whether a delivery of source was read from the
+// provider's API (a backfill or the journal) rather than received.
+func Pulled(source string) bool { return source == SourceBackfill || source == SourceJournal }
 
 // Request is what a delivery's HTTP request said, as the delivery log keeps
 // it: credentials redacted (RedactValue), headers and query within bounds.
@@ -175,7 +183,7 @@ type DeliveryBrief struct {
 	Reason     string
 	EventCount int
 	ReplayOf   string // the delivery this one replays, if it is a replay
-	Source     string // SourceBackfill, or "" for one a provider sent
+	Source     string // SourceBackfill, SourceJournal, or "" for one a provider sent
 	// Outcomes counts its events by outcome; only the console's lists
 	// (DeliveryLog, ReplaysOf, ReplayJobDeliveries) fill it.
 	Outcomes map[string]int64
@@ -212,8 +220,8 @@ func (d DeliveryDetail) Replayable() error {
 	switch {
 	case d.ReplayOf != "":
 		return Errorf(ECONFLICT, "delivery %s is itself a replay; replay the original, %s", d.ID, d.ReplayOf)
-	case d.Source == SourceBackfill:
-		return Errorf(ECONFLICT, "delivery %s was pulled from the provider's API, not received: run a backfill again instead", d.ID)
+	case Pulled(d.Source):
+		return Errorf(ECONFLICT, "delivery %s was pulled from the provider's API (%s), not received: run a backfill again instead", d.ID, d.Source)
 	case string(d.Body) == ErasedBody:
 		return Errorf(ECONFLICT, "delivery %s cannot be replayed: its body was erased with a record it carried", d.ID)
 	case d.Body == nil || d.Signature != SignatureValid:

@@ -116,8 +116,8 @@ type TokenService interface {
 	RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) error
 	// TenantForToken returns what an API token grants in the tenant slug,
 	// recording its use (LastUsedAt) at most once a minute.
-	// A token that works only for another tenant is ENOTFOUND, as that
-	// tenant's resources are to it; an unknown, expired or revoked token
-	// is EUNAUTHORIZED.
+	// A token that works only for another tenant, or a working admin
+	// token (AdminTokenService), is ENOTFOUND, as that tenant's resources
+	// are to it; an unknown, expired or revoked token is EUNAUTHORIZED.
 	TenantForToken(ctx context.Context, slug, token string) (TokenGrant, error)
 }

@@ -14,44 +14,57 @@ import (
 // ("ann@example.com created an API token reporting"); where the target
 // names its kind ("conflict 4", "destination 2"), the verb does not.
 var auditActionTexts = map[string]string{
-	domain.AuditConflictResolve:     "resolved", // target: conflict N (...)
-	domain.AuditProviderCreate:      "connected a provider",
-	domain.AuditProviderRotate:      "rotated the secret of a provider",
-	domain.AuditProviderRetire:      "retired the old secrets of a provider",
-	domain.AuditProviderUpdate:      "changed a provider",
-	domain.AuditProviderSecretShown: "confirmed the issued secret of a provider",
-	pull.AuditCredentialsSet:        "set the API credentials of a provider",
-	pull.AuditCredentialsClear:      "cleared the API credentials of a provider",
-	domain.AuditScopeUpdate:         "changed a scope",
-	domain.AuditOperatorCreate:      "created an operator",
-	domain.AuditOperatorAdmin:       "changed the admin rights of an operator",
-	domain.AuditOperatorDisable:     "disabled an operator",
-	domain.AuditOperatorEnable:      "enabled an operator",
-	domain.AuditOperatorPassword:    "reset the password of an operator",
-	domain.AuditOperatorSignOut:     "signed out everywhere an operator",
-	domain.AuditSignIn:              "signed in",
-	domain.AuditMemberAdd:           "added a member",
-	domain.AuditMemberRole:          "changed the role of a member",
-	domain.AuditMemberRemove:        "removed a member",
-	domain.AuditTokenCreate:         "created an API token",
-	domain.AuditTokenRevoke:         "revoked an API token",
-	domain.AuditReconciliationRun:   "ran the reconciliation of",
-	domain.ActionRecordReset:        "reset a record",
-	domain.ActionRecordErase:        "erased a record",
-	domain.ActionLeadErase:          "erased a lead",
-	domain.ReplayAction:             "replayed",                // target: delivery ID
-	domain.ReplayStartAction:        "started the bulk replay", // target: replay job N
-	domain.ReplayCancelAction:       "cancelled the bulk replay",
-	domain.ReplayDoneAction:         "finished the bulk replay",
-	pull.AuditBackfillStart:         "started", // target: backfill job N
-	pull.AuditBackfillCancel:        "cancelled",
-	stream.AuditDestinationCreate:   "added", // target: destination N
-	stream.AuditDestinationRotate:   "rotated the secret of",
-	stream.AuditDestinationPause:    "paused",
-	stream.AuditDestinationResume:   "resumed",
-	stream.AuditDestinationRewind:   "rewound",
-	stream.AuditDestinationDelete:   "deleted",
-	alerting.AuditRuleSet:           "changed", // target: alert rule NAME
+	domain.AuditConflictResolve:           "resolved", // target: conflict N (...)
+	domain.AuditProviderCreate:            "connected a provider",
+	domain.AuditProviderRotate:            "rotated the secret of a provider",
+	domain.AuditProviderRetire:            "retired the old secrets of a provider",
+	domain.AuditProviderUpdate:            "changed a provider",
+	domain.AuditProviderSecretShown:       "confirmed the issued secret of a provider",
+	pull.AuditCredentialsSet:              "set the API credentials of a provider",
+	pull.AuditCredentialsClear:            "cleared the API credentials of a provider",
+	domain.AuditScopeUpdate:               "changed a scope",
+	domain.AuditOperatorCreate:            "created an operator",
+	domain.AuditOperatorAdmin:             "changed the admin rights of an operator",
+	domain.AuditOperatorDisable:           "disabled an operator",
+	domain.AuditOperatorEnable:            "enabled an operator",
+	domain.AuditOperatorPassword:          "reset the password of an operator",
+	domain.AuditOperatorSignOut:           "signed out everywhere an operator",
+	domain.AuditSignIn:                    "signed in",
+	domain.AuditMemberAdd:                 "added a member",
+	domain.AuditMemberRole:                "changed the role of a member",
+	domain.AuditMemberRemove:              "removed a member",
+	domain.AuditTokenCreate:               "created an API token",
+	domain.AuditTokenRevoke:               "revoked an API token",
+	domain.AuditReconciliationRun:         "ran the reconciliation of",
+	domain.ActionRecordReset:              "reset a record",
+	domain.ActionRecordErase:              "erased a record",
+	domain.ActionLeadErase:                "erased a lead",
+	domain.ReplayAction:                   "replayed",                // target: delivery ID
+	domain.ReplayStartAction:              "started the bulk replay", // target: replay job N
+	domain.ReplayCancelAction:             "cancelled the bulk replay",
+	domain.ReplayDoneAction:               "finished the bulk replay",
+	pull.AuditBackfillStart:               "started", // target: backfill job N
+	pull.AuditBackfillCancel:              "cancelled",
+	stream.AuditDestinationCreate:         "added", // target: destination N
+	stream.AuditDestinationUpdate:         "changed the filter or transform of",
+	stream.AuditDestinationRotate:         "rotated the secret of",
+	stream.AuditDestinationPause:          "paused",
+	stream.AuditDestinationResume:         "resumed",
+	stream.AuditDestinationRewind:         "rewound",
+	stream.AuditDestinationDelete:         "deleted",
+	alerting.AuditRuleSet:                 "changed", // target: alert rule NAME
+	domain.AuditAppCreate:                 "registered the app",
+	domain.AuditAppRotate:                 "rotated the client secret of the app",
+	domain.AuditAppDelete:                 "deleted the app",
+	domain.AuditAppSubscriptions:          "set the journal subscriptions of the app",
+	domain.AuditAppConnect:                "connected by hand", // target: APP portal N
+	domain.AuditAppInstall:                "installed by OAuth",
+	domain.AuditAppDisconnect:             "disconnected",
+	domain.AuditAppNeedsReconnect:         "marked needs reconnect",
+	domain.AuditAppJournalExpired:         "searched the gap of an expired journal offset of",
+	domain.AuditConflictSnapshotRequested: "asked the provider for a snapshot to settle",
+	domain.AuditAdminTokenCreate:          "created an admin API token",
+	domain.AuditAdminTokenRevoke:          "revoked an admin API token",
 }
 
 // AuditActionText is what a recorded action did, in words ("created an

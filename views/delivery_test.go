@@ -107,3 +107,24 @@ func TestReplayFormsNeedOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestDeliveryViewAppBatch: a delivery of an app's URL says that it is
+// this workspace's part of the app's batch, naming the portal its events
+// came from; a provider URL's says nothing of apps.
+func TestDeliveryViewAppBatch(t *testing.T) {
+	t.Parallel()
+	d := domain.DeliveryDetail{
+		DeliveryBrief: domain.DeliveryBrief{ID: "0190-d2", Provider: "hubspot", ReceivedAt: time.Now(), Status: 200,
+			Signature: domain.SignatureValid, EventCount: 1},
+		TenantSlug: "acme", Request: domain.Request{Method: "POST", Path: "/webhooks/apps/crm-app"},
+		Body: []byte(`[{"portalId":62515,"objectId":1,"subscriptionType":"contact.creation"}]`),
+	}
+	doc, _ := render(t, views.DeliveryView(acme("events"), views.DeliveryPage{Delivery: d}))
+	if got := text(doc, "td.app-batch"); !strings.Contains(got, "app crm-app") || !strings.Contains(got, "portal 62515's events alone") {
+		t.Errorf("app batch row %q, want app crm-app and portal 62515", got)
+	}
+	d.Request.Path = "/webhooks/acme/hubspot"
+	if doc, _ := render(t, views.DeliveryView(acme("events"), views.DeliveryPage{Delivery: d})); doc.Find("td.app-batch").Length() != 0 {
+		t.Error("a provider URL's delivery is shown as part of an app batch")
+	}
+}

@@ -33,9 +33,10 @@ func TestLayoutNav(t *testing.T) {
 		{"alerts highlighted", acme("alerts"), 13, "/t/acme/alerts", false, "Acme Inc", 0},
 		{"records highlighted", acme("records"), 13, "/t/acme/records", false, "Acme Inc", 0},
 		{"admin in a tenant", func() views.Layout { l := acme("events"); l.IsAdmin = true; return l }(), 13, "/t/acme/events", true, "Acme Inc", 0},
-		{"admin area: landing", admin("admin-home"), 4, "/admin", false, "Admin", 1},
-		{"admin area: operators", admin("admin"), 4, "/admin/users", false, "Admin", 1},
-		{"admin area: all audit logs", admin("admin-audit"), 4, "/admin/audit", false, "Admin", 1},
+		{"admin area: landing", admin("admin-home"), 5, "/admin", false, "Admin", 1},
+		{"admin area: operators", admin("admin"), 5, "/admin/users", false, "Admin", 1},
+		{"admin area: apps", admin("admin-apps"), 5, "/admin/apps", false, "Admin", 1},
+		{"admin area: all audit logs", admin("admin-audit"), 5, "/admin/audit", false, "Admin", 1},
 		{"two workspaces", func() views.Layout {
 			l := acme("conflicts")
 			l.Tenants = append(l.Tenants, domain.Tenant{Slug: "globex", Name: "Globex"})

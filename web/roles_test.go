@@ -19,11 +19,12 @@ import (
 
 // Who may use a route, besides the roles of a tenant.
 const (
-	needPublic   = "public"    // anyone: the route authenticates by itself
-	needSignedIn = "signed in" // any operator
-	needAdmin    = "admin"
-	needRead     = "read"  // any API token of the tenant
-	needWrite    = "write" // a read-write API token
+	needPublic     = "public"    // anyone: the route authenticates by itself
+	needSignedIn   = "signed in" // any operator
+	needAdmin      = "admin"
+	needRead       = "read"        // any API token of the tenant
+	needWrite      = "write"       // a read-write API token
+	needAdminToken = "admin token" // an admin API token; a tenant's is 403
 )
 
 // routeNeeds is who may use each route that changes something, and each
@@ -37,6 +38,7 @@ var routeNeeds = map[string]string{
 	"POST /webhooks/apps/{name}":                              needPublic,
 	"POST /webhooks/{tenant}/{provider}":                      needPublic,
 	"POST /t/{tenant}/conflicts/{id}/resolve":                 string(domain.RoleOperator),
+	"POST /t/{tenant}/conflicts/{id}/snapshot":                string(domain.RoleOperator),
 	"POST /t/{tenant}/deliveries/{id}/replay":                 string(domain.RoleOperator),
 	"POST /t/{tenant}/replays":                                string(domain.RoleOperator),
 	"POST /t/{tenant}/replays/{id}/cancel":                    string(domain.RoleOperator),
@@ -65,14 +67,15 @@ var routeNeeds = map[string]string{
 	"GET /t/{tenant}/apps/{app}/connect": string(domain.RoleOwner),
 	"GET /apps/{app}/oauth/callback":     needSignedIn,
 
-	"GET /t/{tenant}/destinations":              string(domain.RoleOwner),
-	"POST /t/{tenant}/destinations":             string(domain.RoleOwner),
-	"GET /t/{tenant}/destinations/{id}":         string(domain.RoleOwner),
-	"POST /t/{tenant}/destinations/{id}/pause":  string(domain.RoleOwner),
-	"POST /t/{tenant}/destinations/{id}/resume": string(domain.RoleOwner),
-	"POST /t/{tenant}/destinations/{id}/rewind": string(domain.RoleOwner),
-	"POST /t/{tenant}/destinations/{id}/rotate": string(domain.RoleOwner),
-	"POST /t/{tenant}/destinations/{id}/delete": string(domain.RoleOwner),
+	"GET /t/{tenant}/destinations":                   string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations":                  string(domain.RoleOwner),
+	"GET /t/{tenant}/destinations/{id}":              string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/pause":       string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/resume":      string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/rewind":      string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/expressions": string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/rotate":      string(domain.RoleOwner),
+	"POST /t/{tenant}/destinations/{id}/delete":      string(domain.RoleOwner),
 
 	"POST /t/{tenant}/alerts/rules/{rule}": string(domain.RoleOwner),
 
@@ -92,6 +95,8 @@ var routeNeeds = map[string]string{
 	"POST /admin/users/{id}/password":                    needAdmin,
 	"POST /admin/users/{id}/sign-out":                    needAdmin,
 	"GET /admin/audit":                                   needAdmin,
+	"GET /admin/apps":                                    needAdmin,
+	"GET /admin/apps/{name}":                             needAdmin,
 
 	"POST /api/v1/tenants/{tenant}/conflicts/{id}/resolve":                             needWrite,
 	"POST /api/v1/tenants/{tenant}/records/{provider}/{object_type}/{object_id}/reset": needWrite,
@@ -105,17 +110,22 @@ var routeNeeds = map[string]string{
 	// the console, read-write tokens only in the API.
 	"GET /api/v1/tenants/{tenant}/audit": needWrite,
 	// Destinations, reads included, are the owners' (the console's too).
-	"POST /api/v1/tenants/{tenant}/destinations":              needWrite,
-	"GET /api/v1/tenants/{tenant}/destinations":               needWrite,
-	"GET /api/v1/tenants/{tenant}/destinations/{id}":          needWrite,
-	"GET /api/v1/tenants/{tenant}/destinations/{id}/attempts": needWrite,
-	"POST /api/v1/tenants/{tenant}/destinations/{id}/rotate":  needWrite,
-	"POST /api/v1/tenants/{tenant}/destinations/{id}/pause":   needWrite,
-	"POST /api/v1/tenants/{tenant}/destinations/{id}/resume":  needWrite,
-	"POST /api/v1/tenants/{tenant}/destinations/{id}/rewind":  needWrite,
-	"DELETE /api/v1/tenants/{tenant}/destinations/{id}":       needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations":                 needWrite,
+	"GET /api/v1/tenants/{tenant}/destinations":                  needWrite,
+	"GET /api/v1/tenants/{tenant}/destinations/{id}":             needWrite,
+	"PATCH /api/v1/tenants/{tenant}/destinations/{id}":           needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/test-expression": needWrite,
+	"GET /api/v1/tenants/{tenant}/destinations/{id}/attempts":    needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/rotate":     needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/pause":      needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/resume":     needWrite,
+	"POST /api/v1/tenants/{tenant}/destinations/{id}/rewind":     needWrite,
+	"DELETE /api/v1/tenants/{tenant}/destinations/{id}":          needWrite,
 	// Alert rules: any token reads them, read-write tokens set them.
 	"PUT /api/v1/tenants/{tenant}/alert-rules/{rule}": needWrite,
+	// The admin API: admin tokens alone.
+	"GET /api/v1/admin/apps":        needAdminToken,
+	"GET /api/v1/admin/apps/{name}": needAdminToken,
 }
 
 // routeNeed is who may use method pattern, and whether it is listed.
@@ -180,13 +190,19 @@ func TestRouteRoles(t *testing.T) {
 		{"owner", e.WithRole("owner@example.com", domain.RoleOwner), domain.RoleOwner, false},
 		{"admin", e.Operator("admin@example.com", true), domain.RoleOwner, true},
 	}
+	adminToken, err := e.Store.CreateAdminToken(webtest.CliContext(), domain.NewAdminToken{Name: "a", CreatorEmail: "admin@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
 	tokens := []struct {
 		name, token string
-		access      domain.TokenAccess // "" for another tenant's
+		access      domain.TokenAccess // "" for another tenant's, or an admin token
+		admin       bool
 	}{
-		{"another tenant's token", e.Token("globex"), ""},
-		{"read-only token", e.TokenWith("acme", domain.NewAPIToken{Name: "r", Access: domain.TokenRead}), domain.TokenRead},
-		{"read-write token", e.TokenWith("acme", domain.NewAPIToken{Name: "w", Access: domain.TokenWrite}), domain.TokenWrite},
+		{"another tenant's token", e.Token("globex"), "", false},
+		{"read-only token", e.TokenWith("acme", domain.NewAPIToken{Name: "r", Access: domain.TokenRead}), domain.TokenRead, false},
+		{"read-write token", e.TokenWith("acme", domain.NewAPIToken{Name: "w", Access: domain.TokenWrite}), domain.TokenWrite, false},
+		{"admin token", adminToken, "", true},
 	}
 
 	checked := map[string]bool{}
@@ -200,6 +216,16 @@ func TestRouteRoles(t *testing.T) {
 		checked[key] = true
 		path := webtest.Fill(rt.pattern, roleValues)
 		switch {
+		case need == needAdminToken:
+			for _, tk := range tokens {
+				status, body := e.Call(webtest.APIRoute{Method: rt.method, Path: path}, tk.token)
+				if tk.admin && (status == http.StatusForbidden || status == http.StatusUnauthorized) {
+					t.Errorf("%s with an admin token: %d %v, want it let through", key, status, body)
+				}
+				if !tk.admin && (status != http.StatusForbidden || !strings.Contains(body["error"].(string), "admin token")) {
+					t.Errorf("%s with a %s: %d %v, want 403 saying an admin token is needed", key, tk.name, status, body)
+				}
+			}
 		case strings.HasPrefix(rt.pattern, "/api/"):
 			for _, tk := range tokens {
 				status, body := e.Call(webtest.APIRoute{Method: rt.method, Path: path}, tk.token)

@@ -31,6 +31,8 @@ func (s *Server) Handler() http.Handler {
 	// The JSON API: a bearer token of the tenant.
 	// Writes it starts stop at the write timeout.
 	r.With(httpx.TimeWrites(s.writeTimeout)).Route("/api/v1/tenants/{tenant}", s.api.Routes)
+	// The admin API: an admin token, no tenant.
+	r.Route("/api/v1/admin", s.api.AdminRoutes)
 
 	r.Handle("/static/*", staticFiles())
 	// Browsers ask for /favicon.ico where a page names no icon (a JSON

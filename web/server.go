@@ -112,7 +112,7 @@ func New(cfg Config) *Server {
 	s.replayer = replay.New(cfg.Store, cfg.Store, now, s.metrics.Events)
 	// One gate for the console's and the API's reads: both use the read pool.
 	reads := httpx.NewReadGate(cfg.ReadConns)
-	s.api = api.New(cfg.Store, s.replayer, reads, s.log)
+	s.api = api.New(cfg.Store, s.replayer, reads, cfg.PublicURL, s.log)
 	s.console = console.New(console.Config{Store: cfg.Store, Replayer: s.replayer, Webhook: http.HandlerFunc(s.hook.Receive),
 		Sessions: cfg.Sessions, Logger: s.log, Now: now, PublicURL: cfg.PublicURL, Queue: cfg.Queue, Reads: reads})
 	return s

@@ -413,45 +413,70 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 	})
 }
 
+// tokenCreateOptions are token create's flags.
+type tokenCreateOptions struct {
+	tenant, name, access, expires, by *string
+	admin                             *bool
+}
+
 // tokenCreateFlags declares token create's flags.
-func tokenCreateFlags(fs *flag.FlagSet) (tenant, name, access, expires *string) {
-	return fs.String("tenant", "", "tenant slug (required)"),
-		fs.String("name", "", "a name to recognise the token by"),
-		fs.String("access", string(domain.TokenWrite), "read: reads only; write: also resolves conflicts"),
-		fs.String("expires", "never", "when it stops working: whole days or hours from now, such as 90d or 12h, or never")
+func tokenCreateFlags(fs *flag.FlagSet) tokenCreateOptions {
+	return tokenCreateOptions{
+		tenant:  fs.String("tenant", "", "tenant slug (required unless --admin)"),
+		name:    fs.String("name", "", "a name to recognise the token by"),
+		access:  fs.String("access", string(domain.TokenWrite), "read: reads only; write: also resolves conflicts (tenant tokens)"),
+		expires: fs.String("expires", "never", "when it stops working: whole days or hours from now, such as 90d or 12h, or never"),
+		admin: fs.Bool("admin", false, "an admin API token: no tenant, good only for /api/v1/admin/...; needs --by "+
+			"(not with --tenant or --access)"),
+		by: fs.String("by", "", "with --admin: the email of the enabled admin operator the token answers for; "+
+			"it stops working when they are no longer one"),
+	}
 }
 
 func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 	fs := e.flags("token create")
-	tenant, name, access, expires := tokenCreateFlags(fs)
+	o := tokenCreateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
-	if *tenant == "" {
+	switch {
+	case *o.admin && (*o.tenant != "" || flagSet(fs, "access")):
 		fs.Usage()
-		return fmt.Errorf("token create: --tenant is required")
+		return fmt.Errorf("token create: an admin token has no tenant and no access level; give --admin or --tenant, not both")
+	case *o.admin && *o.by == "":
+		fs.Usage()
+		return fmt.Errorf("token create: --admin requires --by EMAIL, the admin operator the token answers for")
+	case !*o.admin && *o.by != "":
+		fs.Usage()
+		return fmt.Errorf("token create: --by names the admin of an admin token; give it with --admin")
+	case !*o.admin && *o.tenant == "":
+		fs.Usage()
+		return fmt.Errorf("token create: --tenant is required (or --admin with --by for an admin API token)")
 	}
-	tokenAccess, err := domain.ParseTokenAccess(*access)
-	if err != nil {
-		return fmt.Errorf("--access: %s", domain.ErrorMessage(err))
-	}
-	lifetime, err := domain.ParseTokenLifetime(*expires)
+	lifetime, err := domain.ParseTokenLifetime(*o.expires)
 	if err != nil {
 		return fmt.Errorf("--expires: %s", domain.ErrorMessage(err))
 	}
-	if *name == "" {
-		*name = "token created " + time.Now().UTC().Format(time.DateTime)
+	if *o.name == "" {
+		*o.name = "token created " + time.Now().UTC().Format(time.DateTime)
 	}
-	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
-		token, err := s.CreateAPIToken(ctx, t.ID, domain.NewAPIToken{Name: *name, Access: tokenAccess, Lifetime: lifetime})
+	expiry := "never expires"
+	if lifetime > 0 {
+		expiry = "expires " + time.Now().Add(lifetime).UTC().Format("2006-01-02 15:04 UTC")
+	}
+	if *o.admin {
+		return e.adminTokenCreate(ctx, domain.NewAdminToken{Name: *o.name, Lifetime: lifetime, CreatorEmail: *o.by}, expiry)
+	}
+	tokenAccess, err := domain.ParseTokenAccess(*o.access)
+	if err != nil {
+		return fmt.Errorf("--access: %s", domain.ErrorMessage(err))
+	}
+	return e.withTenant(ctx, *o.tenant, func(s cliStore, t domain.Tenant) error {
+		token, err := s.CreateAPIToken(ctx, t.ID, domain.NewAPIToken{Name: *o.name, Access: tokenAccess, Lifetime: lifetime})
 		if err != nil {
 			return err
 		}
-		expiry := "never expires"
-		if lifetime > 0 {
-			expiry = "expires " + time.Now().Add(lifetime).UTC().Format("2006-01-02 15:04 UTC")
-		}
-		fmt.Fprintf(e.stdout, "%s API token for tenant %s, %s (shown once):\n%s\n", tokenAccess.Label(), *tenant, expiry, token)
+		fmt.Fprintf(e.stdout, "%s API token for tenant %s, %s (shown once):\n%s\n", tokenAccess.Label(), *o.tenant, expiry, token)
 		return nil
 	})
 }

@@ -126,7 +126,7 @@ func appWebhookURL(base, name string) string {
 	if base == "" {
 		base = defaultPublicURL
 	}
-	return strings.TrimRight(base, "/") + "/webhooks/apps/" + name
+	return strings.TrimRight(base, "/") + domain.AppWebhookPath(name)
 }
 
 // appScopes are the app's scopes as its install asks for them.

@@ -116,9 +116,27 @@ func commands() []command {
 			about: "List an app's installs, one line each after a header: portal, tenant, provider, status (active or\n" +
 				"needs_reconnect), whether it holds tokens, and when it was made.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { appInstallsFlags(fs) }, run: cliEnv.appInstalls},
-		{name: "token create", required: []string{"tenant"}, summary: "Create an API token for one tenant; prints it once.",
-			about: "Create an API token for one tenant. Prints it as the last line; it is not stored and cannot be shown again.",
+		{name: "app subscriptions", required: []string{"app"},
+			summary: "Show an app's Webhooks Journal subscriptions at HubSpot, or set them from a file.",
+			about: "Without --set, list the app's journal subscriptions at HubSpot, one line each after a header: id, type,\n" +
+				"object type, actions, properties, portal. With --set FILE (a JSON array of subscriptions:\n" +
+				"subscriptionType, objectTypeId, actions, properties, optional portalId), make HubSpot's set the file's:\n" +
+				"create the missing ones, delete the others, print each change; run twice, the second changes nothing.\n" +
+				"Uses the app's client credentials token. Changes are audited outside any tenant.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { appSubscriptionsFlags(fs) }, run: cliEnv.appSubscriptions},
+		{name: "token create", summary: "Create an API token for one tenant (--tenant) or the admin API (--admin); prints it once.",
+			about: "Create an API token for one tenant (--tenant), or with --admin an admin API token: no tenant, good only\n" +
+				"for /api/v1/admin/..., answering for the enabled admin operator --by names, and working only while\n" +
+				"they are one. Prints it as the last line; it is not stored and cannot be shown again. Audited.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenCreateFlags(fs) }, run: cliEnv.tokenCreate},
+		{name: "token list", required: []string{"admin"}, summary: "List the admin API tokens: id, name, admin, status, dates.",
+			about: "List the admin API tokens, one line each after a header: id, name, the admin it answers for, status\n" +
+				"(works, revoked, expired, or creator-not-admin), when it was created, when it expires, when last used.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenListFlags(fs) }, run: cliEnv.tokenList},
+		{name: "token revoke", required: []string{"admin", "id"}, summary: "Revoke an admin API token at once.",
+			about: "Revoke an admin API token at once, by the id token list --admin shows. Revoking a revoked one is no\n" +
+				"error. Audited.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { tokenRevokeFlags(fs) }, run: cliEnv.tokenRevoke},
 		{name: "destination create", required: []string{"tenant"},
 			summary: "Push a tenant's changes to a URL or NATS; prints its signing secret.",
 			about: "Create a destination: each change of the tenant it selects is POSTed to --url as a Standard\n" +
@@ -133,6 +151,12 @@ func commands() []command {
 			about: "List a tenant's destinations: id, status (active, paused or failing, with why), target,\n" +
 				"filters, pending changes (taken, not yet answered 2xx) and lag (how long the oldest has waited).",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationListFlags(fs) }, run: cliEnv.destinationList},
+		{name: "destination update", required: []string{"tenant", "id"},
+			summary: "Set or remove a destination's filter and transform (CEL expressions).",
+			about: "Set a destination's --filter (which messages are sent) or --transform (the data of each change's\n" +
+				"message), CEL expressions checked before they are stored; --no-filter and --no-transform remove\n" +
+				"them. What is not given stays. A paused or failing destination stays so: resume it.",
+			flags: func(_ cliEnv, fs *flag.FlagSet) { destinationUpdateFlags(fs) }, run: cliEnv.destinationUpdate},
 		{name: "destination rotate", required: []string{"tenant", "id"},
 			summary: "Give a destination a new signing secret; the previous one still signs for 24h.",
 			about: "Give a destination a new signing secret. For 24 hours each message carries two signatures,\n" +
@@ -292,13 +316,13 @@ func flagWord(f *flag.Flag) string {
 var metavars = map[string]string{
 	"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "app": "NAME", "app-id": "ID", "authorize-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
 	"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
-	"contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
+	"by": "EMAIL", "contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
 	"max-body": "SIZE", "max-destinations": "N", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
 	"nats": "nats://HOST:4222", "nats-creds": "FILE", "nats-nkey": "FILE", "nats-tls-ca": "FILE", "object-type": "TYPE", "org-id": "ID",
 	"portal-id": "N", "provider": "NAME", "public-url": "URL", "queue": "nats://HOST:4222", "queue-creds": "FILE", "queue-nkey": "FILE",
 	"queue-tls-ca": "FILE", "revision": "N",
 	"revision-field": "FIELD", "role": "viewer|operator|owner", "rule": "RULE", "threshold": "N", "window": "DURATION", "secret": "SECRET", "snapshot": "JSON",
-	"scopes": "SCOPES", "subject": "PREFIX", "tenant": "SLUG", "trusted-proxies": "CIDR,...", "types": "record.*[,...]", "url": "URL",
+	"scopes": "SCOPES", "set": "FILE", "subject": "PREFIX", "tenant": "SLUG", "trusted-proxies": "CIDR,...", "types": "record.*[,...]", "url": "URL",
 }
 
 // metavar is what a synopsis shows as f's value: the one its value names,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -25,6 +26,7 @@ import (
 // destinationCreateOptions are destination create's flags.
 type destinationCreateOptions struct {
 	tenant, url, nats, subject, provider, objectType, types, format *string
+	filter, transform                                               *string
 	natsCreds, natsNKey, natsTLSCA                                  *string
 	maxInFlight                                                     *int
 	allowPrivate, newKey                                            *bool
@@ -42,6 +44,8 @@ func destinationCreateFlags(fs *flag.FlagSet) destinationCreateOptions {
 		types: fs.String("types", "", "comma-separated change types: record.applied, record.deleted, record.reset, record.erased or record.*, "+
 			"and alert types: alert.fired, alert.resolved or alert.* (default record.*; alert.* with --format slack)"),
 		format:      fs.String("format", "", "the body of alert messages: standard, or slack ({\"text\"} for a Slack-compatible incoming webhook; alert types only) (default standard)"),
+		filter:      fs.String("filter", "", filterUsage),
+		transform:   fs.String("transform", "", transformUsage),
 		maxInFlight: fs.Int("max-in-flight", 0, fmt.Sprintf("changes in flight at once, on different records, 1 to %d (default %d)", stream.MaxMaxInFlight, stream.DefaultMaxInFlight)),
 		allowPrivate: fs.Bool("allow-private", false,
 			"allow a loopback, private or link-local address (a consumer inside your own network), and with --nats a server without credentials; the API and the console never do"),
@@ -63,7 +67,7 @@ func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 		return fmt.Errorf("destination create: --tenant is required, and --url, or --nats with --subject")
 	}
 	nd := stream.NewDestination{URL: *o.url, NATSURL: *o.nats, Subject: *o.subject, Provider: *o.provider,
-		ObjectType: *o.objectType, Format: *o.format, MaxInFlight: *o.maxInFlight, AllowPrivate: *o.allowPrivate}
+		ObjectType: *o.objectType, Format: *o.format, Filter: *o.filter, Transform: *o.transform, MaxInFlight: *o.maxInFlight, AllowPrivate: *o.allowPrivate}
 	if *o.types != "" {
 		nd.Types = strings.Split(*o.types, ",")
 	}
@@ -219,6 +223,12 @@ func destinationFilters(d stream.Destination) string {
 	if d.ObjectType != "" {
 		parts = append(parts, "object-type="+d.ObjectType)
 	}
+	if d.Filter != "" {
+		parts = append(parts, "filter="+strconv.Quote(d.Filter))
+	}
+	if d.Transform != "" {
+		parts = append(parts, "transform="+strconv.Quote(d.Transform))
+	}
 	return strings.Join(parts, " ")
 }
 
@@ -317,4 +327,74 @@ func (e cliEnv) destinationRewind(ctx context.Context, args []string) error {
 			fmt.Fprintf(e.stdout, "destination %d is rewound: every change it selects after %s is sent again\n", *id, stream.FormatCursor(position))
 			return nil
 		})
+}
+
+// The usage of --filter and --transform (docs/contract/destinations.md#filters-and-transforms).
+const (
+	filterUsage = "a CEL expression over change (and alert) returning a bool: only the messages it is true for are sent, " +
+		`such as '"lifecyclestage" in change.changed' (default: every one)`
+	transformUsage = "a CEL expression over change returning a map: the data of each change's message instead of the change, " +
+		`such as '{"email": change.snapshot.email}' (default: the change)`
+)
+
+// destinationUpdateOptions are destination update's flags.
+type destinationUpdateOptions struct {
+	tenant                *string
+	id                    *int64
+	filter, transform     *string
+	noFilter, noTransform *bool
+}
+
+// destinationUpdateFlags declares destination update's flags.
+func destinationUpdateFlags(fs *flag.FlagSet) destinationUpdateOptions {
+	o := destinationUpdateOptions{}
+	o.tenant, o.id = destinationIDFlags(fs)
+	o.filter = fs.String("filter", "", "the new filter: "+filterUsage)
+	o.transform = fs.String("transform", "", "the new transform: "+transformUsage)
+	o.noFilter = fs.Bool("no-filter", false, "remove the filter: every message is sent")
+	o.noTransform = fs.Bool("no-transform", false, "remove the transform: each message's data is the change")
+	return o
+}
+
+func (e cliEnv) destinationUpdate(ctx context.Context, args []string) error {
+	fs := e.flags("destination update")
+	o := destinationUpdateFlags(fs)
+	var u stream.DestinationUpdate
+	// given reads the flags into u once they are parsed, and reports
+	// whether they change something, and none both sets and removes.
+	given := func() bool {
+		for _, f := range []struct {
+			set, remove string
+			value       *string
+			to          **string
+		}{{"filter", "no-filter", o.filter, &u.Filter}, {"transform", "no-transform", o.transform, &u.Transform}} {
+			switch {
+			case flagSet(fs, f.set) && flagSet(fs, f.remove):
+				return false
+			case flagSet(fs, f.set):
+				*f.to = f.value
+			case flagSet(fs, f.remove):
+				*f.to = new(string)
+			}
+		}
+		return !u.IsZero()
+	}
+	return e.onDestination(ctx, fs, args, o.tenant, o.id,
+		"--tenant, --id and one of --filter, --no-filter, --transform, --no-transform (not an expression and its removal) are", given,
+		func(s cliStore, tenantID int64) error {
+			d, err := s.UpdateDestination(ctx, tenantID, *o.id, u)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(e.stdout, "destination %d: filter %s, transform %s\n", d.ID, shown(d.Filter), shown(d.Transform))
+			return nil
+		})
+}
+
+// shown is an expression as the command line prints it.
+func shown(expr string) string {
+	if expr == "" {
+		return "none"
+	}
+	return strconv.Quote(expr)
 }

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/backfill"
+	"github.com/tidemark/tidemark/internal/journal"
 	"github.com/tidemark/tidemark/internal/metriccache"
 	"github.com/tidemark/tidemark/internal/netlist"
 	"github.com/tidemark/tidemark/internal/queue"
@@ -66,7 +67,7 @@ type serveOptions struct {
 	allowRemote, tenantLabels                          *bool
 	metricsAddrSet                                     bool // --metrics-addr given, not its default
 	retention, historyRetention, readTimeout           *time.Duration
-	sweepInterval                                      *time.Duration
+	sweepInterval, journalInterval                     *time.Duration
 	queue                                              queueFlags
 }
 
@@ -89,6 +90,8 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)"),
 		sweepInterval: fs.Duration("sweep-interval", backfill.DefaultSweepInterval,
 			"how often every provider with API credentials is swept for what its webhooks missed (0: never)"),
+		journalInterval: fs.Duration("journal-interval", journal.DefaultInterval,
+			"how often each HubSpot app install's Webhooks Journal is read (0: never)"),
 		queue:     e.addQueueFlags(fs, true),
 		logFormat: logFormatFlag(fs),
 	}
@@ -103,6 +106,9 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fs.Visit(func(f *flag.Flag) { o.metricsAddrSet = o.metricsAddrSet || f.Name == "metrics-addr" })
 	if *o.sweepInterval != 0 && *o.sweepInterval < time.Minute {
 		return fmt.Errorf("serve: --sweep-interval %s: sweep at most every minute (or 0 for never)", *o.sweepInterval)
+	}
+	if *o.journalInterval < 0 {
+		return fmt.Errorf("serve: --journal-interval %s: give a positive interval, or 0 to read no journal", *o.journalInterval)
 	}
 	return e.serveNode(ctx, o)
 }
@@ -189,6 +195,9 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		refusalFlusher{handler: handler, log: log}, committersService(store),
 		supervisor.Func("replay worker", replays.Run), senderService(store, log), alertService(store, watcher, log),
 		backfill.Service(backfill.NewJobs(store, log), *o.sweepInterval, log))
+	if *o.journalInterval > 0 {
+		services = append(services, journal.Service(journal.New(store, log), *o.journalInterval))
+	}
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)
 		switch {

@@ -23,6 +23,7 @@ type cliStore interface {
 	domain.ProviderService
 	domain.OperatorService
 	domain.TokenService
+	domain.AdminTokenService
 	domain.ConflictService
 	domain.ReplayService
 	domain.AuditService
@@ -30,6 +31,7 @@ type cliStore interface {
 	domain.IngestService
 	domain.ReconciliationService
 	domain.AppService
+	domain.AppJournalService // app subscriptions
 	stream.DestinationService
 	alerting.Service
 	pull.CredentialStore

@@ -42,17 +42,21 @@ var (
 
 // Destination is where a tenant's changes are pushed.
 type Destination struct {
-	TenantID     int64
-	ID           int64
-	Kind         string // how it is sent to: a kind of internal/sink
-	URL          string // an http(s) URL, or empty for NATS
-	NATSURL      string // a NATS server, with Subject the subject prefix
-	Subject      string
-	Provider     string   // only this provider's changes, when set
-	ObjectType   string   // only this object type's, when set
-	Types        []string // record and alert type patterns
-	Format       string   // FormatStandard or FormatSlack: the body of alert messages
-	AllowPrivate bool
+	TenantID   int64
+	ID         int64
+	Kind       string // how it is sent to: a kind of internal/sink
+	URL        string // an http(s) URL, or empty for NATS
+	NATSURL    string // a NATS server, with Subject the subject prefix
+	Subject    string
+	Provider   string   // only this provider's changes, when set
+	ObjectType string   // only this object type's, when set
+	Types      []string // record and alert type patterns
+	Format     string   // FormatStandard or FormatSlack: the body of alert messages
+	// Filter and Transform are CEL expressions (internal/shape), "" for
+	// none: which messages are sent, and the data a change's message
+	// carries instead of the change.
+	Filter, Transform string
+	AllowPrivate      bool
 	// NATSAuth says how a NATS destination connects: NATSAuthCreds,
 	// NATSAuthNKey, or "" without credentials; NATSTLSCA whether it checks
 	// the server's certificate against its own certificate authorities.
@@ -67,8 +71,10 @@ type Destination struct {
 	// retention while the destination was paused or failing; they are
 	// never sent.
 	BehindRetention bool
-	CreatedAt       time.Time
-	LastSuccess     *time.Time
+	// Filtered counts the changes and alert events its filter passed over.
+	Filtered    int64
+	CreatedAt   time.Time
+	LastSuccess *time.Time
 	// Pending counts the changes taken but not yet answered 2xx; Oldest is
 	// the commit time of the oldest of them, nil when none (the lag).
 	Pending int
@@ -94,16 +100,19 @@ func (d Destination) subjects() string {
 
 // NewDestination is what an owner gives to create a destination.
 type NewDestination struct {
-	Kind         string // "": the kind the fields imply (internal/sink)
-	URL          string
-	NATSURL      string
-	Subject      string
-	Provider     string
-	ObjectType   string
-	Types        []string
-	Format       string // "": FormatStandard
-	AllowPrivate bool   // only the CLI sets it
-	MaxInFlight  int    // 0: DefaultMaxInFlight
+	Kind       string // "": the kind the fields imply (internal/sink)
+	URL        string
+	NATSURL    string
+	Subject    string
+	Provider   string
+	ObjectType string
+	Types      []string
+	Format     string // "": FormatStandard
+	// Filter and Transform are CEL expressions, "" for none
+	// (internal/shape checks them).
+	Filter, Transform string
+	AllowPrivate      bool // only the CLI sets it
+	MaxInFlight       int  // 0: DefaultMaxInFlight
 	// NATS is what a NATS destination connects with: required unless
 	// AllowPrivate (Check).
 	NATS NATSAuth
@@ -163,7 +172,17 @@ const (
 	AuditDestinationResume = "destination_resume"
 	AuditDestinationRewind = "destination_rewind"
 	AuditDestinationDelete = "destination_delete"
+	AuditDestinationUpdate = "destination_update"
 )
+
+// DestinationUpdate is what an owner changes of a destination: each field
+// set is changed, "" removing the expression; nil leaves it.
+type DestinationUpdate struct {
+	Filter, Transform *string
+}
+
+// IsZero reports whether u changes nothing.
+func (u DestinationUpdate) IsZero() bool { return u.Filter == nil && u.Transform == nil }
 
 // DestinationService manages a tenant's destinations. Every state change is
 // audited with the actor of ctx.
@@ -176,6 +195,9 @@ type DestinationService interface {
 	// RotateDestinationSecret returns a new secret; the previous one still
 	// signs for DestinationSecretGrace.
 	RotateDestinationSecret(ctx context.Context, tenantID, id int64) (string, error)
+	// UpdateDestination changes a destination's filter and transform,
+	// checked first (EINVALID, changing nothing), and returns it.
+	UpdateDestination(ctx context.Context, tenantID, id int64, u DestinationUpdate) (Destination, error)
 	PauseDestination(ctx context.Context, tenantID, id int64) error
 	// ResumeDestination resumes a paused or failing destination; its
 	// pending changes are retried at once.

@@ -2,6 +2,7 @@ package stream
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/tidemark/tidemark/domain/alerting"
@@ -27,8 +28,11 @@ type LeasedDestination struct {
 	AllowPrivate bool
 	MaxInFlight  int
 	Format       string // FormatStandard or FormatSlack
-	Secrets      []string
-	NATS         NATSAuth // decrypted; empty for a destination without credentials
+	// Filter and Transform are its CEL expressions, "" for none: the
+	// sender compiles them (internal/shape).
+	Filter, Transform string
+	Secrets           []string
+	NATS              NATSAuth // decrypted; empty for a destination without credentials
 }
 
 // QueuedChange is a change of a destination's queue that is due, or an
@@ -38,6 +42,9 @@ type QueuedChange struct {
 	Change
 	Alert    *alerting.Event
 	Attempts int // the attempts that failed before
+	// Data is the message's data when the destination's transform made it,
+	// nil for the change itself.
+	Data json.RawMessage
 }
 
 // MessageID is the webhook-id of the queued change or alert event.
@@ -53,6 +60,14 @@ func (c QueuedChange) MessageID() string {
 type AttemptResult struct {
 	DestinationAttempt
 	Retry time.Duration
+	// Filtered: the destination's filter passed over the change or alert
+	// event, which leaves the queue unsent, counted, with no attempt.
+	Filtered bool
+	// Fault is set when the destination's filter or transform failed on
+	// it: the attempt is recorded with its Error, the message stays
+	// queued, and the destination becomes failing with Fault as its
+	// status reason.
+	Fault string
 }
 
 // Outbox is the storage of the sender. Every call on a destination but

@@ -57,8 +57,16 @@ type Message struct {
 	Data      Change `json:"data"`
 }
 
-// MarshalMessage is the body of c's message.
-func MarshalMessage(c stream.Change) ([]byte, error) {
+// MarshalMessage is the body of c's message; data, when not nil, is its
+// data instead of the change (a destination's transform).
+func MarshalMessage(c stream.Change, data json.RawMessage) ([]byte, error) {
 	j := From(c)
+	if data != nil {
+		return json.Marshal(struct {
+			Type      string          `json:"type"`
+			Timestamp string          `json:"timestamp"`
+			Data      json.RawMessage `json:"data"`
+		}{j.Type, j.CommittedAt, data})
+	}
 	return json.Marshal(Message{Type: j.Type, Timestamp: j.CommittedAt, Data: j})
 }

@@ -1,6 +1,8 @@
 // Package outbound is the sender: it pushes each destination's changes
 // and alert events, through the destination's kind (internal/sink), from
-// the node that holds the destination's lease (stream.Outbox). A record's
+// the node that holds the destination's lease (stream.Outbox), passing
+// over those its filter does not match and sending its transform's data
+// (internal/shape). A record's
 // changes go one at a time, in position order, each retried until
 // answered 2xx; changes of different records go in parallel, up to the
 // destination's max_in_flight.
@@ -17,6 +19,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/internal/shape"
 	"github.com/tidemark/tidemark/internal/sink"
 )
 
@@ -97,9 +100,10 @@ func NodeID() string {
 
 // Sender sends the changes of the destinations it leases.
 type Sender struct {
-	store stream.Outbox
-	o     Options
-	sinks *sink.Conns
+	store  stream.Outbox
+	o      Options
+	sinks  *sink.Conns
+	shapes shape.Cache // the destinations' filters and transforms, compiled once
 }
 
 // New returns a Sender on store.

@@ -2,6 +2,8 @@ package outbound
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -10,6 +12,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/internal/shape"
 	"github.com/tidemark/tidemark/internal/tracing"
 )
 
@@ -254,6 +257,9 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 	if ctx.Err() != nil || time.Until(until) < w.s.o.LeaseTTL/2 {
 		return sent{result: r, discard: true}
 	}
+	if shaped, ok := w.shape(d, &c, &r); !ok {
+		return shaped
+	}
 	deadline := time.Now().Add(w.s.o.Timeout)
 	if until.Before(deadline) {
 		deadline = until
@@ -274,6 +280,47 @@ func (w *worker) send(ctx context.Context, c stream.QueuedChange) sent {
 			"status", a.Status, "err", a.Err, "retry", r.Retry)
 	}
 	return sent{result: r}
+}
+
+// shape applies d's filter and transform to c: it reports whether c is
+// to be sent (with its transform's data set), or else what to record: a
+// change or alert event the filter passed over, or the fault of an
+// expression that failed on it, which makes the destination failing and
+// keeps it queued, to be sent once the expression is fixed and the
+// destination resumed.
+func (w *worker) shape(d stream.LeasedDestination, c *stream.QueuedChange, r *stream.AttemptResult) (sent, bool) {
+	s, err := w.s.shapes.Get(d.Filter, d.Transform)
+	if s == nil && err == nil {
+		return sent{}, true
+	}
+	matched := false
+	if err == nil {
+		if c.Alert != nil {
+			matched, err = s.Alert(*c.Alert)
+		} else {
+			var res shape.Result
+			res, err = s.Change(c.Change)
+			matched, c.Data = res.Matched, res.Data
+		}
+	}
+	if err != nil {
+		field, cause := shape.FieldFilter, err
+		var e *shape.EvalError
+		if errors.As(err, &e) {
+			field, cause = e.Field, e.Err
+		}
+		failed := fmt.Sprintf("the %s failed on %s: %s", field, c.MessageID(), cause)
+		r.At, r.Error = time.Now(), "not sent: "+failed
+		r.Fault = failed + "; fix it (PATCH the destination, or tidemark destination update), then resume"
+		r.Retry = stream.Backoff(c.Attempts+1, 0)
+		w.log.Warn("destination sender: an expression failed; the destination is failing", "message", c.MessageID(), "err", err)
+		return sent{result: *r}, false
+	}
+	if !matched {
+		r.Filtered = true
+		return sent{result: *r}, false
+	}
+	return sent{}, true
 }
 
 // endSendSpan closes an attempt's span with its destination, change and

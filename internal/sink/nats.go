@@ -137,7 +137,7 @@ func (n *natsPublisher) Send(ctx context.Context, d stream.LeasedDestination, m 
 		return Answer{Err: "not sent: alert events are sent to url destinations only"}
 	}
 	c := m.Change
-	body, err := changejson.MarshalMessage(c)
+	body, err := changejson.MarshalMessage(c, m.Data)
 	if err != nil {
 		return Answer{Err: "encode: " + err.Error()}
 	}

@@ -52,7 +52,7 @@ func (c webhookConn) Send(ctx context.Context, d stream.LeasedDestination, m str
 	if m.Alert != nil {
 		body, err = json.Marshal(standardAlert(*m.Alert))
 	} else {
-		body, err = changejson.MarshalMessage(m.Change)
+		body, err = changejson.MarshalMessage(m.Change, m.Data)
 	}
 	if err != nil {
 		return Answer{Err: "encode: " + err.Error()}

@@ -210,6 +210,12 @@ func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain
 	if err := s.read.QueryRow(ctx, tokenElsewhereSQL, args).Scan(&elsewhere); err != nil {
 		return domain.TokenGrant{}, pg.Translate(err)
 	}
+	if !elsewhere && strings.HasPrefix(token, domain.AdminTokenPrefix) {
+		// An admin token is no tenant's: tenant routes do not exist for it.
+		if err := s.read.QueryRow(ctx, workingAdminTokenSQL, args).Scan(&elsewhere); err != nil {
+			return domain.TokenGrant{}, pg.Translate(err)
+		}
+	}
 	if elsewhere {
 		return domain.TokenGrant{}, domain.Errorf(domain.ENOTFOUND, "not found")
 	}

@@ -206,34 +206,47 @@ func (s *Registry) DisconnectPortal(ctx context.Context, appName string, portalI
 		if err != nil {
 			return err
 		}
-		rows, err := tx.Query(ctx, portalInstallSQL, pgx.NamedArgs{"app_id": app.ID, "portal_id": portalID})
-		if err != nil {
-			return err
-		}
-		// Its provider may be gone: the mapping goes all the same.
-		in, err = pgx.CollectExactlyOneRow(rows, scanInstall)
-		if errors.Is(err, pgx.ErrNoRows) {
+		if in, err = installed(ctx, tx, app.ID, portalID); domain.ErrorCode(err) == domain.ENOTFOUND {
 			return pg.NotFound("portal %d of app %s is not installed", portalID, app.Name)
-		}
-		if err != nil {
+		} else if err != nil {
 			return err
-		}
-		if found, err := withProviders(ctx, tx, []domain.AppInstall{in}); err != nil {
-			return err
-		} else if len(found) == 1 {
-			in = found[0]
 		}
 		if _, err := tx.Exec(ctx, deleteInstallSQL, pgx.NamedArgs{"app_id": app.ID, "portal_id": portalID}); err != nil {
 			return err
 		}
-		summary := "portal's mapping removed"
-		if in.HasTokens {
-			summary += ", its tokens too"
-		}
-		if in.ProviderName != "" {
-			summary += fmt.Sprintf("; provider %s kept", in.ProviderName)
-		}
-		return pg.Audit(ctx, tx, in.TenantID, domain.AuditAppDisconnect, installTarget(in), summary)
+		return pg.Audit(ctx, tx, in.TenantID, domain.AuditAppDisconnect, installTarget(in), disconnected("portal's mapping removed", in))
 	})
 	return in, pg.Translate(err)
+}
+
+// installed is the install of the portal, with its provider's name unless
+// the provider is gone: a disconnect removes the mapping all the same.
+func installed(ctx context.Context, tx pgx.Tx, appID, portalID int64) (domain.AppInstall, error) {
+	rows, err := tx.Query(ctx, portalInstallSQL, pgx.NamedArgs{"app_id": appID, "portal_id": portalID})
+	if err != nil {
+		return domain.AppInstall{}, err
+	}
+	in, err := pgx.CollectExactlyOneRow(rows, scanInstall)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return in, pg.NotFound("portal %d is not installed", portalID)
+	}
+	if err != nil {
+		return in, err
+	}
+	found, err := withProviders(ctx, tx, []domain.AppInstall{in})
+	if err == nil && len(found) == 1 {
+		in = found[0]
+	}
+	return in, err
+}
+
+// disconnected is the audit summary of a disconnect: what went, what stays.
+func disconnected(removed string, in domain.AppInstall) string {
+	if in.HasTokens {
+		removed += ", its tokens too"
+	}
+	if in.ProviderName != "" {
+		removed += fmt.Sprintf("; provider %s kept", in.ProviderName)
+	}
+	return removed
 }

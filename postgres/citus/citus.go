@@ -30,9 +30,10 @@ import (
 // portal's install (app_installs has a tenant_id) without its tenant;
 // app_unrouted and its samples count the events of portals installed for
 // no tenant; app_oauth_states, the OAuth installs under way, refer to
-// users and apps.
+// users and apps; admin_tokens, the admin API's tokens, refer to the
+// users who created them.
 var ReferenceTables = []string{"tenants", "users", "enabled_admins", "id_hash_key", "apps", "app_secrets", "app_installs",
-	"app_unrouted", "app_unrouted_samples", "app_oauth_states"}
+	"app_unrouted", "app_unrouted_samples", "app_oauth_states", "admin_tokens"}
 
 // LocalTables are the tables without a tenant that stay on the
 // coordinator, which alone reads and writes them: sessions, sign-in

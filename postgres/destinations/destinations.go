@@ -40,7 +40,7 @@ var _ stream.DestinationService = (*Manager)(nil)
 // has yet to take.
 const destinationColumns = `d.tenant_id, d.id, d.kind, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
        coalesce((SELECT p.name FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id), ''),
-       coalesce(d.object_type, ''), d.types, d.format, d.allow_private,
+       coalesce(d.object_type, ''), d.types, d.format, coalesce(d.filter, ''), coalesce(d.transform, ''), d.filtered, d.allow_private,
        coalesce(nullif(n.auth, 'none'), ''), coalesce(n.tls_ca, false),
        d.max_in_flight, d.status, coalesce(d.status_reason, ''),
        d.cursor, ` + pg.BehindRetentionSQL + `, d.created_at, d.last_success_at, q.pending,
@@ -54,7 +54,7 @@ CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest F
 func scanDestination(row pgx.CollectableRow) (stream.Destination, error) {
 	var d stream.Destination
 	err := row.Scan(&d.TenantID, &d.ID, &d.Kind, &d.URL, &d.NATSURL, &d.Subject, &d.Provider, &d.ObjectType, &d.Types, &d.Format,
-		&d.AllowPrivate, &d.NATSAuth, &d.NATSTLSCA, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.BehindRetention, &d.CreatedAt, &d.LastSuccess,
+		&d.Filter, &d.Transform, &d.Filtered, &d.AllowPrivate, &d.NATSAuth, &d.NATSTLSCA, &d.MaxInFlight, &d.Status, &d.StatusReason, &d.Cursor, &d.BehindRetention, &d.CreatedAt, &d.LastSuccess,
 		&d.Pending, &d.Oldest)
 	return d, err
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
+	"github.com/tidemark/tidemark/internal/shape"
 	"github.com/tidemark/tidemark/internal/sink"
 	"github.com/tidemark/tidemark/internal/whsig"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
@@ -28,16 +29,16 @@ SELECT coalesce((SELECT h.position FROM change_heads h WHERE h.tenant_id = @tena
        coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = @tenant_id), 0)`
 
 const insertDestinationSQL = `
-INSERT INTO destinations (tenant_id, kind, url, nats_url, subject, provider_id, object_type, types, format, allow_private,
-                          max_in_flight, cursor, alert_cursor)
+INSERT INTO destinations (tenant_id, kind, url, nats_url, subject, provider_id, object_type, types, format, filter, transform,
+                          allow_private, max_in_flight, cursor, alert_cursor)
 VALUES (@tenant_id, @kind, @url::text, @nats_url::text, @subject::text, @provider_id::bigint, @object_type::text, @types::text[],
-        @format, @allow_private, @max_in_flight,
+        @format, @filter::text, @transform::text, @allow_private, @max_in_flight,
         @cursor, @alert_cursor)
 RETURNING id`
 
 // CreateDestination implements stream.DestinationService. It checks nd's
 // form, its kind's included (sink.CheckForm, which reaches out to
-// nothing); whether the URL may be reached, and whether NATS credentials
+// nothing), and its filter and transform (shape.Check); whether the URL may be reached, and whether NATS credentials
 // parse, is the caller's to check first (sink.Check). Its signing secret and NATS
 // credentials are sealed under the store's first key; under a key that
 // none of the secrets in use are stored under it refuses with ECONFLICT
@@ -46,6 +47,9 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 	var d stream.Destination
 	nd, err := sink.CheckForm(nd)
 	if err != nil {
+		return d, "", err
+	}
+	if err := shape.Check(nd.Filter, nd.Transform); err != nil {
 		return d, "", err
 	}
 	if !m.keys.CanSeal() {
@@ -76,7 +80,7 @@ func (m *Manager) CreateDestination(ctx context.Context, tenantID int64, nd stre
 		err := tx.QueryRow(ctx, insertDestinationSQL, pgx.NamedArgs{"tenant_id": tenantID, "cursor": cursor, "alert_cursor": alertCursor,
 			"kind": nd.Kind, "url": pg.NullString(nd.URL), "nats_url": pg.NullString(nd.NATSURL), "subject": pg.NullString(nd.Subject),
 			"provider_id": providerID, "object_type": pg.NullString(nd.ObjectType), "types": nd.Types,
-			"format": nd.Format, "allow_private": nd.AllowPrivate, "max_in_flight": nd.MaxInFlight}).Scan(&id)
+			"format": nd.Format, "filter": pg.NullString(nd.Filter), "transform": pg.NullString(nd.Transform), "allow_private": nd.AllowPrivate, "max_in_flight": nd.MaxInFlight}).Scan(&id)
 		if err != nil {
 			return err
 		}
@@ -112,6 +116,12 @@ func describe(d stream.Destination) string {
 	}
 	if d.ObjectType != "" {
 		parts = append(parts, "object type "+d.ObjectType)
+	}
+	if d.Filter != "" {
+		parts = append(parts, "filter "+d.Filter)
+	}
+	if d.Transform != "" {
+		parts = append(parts, "transform "+d.Transform)
 	}
 	if d.NATSAuth != "" {
 		parts = append(parts, "NATS credentials: "+d.NATSAuth)

@@ -76,7 +76,8 @@ RETURNING d.id`
        OR EXISTS (SELECT FROM destination_queue q WHERE q.tenant_id = d.tenant_id AND q.destination_id = d.id)
        OR (EXISTS (SELECT FROM unnest(d.types) t WHERE starts_with(t, 'alert.'))
            AND d.alert_cursor < coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = d.tenant_id), 0)))`
-	leasedColumns = `tenant_id, id, kind, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format`
+	leasedColumns = `tenant_id, id, kind, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format,
+       coalesce(filter, ''), coalesce(transform, '')`
 )
 
 // secretsSQL reads the sealed secrets that sign now of the destinations
@@ -164,7 +165,8 @@ func (o *Outbox) leaseRows(ctx context.Context, sql string, args pgx.NamedArgs) 
 	}
 	leased, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (stream.LeasedDestination, error) {
 		var d stream.LeasedDestination
-		return d, row.Scan(&d.TenantID, &d.ID, &d.Kind, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format)
+		return d, row.Scan(&d.TenantID, &d.ID, &d.Kind, &d.URL, &d.NATSURL, &d.Subject, &d.AllowPrivate, &d.MaxInFlight, &d.Format,
+			&d.Filter, &d.Transform)
 	})
 	return leased, pg.Translate(err)
 }

@@ -30,22 +30,64 @@ func tokenGrant(ctx context.Context) domain.TokenGrant {
 // that tokens cannot probe which tenants exist.
 func (h *Handler) requireToken(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
-		token = strings.TrimSpace(token)
-		if !strings.EqualFold(scheme, "Bearer") || token == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
-			httpx.WriteError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
+		token, ok := bearerToken(w, r)
+		if !ok {
 			return
 		}
 		g, err := h.store.TenantForToken(r.Context(), chi.URLParam(r, "tenant"), token)
 		if err != nil {
-			if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
-				w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
-			}
-			httpx.Fail(h.log, w, r, err)
+			h.refuseToken(w, r, err)
 			return
 		}
 		ctx := context.WithValue(r.Context(), tenantKey{}, g)
+		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorToken, Name: g.Name, Address: httpx.ClientAddress(r), ID: g.ID})
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// bearerToken is the request's bearer token; without one it has answered
+// 401 and returns false.
+func bearerToken(w http.ResponseWriter, r *http.Request) (string, bool) {
+	scheme, token, _ := strings.Cut(r.Header.Get("Authorization"), " ")
+	token = strings.TrimSpace(token)
+	if !strings.EqualFold(scheme, "Bearer") || token == "" {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark"`)
+		httpx.WriteError(w, http.StatusUnauthorized, "missing API token; send the header Authorization: Bearer <token>")
+		return "", false
+	}
+	return token, true
+}
+
+// refuseToken answers a token its lookup refused.
+func (h *Handler) refuseToken(w http.ResponseWriter, r *http.Request, err error) {
+	if domain.ErrorCode(err) == domain.EUNAUTHORIZED {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="tidemark", error="invalid_token"`)
+	}
+	httpx.Fail(h.log, w, r, err)
+}
+
+type adminKey struct{}
+
+// adminGrant is what the request's admin token grants.
+func adminGrant(ctx context.Context) domain.AdminGrant {
+	g, _ := ctx.Value(adminKey{}).(domain.AdminGrant)
+	return g
+}
+
+// requireAdminToken authenticates an admin token for the admin API: none
+// or a bad one is 401, a tenant's working token 403.
+func (h *Handler) requireAdminToken(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		token, ok := bearerToken(w, r)
+		if !ok {
+			return
+		}
+		g, err := h.store.AdminForToken(r.Context(), token)
+		if err != nil {
+			h.refuseToken(w, r, err)
+			return
+		}
+		ctx := context.WithValue(r.Context(), adminKey{}, g)
 		ctx = domain.WithActor(ctx, domain.Actor{Kind: domain.ActorToken, Name: g.Name, Address: httpx.ClientAddress(r), ID: g.ID})
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -68,6 +110,12 @@ func readKeys(r *http.Request) (tenant, caller string) {
 	g := tokenGrant(r.Context())
 	id := strconv.FormatInt(g.Tenant.ID, 10)
 	return id, "token " + g.Name
+}
+
+// adminReadKeys are the gate's keys of an admin API read: the admin
+// tokens share one key of their own, apart from every tenant's.
+func adminReadKeys(r *http.Request) (tenant, caller string) {
+	return "admin", "admin token " + adminGrant(r.Context()).Name
 }
 
 // readsBusy answers a read the gate refused.

@@ -29,7 +29,7 @@ func TestTokenIsTheActor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := New(store, nil, nil, nil)
+	h := New(store, nil, nil, "", nil)
 	var (
 		actor domain.Actor
 		grant domain.TokenGrant

@@ -27,11 +27,14 @@ type destinationJSON struct {
 	ObjectType      *string   `json:"object_type"`
 	Types           []string  `json:"types"`
 	Format          string    `json:"format"`
+	Filter          *string   `json:"filter"`
+	Transform       *string   `json:"transform"`
 	MaxInFlight     int       `json:"max_in_flight"`
 	Status          string    `json:"status"`
 	StatusReason    *string   `json:"status_reason"`
 	Cursor          string    `json:"cursor"`
 	BehindRetention bool      `json:"behind_retention"`
+	Filtered        int64     `json:"filtered"`
 	Pending         int       `json:"pending"`
 	OldestPendingAt *jsonTime `json:"oldest_pending_at"`
 	LagSeconds      *int64    `json:"lag_seconds"`
@@ -43,8 +46,8 @@ func newDestinationJSON(d stream.Destination) destinationJSON {
 	j := destinationJSON{ID: d.ID, Kind: d.Kind, URL: optionalString(d.URL), NATSURL: optionalString(d.NATSURL),
 		Subject: optionalString(d.Subject), NATSAuth: optionalString(d.NATSAuth), NATSTLSCA: d.NATSTLSCA,
 		Provider: optionalString(d.Provider), ObjectType: optionalString(d.ObjectType),
-		Types: d.Types, Format: d.Format, MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
-		Cursor: stream.FormatCursor(d.Cursor), BehindRetention: d.BehindRetention, Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
+		Types: d.Types, Format: d.Format, Filter: optionalString(d.Filter), Transform: optionalString(d.Transform), MaxInFlight: d.MaxInFlight, Status: d.Status, StatusReason: optionalString(d.StatusReason),
+		Cursor: stream.FormatCursor(d.Cursor), BehindRetention: d.BehindRetention, Filtered: d.Filtered, Pending: d.Pending, OldestPendingAt: optionalTime(d.Oldest),
 		CreatedAt: jsonTime(d.CreatedAt), LastSuccessAt: optionalTime(d.LastSuccess)}
 	if d.Oldest != nil {
 		lag := max(int64(time.Since(*d.Oldest)/time.Second), 0)
@@ -102,6 +105,8 @@ func (h destinationHandlers) handleCreateDestination(w http.ResponseWriter, r *h
 		ObjectType  string   `json:"object_type"`
 		Types       []string `json:"types"`
 		Format      string   `json:"format"`
+		Filter      string   `json:"filter"`
+		Transform   string   `json:"transform"`
 		MaxInFlight *int     `json:"max_in_flight"`
 	}
 	if !decodeBody(w, r, &req, `{"url": "https://hooks.example.com/tidemark", "provider": "crm", "object_type": "contact", `+
@@ -109,7 +114,7 @@ func (h destinationHandlers) handleCreateDestination(w http.ResponseWriter, r *h
 		return
 	}
 	nd := stream.NewDestination{Kind: req.Kind, URL: req.URL, NATSURL: req.NATSURL, Subject: req.Subject, Provider: req.Provider,
-		ObjectType: req.ObjectType, Types: req.Types, Format: req.Format,
+		ObjectType: req.ObjectType, Types: req.Types, Format: req.Format, Filter: req.Filter, Transform: req.Transform,
 		NATS: stream.NATSAuth{Creds: req.NATSCreds, NKey: req.NATSNKey, TLSCA: req.NATSTLSCA}}
 	if req.MaxInFlight != nil {
 		if *req.MaxInFlight == 0 { // 0 is NewDestination's default, not a value to accept

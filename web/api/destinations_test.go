@@ -24,8 +24,8 @@ func destinationCall(e *webtest.Env, method, path, token, body string) (int, map
 	return e.Do(req)
 }
 
-var destinationKeys = []string{"id", "kind", "url", "nats_url", "subject", "nats_auth", "nats_tls_ca", "provider", "object_type", "types", "format", "max_in_flight",
-	"status", "status_reason", "cursor", "behind_retention", "pending", "oldest_pending_at", "lag_seconds", "created_at", "last_success_at"}
+var destinationKeys = []string{"id", "kind", "url", "nats_url", "subject", "nats_auth", "nats_tls_ca", "provider", "object_type", "types", "format", "filter", "transform", "max_in_flight",
+	"status", "status_reason", "cursor", "behind_retention", "filtered", "pending", "oldest_pending_at", "lag_seconds", "created_at", "last_success_at"}
 
 // TestDestinationAPI: create shows the secret once; get, list, pause,
 // resume, rewind, rotate and delete, each audited with the token.
@@ -49,7 +49,8 @@ func TestDestinationAPI(t *testing.T) {
 	delete(body, "created_at")
 	assertJSON(t, "created", body, fmt.Sprintf(`{"id": %d, "kind": "webhook", "url": "https://203.0.113.10/tidemark", "nats_url": null,
 		"subject": null, "nats_auth": null, "nats_tls_ca": false, "provider": "crm", "object_type": "contact", "types": ["record.applied"], "format": "standard",
-		"max_in_flight": 4, "status": "active", "status_reason": null, "cursor": "c1_0", "behind_retention": false, "pending": 0, "oldest_pending_at": null,
+		"filter": null, "transform": null, "max_in_flight": 4, "status": "active", "status_reason": null, "cursor": "c1_0", "behind_retention": false,
+		"filtered": 0, "pending": 0, "oldest_pending_at": null,
 		"lag_seconds": null, "last_success_at": null}`, id))
 
 	one := fmt.Sprintf("%s/%d", destinationsPath, id)

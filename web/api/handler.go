@@ -37,6 +37,8 @@ type Store interface {
 	// Providers name the providers whose backfill jobs are started and read.
 	domain.ProviderService
 	pull.JobStore
+	// The admin API, with admin tokens.
+	AdminStore
 }
 
 // Handler serves the API: routes.go mounts its resource families.
@@ -46,13 +48,15 @@ type Handler struct {
 	reads     *httpx.ReadGate  // bounds reads per tenant and token
 	heads     *headWatch       // wakes the feed's long polls
 	feedCalls *callCounter     // feed requests per token
+	publicURL string           // the base of the apps' webhook URLs the admin API shows; "" to build it from each request
 	log       *slog.Logger
 }
 
 // New returns the API's Handler.
 // reads is shared with the console, so a tenant's console and API reads
-// share its slots; nil means a gate of its own.
-func New(store Store, replayer *replay.Replayer, reads *httpx.ReadGate, log *slog.Logger) *Handler {
+// share its slots; nil means a gate of its own. publicURL is the base URL
+// providers call, "" to build it from each request.
+func New(store Store, replayer *replay.Replayer, reads *httpx.ReadGate, publicURL string, log *slog.Logger) *Handler {
 	if log == nil {
 		log = slog.Default()
 	}
@@ -60,7 +64,7 @@ func New(store Store, replayer *replay.Replayer, reads *httpx.ReadGate, log *slo
 		reads = httpx.NewReadGate(0)
 	}
 	return &Handler{store: store, replayer: replayer, reads: reads, heads: newHeadWatch(store, changesPoll, log),
-		feedCalls: newCallCounter(changesPerToken), log: log}
+		feedCalls: newCallCounter(changesPerToken), publicURL: publicURL, log: log}
 }
 
 // resource is what every resource family holds: the store it serves and

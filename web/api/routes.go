@@ -25,6 +25,20 @@ func (h *Handler) Routes(r chi.Router) {
 	})
 }
 
+// AdminRoutes registers the admin API under a router mounted at
+// /api/v1/admin: every route needs an admin token, and reads what admins
+// see of the whole service rather than a tenant's.
+func (h *Handler) AdminRoutes(r chi.Router) {
+	apps := adminAppHandlers{resource: resource{store: h.store, log: h.log}, publicURL: h.publicURL}
+	r.Use(h.requireAdminToken, httpx.GateReads(h.reads, adminReadKeys, readsBusy))
+	r.Get("/apps", apps.handleApps)
+	r.Get("/apps/{name}", apps.handleApp)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) { httpx.WriteError(w, http.StatusNotFound, "not found") })
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		httpx.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+	})
+}
+
 // gatedRoutes are the routes whose reads take a slot of the read gate for
 // the whole request.
 func (h *Handler) gatedRoutes(r chi.Router, base resource) {
@@ -78,8 +92,10 @@ func (h *Handler) gatedRoutes(r chi.Router, base resource) {
 		// Destinations, reads included: a destination's URL and status are
 		// the owners', as on the console.
 		r.Post("/destinations", dest.handleCreateDestination)
+		r.Post("/destinations/test-expression", dest.handleTestExpression)
 		r.Get("/destinations", dest.handleDestinations)
 		r.Get("/destinations/{id}", dest.handleDestination)
+		r.Patch("/destinations/{id}", dest.handleUpdateDestination)
 		r.Get("/destinations/{id}/attempts", dest.handleDestinationAttempts)
 		r.Post("/destinations/{id}/rotate", dest.handleRotateDestination)
 		r.Post("/destinations/{id}/pause", dest.handlePauseDestination)

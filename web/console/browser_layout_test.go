@@ -94,9 +94,25 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 	addBackfills(t, e)
 	// A HubSpot app with a long name: the Providers page offers owners its
 	// Connect form.
-	if _, err := e.Store.CreateApp(webtest.CliContext(), domain.NewApp{Kind: domain.AppKindHubSpot,
+	app, err := e.Store.CreateApp(webtest.CliContext(), domain.NewApp{Kind: domain.AppKindHubSpot,
 		Name: "revops-hubspot-production-app", ProviderAppID: 4242, ClientID: "client-id-layout",
-		ClientSecret: "client-secret-layout", Scopes: []string{"crm.objects.contacts.read", "oauth"}}); err != nil {
+		ClientSecret: "client-secret-layout", Scopes: []string{"crm.objects.contacts.read", "oauth"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its admin page: an install that needs reconnecting (a banner on the
+	// hub provider's page too) and an unrouted portal with a long sample.
+	install, err := e.Store.InstallByOAuth(webtest.CliContext(), domain.AppOAuthInstall{AppID: app.ID, TenantID: hub.TenantID,
+		PortalID: 62515, ProviderName: "hub", Tokens: domain.AppTokens{AccessToken: "a", RefreshToken: "r", Expiry: time.Now()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.MarkNeedsReconnect(webtest.CliContext(), hub.TenantID, install.ID, "refused"); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.CountUnrouted(webtest.CliContext(), app.ID, time.Now(), []domain.UnroutedPortal{{PortalID: 99887766, N: 12,
+		Sample: []byte(`[{"portalId":99887766,"objectId":123456789,"propertyName":"a_rather_long_custom_property_name_from_a_portal","propertyValue":"` +
+			strings.Repeat("x", 120) + `"}]`)}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -124,6 +140,8 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		{"operators", "/admin/users"},
 		{"reconciliation", "/admin/reconciliation"},
 		{"admin-audit", "/admin/audit"},
+		{"admin-apps", "/admin/apps"},
+		{"admin-app", "/admin/apps/revops-hubspot-production-app"},
 		{"workspaces", "/"},
 		{"not-found", "/t/acme/nothing"},
 	}

@@ -14,12 +14,12 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
-	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/web/console/admin"
 	"github.com/tidemark/tidemark/web/console/apps"
 	"github.com/tidemark/tidemark/web/console/conflicts"
 	"github.com/tidemark/tidemark/web/console/deliveries"
+	"github.com/tidemark/tidemark/web/console/destinations"
 	"github.com/tidemark/tidemark/web/console/lists"
 	"github.com/tidemark/tidemark/web/console/overview"
 	"github.com/tidemark/tidemark/web/console/people"
@@ -35,8 +35,7 @@ type Store interface {
 	domain.AccessService   // sign-in, sessions, the workspaces menu
 	domain.OperatorService // the signed-in operator
 	alerting.Service       // the banner of firing alerts, web/console/alerts
-	// web/console/destinations
-	stream.DestinationService
+	destinations.Store
 	admin.Store
 	workspace.Store
 	records.Store

@@ -6,6 +6,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/internal/pull/hubspot"
 	"github.com/tidemark/tidemark/web/console/admin"
 	"github.com/tidemark/tidemark/web/console/alerts"
 	"github.com/tidemark/tidemark/web/console/apps"
@@ -30,12 +31,13 @@ func (h *Handler) Routes(r chi.Router) {
 	// the store (its narrow Store) and what else it uses.
 	f := frame{h}
 	var (
-		adminPages     = admin.Pages{Console: f, Store: h.store, Log: h.log, Now: h.now}
+		adminPages     = admin.Pages{Console: f, Store: h.store, PublicURL: h.publicURL, Log: h.log, Now: h.now}
 		workspacePages = workspace.Pages{Console: f, Store: h.store, PublicURL: h.publicURL, Log: h.log}
 		recordPages    = records.Pages{Console: f, Store: h.store}
-		conflictPages  = conflicts.Pages{Console: f, Store: h.store, Now: h.now}
-		overviewPage   = overview.Pages{Console: f, Store: h.store, Queue: h.queue, Log: h.log, Now: h.now}
-		providerPages  = providers.Pages{Console: f, Store: h.store, Webhook: h.webhook, PublicURL: h.publicURL,
+		conflictPages  = conflicts.Pages{Console: f, Store: h.store, Now: h.now,
+			Snapshots: hubspot.ConflictSnapshots{Store: h.store, Log: h.log}}
+		overviewPage  = overview.Pages{Console: f, Store: h.store, Queue: h.queue, Log: h.log, Now: h.now}
+		providerPages = providers.Pages{Console: f, Store: h.store, Webhook: h.webhook, PublicURL: h.publicURL,
 			Log: h.log, Now: h.now}
 		destPages     = destinations.Pages{Console: f, Store: h.store, Log: h.log, Now: h.now}
 		alertPages    = alerts.Pages{Console: f, Store: h.store, Log: h.log}
@@ -72,6 +74,8 @@ func (h *Handler) Routes(r chi.Router) {
 			r.Get(lists.AdminAuditPath, listPages.HandleAdminAudit)
 			r.Get(admin.ReconciliationPath, adminPages.HandleReconciliation)
 			r.Post(admin.ReconciliationPath+"/run", adminPages.HandleRunReconciliation)
+			r.Get(admin.AppsPath, adminPages.HandleApps)
+			r.Get(admin.AppsPath+"/{name}", adminPages.HandleApp)
 		})
 
 		r.Route("/t/{tenant}", func(r chi.Router) {
@@ -95,6 +99,7 @@ func (h *Handler) Routes(r chi.Router) {
 			r.Get("/conflicts", conflictPages.HandleConflictQueue)
 			r.Get("/conflicts/{id}", conflictPages.HandleConflict)
 			r.With(h.requireRole(domain.RoleOperator)).Post("/conflicts/{id}/resolve", conflictPages.HandleResolveConflict)
+			r.With(h.requireRole(domain.RoleOperator)).Post("/conflicts/{id}/snapshot", conflictPages.HandleAskSnapshot)
 
 			// Providers, their secrets, scopes and deliveries, and API
 			// tokens: every member reads them; only owners change them.
@@ -148,6 +153,7 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/destinations/{id}/pause", destPages.HandlePause)
 				r.Post("/destinations/{id}/resume", destPages.HandleResume)
 				r.Post("/destinations/{id}/rewind", destPages.HandleRewind)
+				r.Post("/destinations/{id}/expressions", destPages.HandleExpressions)
 				r.Post("/destinations/{id}/rotate", destPages.HandleRotate)
 				r.Post("/destinations/{id}/delete", destPages.HandleDelete)
 			})

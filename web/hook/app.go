@@ -269,10 +269,11 @@ func portalOf(payload []byte) int64 {
 }
 
 // route resolves the batch's portals to their installs at once, commits
-// each routed portal's events to its tenant's provider concurrently, and
-// counts the rest.
+// each routed portal's events to its tenant's provider concurrently,
+// counts the rest, then takes the batch's uninstalls (app_lifecycle.go).
 func (h *Handler) route(a *appInbound) *refusal {
-	batches := splitByPortal(a.events)
+	events, lifecycle := takeLifecycle(a.events, a.start)
+	batches := splitByPortal(events)
 	portals := make([]int64, 0, len(batches))
 	for _, b := range batches {
 		if b.portal > 0 {
@@ -298,7 +299,11 @@ func (h *Handler) route(a *appInbound) *refusal {
 	if err := a.store.CountUnrouted(a.ctx, a.app.ID, a.start, unrouted); err != nil {
 		return &refusal{err: err, kind: appKind}
 	}
-	h.respondApp(a, routed, unrouted)
+	uninstalled, ref := h.uninstall(a, lifecycle)
+	if ref != nil {
+		return ref
+	}
+	h.respondApp(a, routed, unrouted, uninstalled)
 	return nil
 }
 
@@ -406,15 +411,17 @@ func (h *Handler) unrouted(batches []*portalBatch, routes map[int64]domain.AppIn
 }
 
 // appAnswer is the 200 of an app's delivery: the deliveries it made, one
-// per routed portal, and how many events no install routes.
+// per routed portal, how many events no install routes, and how many
+// portals its uninstalls removed.
 type appAnswer struct {
-	Deliveries []string `json:"deliveries"`
-	Routed     int      `json:"routed"`
-	Unrouted   int64    `json:"unrouted"`
+	Deliveries  []string `json:"deliveries"`
+	Routed      int      `json:"routed"`
+	Unrouted    int64    `json:"unrouted"`
+	Uninstalled int      `json:"uninstalled"`
 }
 
-func (h *Handler) respondApp(a *appInbound, routed []*portalBatch, unrouted []domain.UnroutedPortal) {
-	answer := appAnswer{Deliveries: []string{}}
+func (h *Handler) respondApp(a *appInbound, routed []*portalBatch, unrouted []domain.UnroutedPortal, uninstalled int) {
+	answer := appAnswer{Deliveries: []string{}, Uninstalled: uninstalled}
 	for _, b := range routed {
 		if !b.gone {
 			answer.Deliveries = append(answer.Deliveries, b.deliveryID)

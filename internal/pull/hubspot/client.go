@@ -61,6 +61,11 @@ func (s *Source) call(ctx context.Context, method, path string, body, out any) e
 	}
 	endpoint, _, _ := strings.Cut(path, "?")
 	search := strings.HasSuffix(endpoint, "/search")
+	bearer, err := s.bearer(ctx)
+	if err != nil {
+		return err
+	}
+	renewed := false
 	for attempt := 1; ; attempt++ {
 		if err := s.reserve(ctx, search); err != nil {
 			return err
@@ -69,7 +74,7 @@ func (s *Source) call(ctx context.Context, method, path string, body, out any) e
 		if err != nil {
 			return fmt.Errorf("hubspot: %s %s: %w", method, endpoint, err)
 		}
-		req.Header.Set("Authorization", "Bearer "+s.token)
+		req.Header.Set("Authorization", "Bearer "+bearer)
 		req.Header.Set("Accept", "application/json")
 		if body != nil {
 			req.Header.Set("Content-Type", "application/json")
@@ -105,6 +110,14 @@ func (s *Source) call(ctx context.Context, method, path string, body, out any) e
 				return fmt.Errorf("hubspot: %s %s: the answer is not the documented JSON: %w", method, endpoint, err)
 			}
 			return nil
+		case status == http.StatusUnauthorized && s.tokens != nil && !renewed:
+			// An install's token: renewed once, as the app's client does.
+			if bearer, err = s.tokens.Rejected(ctx, bearer); err != nil {
+				return err
+			}
+			renewed = true
+		case status == http.StatusUnauthorized && s.tokens != nil:
+			return domain.Errorf(domain.EINVALID, "HubSpot refused the install's access token for %s (401 %s), even renewed", endpoint, answer.Category)
 		case status == http.StatusUnauthorized:
 			return domain.Errorf(domain.EINVALID, "HubSpot refused the private app access token (401 %s): it is invalid, expired or revoked; set a new token with provider update --api-token-stdin", answer.Category)
 		case status == http.StatusForbidden:
@@ -127,6 +140,14 @@ func (s *Source) call(ctx context.Context, method, path string, body, out any) e
 			return &apiError{Status: status, Message: answer.Message}
 		}
 	}
+}
+
+// bearer is the token calls carry: the private app's, or the install's.
+func (s *Source) bearer(ctx context.Context) (string, error) {
+	if s.tokens == nil {
+		return s.token, nil
+	}
+	return s.tokens.AccessToken(ctx)
 }
 
 // objectTypeOf names the object type of an endpoint's path, for messages.

@@ -48,6 +48,7 @@ var objectTypes = map[string]objectType{
 type Source struct {
 	base         string
 	token        string
+	tokens       *TokenSource // an install's, when token is empty
 	allowPrivate bool
 	share        float64
 	http         *http.Client
@@ -74,6 +75,18 @@ func New(c pull.Credentials, log *slog.Logger) (*Source, error) {
 	if strings.IndexFunc(c.Token, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsPrint(r) }) >= 0 {
 		return nil, domain.Errorf(domain.EINVALID, "the HubSpot access token must be printable, without spaces")
 	}
+	return newSource(c, nil, log)
+}
+
+// NewForInstall returns the source of an installed portal, whose calls
+// carry the install's access token (renewed by tokens) rather than a
+// private app's: the journal's gap is searched this way. c gives the API
+// base and the budget share; its Token is not used.
+func NewForInstall(c pull.Credentials, tokens *TokenSource, log *slog.Logger) (*Source, error) {
+	return newSource(c, tokens, log)
+}
+
+func newSource(c pull.Credentials, tokens *TokenSource, log *slog.Logger) (*Source, error) {
 	// The form only, without a lookup: New has no context to bound one.
 	u, err := egress.CheckURL(context.Background(), cmp.Or(c.BaseURL, DefaultBaseURL), true)
 	if err != nil {
@@ -89,6 +102,7 @@ func New(c pull.Credentials, log *slog.Logger) (*Source, error) {
 	return &Source{
 		base:         strings.TrimRight(u.String(), "/"),
 		token:        c.Token,
+		tokens:       tokens,
 		allowPrivate: c.AllowPrivate,
 		share:        share,
 		http:         egress.NewClient(c.AllowPrivate, requestLimit),

@@ -230,10 +230,24 @@ type pulled struct {
 // propertyChange of one property, revised at ms. Its id names the object,
 // property and revision, so pulling it again is a duplicate.
 func newEvent(objectType, action, id, property string, value *string, ms int64) domain.Event {
+	return pulledEvent(fromSearch, objectType, action, id, property, value, ms)
+}
+
+// origin is where a pulled event was read: the prefix of its id and the
+// source its payload names.
+type origin struct{ idPrefix, source string }
+
+var (
+	fromSearch  = origin{"backfill", "hubspot-api"}
+	fromJournal = origin{"journal", "hubspot-journal"}
+)
+
+// pulledEvent is newEvent for an event read from o.
+func pulledEvent(o origin, objectType, action, id, property string, value *string, ms int64) domain.Event {
 	stamp := time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z07:00")
-	payload, _ := json.Marshal(pulled{Source: "hubspot-api", ObjectType: objectType, ObjectID: id, Property: property, Value: value, Timestamp: stamp})
+	payload, _ := json.Marshal(pulled{Source: o.source, ObjectType: objectType, ObjectID: id, Property: property, Value: value, Timestamp: stamp})
 	e := domain.Event{
-		EventID:   fmt.Sprintf("backfill:%s:%s:%s:%d", objectType, id, property, ms),
+		EventID:   fmt.Sprintf("%s:%s:%s:%s:%d", o.idPrefix, objectType, id, property, ms),
 		Scope:     domain.ScopeName{ObjectType: objectType, Action: action},
 		ObjectID:  id,
 		Timestamp: stamp,

@@ -18,6 +18,7 @@ const RefreshMargin = 5 * time.Minute
 type TokenSource struct {
 	renew     func(context.Context) (Token, error)
 	onRenewed func(context.Context, Token) error
+	onRefused func(context.Context) // after a refused refresh, once
 	margin    time.Duration
 
 	mu      sync.Mutex
@@ -77,6 +78,9 @@ func (ts *TokenSource) renewLocked(ctx context.Context) (string, error) {
 	if err != nil {
 		if errors.Is(err, ErrRefreshRefused) {
 			ts.refused = err
+			if ts.onRefused != nil {
+				ts.onRefused(ctx)
+			}
 		}
 		return "", err
 	}

@@ -1,9 +1,10 @@
 // Package admin is the console's admin area (/admin): the operators, their
-// memberships of workspaces and the reconciliation report. Admins only:
+// memberships of workspaces, the reconciliation report and the apps. Admins only:
 // web/console registers its routes behind RequireAdmin.
 package admin
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -22,14 +23,20 @@ import (
 type Store interface {
 	domain.OperatorService
 	domain.ReconciliationService
+	// The apps page.
+	Apps(ctx context.Context) ([]domain.App, error)
+	App(ctx context.Context, name string) (domain.App, error)
+	AppInstalls(ctx context.Context, appName string) ([]domain.AppInstall, error)
+	AppUnrouted(ctx context.Context, appID int64) ([]domain.AppUnrouted, error)
 }
 
 // Pages serves the admin area.
 type Pages struct {
-	Console shell.Console
-	Store   Store
-	Log     *slog.Logger
-	Now     func() time.Time
+	Console   shell.Console
+	Store     Store
+	PublicURL string // the base of the apps' webhook URLs; "" to build it from each request
+	Log       *slog.Logger
+	Now       func() time.Time
 }
 
 // OperatorsPath is the page of the operators and their memberships.
@@ -56,7 +63,7 @@ func RevokedNote(n int) string {
 func (h Pages) RequireAdmin(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if !h.Console.User(r).IsAdmin {
-			h.Console.Error(w, r, domain.Errorf(domain.EFORBIDDEN, "Only admins manage operators. Ask an admin if you need a change."))
+			h.Console.Error(w, r, domain.Errorf(domain.EFORBIDDEN, "Only admins open the admin area: its operators, apps and checks. Ask an admin if you need a change."))
 			return
 		}
 		next.ServeHTTP(w, r)

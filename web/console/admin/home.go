@@ -12,7 +12,7 @@ import (
 const HomePath = "/admin"
 
 // HandleHome shows what the admin area holds: the workspaces, the
-// operators and the last reconciliation, each linking to its page.
+// operators, the last reconciliation and the apps, each linking to its page.
 func (h Pages) HandleHome(w http.ResponseWriter, r *http.Request) {
 	p := views.AdminHomePage{Layout: h.Console.Layout(r, "Admin", "admin-home")}
 	ops, err := h.Store.Operators(r.Context())
@@ -30,6 +30,12 @@ func (h Pages) HandleHome(w http.ResponseWriter, r *http.Request) {
 			p.Members++
 		}
 	}
+	apps, err := h.Store.Apps(r.Context())
+	if err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
+	p.Apps = len(apps)
 	report, err := h.Store.LastReconciliation(r.Context())
 	switch {
 	case err == nil:

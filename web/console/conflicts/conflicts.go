@@ -25,14 +25,16 @@ import (
 // Store is what the conflict pages read and change.
 type Store interface {
 	domain.ConflictService
-	domain.ProviderService // the queue's contact search
+	domain.ProviderService   // the queue's contact search
+	domain.AppJournalService // the install a snapshot is asked through
 }
 
 // Pages serves the conflict pages.
 type Pages struct {
-	Console shell.Console
-	Store   Store
-	Now     func() time.Time
+	Console   shell.Console
+	Store     Store
+	Now       func() time.Time
+	Snapshots SnapshotAsker // nil: no provider is asked for snapshots
 }
 
 // tenant is the request's tenant.
@@ -111,6 +113,10 @@ func (h Pages) HandleConflict(w http.ResponseWriter, r *http.Request) {
 	p := views.ConflictPage{ConflictDetail: d, Age: shell.WaitedFor(h.Now().Sub(d.DetectedAt)),
 		Diff: views.DiffFields(d.AcceptedSnapshot, d.ConflictingSnapshot)}
 	if p.PrevOpen, p.NextOpen, err = h.Store.OpenNeighbours(ctx, h.tenant(r).ID, id); err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
+	if p.CanAskSnapshot, err = h.canAskSnapshot(r, d.Conflict); err != nil {
 		h.Console.Error(w, r, err)
 		return
 	}

@@ -30,9 +30,11 @@ type Pages struct {
 	Now     func() time.Time
 }
 
-// Store is what the destination pages read and change.
+// Store is what the destination pages read and change; the feed is what
+// a preview of a filter and transform is tried on.
 type Store interface {
 	stream.DestinationService
+	stream.ChangeFeed
 }
 
 // lookupTimeout bounds the DNS lookup of a new destination's host.
@@ -79,10 +81,16 @@ func (p Pages) HandleCreate(w http.ResponseWriter, r *http.Request) {
 		NATSURL: strings.TrimSpace(r.PostFormValue("nats_url")), Subject: strings.TrimSpace(r.PostFormValue("subject")),
 		Provider: strings.TrimSpace(r.PostFormValue("provider")), ObjectType: strings.TrimSpace(r.PostFormValue("object_type")),
 		Format: r.PostFormValue("format"), MaxInFlight: strings.TrimSpace(r.PostFormValue("max_in_flight")),
-		NATSTLSCA: strings.TrimSpace(r.PostFormValue("nats_tls_ca"))}
+		NATSTLSCA: strings.TrimSpace(r.PostFormValue("nats_tls_ca")),
+		Filter:    strings.TrimSpace(r.PostFormValue("filter")), Transform: strings.TrimSpace(r.PostFormValue("transform"))}
 	form.Types = r.PostForm["types"] // parsed by PostFormValue above
+	if r.PostFormValue("preview") != "" {
+		preview := p.preview(r, form.Filter, form.Transform)
+		p.renderList(w, r, http.StatusOK, views.DestinationsPage{Form: form, Preview: &preview})
+		return
+	}
 	nd := stream.NewDestination{URL: form.URL, NATSURL: form.NATSURL, Subject: form.Subject, Provider: form.Provider,
-		ObjectType: form.ObjectType, Types: form.Types, Format: form.Format,
+		ObjectType: form.ObjectType, Types: form.Types, Format: form.Format, Filter: form.Filter, Transform: form.Transform,
 		NATS: stream.NATSAuth{Creds: r.PostFormValue("nats_creds"), NKey: r.PostFormValue("nats_nkey"), TLSCA: form.NATSTLSCA}}
 	var err error
 	if form.MaxInFlight != "" {

@@ -28,6 +28,8 @@ type Store interface {
 	pull.JobStore // the backfill section
 	// The apps an owner may install by OAuth (web/console/apps).
 	Apps(ctx context.Context) ([]domain.App, error)
+	// The tenant's installs, whose needs_reconnect a banner shows.
+	TenantInstalls(ctx context.Context, tenantID int64) ([]domain.AppInstall, error)
 }
 
 // Pages serves the provider pages.

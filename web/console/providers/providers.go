@@ -38,6 +38,10 @@ func (h Pages) renderProviders(w http.ResponseWriter, r *http.Request, status in
 		return
 	}
 	v.Providers = ps
+	if v.Reconnect, err = h.reconnects(r, 0); err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
 	if domain.CheckRole(h.Console.Membership(r).Role, domain.RoleOwner) == nil {
 		apps, err := h.Store.Apps(r.Context())
 		if err != nil {
@@ -283,6 +287,10 @@ func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int
 	if f, ok := pastedSecret(k); ok {
 		v.RotatePasted = &views.PastedSecret{Label: "New " + strings.ToLower(f.Label[:1]) + f.Label[1:],
 			Hint: strings.ToUpper(f.RequiredHint[:1]) + f.RequiredHint[1:]}
+	}
+	if v.Reconnect, err = h.reconnects(r, p.ID); err != nil {
+		h.Console.Error(w, r, err)
+		return
 	}
 	if v.API, err = h.apiCredentialsView(r, p, refused.api); err != nil {
 		h.Console.Error(w, r, err)

@@ -78,6 +78,21 @@ func (s *Server) SetFileURLLife(d time.Duration) {
 	s.app.fileLife = d
 }
 
+// SetFileDelay makes each entry's data answer after d: a slow file store,
+// so that a reader can be stopped in the middle of a page.
+func (s *Server) SetFileDelay(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fileDelay = d
+}
+
+// FileFetches counts the entries' data served.
+func (s *Server) FileFetches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fileFetches
+}
+
 // Journal is portal's entries, oldest first.
 func (s *Server) Journal(portal int64) []Entry {
 	s.mu.Lock()
@@ -97,7 +112,7 @@ func (s *Server) webhooksJournal(w http.ResponseWriter, r *http.Request) {
 	case strings.HasPrefix(p, "/webhooks-journal/journal-local/2026-03/") && r.Method == http.MethodGet:
 		s.journalLocal(w, r, tok, strings.TrimPrefix(p, "/webhooks-journal/journal-local/2026-03/"))
 	case strings.HasPrefix(p, "/webhooks-journal/subscriptions/2026-03"):
-		s.subscriptions(w, r, strings.TrimPrefix(p, "/webhooks-journal/subscriptions/2026-03"))
+		s.subscriptions(w, r, tok, strings.TrimPrefix(p, "/webhooks-journal/subscriptions/2026-03"))
 	case p == "/webhooks-journal/snapshots/2026-03/crm" && r.Method == http.MethodPost:
 		s.requestSnapshots(w, r)
 	default:
@@ -187,6 +202,8 @@ func (s *Server) journalFile(w http.ResponseWriter, r *http.Request) {
 	parts := strings.Split(strings.TrimPrefix(r.URL.Path, "/journal-files/"), "/")
 	portal, _ := strconv.ParseInt(parts[0], 10, 64)
 	s.mu.Lock()
+	delay := s.fileDelay
+	s.fileFetches++
 	j := s.app.journals[portal]
 	at := slices.IndexFunc(j, func(e Entry) bool { return len(parts) == 2 && e.Offset == parts[1] })
 	var e Entry
@@ -194,6 +211,11 @@ func (s *Server) journalFile(w http.ResponseWriter, r *http.Request) {
 		e = j[at]
 	}
 	s.mu.Unlock()
+	select {
+	case <-time.After(delay):
+	case <-r.Context().Done():
+		return
+	}
 	if at < 0 {
 		http.Error(w, "NoSuchKey", http.StatusNotFound)
 		return
@@ -226,7 +248,22 @@ type subscription struct {
 	UpdatedAt               string   `json:"updatedAt"`
 }
 
-func (s *Server) subscriptions(w http.ResponseWriter, r *http.Request, rest string) {
+// The scopes the journal guide requires of the token that reads and the
+// token that changes the subscriptions.
+const (
+	subscriptionsRead  = "developer.webhooks_journal.subscriptions.read"
+	subscriptionsWrite = "developer.webhooks_journal.subscriptions.write"
+)
+
+func (s *Server) subscriptions(w http.ResponseWriter, r *http.Request, tok *accessToken, rest string) {
+	need := subscriptionsWrite
+	if r.Method == http.MethodGet {
+		need = subscriptionsRead
+	}
+	if !slices.Contains(tok.scopes, need) {
+		writeError(w, http.StatusForbidden, "MISSING_SCOPES", "This app hasn't been granted all required scopes to make this call. Required scopes: "+need)
+		return
+	}
 	switch {
 	case rest == "" && r.Method == http.MethodGet:
 		s.mu.Lock()

@@ -64,7 +64,9 @@ type Server struct {
 	daily, used int // the daily budget; 0 sends no daily headers
 	requests    map[string]int
 	searchTimes []time.Time
-	app         appState // the public app: OAuth, the journal (app.go, journal.go)
+	app         appState      // the public app: OAuth, the journal (app.go, journal.go)
+	fileDelay   time.Duration // before an entry's data is answered (SetFileDelay)
+	fileFetches int
 }
 
 type record struct {
@@ -252,7 +254,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	if s.serveApp(w, r) {
 		return
 	}
-	if r.Header.Get("Authorization") != "Bearer "+s.token {
+	if r.Header.Get("Authorization") != "Bearer "+s.token && !s.installToken(r) {
 		writeError(w, http.StatusUnauthorized, "INVALID_AUTHENTICATION",
 			"Authentication credentials not found. This API supports OAuth 2.0 authentication and you can find more details at https://developers.hubspot.com/docs/methods/auth/oauth-overview")
 		return
@@ -312,6 +314,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	case List:
 		s.listArchived(w, r, typ)
 	}
+}
+
+// installToken reports whether the request carries a live access token of
+// an installed portal: with one, a public app reads the portal's CRM as a
+// private app token does
+// (https://developers.hubspot.com/docs/guides/apps/authentication/working-with-oauth).
+func (s *Server) installToken(r *http.Request) bool {
+	tok, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t := s.app.access[tok]
+	return t != nil && t.portal != 0 && time.Now().Before(t.expires)
 }
 
 func writeError(w http.ResponseWriter, status int, category, message string) {

@@ -21,7 +21,7 @@ type snapshot struct {
 }
 
 // objectTypeIDs maps HubSpot's object type ids to the API's names.
-var objectTypeIDs = map[string]string{"0-1": "contacts", "0-2": "companies", "0-3": "deals"}
+var objectTypeIDs = map[string]string{"0-1": "contacts", "0-2": "companies", "0-3": "deals", "0-5": "tickets"}
 
 func (s *Server) requestSnapshots(w http.ResponseWriter, r *http.Request) {
 	var req struct {

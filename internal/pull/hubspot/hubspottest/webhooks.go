@@ -19,20 +19,29 @@ type V3Event struct {
 	PortalID         int64
 	AppID            int64 // the fake's app when 0
 	OccurredAt       time.Time
-	SubscriptionType string // contact.creation, contact.propertyChange, contact.deletion, ...
-	AttemptNumber    int
-	ObjectID         int64
-	PropertyName     string // propertyChange events only
-	PropertyValue    string
-	ChangeSource     string
-	ChangeFlag       string
-	SourceID         string
+	SubscriptionType string // contact.creation, contact.propertyChange, contact.deletion, ..., APP_LIFECYCLE_EVENT
+	// Action is an app lifecycle event's APP_INSTALL or APP_UNINSTALL
+	// (LifecycleEvent). [unverified] HubSpot documents APP_LIFECYCLE_EVENT
+	// and these actions for the journal's subscriptions and entries, not
+	// the v3 webhook's fields for them: the fake sends them as a journal
+	// entry names them, beside the v3 event's identifiers.
+	Action        string
+	AttemptNumber int
+	ObjectID      int64
+	PropertyName  string // propertyChange events only
+	PropertyValue string
+	ChangeSource  string
+	ChangeFlag    string
+	SourceID      string
 }
 
 func (e V3Event) render() map[string]any {
 	m := map[string]any{"eventId": e.EventID, "subscriptionId": e.SubscriptionID, "portalId": e.PortalID,
 		"appId": e.AppID, "occurredAt": e.OccurredAt.UnixMilli(), "subscriptionType": e.SubscriptionType,
 		"attemptNumber": e.AttemptNumber, "objectId": e.ObjectID}
+	if e.Action != "" {
+		m["action"] = e.Action
+	}
 	if e.PropertyName != "" {
 		m["propertyName"], m["propertyValue"] = e.PropertyName, e.PropertyValue
 	}
@@ -72,4 +81,11 @@ func (s *Server) AppBatch(uri string, at time.Time, events ...V3Event) ([]byte, 
 		}
 	}
 	return SignedBatch(s.app.app.ClientSecret, uri, at, events...)
+}
+
+// LifecycleEvent is the app lifecycle event HubSpot sends to the app's
+// target URL when the app is installed in or uninstalled from portal
+// (action APP_INSTALL or APP_UNINSTALL).
+func LifecycleEvent(eventID, portal int64, action string, at time.Time) V3Event {
+	return V3Event{EventID: eventID, PortalID: portal, OccurredAt: at, SubscriptionType: "APP_LIFECYCLE_EVENT", Action: action}
 }
