@@ -14,11 +14,11 @@ generate:
 	$(GO) tool templ generate
 
 test:
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -timeout 30m ./...
 
 # Also runs the tests gated by internal/e2e (Chromium, node, openssl).
 test-e2e:
-	TIDEMARK_E2E=1 $(GO) test -race -count=1 ./...
+	TIDEMARK_E2E=1 $(GO) test -race -count=1 -timeout 30m ./...
 
 # Every suite of postgres/, queued mode's workers (NATS on 127.0.0.1:4222) and the two-node test
 # on Citus (docs/scale.md#on-citus), every test's
