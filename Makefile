@@ -31,7 +31,7 @@ test-citus:
 	$(CITUS_TESTS) ./postgres ./postgres/access ./postgres/alertcheck ./postgres/alerts ./postgres/apicreds \
 		./postgres/backfills ./postgres/changefeed ./postgres/deliverylog ./postgres/destinations ./postgres/ingest \
 		./postgres/maintain ./postgres/outbound ./postgres/people ./postgres/reconcile ./postgres/replay \
-		./postgres/review ./postgres/search ./postgres/secretkeys ./postgres/apps ./internal/queue
+		./postgres/review ./postgres/search ./postgres/secretkeys ./postgres/apps ./postgres/cdc ./internal/queue
 	$(CITUS_TESTS) ./cmd/tidemark -run 'TestTwoNodesOneDatabase'
 	$(GO) run ./internal/citustest/cmd/citus-cluster -sweep
 

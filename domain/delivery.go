@@ -34,7 +34,7 @@ type Delivery struct {
 	// ReplayOfAt is when ReplayOf was received, which locates its events:
 	// a replay's events that say what they said refer to them.
 	ReplayOfAt time.Time
-	Source     string // SourceBackfill, SourceJournal, or "" for one a provider sent
+	Source     string // SourceBackfill, SourceJournal, SourceCDC, or "" for one a provider sent
 }
 
 // SourceBackfill is the source of a delivery Tidemark made of records it
@@ -46,8 +46,11 @@ const SourceBackfill = "backfill"
 const SourceJournal = "journal"
 
 // Pulled reports whether a delivery of source was read from the
-// provider's API (a backfill or the journal) rather than received.
-func Pulled(source string) bool { return source == SourceBackfill || source == SourceJournal }
+// provider's API (a backfill, the journal or Change Data Capture) rather
+// than received.
+func Pulled(source string) bool {
+	return source == SourceBackfill || source == SourceJournal || source == SourceCDC
+}
 
 // Request is what a delivery's HTTP request said, as the delivery log keeps
 // it: credentials redacted (RedactValue), headers and query within bounds.
@@ -183,7 +186,7 @@ type DeliveryBrief struct {
 	Reason     string
 	EventCount int
 	ReplayOf   string // the delivery this one replays, if it is a replay
-	Source     string // SourceBackfill, SourceJournal, or "" for one a provider sent
+	Source     string // SourceBackfill, SourceJournal, SourceCDC, or "" for one a provider sent
 	// Outcomes counts its events by outcome; only the console's lists
 	// (DeliveryLog, ReplaysOf, ReplayJobDeliveries) fill it.
 	Outcomes map[string]int64

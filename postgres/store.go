@@ -29,6 +29,7 @@ import (
 	"github.com/tidemark/tidemark/postgres/apps"
 	"github.com/tidemark/tidemark/postgres/auditlog"
 	"github.com/tidemark/tidemark/postgres/backfills"
+	"github.com/tidemark/tidemark/postgres/cdc"
 	"github.com/tidemark/tidemark/postgres/changefeed"
 	"github.com/tidemark/tidemark/postgres/deliverylog"
 	"github.com/tidemark/tidemark/postgres/destinations"
@@ -84,6 +85,9 @@ type Store struct {
 	*apicreds.Credentials
 	// Registry holds apps and their installs (global, an admin's).
 	*apps.Registry
+	// Streams are providers' Change Data Capture streams (IngestCDC is the
+	// Writer's).
+	*cdc.Streams
 
 	// Writer is the ingest write path: Ingest, Replay's writes, Endpoint,
 	// ListenForChanges, EndpointCacheLive and LogRefusals are its.
@@ -157,6 +161,7 @@ func Open(pools Pools, o Options) (*Store, error) {
 		Inspector:   deliverylog.New(pools),
 		Credentials: apicreds.New(pools, d.secrets),
 		Registry:    apps.New(pools, keys, d.secrets),
+		Streams:     cdc.New(pools),
 		Log:         auditlog.New(pools),
 		Lists:       lists.New(pools),
 		Checker:     queuecheck.New(pools, d.ids),
@@ -206,6 +211,7 @@ var (
 	_ domain.TenantService   = (*tenants)(nil)
 	_ domain.ProviderService = (*providers)(nil)
 
+	_ domain.CDCService            = (*Store)(nil)
 	_ domain.AuditService          = (*Store)(nil)
 	_ domain.DeliveryService       = (*Store)(nil)
 	_ domain.ReconciliationService = (*Store)(nil)

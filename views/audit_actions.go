@@ -62,6 +62,7 @@ var auditActionTexts = map[string]string{
 	domain.AuditAppDisconnect:             "disconnected",
 	domain.AuditAppNeedsReconnect:         "marked needs reconnect",
 	domain.AuditAppJournalExpired:         "searched the gap of an expired journal offset of",
+	domain.AuditCDCReplayReset:            "backfilled the gap of a refused CDC replay id of", // target: the provider
 	domain.AuditConflictSnapshotRequested: "asked the provider for a snapshot to settle",
 	domain.AuditAdminTokenCreate:          "created an admin API token",
 	domain.AuditAdminTokenRevoke:          "revoked an admin API token",

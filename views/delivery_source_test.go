@@ -17,6 +17,7 @@ func TestDeliverySource(t *testing.T) {
 		{"", "webhook", ""},
 		{domain.SourceBackfill, "backfill: pulled from the provider's API", "backfill"},
 		{domain.SourceJournal, "journal: a page of the provider's change journal", "journal"},
+		{domain.SourceCDC, "cdc: change events of the provider's Change Data Capture stream", "cdc"},
 	} {
 		brief := domain.DeliveryBrief{ID: "0190-d1", Provider: "hubspot", ReceivedAt: at, Status: 200,
 			Signature: domain.SignatureValid, Source: tc.source}

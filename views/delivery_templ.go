@@ -1176,6 +1176,8 @@ func deliverySource(source string) string {
 		return "backfill: pulled from the provider's API"
 	case domain.SourceJournal:
 		return "journal: a page of the provider's change journal"
+	case domain.SourceCDC:
+		return "cdc: change events of the provider's Change Data Capture stream"
 	}
 	return "webhook"
 }

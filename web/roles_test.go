@@ -53,6 +53,7 @@ var routeNeeds = map[string]string{
 	"POST /t/{tenant}/providers/{name}/scopes":                string(domain.RoleOwner),
 	"POST /t/{tenant}/providers/{name}/api-credentials":       string(domain.RoleOwner),
 	"POST /t/{tenant}/providers/{name}/api-credentials/clear": string(domain.RoleOwner),
+	"POST /t/{tenant}/providers/{name}/cdc":                   string(domain.RoleOwner),
 	"POST /t/{tenant}/tokens":                                 string(domain.RoleOwner),
 	"POST /t/{tenant}/tokens/{id}/revoke":                     string(domain.RoleOwner),
 	"GET /t/{tenant}/members":                                 string(domain.RoleOwner),

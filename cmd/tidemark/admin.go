@@ -351,17 +351,17 @@ func limitFlags(maxBody, maxFutureSkew string) (domain.ProviderLimits, error) {
 }
 
 // providerUpdateFlags declares provider update's flags.
-func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew *string, api apiFlags) {
+func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew *string, api apiFlags, cdc cdcFlags) {
 	return fs.String("tenant", "", "tenant slug (required)"),
 		fs.String("provider", "", "provider name (required)"),
 		fs.String("max-body", "", maxBodyUsage),
 		fs.String("max-future-skew", "", maxFutureSkewUsage),
-		apiCredentialFlags(fs)
+		apiCredentialFlags(fs), changeDataCaptureFlags(fs)
 }
 
 func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 	fs := e.flags("provider update")
-	tenant, name, maxBody, maxFutureSkew, api := providerUpdateFlags(fs)
+	tenant, name, maxBody, maxFutureSkew, api, cdc := providerUpdateFlags(fs)
 	if _, err := parse(fs, args, 0); err != nil {
 		return err
 	}
@@ -370,10 +370,13 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 		return fmt.Errorf("provider update: --tenant and --provider are required")
 	}
 	setLimits := *maxBody != "" || *maxFutureSkew != ""
-	if !setLimits && !api.given() {
+	if !setLimits && !api.given() && !cdc.given() {
 		fs.Usage()
 		return fmt.Errorf("provider update: nothing to change; give --max-body, --max-future-skew, API credentials " +
-			"(--api-token-stdin, or --client-id with --client-secret-stdin) or --clear-api-credentials")
+			"(--api-token-stdin, or --client-id with --client-secret-stdin), --clear-api-credentials, --cdc or --no-cdc")
+	}
+	if err := cdc.check(); err != nil {
+		return err
 	}
 	limits, err := limitFlags(*maxBody, *maxFutureSkew)
 	if err != nil {
@@ -392,6 +395,11 @@ func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 		}
 		if api.given() {
 			if err := e.updateAPICredentials(ctx, s, t, p, api, creds); err != nil {
+				return err
+			}
+		}
+		if cdc.given() {
+			if err := e.updateCDC(ctx, s, t, p, cdc, *api.allowPrivate); err != nil {
 				return err
 			}
 		}

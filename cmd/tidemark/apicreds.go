@@ -39,8 +39,8 @@ func apiCredentialFlags(fs *flag.FlagSet) apiFlags {
 			"the first line of standard input"),
 		loginURL:   fs.String("login-url", "", "Salesforce: the org's My Domain URL, such as https://MYDOMAIN.my.salesforce.com"),
 		apiVersion: fs.String("api-version", "", "Salesforce: the REST API version (default "+pull.DefaultAPIVersion+")"),
-		allowPrivate: fs.Bool("allow-private", false, "let --api-base-url or --login-url be a loopback or private "+
-			"address (a test server, a sandbox in your own network)"),
+		allowPrivate: fs.Bool("allow-private", false, "let --api-base-url, --login-url or --pubsub-url be a loopback or "+
+			"private address (a test server, a sandbox in your own network)"),
 		budget: fs.Float64("api-budget", pull.DefaultBudgetShare*100, "the most of the account's API budget, in "+
 			"percent, that a backfill may use"),
 		newKey: fs.Bool("new-key", false, newKeyUsage),
@@ -48,10 +48,11 @@ func apiCredentialFlags(fs *flag.FlagSet) apiFlags {
 	}
 }
 
-// given reports whether the command line sets or clears API credentials.
+// given reports whether the command line sets or clears API credentials;
+// --allow-private alone does not, as it also goes with --pubsub-url.
 func (a apiFlags) given() bool {
 	for _, name := range []string{"api-token-stdin", "api-base-url", "client-id", "client-secret-stdin", "login-url",
-		"api-version", "allow-private", "api-budget", "new-key", "clear-api-credentials"} {
+		"api-version", "api-budget", "new-key", "clear-api-credentials"} {
 		if flagSet(a.fs, name) {
 			return true
 		}

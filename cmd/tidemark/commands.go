@@ -72,12 +72,13 @@ func commands() []command {
 				"Prints how many were retired.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { providerRetireFlags(fs) }, run: cliEnv.providerRetire},
 		{name: "provider update", required: []string{"tenant", "provider"},
-			summary: "Change a provider's limits or its API credentials (for backfill).",
+			summary: "Change a provider's limits, its API credentials (for backfill) or its Change Data Capture.",
 			about: "Change a provider's limits, then print them; or set or clear the credentials of its API, from\n" +
 				"which backfill pulls what webhooks missed. HubSpot: a private app's access token from standard\n" +
 				"input (--api-token-stdin). Salesforce: a connected app's --client-id, its secret from standard\n" +
 				"input (--client-secret-stdin) and --login-url. The secret is stored encrypted and never printed;\n" +
-				"the command prints the other fields it set. The change is recorded in the audit log.",
+				"the command prints the other fields it set. Salesforce with a connected app: --cdc subscribes to\n" +
+				"the org's change events (Change Data Capture), --no-cdc stops. The change is recorded in the audit log.",
 			flags: func(_ cliEnv, fs *flag.FlagSet) { providerUpdateFlags(fs) }, run: cliEnv.providerUpdate},
 		{name: "app create", required: []string{"kind", "name", "app-id", "client-id", "client-secret-stdin"},
 			summary: "Register a HubSpot public app (an admin's, for every tenant); prints its webhook URL.",
@@ -315,6 +316,7 @@ func flagWord(f *flag.Flag) string {
 // give.
 var metavars = map[string]string{
 	"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "app": "NAME", "app-id": "ID", "authorize-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
+	"cdc-channel": "/data/ChangeEvents", "pubsub-url": "HOST:PORT",
 	"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
 	"by": "EMAIL", "contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
 	"max-body": "SIZE", "max-destinations": "N", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",

@@ -32,6 +32,7 @@ type cliStore interface {
 	domain.ReconciliationService
 	domain.AppService
 	domain.AppJournalService // app subscriptions
+	domain.CDCService
 	stream.DestinationService
 	alerting.Service
 	pull.CredentialStore

@@ -14,8 +14,9 @@ import (
 
 // The cursors of the installs' journals (migration 00056,
 // domain.JournalService). A page's delivery and its offset's move commit
-// together: the move is a compare-and-set on the offset the page was read
-// after, so that of two nodes reading one page, the second rolls back.
+// together (ingestMoving): the move is a compare-and-set on the offset the
+// page was read after, so that of two nodes reading one page, the second
+// rolls back.
 
 // leaseJournalSQL creates the cursor when missing and takes its lease when
 // free, expired or already the holder's; no row when another holds it.
@@ -36,7 +37,7 @@ WHERE tenant_id = @tenant_id AND install_id = @install_id AND leased_by = @holde
 // moveJournalSQL moves the offset from the one the page was read after.
 var moveJournalSQL = pg.Named(`
 UPDATE app_journal_cursors SET journal_offset = @to, moved_at = now(),
-    entries_read = entries_read + @entries, found_missed = found_missed + @found_missed
+    entries_read = entries_read + @entries, found_missed = found_missed + @applied
 WHERE tenant_id = @tenant_id AND install_id = @install_id AND journal_offset IS NOT DISTINCT FROM @from::text`)
 
 // restartJournalSQL clears an expired offset and counts the expiry.
@@ -78,28 +79,13 @@ func (w *Writer) ReleaseJournal(ctx context.Context, tenantID, installID int64, 
 	return pg.Translate(err)
 }
 
-// IngestJournal implements domain.JournalService: the delivery is written
-// as Replay writes one (limits, scopes, PostgreSQL's limits, lost
-// deadlocks), alone in a transaction that moves the offset before it
-// commits.
+// IngestJournal implements domain.JournalService: the page's delivery and
+// the offset's move commit together (ingestMoving).
 func (w *Writer) IngestJournal(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, m domain.JournalMove) ([]domain.Result, error) {
-	return w.write(ctx, replay, d, p, events, func(ctx context.Context, tx pgx.Tx, results []domain.Result) error {
-		applied := 0
-		for _, r := range results {
-			if r.Outcome == domain.Applied {
-				applied++
-			}
-		}
-		tag, err := tx.Exec(ctx, moveJournalSQL.SQL, moveJournalSQL.Args(pgx.NamedArgs{"tenant_id": m.TenantID,
-			"install_id": m.InstallID, "from": pg.NullString(m.From), "to": m.To, "entries": m.Entries, "found_missed": applied})...)
-		if err != nil {
-			return err
-		}
-		if tag.RowsAffected() == 0 {
-			return fmt.Errorf("install %d, page after offset %q: %w", m.InstallID, m.From, domain.ErrJournalMoved)
-		}
-		return nil
-	})
+	return w.ingestMoving(ctx, d, p, events, cursorMove{stmt: moveJournalSQL,
+		args: pgx.NamedArgs{"tenant_id": m.TenantID, "install_id": m.InstallID, "from": pg.NullString(m.From), "to": m.To,
+			"entries": m.Entries},
+		moved: fmt.Errorf("install %d, page after offset %q: %w", m.InstallID, m.From, domain.ErrJournalMoved)})
 }
 
 // RestartJournal implements domain.JournalService.

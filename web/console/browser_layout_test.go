@@ -89,6 +89,9 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		pull.Credentials{Token: "pat-na1-layout", BaseURL: "https://api.hubapi.example.com/a-rather-long-path-for-a-sandbox", BudgetShare: 0.5}); err != nil {
 		t.Fatal(err)
 	}
+	// A Salesforce provider subscribed by Change Data Capture, with a long
+	// last error: its page has the section and, for owners, its switch.
+	addCDC(t, e)
 	// Its backfills: a failed job with a long reason, and a running sweep
 	// with its Cancel button.
 	addBackfills(t, e)
@@ -132,6 +135,7 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		{"alerts", "/t/acme/alerts"},
 		{"provider", "/t/acme/providers/crm"},
 		{"provider-api", "/t/acme/providers/hub"},
+		{"provider-cdc", "/t/acme/providers/sf"},
 		{"destinations", "/t/acme/destinations"},
 		{"tokens", "/t/acme/tokens"},
 		{"members", "/t/acme/members"},
@@ -252,5 +256,30 @@ func addBackfills(t *testing.T, e *webtest.Env) {
 	}
 	if _, ok, err := e.Store.ClaimBackfill(ctx); !ok || err != nil {
 		t.Fatal(ok, err)
+	}
+}
+
+// addCDC connects acme's Salesforce provider sf with a connected app and
+// its Change Data Capture on, held by a node, with a long last error.
+func addCDC(t *testing.T, e *webtest.Env) {
+	t.Helper()
+	ctx := webtest.CliContext()
+	sf, err := e.Store.ConnectProvider(ctx, e.Tenant("acme").ID, "sf", "salesforce", "", map[string]string{"org_id": "00D5e000000AbCdEAK"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.SetAPICredentials(ctx, sf.TenantID, sf.ID, pull.Credentials{ClientID: "3MVG9layout",
+		ClientSecret: "client-secret-layout", LoginURL: "https://a-rather-long-my-domain-name-for-layout.my.salesforce.com"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Store.SetCDC(ctx, sf.TenantID, sf.ID, domain.CDCConfig{Enabled: true, Channel: "/data/A_rather_long_custom_channel_name__chn"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.Store.LeaseCDC(ctx, sf.TenantID, sf.ID, "node-0f8c2f1e-6b1d-4d0e-9b9a-2f6c1d7e8a90", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Store.RecordCDCError(ctx, sf.TenantID, sf.ID, "rpc error: code = InvalidArgument desc = "+
+		"sfdc.platform.eventbus.grpc.subscription.fetch.replayid.corrupted: the replay id is no longer valid"); err != nil {
+		t.Fatal(err)
 	}
 }

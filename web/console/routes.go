@@ -116,6 +116,7 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/providers/{name}/scopes", providerPages.HandleSaveScope)
 				r.Post("/providers/{name}/api-credentials", providerPages.HandleSetAPICredentials)
 				r.Post("/providers/{name}/api-credentials/clear", providerPages.HandleClearAPICredentials)
+				r.Post("/providers/{name}/cdc", providerPages.HandleSetCDC)
 				r.Post("/tokens", workspacePages.HandleCreateToken)
 				r.Post("/tokens/{id}/revoke", workspacePages.HandleRevokeToken)
 				// The OAuth install of a HubSpot app (web/console/apps).

@@ -1,9 +1,9 @@
 // Package providers is the console's provider pages
 // (/t/{tenant}/providers): the list with the connect form, one provider's
-// page with its endpoint, secrets, API credentials, recent deliveries and
-// scopes, and the owners' actions on them (connect, rotate, retire, test
-// event, API credentials, scopes), and its backfills (started and cancelled
-// by operators too). It is a page family of web/console, which registers
+// page with its endpoint, secrets, API credentials, Change Data Capture,
+// recent deliveries and scopes, and the owners' actions on them (connect,
+// rotate, retire, test event, API credentials, the CDC switch, scopes), and
+// its backfills (started and cancelled by operators too). It is a page family of web/console, which registers
 // its routes, behind the session, the tenant, the roles and cross-origin
 // protection, and hands it the page frame through Console.
 package providers
@@ -26,6 +26,9 @@ type Store interface {
 	// The providers' API credentials, for backfill.
 	pull.CredentialStore
 	pull.JobStore // the backfill section
+	// The Change Data Capture section and its switch.
+	CDCStream(ctx context.Context, tenantID, providerID int64) (domain.CDCStream, bool, error)
+	SetCDC(ctx context.Context, tenantID, providerID int64, c domain.CDCConfig) (domain.CDCStream, error)
 	// The apps an owner may install by OAuth (web/console/apps).
 	Apps(ctx context.Context) ([]domain.App, error)
 	// The tenant's installs, whose needs_reconnect a banner shows.

@@ -296,6 +296,10 @@ func (h Pages) renderProvider(w http.ResponseWriter, r *http.Request, status int
 		h.Console.Error(w, r, err)
 		return
 	}
+	if v.CDC, err = h.cdcView(r, p); err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
 	// Only owners see secrets, an issued one included.
 	if k.HasSecrets() && h.Console.Membership(r).Role.Allows(domain.RoleOwner) {
 		if v.Issued, err = h.issuedSecret(r, p, k); err != nil {
