@@ -9,6 +9,7 @@ package shape
 import (
 	"fmt"
 	"strings"
+	"sync"
 
 	"cel.dev/cel-go/cel"
 	"cel.dev/cel-go/common/cost"
@@ -56,6 +57,9 @@ var (
 	filterEnv    = newEnv(VarChange, VarAlert)
 	transformEnv = newEnv(VarChange)
 )
+
+// compiling serialises compile: see there.
+var compiling sync.Mutex
 
 func newEnv(vars ...string) *cel.Env {
 	opts := []cel.EnvOption{ext.Strings(), cel.CrossTypeNumericComparisons(true), cel.DefaultUTCTimeZone(true)}
@@ -126,6 +130,11 @@ func compile(env *cel.Env, field, expr, wantName string, want func(*types.Type) 
 	if strings.TrimSpace(expr) == "" {
 		return nil, nil, domain.Errorf(domain.EINVALID, "%s is blank: give an expression, or none", field)
 	}
+	// cel-go's checker races with itself when one Env compiles two
+	// comprehensions at once (v0.33.3, seen under -race): compiling is
+	// rare (each expression once, then cached), so it takes turns.
+	compiling.Lock()
+	defer compiling.Unlock()
 	ast, iss := env.Compile(expr)
 	if iss.Err() != nil {
 		return nil, nil, issues(field, iss)
