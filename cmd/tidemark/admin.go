@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/provider"
@@ -39,7 +40,7 @@ func (e cliEnv) withTenant(ctx context.Context, slug string, fn func(cliStore, d
 
 func (e cliEnv) migrate(ctx context.Context, args []string) error {
 	fs := e.flags("migrate")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s cliStore) error {
@@ -146,7 +147,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	fs := e.flags("provider create")
 	o := e.providerCreateFlags(fs)
 	tenant, name, kind, secret, publicURL, maxBody, settings := o.tenant, o.name, o.kind, o.secret, o.publicURL, o.maxBody, o.settings
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || *name == "" || *kind == "" {
@@ -245,7 +246,7 @@ const newKeyUsage = "seal the secret under TIDEMARK_ENCRYPTION_KEY's first key e
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	fs := e.flags("provider rotate")
 	tenant, name, secret, publicURL, newKey := e.providerRotateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || *name == "" {
@@ -290,7 +291,7 @@ func providerRetireFlags(fs *flag.FlagSet) (tenant, name *string) {
 func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
 	fs := e.flags("provider retire")
 	tenant, name := providerRetireFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || *name == "" {
@@ -362,7 +363,7 @@ func providerUpdateFlags(fs *flag.FlagSet) (tenant, name, maxBody, maxFutureSkew
 func (e cliEnv) providerUpdate(ctx context.Context, args []string) error {
 	fs := e.flags("provider update")
 	tenant, name, maxBody, maxFutureSkew, api, cdc := providerUpdateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || *name == "" {
@@ -444,7 +445,7 @@ func tokenCreateFlags(fs *flag.FlagSet) tokenCreateOptions {
 func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 	fs := e.flags("token create")
 	o := tokenCreateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	switch {
@@ -504,7 +505,7 @@ func cleanupFlags(fs *flag.FlagSet) (retention, historyRetention *time.Duration)
 func (e cliEnv) cleanup(ctx context.Context, args []string) error {
 	fs := e.flags("cleanup")
 	retention, historyRetention := cleanupFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s cliStore) error {

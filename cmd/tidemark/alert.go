@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
 )
@@ -35,7 +36,7 @@ func alertSetFlags(fs *flag.FlagSet) alertSetOptions {
 func (e cliEnv) alertSet(ctx context.Context, args []string) error {
 	fs := e.flags("alert set")
 	o := alertSetFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *o.tenant == "" || *o.rule == "" {
@@ -95,7 +96,7 @@ func alertListFlags(fs *flag.FlagSet) (tenant *string) {
 func (e cliEnv) alertList(ctx context.Context, args []string) error {
 	fs := e.flags("alert list")
 	tenant := alertListFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/egress"
 	"github.com/tidemark/tidemark/internal/provider"
@@ -58,7 +59,7 @@ func (e cliEnv) appCreateFlags(fs *flag.FlagSet) appCreateOptions {
 func (e cliEnv) appCreate(ctx context.Context, args []string) error {
 	fs := e.flags("app create")
 	o := e.appCreateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if o.kind.kind == "" || *o.name == "" || *o.appID == 0 || *o.clientID == "" || !*o.secretStdin {
@@ -147,7 +148,7 @@ func appRotateFlags(fs *flag.FlagSet) (name *string, secretStdin, newKey *bool) 
 func (e cliEnv) appRotate(ctx context.Context, args []string) error {
 	fs := e.flags("app rotate")
 	name, secretStdin, newKey := appRotateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *name == "" || !*secretStdin {
@@ -174,7 +175,7 @@ func (e cliEnv) appRotate(ctx context.Context, args []string) error {
 
 func (e cliEnv) appList(ctx context.Context, args []string) error {
 	fs := e.flags("app list")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s cliStore) error {
@@ -208,7 +209,7 @@ func appDeleteFlags(fs *flag.FlagSet) (name *string, confirm *bool) {
 func (e cliEnv) appDelete(ctx context.Context, args []string) error {
 	fs := e.flags("app delete")
 	name, confirm := appDeleteFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *name == "" || !*confirm {
@@ -235,7 +236,7 @@ func appConnectFlags(fs *flag.FlagSet) (app, tenant, providerName *string, porta
 func (e cliEnv) appConnect(ctx context.Context, args []string) error {
 	fs := e.flags("app connect")
 	appName, tenant, providerName, portalID := appConnectFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *appName == "" || *tenant == "" || *portalID == 0 {
@@ -296,7 +297,7 @@ func appDisconnectFlags(fs *flag.FlagSet) (app *string, portalID *int64) {
 func (e cliEnv) appDisconnect(ctx context.Context, args []string) error {
 	fs := e.flags("app disconnect")
 	appName, portalID := appDisconnectFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *appName == "" || *portalID == 0 {
@@ -322,7 +323,7 @@ func appInstallsFlags(fs *flag.FlagSet) (app *string) {
 func (e cliEnv) appInstalls(ctx context.Context, args []string) error {
 	fs := e.flags("app installs")
 	appName := appInstallsFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *appName == "" {

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/pull/hubspot"
 )
@@ -29,7 +30,7 @@ func appSubscriptionsFlags(fs *flag.FlagSet) (app, set *string, dryRun *bool) {
 func (e cliEnv) appSubscriptions(ctx context.Context, args []string) error {
 	fs := e.flags("app subscriptions")
 	appName, set, dryRun := appSubscriptionsFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *appName == "" {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/backfill"
 )
@@ -23,7 +24,7 @@ func backfillFlags(fs *flag.FlagSet) (tenant, provider *string, since *time.Dura
 func (e cliEnv) backfill(ctx context.Context, args []string) error {
 	fs := e.flags("backfill")
 	tenant, provider, since, objectType := backfillFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || *provider == "" {

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/postgres/citus"
 )
 
@@ -18,7 +19,7 @@ func citusDistributeFlags(fs *flag.FlagSet) (shards *int) {
 func (e cliEnv) citusDistribute(ctx context.Context, args []string) error {
 	fs := e.flags("citus distribute")
 	shards := citusDistributeFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s cliStore) error {

@@ -12,6 +12,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/internal/egress"
@@ -59,7 +60,7 @@ func destinationCreateFlags(fs *flag.FlagSet) destinationCreateOptions {
 func (e cliEnv) destinationCreate(ctx context.Context, args []string) error {
 	fs := e.flags("destination create")
 	o := destinationCreateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *o.tenant == "" || (*o.url == "" && *o.nats == "") {
@@ -181,7 +182,7 @@ func destinationListFlags(fs *flag.FlagSet) (tenant *string) {
 func (e cliEnv) destinationList(ctx context.Context, args []string) error {
 	fs := e.flags("destination list")
 	tenant := destinationListFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" {
@@ -258,7 +259,7 @@ func destinationRewindFlags(fs *flag.FlagSet) (tenant *string, id *int64, after 
 // all.
 func (e cliEnv) onDestination(ctx context.Context, fs *flag.FlagSet, args []string, tenant *string, id *int64,
 	need string, given func() bool, fn func(s cliStore, tenantID int64) error) error {
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *tenant == "" || !flagSet(fs, "id") || !given() {

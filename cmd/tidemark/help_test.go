@@ -12,8 +12,8 @@ import (
 
 // declared lists the flags a command's flags function declares.
 func declared(c command) []string {
-	fs := flag.NewFlagSet(c.name, flag.ContinueOnError)
-	c.flags(cliEnv{getenv: func(string) string { return "" }}, fs)
+	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
+	c.Flags(cliEnv{getenv: func(string) string { return "" }}, fs)
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	return names
@@ -28,16 +28,16 @@ func namesFlag(synopsis, name string) bool {
 // summary.
 func entry(t *testing.T, help string, c command) string {
 	t.Helper()
-	start := strings.Index(help, "\n  tidemark "+c.name+" ")
+	start := strings.Index(help, "\n  tidemark "+c.Name+" ")
 	if start < 0 {
-		start = strings.Index(help, "\n  tidemark "+c.name+"\n")
+		start = strings.Index(help, "\n  tidemark "+c.Name+"\n")
 	}
 	if start < 0 {
-		t.Fatalf("tidemark --help lacks %q:\n%s", c.name, help)
+		t.Fatalf("tidemark --help lacks %q:\n%s", c.Name, help)
 	}
-	end := strings.Index(help[start:], "\n      "+c.summary+"\n")
+	end := strings.Index(help[start:], "\n      "+c.Summary+"\n")
 	if end < 0 {
-		t.Fatalf("tidemark --help lacks the summary of %q:\n%s", c.name, help)
+		t.Fatalf("tidemark --help lacks the summary of %q:\n%s", c.Name, help)
 	}
 	return help[start : start+end]
 }
@@ -55,27 +55,27 @@ func TestUsageNamesEveryFlagOfEveryCommand(t *testing.T) {
 	if !strings.Contains(help, "\nEnvironment:\n  DATABASE_URL ") || !strings.Contains(help, "TIDEMARK_ENCRYPTION_KEY") {
 		t.Errorf("tidemark --help lacks the Environment section:\n%s", help)
 	}
-	for _, c := range commands() {
+	for _, c := range commands().Commands {
 		synopsis := entry(t, help, c)
-		_, own, err := tidemark(t, nil, "", append(strings.Fields(c.name), "--help")...)
-		if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(own, "Usage: tidemark "+c.name) {
-			t.Errorf("tidemark %s --help: %v\n%s", c.name, err, own)
+		_, own, err := tidemark(t, nil, "", append(strings.Fields(c.Name), "--help")...)
+		if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(own, "Usage: tidemark "+c.Name) {
+			t.Errorf("tidemark %s --help: %v\n%s", c.Name, err, own)
 		}
 		ownSynopsis, _, _ := strings.Cut(own, "\n\n")
 		for _, name := range declared(c) {
 			if !namesFlag(synopsis, name) {
-				t.Errorf("tidemark --help does not name --%s of %s:\n%s", name, c.name, synopsis)
+				t.Errorf("tidemark --help does not name --%s of %s:\n%s", name, c.Name, synopsis)
 			}
 			if !namesFlag(ownSynopsis, name) {
-				t.Errorf("tidemark %s --help does not name --%s in its synopsis:\n%s", c.name, name, ownSynopsis)
+				t.Errorf("tidemark %s --help does not name --%s in its synopsis:\n%s", c.Name, name, ownSynopsis)
 			}
 			if !strings.Contains(own, "\n  -"+name+" ") && !strings.Contains(own, "\n  -"+name+"\n") {
-				t.Errorf("tidemark %s --help does not describe -%s:\n%s", c.name, name, own)
+				t.Errorf("tidemark %s --help does not describe -%s:\n%s", c.Name, name, own)
 			}
 		}
-		for _, name := range c.required {
+		for _, name := range c.Required {
 			if strings.Contains(synopsis, "[--"+name+" ") || strings.Contains(synopsis, "[--"+name+"]") {
-				t.Errorf("tidemark --help shows the required --%s of %s as optional:\n%s", name, c.name, synopsis)
+				t.Errorf("tidemark --help shows the required --%s of %s as optional:\n%s", name, c.Name, synopsis)
 			}
 		}
 	}
@@ -95,10 +95,10 @@ func TestGroupHelpListsItsCommands(t *testing.T) {
 				t.Errorf("tidemark %s %s: %v", group, ask, err)
 				continue
 			}
-			for _, c := range commands() {
-				in := strings.HasPrefix(c.name, group+" ")
-				if got := strings.Contains(out, "  tidemark "+c.name+" ") || strings.Contains(out, "  tidemark "+c.name+"\n"); got != in {
-					t.Errorf("tidemark %s %s lists %s: %v, want %v\n%s", group, ask, c.name, got, in, out)
+			for _, c := range commands().Commands {
+				in := strings.HasPrefix(c.Name, group+" ")
+				if got := strings.Contains(out, "  tidemark "+c.Name+" ") || strings.Contains(out, "  tidemark "+c.Name+"\n"); got != in {
+					t.Errorf("tidemark %s %s lists %s: %v, want %v\n%s", group, ask, c.Name, got, in, out)
 				}
 			}
 		}
@@ -138,18 +138,18 @@ func TestUnknownCommandsFailAfterHelp(t *testing.T) {
 // to run without.
 func TestRequiredFlagsUsageMatchesTheCommands(t *testing.T) {
 	t.Parallel()
-	for _, c := range commands() {
-		if len(c.required) == 0 {
+	for _, c := range commands().Commands {
+		if len(c.Required) == 0 {
 			continue
 		}
-		_, _, err := tidemark(t, nil, "", strings.Fields(c.name)...)
+		_, _, err := tidemark(t, nil, "", strings.Fields(c.Name)...)
 		if err == nil || !strings.Contains(err.Error(), "required") {
-			t.Errorf("%s without flags: %v, want a refusal naming what is required", c.name, err)
+			t.Errorf("%s without flags: %v, want a refusal naming what is required", c.Name, err)
 			continue
 		}
-		for _, name := range c.required {
+		for _, name := range c.Required {
 			if !strings.Contains(err.Error(), "--"+name) {
-				t.Errorf("%s without flags: %v, want it to name --%s", c.name, err, name)
+				t.Errorf("%s without flags: %v, want it to name --%s", c.Name, err, name)
 			}
 		}
 	}
@@ -164,10 +164,10 @@ func TestContractShowsEveryUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	words := strings.Join(strings.Fields(string(doc)), " ")
-	for _, c := range commands() {
-		want := strings.Join(strings.Fields("tidemark "+c.synopsis("")), " ")
-		if !strings.Contains(words, "## `tidemark "+c.name+"` ``` "+want+" ```") {
-			t.Errorf("docs/contract/cli.md lacks a section \"## `tidemark %s`\" showing its synopsis:\n%s", c.name, want)
+	for _, c := range commands().Commands {
+		want := strings.Join(strings.Fields("tidemark "+commands().Synopsis(c, "")), " ")
+		if !strings.Contains(words, "## `tidemark "+c.Name+"` ``` "+want+" ```") {
+			t.Errorf("docs/contract/cli.md lacks a section \"## `tidemark %s`\" showing its synopsis:\n%s", c.Name, want)
 		}
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -44,24 +45,25 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 	}
 	env := cliEnv{getenv: getenv, stdin: stdin, stdout: stdout, stderr: stderr}
 	cmd, rest := args[0], args[1:]
-	if isHelp(cmd) {
+	list := commands()
+	if cli.IsHelp(cmd) {
 		fmt.Fprint(stdout, usage())
 		return nil
 	}
-	if c, ok := lookupCommand(cmd); ok {
-		return c.run(env, ctx, rest)
+	if c, ok := list.Lookup(cmd); ok {
+		return c.Run(env, ctx, rest)
 	}
-	if isGroup(cmd) {
+	if list.IsGroup(cmd) {
 		verb := ""
 		if len(rest) > 0 {
 			verb, rest = rest[0], rest[1:]
 		}
-		if isHelp(verb) {
-			fmt.Fprint(stdout, groupUsage(cmd))
+		if cli.IsHelp(verb) {
+			fmt.Fprint(stdout, list.GroupUsage(cmd))
 			return nil
 		}
-		if c, ok := lookupCommand(cmd + " " + verb); ok {
-			return c.run(env, domain.WithActor(ctx, cliActor(getenv)), rest)
+		if c, ok := list.Lookup(cmd + " " + verb); ok {
+			return c.Run(env, domain.WithActor(ctx, cliActor(getenv)), rest)
 		}
 		return fmt.Errorf("unknown command %q; run tidemark --help", cmd+" "+verb)
 	}
@@ -77,33 +79,8 @@ type cliEnv struct {
 	stderr io.Writer
 }
 
-// flags returns the FlagSet of the command named, for its runner to
-// declare its flags on: it prints the command's usage (its synopsis, built
-// from the same flags, and what it does) to stderr and reports errors
-// instead of exiting.
-func (e cliEnv) flags(name string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.stderr)
-	fs.Usage = func() {
-		c, _ := lookupCommand(name)
-		const prefix = "Usage: tidemark "
-		fmt.Fprintf(e.stderr, "%s%s\n\n%s\n\n", prefix, c.synopsis(strings.Repeat(" ", len(prefix))), c.about)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parse parses flags and rejects stray arguments.
-func parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if fs.NArg() != positional {
-		fs.Usage()
-		return nil, fmt.Errorf("%s: expected %d argument(s), got %d", fs.Name(), positional, fs.NArg())
-	}
-	return fs.Args(), nil
-}
+// flags returns the FlagSet of the command named (cli.List.FlagSet).
+func (e cliEnv) flags(name string) *flag.FlagSet { return commands().FlagSet(name, e.stderr) }
 
 // cliActor is who the audit log names for changes made from the command
 // line: the operating-system user, since the CLI acts with the database's

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/internal/supervisor"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -19,7 +20,7 @@ func auditFlags(fs *flag.FlagSet) (tenant *string) {
 func (e cliEnv) audit(ctx context.Context, args []string) error {
 	fs := e.flags("audit")
 	tenant := auditFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	return e.withStore(ctx, func(s cliStore) error {

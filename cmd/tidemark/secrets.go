@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 )
 
 // secretsRekeyFlags declares secrets rekey's flags.
@@ -14,7 +16,7 @@ func secretsRekeyFlags(fs *flag.FlagSet) (batch *int) {
 func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 	fs := e.flags("secrets rekey")
 	batch := secretsRekeyFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *batch < 1 {

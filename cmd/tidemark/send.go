@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/internal/provider"
 )
 
@@ -40,7 +41,7 @@ func (e cliEnv) send(ctx context.Context, args []string) error {
 	fs := e.flags("send")
 	o := sendFlags(fs)
 	url, secret, id, typ, contact, revision, snapshot, bodyFile := o.url, o.secret, o.id, o.typ, o.contact, o.revision, o.snapshot, o.bodyFile
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *url == "" || *secret == "" {

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain/alerting"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -100,7 +101,7 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 func (e cliEnv) serve(ctx context.Context, args []string) error {
 	fs := e.flags("serve")
 	o := e.serveFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	fs.Visit(func(f *flag.Flag) { o.metricsAddrSet = o.metricsAddrSet || f.Name == "metrics-addr" })

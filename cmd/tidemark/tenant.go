@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -14,10 +15,10 @@ import (
 // would not parse them, or after.
 func parseSlug(fs *flag.FlagSet, args []string) (string, error) {
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		_, err := parse(fs, args[1:], 0)
+		_, err := cli.Parse(fs, args[1:], 0)
 		return args[0], err
 	}
-	pos, err := parse(fs, args, 1)
+	pos, err := cli.Parse(fs, args, 1)
 	if err != nil {
 		return "", err
 	}

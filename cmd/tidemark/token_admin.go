@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -34,7 +35,7 @@ func tokenListFlags(fs *flag.FlagSet) (admin *bool) {
 func (e cliEnv) tokenList(ctx context.Context, args []string) error {
 	fs := e.flags("token list")
 	admin := tokenListFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if !*admin {
@@ -86,7 +87,7 @@ func tokenRevokeFlags(fs *flag.FlagSet) (admin *bool, id *int64) {
 func (e cliEnv) tokenRevoke(ctx context.Context, args []string) error {
 	fs := e.flags("token revoke")
 	admin, id := tokenRevokeFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if !*admin || *id <= 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 )
 
@@ -23,7 +24,7 @@ func userCreateFlags(fs *flag.FlagSet) (email *string, fromStdin, admin *bool, t
 func (e cliEnv) userCreate(ctx context.Context, args []string) error {
 	fs := e.flags("user create")
 	email, fromStdin, admin, tenant, role := userCreateFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *email == "" || !*fromStdin {
@@ -72,7 +73,7 @@ func userPasswordFlags(fs *flag.FlagSet) (email *string, fromStdin *bool) {
 func (e cliEnv) userPassword(ctx context.Context, args []string) error {
 	fs := e.flags("user password")
 	email, fromStdin := userPasswordFlags(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *email == "" || !*fromStdin {

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/supervisor"
 	"github.com/tidemark/tidemark/postgres/leases"
@@ -61,7 +62,7 @@ func (e cliEnv) worker(ctx context.Context, args []string) error {
 	fs := e.flags("worker")
 	qf := e.addQueueFlags(fs, false)
 	logFormat := logFormatFlag(fs)
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := cli.Parse(fs, args, 0); err != nil {
 		return err
 	}
 	if *qf.url == "" {

@@ -43,6 +43,22 @@ func getFeed(ctx context.Context, e *webtest.Env, path, token string) feedAnswer
 	return feedAnswer{status: resp.StatusCode, header: resp.Header, raw: raw, err: err}
 }
 
+// getFeedPatiently is getFeed that does what a consumer does with a 503
+// ("retry later"): it retries a few times, logging why. Tests of a page's
+// shape use it so that a CI machine short of connections for a moment
+// does not fail them; the server log says what the 503 was.
+func getFeedPatiently(t *testing.T, e *webtest.Env, path, token string) feedAnswer {
+	t.Helper()
+	for try := 1; ; try++ {
+		a := getFeed(context.Background(), e, path, token)
+		if a.status != http.StatusServiceUnavailable || try == 5 {
+			return a
+		}
+		t.Logf("try %d: 503 %s; retrying in 1 s", try, a.raw)
+		time.Sleep(time.Second)
+	}
+}
+
 // longPoll is getFeed that counts itself in waiting while it has been in
 // flight for 3 s: its token lookup and first read, with the wait for a
 // read slot (0.5 s at most), are over by then even on a loaded machine,
@@ -236,7 +252,12 @@ func TestChangesPageCappedInBytes(t *testing.T) {
 	t.Parallel()
 	// Reading 8 MiB pages on a loaded CI machine can outlast the default
 	// 5 s read timeout; what is tested is the page's size, not its speed.
-	e := webtest.SetupWith(t, time.Minute, webtest.QuietLog())
+	e, logs := webtest.SetupLogged(t, time.Minute)
+	defer func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", logs)
+		}
+	}()
 	token := e.Token("acme")
 	const n = 10
 	blob := strings.Repeat("x", 900_000)
@@ -252,7 +273,7 @@ func TestChangesPageCappedInBytes(t *testing.T) {
 		if pages == 2 {
 			t.Fatalf("two pages held %d of the %d changes", len(seen), n)
 		}
-		a := getFeed(context.Background(), e, "/api/v1/tenants/acme/changes?limit=1000&after="+url.QueryEscape(after), token)
+		a := getFeedPatiently(t, e, "/api/v1/tenants/acme/changes?limit=1000&after="+url.QueryEscape(after), token)
 		changes, next := a.page(t)
 		if len(a.raw) > stream.MaxChangePageBytes+64<<10 || len(changes) == 0 {
 			t.Fatalf("page %d: %d changes in %d bytes, want at most %d bytes", pages+1, len(changes), len(a.raw), stream.MaxChangePageBytes)
@@ -267,7 +288,7 @@ func TestChangesPageCappedInBytes(t *testing.T) {
 			t.Fatalf("the pages listed %v, want big-0 to big-%d in order", seen, n-1)
 		}
 	}
-	a := getFeed(context.Background(), e, "/api/v1/tenants/acme/changes?after="+url.QueryEscape(after), token)
+	a := getFeedPatiently(t, e, "/api/v1/tenants/acme/changes?after="+url.QueryEscape(after), token)
 	if changes, _ := a.page(t); len(changes) != 0 {
 		t.Fatalf("after the last page: %.300s, want an empty page", a.raw)
 	}
