@@ -153,7 +153,7 @@ WITH target AS (
     WHERE r.tenant_id = @tenant_id AND r.provider_id = t.provider_id AND r.object_type = t.object_type
       AND r.object_id = t.object_id
       AND CASE WHEN t.property IS NULL THEN r.revision = t.revision
-               ELSE (r.property_revisions ->> t.property)::bigint = t.revision END
+               ELSE ` + pg.PropertyRevisionOfTarget + ` = t.revision END
     RETURNING r.provider_id, r.object_type, r.object_id, t.revision, r.snapshot, r.last_applied_event, t.property
 )
 INSERT INTO accepted_revisions (tenant_id, provider_id, object_type, object_id, revision, snapshot, property, event_id, conflict_id)

@@ -92,3 +92,9 @@ func (w *Writer) SetLanes(n int) { w.lanes = n }
 // EndpointSQL is the statement that reads an endpoint once its tenant's
 // id is known.
 const EndpointSQL = endpointSQL
+
+// StoredInCommon and OwnInCommon, for TestCommonFieldsAgree.
+const (
+	StoredInCommon = storedInCommon
+	OwnInCommon    = ownInCommon
+)

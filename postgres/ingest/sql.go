@@ -1,6 +1,9 @@
 package ingest
 
-import "github.com/tidemark/tidemark/domain"
+import (
+	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/postgres/internal/pg"
+)
 
 // The ingest statements are set-based: each takes the events of one round
 // (plan.go) as parallel arrays and handles them all at once, so a
@@ -111,7 +114,10 @@ const (
     WHERE e.revision IS NOT NULL AND e.property IS NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
-        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, application_count = r.application_count + 1,
+        -- A whole snapshot newer than every field change is the record
+        -- again, undeleted if it was deleted (postgres/internal/pg/records.go).
+        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, property_revisions = '{}', deleted_revision = NULL,
+        application_count = r.application_count + 1,
         last_applied_event = EXCLUDED.last_applied_event, last_applied_delivery = EXCLUDED.last_applied_delivery,
         last_applied_seq = EXCLUDED.last_applied_seq, updated_at = EXCLUDED.updated_at
     WHERE EXCLUDED.revision > r.revision
@@ -139,13 +145,14 @@ const (
     WHERE e.revision IS NOT NULL AND e.property IS NOT NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
-        snapshot = r.snapshot || EXCLUDED.snapshot, property_revisions = r.property_revisions || EXCLUDED.property_revisions,
+        snapshot = r.snapshot || EXCLUDED.snapshot,
+        property_revisions = ` + pg.MergedPropertyRevisions + ` || EXCLUDED.property_revisions,
         revision = greatest(r.revision, EXCLUDED.revision), deleted_revision = coalesce(EXCLUDED.deleted_revision, r.deleted_revision),
         application_count = r.application_count + 1, last_applied_event = EXCLUDED.last_applied_event,
         last_applied_delivery = EXCLUDED.last_applied_delivery, last_applied_seq = EXCLUDED.last_applied_seq,
         updated_at = EXCLUDED.updated_at
     WHERE NOT EXISTS (SELECT FROM jsonb_each_text(EXCLUDED.property_revisions) change
-                      WHERE coalesce((r.property_revisions ->> change.key)::bigint, -1) >= change.value::bigint)
+                      WHERE coalesce(` + pg.PropertyRevisionOfChangeKey + `, -1) >= change.value::bigint)
       AND coalesce(r.deleted_revision, -1) < EXCLUDED.revision
     RETURNING tenant_id, snapshot, last_applied_delivery, last_applied_seq`
 	propertyRevisions = `
@@ -230,6 +237,18 @@ WHERE tenant_id = @tenant_id AND key = @key AND delivery_id = @delivery_id AND s
 // (domain.LeadLockKeys), held until the transaction ends.
 const leadLockSQL = `SELECT pg_advisory_xact_lock(@key)`
 
+// storedInCommon and ownInCommon are the fields of the stored snapshot and
+// of the event's, each restricted to those the other holds (all of it when
+// either is not an object); TestCommonFieldsAgree.
+const (
+	storedInCommon = `CASE WHEN jsonb_typeof(f.cur_snapshot) = 'object' AND jsonb_typeof(f.snapshot) = 'object'
+                THEN (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM jsonb_each(f.cur_snapshot) kv(k, v) WHERE f.snapshot ? k)
+                ELSE f.cur_snapshot END`
+	ownInCommon = `CASE WHEN jsonb_typeof(f.snapshot) = 'object' AND jsonb_typeof(f.cur_snapshot) = 'object'
+                THEN (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM jsonb_each(f.snapshot) kv(k, v) WHERE f.cur_snapshot ? k)
+                ELSE f.snapshot END`
+)
+
 // What of a stored snapshot an event changing a property is compared with:
 // all of it, or for a property change just {property: value} ({} for
 // creation and deletion, which carry no value). Of the record r for the
@@ -295,8 +314,9 @@ const outcomeDecision = `facts AS (
            -- What the event is compared with: the whole record, or for a
            -- property change that property's revision and value.
            CASE WHEN e.property IS NULL THEN r.revision
-                ELSE (r.property_revisions ->> e.property)::bigint END AS cur_revision,
-           ` + projectedRecord + ` AS cur_snapshot
+                ELSE ` + pg.PropertyRevisionOfEvent + ` END AS cur_revision,
+           ` + projectedRecord + ` AS cur_snapshot,
+           r.property_revisions = '{}' AS whole_record
     FROM ` + eventRows + `
     LEFT JOIN LATERAL (SELECT * FROM idempotency_keys c WHERE c.tenant_id = e.tenant_id
                        AND c.key = e.key LIMIT 1) c ON true
@@ -314,16 +334,23 @@ const outcomeDecision = `facts AS (
     FROM facts f
     LEFT JOIN LATERAL (
         SELECT event_id, snapshot FROM (
+            -- A record merged from field changes holds more than a whole
+            -- snapshot of its revision may: the two are compared on the
+            -- fields both hold.
             SELECT 1 AS pref, NULL::timestamptz AS at, NULL::bigint AS n, f.last_applied_event AS event_id,
-                   f.cur_snapshot AS snapshot
-            WHERE f.cur_revision = f.revision AND f.property IS NULL
+                   CASE WHEN f.whole_record OR f.property IS NOT NULL THEN f.cur_snapshot
+                        ELSE ` + storedInCommon + ` END AS snapshot,
+                   CASE WHEN f.whole_record OR f.property IS NOT NULL THEN f.snapshot
+                        ELSE ` + ownInCommon + ` END AS ours
+            WHERE f.cur_revision = f.revision
+              AND (f.property IS NULL OR (f.whole_record AND f.property NOT LIKE '$%'))
             UNION ALL
-            SELECT 2, a.applied_at, a.id, a.event_id, ` + projectedAccepted + `
+            SELECT 2, a.applied_at, a.id, a.event_id, ` + projectedAccepted + `, f.snapshot
             FROM accepted_revisions a
             WHERE a.tenant_id = f.tenant_id AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
-            SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
+            SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot, f.snapshot FROM events s
             WHERE s.tenant_id = f.tenant_id AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
@@ -333,7 +360,7 @@ const outcomeDecision = `facts AS (
               -- for nothing.
               AND s.received_at <= @latest::timestamptz + interval '1 day'
         ) retained
-        WHERE snapshot <> f.snapshot AND f.claimed AND NOT f.applied
+        WHERE snapshot <> ours AND f.claimed AND NOT f.applied
         ORDER BY pref, at, n LIMIT 1
     ) rival ON true
 ), decision AS (

@@ -64,10 +64,30 @@ LIMIT @limit`
 // marked before_reset).
 const reconcileLatest = `latest AS (
     SELECT DISTINCT ON (tenant_id, provider_id, object_type, object_id, property)
-           tenant_id, provider_id, object_type, object_id, property, revision, snapshot, event_id
+           tenant_id, provider_id, object_type, object_id, property, revision, snapshot, event_id, id
     FROM accepted_revisions a
     WHERE tenant_id = @tenant_id AND NOT before_reset
     ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC, applied_at DESC, id DESC
+), props AS (
+    -- The latest accepted revision of each property of a merged record: a
+    -- whole snapshot replaced the record (postgres/internal/pg/records.go),
+    -- so the properties' own applied before the latest whole one no longer
+    -- count (ids follow the order in which one record's revisions were
+    -- applied: each waits for the record's row lock), and the fields it
+    -- held count at its revision.
+    SELECT DISTINCT ON (tenant_id, provider_id, object_type, object_id, property) *
+    FROM (
+        SELECT p.tenant_id, p.provider_id, p.object_type, p.object_id, p.property, p.revision, p.snapshot, p.event_id
+        FROM latest p
+        LEFT JOIN latest w ON w.tenant_id = p.tenant_id AND w.provider_id = p.provider_id AND w.object_type = p.object_type
+            AND w.object_id = p.object_id AND w.property IS NULL
+        WHERE p.property IS NOT NULL AND (w.id IS NULL OR p.id > w.id)
+        UNION ALL
+        SELECT w.tenant_id, w.provider_id, w.object_type, w.object_id, k, w.revision, w.snapshot, w.event_id
+        FROM latest w, jsonb_object_keys(CASE WHEN jsonb_typeof(w.snapshot) = 'object' THEN w.snapshot ELSE '{}' END) k
+        WHERE w.property IS NULL
+    ) own_or_whole
+    ORDER BY tenant_id, provider_id, object_type, object_id, property, revision DESC
 )`
 
 // A record's revision is its highest accepted revision. A per-property
@@ -102,13 +122,13 @@ WITH ` + reconcileLatest + `, stored AS (
                             s.property, s.revision, l.revision, l.event_id)
            END
     FROM stored s
-    FULL JOIN (SELECT * FROM latest WHERE property IS NOT NULL) l
+    FULL JOIN props l
         ON l.tenant_id = s.tenant_id AND l.provider_id = s.provider_id AND l.object_type = s.object_type
        AND l.object_id = s.object_id AND l.property = s.property
     WHERE s.revision IS DISTINCT FROM l.revision
       AND (s.tenant_id IS NOT NULL OR EXISTS (
           SELECT FROM records r WHERE r.tenant_id = @tenant_id AND r.provider_id = l.provider_id
-             AND r.object_type = l.object_type AND r.object_id = l.object_id))
+             AND r.object_type = l.object_type AND r.object_id = l.object_id AND r.property_revisions <> '{}'))
     UNION ALL
     SELECT r.tenant_id, r.provider_id, r.object_type, r.object_id, '',
            CASE WHEN r.revision IS DISTINCT FROM max(l.revision)
@@ -117,8 +137,8 @@ WITH ` + reconcileLatest + `, stored AS (
                             coalesce((max(l.revision) FILTER (WHERE l.property = '` + domain.PropertyDeleted + `'))::text, 'none'))
            END
     FROM records r
-    LEFT JOIN latest l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
-        AND l.object_id = r.object_id AND l.property IS NOT NULL
+    LEFT JOIN props l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
+        AND l.object_id = r.object_id
     WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
     GROUP BY r.tenant_id, r.provider_id, r.object_type, r.object_id, r.revision, r.deleted_revision
     HAVING r.revision IS DISTINCT FROM max(l.revision)
@@ -146,8 +166,8 @@ WITH ` + reconcileLatest + `, found AS (
                   coalesce(left((r.snapshot -> l.property)::text, 200), 'absent'), l.revision,
                   coalesce(left((l.snapshot -> l.property)::text, 200), 'absent'), l.event_id)
     FROM records r
-    JOIN latest l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
-        AND l.object_id = r.object_id AND l.property IS NOT NULL AND l.property NOT LIKE '$%'
+    JOIN props l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
+        AND l.object_id = r.object_id AND l.property NOT LIKE '$%'
     WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
       AND (r.snapshot -> l.property) IS DISTINCT FROM (l.snapshot -> l.property)
     UNION ALL
@@ -157,7 +177,8 @@ WITH ` + reconcileLatest + `, found AS (
     WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
       -- any accepted revision, before a reset too: a reset keeps the snapshot
       AND NOT EXISTS (SELECT FROM accepted_revisions a WHERE a.tenant_id = @tenant_id AND a.provider_id = r.provider_id
-                      AND a.object_type = r.object_type AND a.object_id = r.object_id AND a.property = kv.key)
+                      AND a.object_type = r.object_type AND a.object_id = r.object_id
+                      AND (a.property = kv.key OR (a.property IS NULL AND jsonb_typeof(a.snapshot) = 'object' AND a.snapshot ? kv.key)))
 )` + reconcileFound
 
 // A record's application count is the number of its accepted revisions:

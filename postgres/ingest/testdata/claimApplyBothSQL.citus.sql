@@ -29,7 +29,10 @@ applied AS (INSERT INTO
     WHERE e.revision IS NOT NULL AND e.property IS NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
-        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, application_count = r.application_count + 1,
+        -- A whole snapshot newer than every field change is the record
+        -- again, undeleted if it was deleted (postgres/internal/pg/records.go).
+        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, property_revisions = '{}', deleted_revision = NULL,
+        application_count = r.application_count + 1,
         last_applied_event = EXCLUDED.last_applied_event, last_applied_delivery = EXCLUDED.last_applied_delivery,
         last_applied_seq = EXCLUDED.last_applied_seq, updated_at = EXCLUDED.updated_at
     WHERE EXCLUDED.revision > r.revision
@@ -50,13 +53,19 @@ applied_property AS (INSERT INTO
     WHERE e.revision IS NOT NULL AND e.property IS NOT NULL AND NOT e.lead
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
-        snapshot = r.snapshot || EXCLUDED.snapshot, property_revisions = r.property_revisions || EXCLUDED.property_revisions,
+        snapshot = r.snapshot || EXCLUDED.snapshot,
+        property_revisions = CASE WHEN r.property_revisions = '{}' AND r.revision >= 0 THEN coalesce((
+                    SELECT jsonb_object_agg(k, r.revision)
+                    FROM jsonb_object_keys(CASE WHEN jsonb_typeof(r.snapshot) = 'object' THEN r.snapshot ELSE '{}' END) k), '{}')
+                ELSE r.property_revisions END || EXCLUDED.property_revisions,
         revision = greatest(r.revision, EXCLUDED.revision), deleted_revision = coalesce(EXCLUDED.deleted_revision, r.deleted_revision),
         application_count = r.application_count + 1, last_applied_event = EXCLUDED.last_applied_event,
         last_applied_delivery = EXCLUDED.last_applied_delivery, last_applied_seq = EXCLUDED.last_applied_seq,
         updated_at = EXCLUDED.updated_at
     WHERE NOT EXISTS (SELECT FROM jsonb_each_text(EXCLUDED.property_revisions) change
-                      WHERE coalesce((r.property_revisions ->> change.key)::bigint, -1) >= change.value::bigint)
+                      WHERE coalesce(coalesce((r.property_revisions ->> change.key)::bigint,
+                CASE WHEN r.property_revisions = '{}' AND (change.key = '$created'
+                          OR (jsonb_typeof(r.snapshot) = 'object' AND r.snapshot ? change.key)) THEN r.revision END), -1) >= change.value::bigint)
       AND coalesce(r.deleted_revision, -1) < EXCLUDED.revision
     RETURNING tenant_id, snapshot, last_applied_delivery, last_applied_seq),
 whole_revisions AS (INSERT INTO 

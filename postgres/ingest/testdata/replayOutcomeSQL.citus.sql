@@ -11,10 +11,13 @@ WITH facts AS (
            -- What the event is compared with: the whole record, or for a
            -- property change that property's revision and value.
            CASE WHEN e.property IS NULL THEN r.revision
-                ELSE (r.property_revisions ->> e.property)::bigint END AS cur_revision,
+                ELSE coalesce((r.property_revisions ->> e.property)::bigint,
+                CASE WHEN r.property_revisions = '{}' AND (e.property = '$created'
+                          OR (jsonb_typeof(r.snapshot) = 'object' AND r.snapshot ? e.property)) THEN r.revision END) END AS cur_revision,
            CASE WHEN e.property IS NULL THEN r.snapshot
                 WHEN e.property LIKE '$%' THEN '{}'::jsonb
-                ELSE jsonb_build_object(e.property, r.snapshot -> e.property) END AS cur_snapshot
+                ELSE jsonb_build_object(e.property, r.snapshot -> e.property) END AS cur_snapshot,
+           r.property_revisions = '{}' AS whole_record
     FROM unnest(@tenant_id::bigint[], @provider_id::bigint[], @delivery_id::uuid[], @seq::int[], @now::timestamptz[],
     @object_type::text[], @action::text[], @event_id::text[], @object_id::text[], @revision::bigint[],
     @snapshot::jsonb[], @payload::bytea[], @reject_reason::text[], @key::bytea[], @identifier::text[],
@@ -37,18 +40,29 @@ WITH facts AS (
     FROM facts f
     LEFT JOIN LATERAL (
         SELECT event_id, snapshot FROM (
+            -- A record merged from field changes holds more than a whole
+            -- snapshot of its revision may: the two are compared on the
+            -- fields both hold.
             SELECT 1 AS pref, NULL::timestamptz AS at, NULL::bigint AS n, f.last_applied_event AS event_id,
-                   f.cur_snapshot AS snapshot
-            WHERE f.cur_revision = f.revision AND f.property IS NULL
+                   CASE WHEN f.whole_record OR f.property IS NOT NULL THEN f.cur_snapshot
+                        ELSE CASE WHEN jsonb_typeof(f.cur_snapshot) = 'object' AND jsonb_typeof(f.snapshot) = 'object'
+                THEN (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM jsonb_each(f.cur_snapshot) kv(k, v) WHERE f.snapshot ? k)
+                ELSE f.cur_snapshot END END AS snapshot,
+                   CASE WHEN f.whole_record OR f.property IS NOT NULL THEN f.snapshot
+                        ELSE CASE WHEN jsonb_typeof(f.snapshot) = 'object' AND jsonb_typeof(f.cur_snapshot) = 'object'
+                THEN (SELECT coalesce(jsonb_object_agg(k, v), '{}') FROM jsonb_each(f.snapshot) kv(k, v) WHERE f.cur_snapshot ? k)
+                ELSE f.snapshot END END AS ours
+            WHERE f.cur_revision = f.revision
+              AND (f.property IS NULL OR (f.whole_record AND f.property NOT LIKE '$%'))
             UNION ALL
             SELECT 2, a.applied_at, a.id, a.event_id, CASE WHEN f.property IS NULL THEN a.snapshot
                 WHEN f.property LIKE '$%' THEN '{}'::jsonb
-                ELSE jsonb_build_object(f.property, a.snapshot -> f.property) END
+                ELSE jsonb_build_object(f.property, a.snapshot -> f.property) END, f.snapshot
             FROM accepted_revisions a
             WHERE a.tenant_id = @tenant::bigint AND a.provider_id = f.provider_id AND a.object_type = f.object_type
               AND a.object_id = f.object_id AND a.revision = f.revision AND a.property IS NOT DISTINCT FROM f.property
             UNION ALL
-            SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot FROM events s
+            SELECT 3, s.received_at, s.seq, s.event_id, s.snapshot, f.snapshot FROM events s
             WHERE s.tenant_id = @tenant::bigint AND s.provider_id = f.provider_id AND s.object_type = f.object_type
               AND s.object_id = f.object_id AND s.revision = f.revision AND s.outcome = 'stale'
               AND s.property IS NOT DISTINCT FROM f.property
@@ -58,7 +72,7 @@ WITH facts AS (
               -- for nothing.
               AND s.received_at <= @latest::timestamptz + interval '1 day'
         ) retained
-        WHERE snapshot <> f.snapshot AND f.claimed AND NOT f.applied
+        WHERE snapshot <> ours AND f.claimed AND NOT f.applied
         ORDER BY pref, at, n LIMIT 1
     ) rival ON true
 ), decision AS (
