@@ -33,7 +33,7 @@ func TestReplaysOfLargeDeliveryGrowDatabaseLittle(t *testing.T) {
 	}{
 		{"standard snapshot with a large property", func(e *webtest.Env) (string, int) {
 			body := webtest.SnapshotBody("c-1", 1, `{"notes":"`+replayNoise(850<<10)+`"}`)
-			status, answer := e.Deliver1("m1", body)
+			status, answer := webtest.Retry503(e.T, func() (int, map[string]any) { return e.Deliver1("m1", body) })
 			webtest.Outcome(e.T, status, answer)
 			return answer["delivery_id"].(string), 1
 		}},
@@ -51,7 +51,7 @@ func TestReplaysOfLargeDeliveryGrowDatabaseLittle(t *testing.T) {
 			if err != nil {
 				e.T.Fatal(err)
 			}
-			status, answer := webtest.HubspotPost(e, body, nil, sent)
+			status, answer := webtest.Retry503(e.T, func() (int, map[string]any) { return webtest.HubspotPost(e, body, nil, sent) })
 			if n := len(e.HubspotResults(status, answer)); n != 100 {
 				e.T.Fatalf("%d results, want 100", n)
 			}

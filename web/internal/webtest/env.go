@@ -300,3 +300,20 @@ func (e *Env) Strings(sql string, args ...any) []string {
 	}
 	return out
 }
+
+// Retry503 sends as a provider does: a 503 ("database unavailable, retry
+// later") is sent again, at most 5 times a second apart, and logged. Tests
+// of what a large delivery stores use it, so that a CI machine whose load
+// outlasts the ingest's budget for a moment does not fail them; the test
+// of the 503 itself is web/hook's.
+func Retry503(t testing.TB, send func() (int, map[string]any)) (int, map[string]any) {
+	t.Helper()
+	for try := 1; ; try++ {
+		status, answer := send()
+		if status != http.StatusServiceUnavailable || try == 5 {
+			return status, answer
+		}
+		t.Logf("try %d: 503 %v; sending again in 1 s", try, answer)
+		time.Sleep(time.Second)
+	}
+}
