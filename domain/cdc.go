@@ -97,6 +97,27 @@ type CDCStream struct {
 	LastErrorAt                        time.Time
 	LeasedBy                           string // the subscriber's node; "" when none holds it
 	LeaseUntil                         time.Time
+	// Allocation is the org's daily event delivery allocation as the
+	// subscriber last read it; zero before.
+	Allocation CDCAllocation
+}
+
+// CDCAllocation is an org's event delivery allocation over the last 24
+// hours (Salesforce's limits resource, DailyDeliveredPlatformEvents): what
+// every Pub/Sub API and CometD client of the org may be delivered, change
+// events and high-volume platform events together.
+type CDCAllocation struct {
+	Max, Remaining int64
+	At             time.Time // when it was read
+}
+
+// Used is the share of the allocation used, from 0 to 1; false before it
+// was read or when it has no maximum.
+func (a CDCAllocation) Used() (float64, bool) {
+	if a.At.IsZero() || a.Max <= 0 {
+		return 0, false
+	}
+	return float64(max(a.Max-a.Remaining, 0)) / float64(a.Max), true
 }
 
 // Subscribed reports whether a subscriber holds the stream at now.
@@ -190,6 +211,8 @@ type CDCService interface {
 	// stream's counts. An error wrapping ErrCDCMoved when the replay id is
 	// no longer m.From: nothing is written.
 	IngestCDC(ctx context.Context, d Delivery, p ProviderEndpoint, events []Event, m CDCMove) ([]Result, error)
+	// RecordCDCAllocation keeps the org's delivery allocation as read now.
+	RecordCDCAllocation(ctx context.Context, tenantID, providerID int64, a CDCAllocation) error
 	// RecordCDCError keeps the stream's last error, with its time.
 	RecordCDCError(ctx context.Context, tenantID, providerID int64, message string) error
 	// ResetCDC clears a replay id the provider refused (ErrCDCMoved when

@@ -26,6 +26,7 @@ import (
 	"github.com/tidemark/tidemark/internal/journal"
 	"github.com/tidemark/tidemark/internal/metriccache"
 	"github.com/tidemark/tidemark/internal/netlist"
+	"github.com/tidemark/tidemark/internal/pull/salesforce/cdc"
 	"github.com/tidemark/tidemark/internal/queue"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/internal/supervisor"
@@ -68,7 +69,7 @@ type serveOptions struct {
 	allowRemote, tenantLabels                          *bool
 	metricsAddrSet                                     bool // --metrics-addr given, not its default
 	retention, historyRetention, readTimeout           *time.Duration
-	sweepInterval, journalInterval                     *time.Duration
+	sweepInterval, journalInterval, cdcInterval        *time.Duration
 	queue                                              queueFlags
 }
 
@@ -93,6 +94,8 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"how often every provider with API credentials is swept for what its webhooks missed (0: never)"),
 		journalInterval: fs.Duration("journal-interval", journal.DefaultInterval,
 			"how often each HubSpot app install's Webhooks Journal is read (0: never)"),
+		cdcInterval: fs.Duration("cdc-interval", cdc.DefaultInterval,
+			"how often this node looks for Change Data Capture streams no node subscribes to, to subscribe (0: never)"),
 		queue:     e.addQueueFlags(fs, true),
 		logFormat: logFormatFlag(fs),
 	}
@@ -110,6 +113,9 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 	}
 	if *o.journalInterval < 0 {
 		return fmt.Errorf("serve: --journal-interval %s: give a positive interval, or 0 to read no journal", *o.journalInterval)
+	}
+	if *o.cdcInterval < 0 {
+		return fmt.Errorf("serve: --cdc-interval %s: give a positive interval, or 0 to subscribe to no stream", *o.cdcInterval)
 	}
 	return e.serveNode(ctx, o)
 }
@@ -198,6 +204,9 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		backfill.Service(backfill.NewJobs(store, log), *o.sweepInterval, log))
 	if *o.journalInterval > 0 {
 		services = append(services, journal.Service(journal.New(store, log), *o.journalInterval))
+	}
+	if *o.cdcInterval > 0 {
+		services = append(services, cdc.Service(cdc.New(store, log, *o.cdcInterval)))
 	}
 	if *o.metricsAddr != "" {
 		mln, err := net.Listen("tcp", *o.metricsAddr)

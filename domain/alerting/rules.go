@@ -11,7 +11,7 @@ import (
 // measurement in postgres/alertcheck and its rows in docs/alerts.md
 // (docs/development.md, "Adding an alert rule").
 var registry = []Def{
-	providerSilent, refusals, conflictsOpen, destinationFailing, queueBacklog, deadLetters, reconciliation,
+	providerSilent, refusals, conflictsOpen, destinationFailing, queueBacklog, deadLetters, reconciliation, cdcAllocation,
 }
 
 // Rules lists every rule in the order pages show them.
@@ -62,6 +62,8 @@ type Reading struct {
 	Failing bool
 	Reason  string
 	Behind  bool
+	// Allocation is a limit Count is measured against.
+	Allocation int64
 }
 
 // Verdict is a rule's decision on a Reading: whether its condition

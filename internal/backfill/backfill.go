@@ -44,8 +44,12 @@ type Pass struct {
 	Tenant, Provider string
 	From, To         time.Time
 	ObjectType       string // "" for all
-	At               pull.Position
-	Budget           Budget // zero: unbounded (the command line's pass)
+	// Unscoped lets ObjectType be one the provider has no scope of yet:
+	// a repair of what a stream brought, which the pass's deliveries then
+	// give a scope.
+	Unscoped bool
+	At       pull.Position
+	Budget   Budget // zero: unbounded (the command line's pass)
 }
 
 // Budget bounds a slice of a pass: its pages (each a source's emit) and
@@ -144,6 +148,9 @@ func (r *Runner) Run(ctx context.Context, pass Pass) (rep Report, err error) {
 		return rep, domain.Errorf(domain.EINVALID, "provider %s of tenant %s has no API credentials; set them with tidemark provider update", pass.Provider, pass.Tenant)
 	}
 	rep.ObjectTypes, err = objectTypes(p, pass.ObjectType)
+	if err != nil && pass.Unscoped && pass.ObjectType != "" {
+		rep.ObjectTypes, err = []string{pass.ObjectType}, nil
+	}
 	if err != nil {
 		return rep, err
 	}
@@ -272,7 +279,7 @@ func cmpList(names []string) string {
 // write ingests events as one backfill delivery, retrying while the
 // database is unavailable.
 func (r *Runner) write(ctx context.Context, p domain.ProviderEndpoint, events []domain.Event, rep *Report) error {
-	d := delivery(p, events)
+	d := PulledDelivery(p, domain.SourceBackfill, events)
 	wait := 200 * time.Millisecond
 	for attempt := 1; ; attempt++ {
 		ictx, cancel := context.WithTimeout(ctx, ingestTimeout)
@@ -302,9 +309,10 @@ func (r *Runner) write(ctx context.Context, p domain.ProviderEndpoint, events []
 	}
 }
 
-// delivery is the backfill delivery of events: its body the events'
-// payloads as a JSON array, for the inspector.
-func delivery(p domain.ProviderEndpoint, events []domain.Event) domain.Delivery {
+// PulledDelivery is the delivery of events Tidemark pulled from source
+// (backfill, the HubSpot journal, a CDC stream): its body the events'
+// payloads as a JSON array, for the inspector; it numbers the events.
+func PulledDelivery(p domain.ProviderEndpoint, source string, events []domain.Event) domain.Delivery {
 	payloads := make([]json.RawMessage, len(events))
 	for i := range events {
 		events[i].Seq = i
@@ -315,5 +323,5 @@ func delivery(p domain.ProviderEndpoint, events []domain.Event) domain.Delivery 
 	}
 	body, _ := json.Marshal(payloads)
 	return domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: time.Now(),
-		Status: 200, Signature: domain.SignatureValid, Body: body, Source: domain.SourceBackfill}
+		Status: 200, Signature: domain.SignatureValid, Body: body, Source: source}
 }

@@ -10,7 +10,6 @@ package journal
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/internal/backfill"
 	"github.com/tidemark/tidemark/internal/pull/hubspot"
 	"github.com/tidemark/tidemark/internal/supervisor"
 )
@@ -196,7 +196,7 @@ func (r *Reader) page(ctx context.Context, t *install) (more bool, err error) {
 	move := domain.JournalMove{TenantID: t.in.TenantID, InstallID: t.in.ID, From: t.cursor.Offset,
 		To: pages[len(pages)-1].Offset, Entries: len(entries)}
 	ictx, cancel := context.WithTimeout(ctx, ingestTimeout)
-	results, err := r.Store.IngestJournal(ictx, delivery(t.p, changes.Events), t.p, changes.Events, move)
+	results, err := r.Store.IngestJournal(ictx, backfill.PulledDelivery(t.p, domain.SourceJournal, changes.Events), t.p, changes.Events, move)
 	cancel()
 	if err != nil {
 		return false, err
@@ -255,17 +255,4 @@ func (r *Reader) restart(ctx context.Context, t *install) error {
 	}
 	t.cursor.Offset, t.cursor.MovedAt = "", to
 	return nil
-}
-
-// delivery is the journal delivery of a page's events: its body the
-// events' payloads as a JSON array, for the inspector.
-func delivery(p domain.ProviderEndpoint, events []domain.Event) domain.Delivery {
-	payloads := make([]json.RawMessage, len(events))
-	for i := range events {
-		events[i].Seq = i
-		payloads[i] = events[i].Payload
-	}
-	body, _ := json.Marshal(payloads)
-	return domain.Delivery{ID: uuid.Must(uuid.NewV7()).String(), TenantID: p.TenantID, ProviderID: p.ID, ReceivedAt: time.Now(),
-		Status: 200, Signature: domain.SignatureValid, Body: body, Source: domain.SourceJournal}
 }

@@ -31,17 +31,19 @@ func New(pools pg.Pools) *Streams { return &Streams{pool: pools.Write, read: poo
 // streamColumns are a stream's, as scan reads them.
 const streamColumns = `enabled, channel, coalesce(pubsub_address, ''), allow_private, replay_id, committed_at, moved_at,
     events, gaps_repaired, overflows, corrupted_replays, minute_start, minute_events, previous_minute_events,
-    coalesce(last_error, ''), last_error_at, coalesce(leased_by, ''), lease_until`
+    coalesce(last_error, ''), last_error_at, coalesce(leased_by, ''), lease_until,
+    coalesce(allocation_max, 0), coalesce(allocation_remaining, 0), allocation_at`
 
 func scan(row pgx.Row, s *domain.CDCStream) error {
-	var committed, moved, minute, errorAt, leaseUntil *time.Time
+	var committed, moved, minute, errorAt, leaseUntil, allocationAt *time.Time
 	err := row.Scan(&s.Enabled, &s.Channel, &s.PubSubAddress, &s.AllowPrivate, &s.ReplayID, &committed, &moved,
 		&s.Events, &s.GapsRepaired, &s.Overflows, &s.CorruptedReplays, &minute, &s.MinuteEvents, &s.PreviousMinuteEvents,
-		&s.LastError, &errorAt, &s.LeasedBy, &leaseUntil)
+		&s.LastError, &errorAt, &s.LeasedBy, &leaseUntil, &s.Allocation.Max, &s.Allocation.Remaining, &allocationAt)
 	for _, t := range []struct {
 		from *time.Time
 		to   *time.Time
-	}{{committed, &s.CommittedAt}, {moved, &s.MovedAt}, {minute, &s.MinuteStart}, {errorAt, &s.LastErrorAt}, {leaseUntil, &s.LeaseUntil}} {
+	}{{committed, &s.CommittedAt}, {moved, &s.MovedAt}, {minute, &s.MinuteStart}, {errorAt, &s.LastErrorAt}, {leaseUntil, &s.LeaseUntil},
+		{allocationAt, &s.Allocation.At}} {
 		if t.from != nil {
 			*t.to = *t.from
 		}
@@ -225,6 +227,17 @@ func (c *Streams) RecordCDCError(ctx context.Context, tenantID, providerID int64
 	}
 	_, err := c.pool.Exec(ctx, recordCDCErrorSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
 		"message": message})
+	return pg.Translate(err)
+}
+
+const recordCDCAllocationSQL = `
+UPDATE cdc_streams SET allocation_max = @max, allocation_remaining = @remaining, allocation_at = @at
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id`
+
+// RecordCDCAllocation implements domain.CDCService.
+func (c *Streams) RecordCDCAllocation(ctx context.Context, tenantID, providerID int64, a domain.CDCAllocation) error {
+	_, err := c.pool.Exec(ctx, recordCDCAllocationSQL, pgx.NamedArgs{"tenant_id": tenantID, "provider_id": providerID,
+		"max": a.Max, "remaining": a.Remaining, "at": a.At})
 	return pg.Translate(err)
 }
 

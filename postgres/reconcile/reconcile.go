@@ -134,15 +134,18 @@ WITH ` + reconcileLatest + `, stored AS (
            CASE WHEN r.revision IS DISTINCT FROM max(l.revision)
                 THEN format('revision %s, but the highest accepted revision of its properties is %s', r.revision, max(l.revision))
                 ELSE format('deleted at revision %s, but the highest accepted deletion is %s', coalesce(r.deleted_revision::text, 'none'),
-                            coalesce((max(l.revision) FILTER (WHERE l.property = '` + domain.PropertyDeleted + `'))::text, 'none'))
+                            coalesce(d.revision::text, 'none'))
            END
     FROM records r
     LEFT JOIN props l ON l.tenant_id = r.tenant_id AND l.provider_id = r.provider_id AND l.object_type = r.object_type
         AND l.object_id = r.object_id
+    -- A deletion counts however whole snapshots came after it: the record
+    -- keeps its deletion's revision (undeleted, it is newer than it).
+    LEFT JOIN latest d ON d.tenant_id = r.tenant_id AND d.provider_id = r.provider_id AND d.object_type = r.object_type
+        AND d.object_id = r.object_id AND d.property = '` + domain.PropertyDeleted + `'
     WHERE r.tenant_id = @tenant_id AND r.property_revisions <> '{}'
-    GROUP BY r.tenant_id, r.provider_id, r.object_type, r.object_id, r.revision, r.deleted_revision
-    HAVING r.revision IS DISTINCT FROM max(l.revision)
-        OR r.deleted_revision IS DISTINCT FROM max(l.revision) FILTER (WHERE l.property = '` + domain.PropertyDeleted + `')
+    GROUP BY r.tenant_id, r.provider_id, r.object_type, r.object_id, r.revision, r.deleted_revision, d.revision
+    HAVING r.revision IS DISTINCT FROM max(l.revision) OR r.deleted_revision IS DISTINCT FROM d.revision
 )` + reconcileFound
 
 // A record's snapshot is its highest accepted revision's. For a

@@ -30,8 +30,9 @@ applied AS (INSERT INTO
     ORDER BY e.tenant_id, e.provider_id, e.object_type, e.object_id
     ON CONFLICT (tenant_id, provider_id, object_type, object_id) DO UPDATE SET
         -- A whole snapshot newer than every field change is the record
-        -- again, undeleted if it was deleted (postgres/internal/pg/records.go).
-        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, property_revisions = '{}', deleted_revision = NULL,
+        -- again (postgres/internal/pg/records.go); a deletion keeps its
+        -- revision, which older changes stay stale against.
+        revision = EXCLUDED.revision, snapshot = EXCLUDED.snapshot, property_revisions = '{}',
         application_count = r.application_count + 1,
         last_applied_event = EXCLUDED.last_applied_event, last_applied_delivery = EXCLUDED.last_applied_delivery,
         last_applied_seq = EXCLUDED.last_applied_seq, updated_at = EXCLUDED.updated_at

@@ -66,10 +66,19 @@ func TestOwnerSwitchesCDC(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, doc = b.Get(loc)
+	if !strings.Contains(cdcState(doc), "Delivery allocation: not read yet") {
+		t.Errorf("before its reading, the allocation: %s", cdcState(doc))
+	}
+	if err := e.Store.RecordCDCAllocation(context.Background(), acme, sf.ID, domain.CDCAllocation{Max: 50_000, Remaining: 37_500,
+		At: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	_, doc = b.Get(loc)
 	state := cdcState(doc)
 	for _, want := range []string{"Status: On", "Channel: /data/ChangeEvents", "Pub/Sub API: api.pubsub.salesforce.com:7443",
 		"Subscriber: Subscribed by node node-7", "Replay position: no event written yet", "Events: 0 in all",
-		"Repairs: 0 gaps, 0 overflows, 0 replay ids refused", "Last error: connection reset"} {
+		"Repairs: 0 gaps, 0 overflows, 0 replay ids refused", "Delivery allocation: 12500 of 50000 used over the last 24 hours (25%)",
+		"Last error: connection reset"} {
 		if !strings.Contains(state, want) {
 			t.Errorf("state lacks %q:\n%s", want, state)
 		}

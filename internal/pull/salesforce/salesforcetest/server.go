@@ -62,7 +62,10 @@ type Server struct {
 	failures []failure
 	used     int
 	limit    int
-	requests []Request
+	// delivered and deliveryMax are the org's event delivery allocation
+	// that the limits resource reports (DailyDeliveredPlatformEvents).
+	delivered, deliveryMax int
+	requests               []Request
 }
 
 type deletion struct {
@@ -85,7 +88,7 @@ type Request struct {
 // page size of 2 and an API usage of 0 of 15,000; it stops when t ends.
 func New(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{ClientID: "3MVG9fake" + random(8), ClientSecret: random(32), PageSize: 2, limit: 15000,
+	s := &Server{ClientID: "3MVG9fake" + random(8), ClientSecret: random(32), PageSize: 2, limit: 15000, deliveryMax: 50000,
 		records: map[string][]map[string]any{}, fields: map[string][]string{}, deleted: map[string][]deletion{}, locators: map[string][]map[string]any{}}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	t.Cleanup(s.srv.Close)
@@ -260,6 +263,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case rest == "sobjects/" || rest == "sobjects":
 		s.describeGlobal(rec, m[1])
+	case rest == "limits" || rest == "limits/":
+		s.limits(rec)
 	case rest == "query" || rest == "query/":
 		s.query(rec, m[1], r.URL.Query().Get("q"))
 	case locatorPath.MatchString(rest):
@@ -270,6 +275,24 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		apiError(rec, http.StatusNotFound, "NOT_FOUND", "The requested resource does not exist")
 	}
+}
+
+// SetDeliveries sets the org's event delivery use over the last 24 hours
+// and its allocation, which the limits resource reports.
+func (s *Server) SetDeliveries(delivered, allocation int) {
+	s.mu.Lock()
+	s.delivered, s.deliveryMax = delivered, allocation
+	s.mu.Unlock()
+}
+
+// limits answers the limits resource (REST API Developer Guide, "Limits":
+// each limit's Max and Remaining) with the API's daily requests and the
+// event delivery allocation; a real org lists many more.
+func (s *Server) limits(w http.ResponseWriter) {
+	writeJSON(w, map[string]map[string]int{
+		"DailyApiRequests":             {"Max": s.limit, "Remaining": max(s.limit-s.used, 0)},
+		"DailyDeliveredPlatformEvents": {"Max": s.deliveryMax, "Remaining": max(s.deliveryMax-s.delivered, 0)},
+	})
 }
 
 // tokenEndpoint is the client credentials flow: a form with grant_type,

@@ -16,6 +16,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,6 +48,8 @@ type Counts struct {
 	SchemaRequests int
 	TopicRequests  int
 	AuthFailures   int
+	Open           int // subscriptions open now
+	MaxOpen        int // the most subscriptions open at once
 }
 
 type entity struct {
@@ -72,6 +75,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	token    string // the credentials it accepts
+	issued   func() []string
 	instance string
 	tenant   string
 	log      []stored
@@ -122,7 +126,16 @@ func (s *Server) Addr() string { return s.addr }
 // token, the org's instance URL and its id).
 func (s *Server) Accept(token, instanceURL, tenantID string) {
 	s.mu.Lock()
-	s.token, s.instance, s.tenant = token, instanceURL, tenantID
+	s.token, s.issued, s.instance, s.tenant = token, nil, instanceURL, tenantID
+	s.mu.Unlock()
+}
+
+// AcceptIssued makes the server accept any token issued lists (the
+// tokens the fake Salesforce org issued, salesforcetest's Tokens), with the
+// org's instance URL and id: a subscriber signs in by itself.
+func (s *Server) AcceptIssued(issued func() []string, instanceURL, tenantID string) {
+	s.mu.Lock()
+	s.issued, s.instance, s.tenant = issued, instanceURL, tenantID
 	s.mu.Unlock()
 }
 
@@ -164,7 +177,11 @@ func (s *Server) authorize(ctx context.Context) error {
 		return ""
 	}
 	s.mu.Lock()
-	if get("accesstoken") == s.token && get("instanceurl") == s.instance && get("tenantid") == s.tenant {
+	token := get("accesstoken") == s.token
+	if s.issued != nil {
+		token = slices.Contains(s.issued(), get("accesstoken"))
+	}
+	if token && get("instanceurl") == s.instance && get("tenantid") == s.tenant {
 		s.mu.Unlock()
 		return nil
 	}

@@ -57,6 +57,13 @@ func (s *Server) Subscribe(stream eventbusv1.PubSub_SubscribeServer) error {
 	}
 	s.mu.Lock()
 	s.counts.Subscribes++
+	s.counts.Open++
+	s.counts.MaxOpen = max(s.counts.MaxOpen, s.counts.Open)
+	defer func() {
+		s.mu.Lock()
+		s.counts.Open--
+		s.mu.Unlock()
+	}()
 	s.counts.FetchRequests++
 	cursor := len(s.log)
 	switch first.GetReplayPreset() {
