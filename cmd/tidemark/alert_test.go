@@ -86,6 +86,7 @@ FROM tenants WHERE slug = 'acme'`); err != nil {
 		"queue_backlog yes 1 15m0s",
 		"dead_letters yes 1 1h0m0s",
 		"reconciliation yes 1 15m0s",
+		"cdc_allocation yes 80 1h0m0s",
 		"",
 		"1 firing:",
 		"ID SINCE RULE SUMMARY",

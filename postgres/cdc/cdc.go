@@ -74,13 +74,15 @@ SELECT count(*) FROM provider_api_credentials
 WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND secret = 'client_secret'`
 
 // setCDCSQL sets a stream up; a new channel starts from no replay id,
-// since replay ids are the channel's.
+// since replay ids are the channel's, and no commit time, which would have
+// the subscriber backfill since the old channel's last event.
 const setCDCSQL = `
 INSERT INTO cdc_streams AS s (tenant_id, provider_id, enabled, channel, pubsub_address, allow_private)
 VALUES (@tenant_id, @provider_id, @enabled, @channel, @pubsub_address, @allow_private)
 ON CONFLICT (tenant_id, provider_id) DO UPDATE SET enabled = EXCLUDED.enabled, channel = EXCLUDED.channel,
     pubsub_address = EXCLUDED.pubsub_address, allow_private = EXCLUDED.allow_private,
-    replay_id = CASE WHEN s.channel = EXCLUDED.channel THEN s.replay_id END`
+    replay_id = CASE WHEN s.channel = EXCLUDED.channel THEN s.replay_id END,
+    committed_at = CASE WHEN s.channel = EXCLUDED.channel THEN s.committed_at END`
 
 // SetCDC implements domain.CDCService. Whether the provider's kind has
 // Change Data Capture is its callers' to check: the kinds are

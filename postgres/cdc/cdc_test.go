@@ -70,15 +70,17 @@ func TestSetCDC(t *testing.T) {
 	if err != nil || !st.Enabled || st.Channel != domain.DefaultCDCChannel || st.Address() != domain.DefaultPubSubAddress {
 		t.Fatalf("on: %+v, %v", st, err)
 	}
-	if _, err := s.Pool().Exec(context.Background(), `UPDATE cdc_streams SET replay_id = '\x01' WHERE tenant_id = $1`, p.TenantID); err != nil {
+	if _, err := s.Pool().Exec(context.Background(), `UPDATE cdc_streams SET replay_id = '\x01', committed_at = now() WHERE tenant_id = $1`, p.TenantID); err != nil {
 		t.Fatal(err)
 	}
-	if st, err = s.SetCDC(asOperator, p.TenantID, p.ID, domain.CDCConfig{}); err != nil || st.Enabled || st.ReplayID == nil {
+	if st, err = s.SetCDC(asOperator, p.TenantID, p.ID, domain.CDCConfig{}); err != nil || st.Enabled || st.ReplayID == nil || st.CommittedAt.IsZero() {
 		t.Fatalf("off keeps the replay id: %+v, %v", st, err)
 	}
 	st, err = s.SetCDC(asOperator, p.TenantID, p.ID, domain.CDCConfig{Enabled: true, Channel: "/data/ContactChangeEvent",
 		PubSubAddress: "127.0.0.1:7443", AllowPrivate: true})
-	if err != nil || st.ReplayID != nil || st.Channel != "/data/ContactChangeEvent" || st.Address() != "127.0.0.1:7443" {
+	// ...and no commit time: the subscriber backfills since the commit time
+	// of a stream whose replay id was refused, not of another channel's.
+	if err != nil || st.ReplayID != nil || !st.CommittedAt.IsZero() || st.Channel != "/data/ContactChangeEvent" || st.Address() != "127.0.0.1:7443" {
 		t.Fatalf("a new channel: %+v, %v", st, err)
 	}
 	want := []string{
