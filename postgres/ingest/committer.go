@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -72,7 +73,17 @@ type ingestJob struct {
 	wait    trace.Span    // "queue wait", until the committer takes its group
 	lane    int64         // the key of its lane (lanes.go)
 	link    *inorder.Link // a queue worker's chain (internal/inorder), or nil
+	state   atomic.Int32  // jobQueued, then jobWriting or jobAbandoned
 }
+
+// A job's state decides, once, whether its group writes it or its sender
+// stopped waiting first: a sender is never answered 503 for a delivery
+// that its group then commits.
+const (
+	jobQueued int32 = iota
+	jobWriting
+	jobAbandoned
+)
 
 // commitGrouped writes a delivery in its lane's next group and waits for
 // it.
@@ -108,9 +119,13 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 	case err := <-job.done:
 		return job.results, err
 	case <-ctx.Done():
-		// The group may still commit this delivery; unanswered, the
-		// provider retries it and the retry is a duplicate.
-		return nil, ctx.Err()
+		if job.state.CompareAndSwap(jobQueued, jobAbandoned) {
+			return nil, ctx.Err() // no group will write it
+		}
+		// Its group is writing it: the answer is that group's, bounded
+		// by the group's deadline (groupContext).
+		err := <-job.done
+		return job.results, err
 	}
 }
 
@@ -166,8 +181,8 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 		if job.wait != nil {
 			job.wait.End()
 		}
-		if err := job.ctx.Err(); err != nil {
-			job.finish(err) // its sender gave up waiting: nothing written
+		if err := job.ctx.Err(); err != nil || !job.state.CompareAndSwap(jobQueued, jobWriting) {
+			job.finish(job.ctx.Err()) // its sender gave up waiting: nothing written
 			continue
 		}
 		if !job.chainAllows(live) {

@@ -2,6 +2,7 @@ package ingest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -323,8 +324,8 @@ func TestDrainWaitsForTheGroupInFlight(t *testing.T) {
 		return err == nil && n > 0
 	})
 	giveUp()
-	if err := <-sent; err == nil {
-		t.Fatal("the sender that gave up was answered")
+	if err := <-sent; err != nil {
+		t.Fatalf("the sender that stopped waiting while its group wrote got %v, want the group's answer", err)
 	}
 	drained := make(chan error, 1)
 	go func() { drained <- s.Drain(context.Background()) }()
@@ -358,5 +359,68 @@ func TestDrainTimesOut(t *testing.T) {
 	defer cancel()
 	if err := s.Drain(ctx); err == nil || !strings.Contains(err.Error(), "ingest lanes still writing: 1") {
 		t.Fatalf("Drain = %v, want it to give up naming the committer", err)
+	}
+}
+
+// TestAnswerSaysWhatWasStored: a sender that stops waiting (its budget
+// over) is answered with an error only if nothing of its delivery is
+// written: while it still waits in the queue it is dropped, and once its
+// group writes it, it gets that group's answer. Before, a delivery whose
+// group was writing was answered 503 and then committed, and the
+// provider's retry came out duplicate with no answer ever saying applied.
+func TestAnswerSaysWhatWasStored(t *testing.T) {
+	t.Parallel()
+	s, p := setup(t)
+	s.SetBeforeCommit(`SELECT pg_sleep(0.4)`)
+	first := make(chan error, 1)
+	go func() {
+		_, err := s.Ingest(context.Background(), delivery(p), p, []domain.Event{event("e0", "c-0", 1, `{"v":1}`)})
+		first <- err
+	}()
+	pollFor(t, 10*time.Second, "the first group to be writing", s.Committing)
+
+	// Queued behind the first group: given up before any group takes it.
+	queuedCtx, giveUpQueued := context.WithCancel(context.Background())
+	queued := make(chan error, 1)
+	go func() {
+		_, err := s.Ingest(queuedCtx, delivery(p), p, []domain.Event{event("e1", "c-1", 1, `{"v":1}`)})
+		queued <- err
+	}()
+	pollFor(t, 10*time.Second, "the delivery to queue", func() bool { return s.Queued(p.TenantID) == 1 })
+	giveUpQueued()
+	if err := <-queued; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the sender that gave up in the queue got %v, want its own cancellation", err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+
+	// Taken into a group of its own, given up while that group writes.
+	writingCtx, giveUpWriting := context.WithCancel(context.Background())
+	writing := make(chan []domain.Result, 1)
+	go func() {
+		results, err := s.Ingest(writingCtx, delivery(p), p, []domain.Event{event("e2", "c-2", 1, `{"v":1}`)})
+		if err != nil {
+			t.Errorf("the sender that gave up while its group wrote got %v, want the group's answer", err)
+		}
+		writing <- results
+	}()
+	pollFor(t, 10*time.Second, "its group to be writing", func() bool {
+		var n int
+		err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE query LIKE '%pg_sleep(0.4)%' AND pid <> pg_backend_pid()`).Scan(&n)
+		return err == nil && n > 0
+	})
+	giveUpWriting()
+	if results := <-writing; len(results) != 1 || results[0].Outcome != domain.Applied {
+		t.Errorf("the sender that gave up while its group wrote got %+v, want applied", results)
+	}
+	if rev, _, n := record(t, s, p, "c-2"); rev != 1 || n != 1 {
+		t.Errorf("c-2 at revision %d applied %d times, want the group's write", rev, n)
+	}
+	var n int
+	if err := s.Pool().QueryRow(context.Background(), `SELECT count(*) FROM records WHERE tenant_id = $1 AND object_id = 'c-1'`,
+		p.TenantID).Scan(&n); err != nil || n != 0 {
+		t.Errorf("the delivery given up in the queue wrote %d records (%v)", n, err)
 	}
 }
