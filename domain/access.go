@@ -47,6 +47,9 @@ const (
 	SignInWrongPassword  = "wrong password"
 	SignInUnknownAccount = "unknown account"
 	SignInThrottled      = "throttled"
+	// Single sign-on's outcomes: signed in, or refused for no group rule.
+	SignInSSOSucceeded = "succeeded by single sign-on"
+	SignInSSONoRule    = "refused by single sign-on: no group rule"
 )
 
 // CheckSignIn refuses an empty or over-long email or password (EINVALID),

@@ -76,6 +76,13 @@ const (
 	AuditMemberRemove        = "member_remove"
 	AuditTokenCreate         = "token_create"
 	AuditTokenRevoke         = "token_revoke"
+	// Single sign-on's setup and rules (domain.SSOService), outside any
+	// tenant; an admin marked break-glass.
+	AuditSSOSet             = "sso_set"
+	AuditSSODisable         = "sso_disable"
+	AuditSSOMap             = "sso_map"
+	AuditSSOUnmap           = "sso_unmap"
+	AuditOperatorBreakGlass = "operator_break_glass"
 	// AuditReconciliationRun is a reconciliation an admin ran from the
 	// console; its target is "every workspace".
 	AuditReconciliationRun = "reconciliation_run"

@@ -70,6 +70,7 @@ type Store struct {
 	*access.Users
 	*access.Sessions
 	*access.Tokens
+	*access.SSO
 	*secretkeys.Rekeyer
 	*stats.Counters
 	*maintain.Maintainer
@@ -156,7 +157,7 @@ func Open(pools Pools, o Options) (*Store, error) {
 	users, sessions, tokens := access.New(pools, d.ids)
 	return &Store{db: d,
 		tenants: &tenants{d}, providers: &providers{d}, events: &events{d}, records: &records{d}, conflicts: &conflicts{d},
-		Users: users, Sessions: sessions, Tokens: tokens,
+		Users: users, Sessions: sessions, Tokens: tokens, SSO: users.SSO(keys, d.secrets),
 		Directory:   people.New(pools),
 		Inspector:   deliverylog.New(pools),
 		Credentials: apicreds.New(pools, d.secrets),

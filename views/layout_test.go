@@ -136,7 +136,7 @@ func TestLogin(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			doc, _ := render(t, views.Login(tc.email, tc.message, tc.next))
+			doc, _ := render(t, views.Login(views.LoginForm{Email: tc.email, Message: tc.message, Next: tc.next, Password: "all"}))
 			form := doc.Find(`form[method=post][action="/login"]`)
 			if form.Length() != 1 {
 				t.Fatal("no login form")

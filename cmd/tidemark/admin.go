@@ -138,7 +138,7 @@ func (e cliEnv) providerCreateFlags(fs *flag.FlagSet) providerCreateOptions {
 		secret:    fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`),
 		publicURL: e.publicURLFlag(fs),
 		maxBody:   fs.String("max-body", "", maxBodyUsage),
-		newKey:    fs.Bool("new-key", false, newKeyUsage),
+		newKey:    fs.Bool("new-key", false, cli.NewKeyUsage),
 		settings:  kindFlags(fs),
 	}
 }
@@ -235,13 +235,8 @@ func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, pub
 		fs.String("name", "", "provider name (required)"),
 		fs.String("secret", "", "new signing secret (default: generated; salesforce tokens are always generated)"),
 		e.publicURLFlag(fs),
-		fs.Bool("new-key", false, newKeyUsage)
+		fs.Bool("new-key", false, cli.NewKeyUsage)
 }
-
-// newKeyUsage explains --new-key, which lets create and rotate seal under a
-// key that the active secrets do not use.
-const newKeyUsage = "seal the secret under TIDEMARK_ENCRYPTION_KEY's first key even though the secrets in use are " +
-	"under another key (moving to a new key; then run tidemark secrets rekey)"
 
 func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	fs := e.flags("provider rotate")

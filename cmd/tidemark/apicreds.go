@@ -6,8 +6,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/egress"
@@ -43,7 +43,7 @@ func apiCredentialFlags(fs *flag.FlagSet) apiFlags {
 			"private address (a test server, a sandbox in your own network)"),
 		budget: fs.Float64("api-budget", pull.DefaultBudgetShare*100, "the most of the account's API budget, in "+
 			"percent, that a backfill may use"),
-		newKey: fs.Bool("new-key", false, newKeyUsage),
+		newKey: fs.Bool("new-key", false, cli.NewKeyUsage),
 		clear:  fs.Bool("clear-api-credentials", false, "delete the provider's API credentials"),
 	}
 }
@@ -91,7 +91,7 @@ func (a apiFlags) credentials(stdin *bufio.Reader) (pull.Credentials, error) {
 	if *a.tokenStdin {
 		what, flagName = pull.SecretToken, "--api-token-stdin"
 	}
-	secret, err := secretLine(stdin, what)
+	secret, err := cli.SecretLine(stdin, what)
 	if err != nil {
 		return c, fmt.Errorf("%s %s: %w", cmd, flagName, err)
 	}
@@ -101,19 +101,6 @@ func (a apiFlags) credentials(stdin *bufio.Reader) (pull.Credentials, error) {
 		c.ClientSecret = secret
 	}
 	return c, nil
-}
-
-// secretLine reads a secret from the first line of r, trimmed.
-func secretLine(r *bufio.Reader, what string) (string, error) {
-	line, err := r.ReadString('\n')
-	secret := strings.TrimSpace(line)
-	if secret == "" && err != nil {
-		return "", fmt.Errorf("no %s on standard input: %w", what, err)
-	}
-	if secret == "" {
-		return "", fmt.Errorf("the first line of standard input is empty; it must hold the %s", what)
-	}
-	return secret, nil
 }
 
 // updateAPICredentials sets or clears the API credentials of p, a provider

@@ -52,7 +52,7 @@ func (e cliEnv) appCreateFlags(fs *flag.FlagSet) appCreateOptions {
 	o.allowPrivate = fs.Bool("allow-private", false, "allow http and loopback, private or link-local addresses in the URLs (a test server); "+
 		"the console never does")
 	o.public = e.publicURLFlag(fs)
-	o.newKey = fs.Bool("new-key", false, newKeyUsage)
+	o.newKey = fs.Bool("new-key", false, cli.NewKeyUsage)
 	return o
 }
 
@@ -66,7 +66,7 @@ func (e cliEnv) appCreate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("app create: --kind, --name, --app-id, --client-id and --client-secret-stdin are required")
 	}
-	secret, err := secretLine(bufio.NewReader(e.stdin), "client secret")
+	secret, err := cli.SecretLine(bufio.NewReader(e.stdin), "client secret")
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func appScopes(a domain.App) string {
 func appRotateFlags(fs *flag.FlagSet) (name *string, secretStdin, newKey *bool) {
 	return fs.String("name", "", "app name (required)"),
 		fs.Bool("client-secret-stdin", false, "read the new client secret from the first line of standard input (required)"),
-		fs.Bool("new-key", false, newKeyUsage)
+		fs.Bool("new-key", false, cli.NewKeyUsage)
 }
 
 func (e cliEnv) appRotate(ctx context.Context, args []string) error {
@@ -155,7 +155,7 @@ func (e cliEnv) appRotate(ctx context.Context, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("app rotate: --name and --client-secret-stdin are required")
 	}
-	secret, err := secretLine(bufio.NewReader(e.stdin), "client secret")
+	secret, err := cli.SecretLine(bufio.NewReader(e.stdin), "client secret")
 	if err != nil {
 		return err
 	}

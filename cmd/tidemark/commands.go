@@ -1,10 +1,13 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"strings"
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/ssocmd"
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/internal/provider"
 )
 
@@ -28,7 +31,8 @@ func metavars() map[string]string {
 	m := map[string]string{
 		"access": "read|write", "after": "CURSOR", "api-base-url": "URL", "app": "NAME", "app-id": "ID", "authorize-url": "URL", "api-budget": "PERCENT", "api-version": "v62.0",
 		"cdc-channel": "/data/ChangeEvents", "pubsub-url": "HOST:PORT",
-		"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "body": "FILE",
+		"client-id": "ID", "login-url": "URL", "allowed-networks": "CIDR,...", "auth": "hmac|token", "issuer": "URL", "group": "GROUP", "allowed-domains": "DOMAIN,...", "groups-claim": "CLAIM",
+		"password-sign-in": "all|admins|off", "session-length": "12h", "body": "FILE",
 		"by": "EMAIL", "contact": "ID", "email": "EMAIL", "expires": "90d", "format": "standard|slack", "history-retention": "DURATION", "id": "ID",
 		"max-body": "SIZE", "max-destinations": "N", "max-future-skew": "DURATION", "max-in-flight": "N", "metrics-addr": "ADDR", "name": "NAME",
 		"nats": "nats://HOST:4222", "nats-creds": "FILE", "nats-nkey": "FILE", "nats-tls-ca": "FILE", "object-type": "TYPE", "org-id": "ID",
@@ -219,6 +223,32 @@ func commandList() []command {
 			About: "Set a console operator's password, read from the first line of standard input, end\n" +
 				"their sessions and revoke the API tokens they created. The change is recorded in the audit log.",
 			Flags: func(_ cliEnv, fs *flag.FlagSet) { userPasswordFlags(fs) }, Run: cliEnv.userPassword},
+		{Name: "sso set", Required: []string{"issuer", "client-id", "client-secret-stdin"},
+			Summary: "Set up single sign-on with an OpenID Connect provider; prints the redirect URI.",
+			About: "Set up single sign-on: the console's sign-in page offers \"Sign in with NAME\" (authorization code\n" +
+				"with PKCE). The issuer's discovery document is read first; the client secret, from standard input, is\n" +
+				"stored encrypted. Nobody signs in by SSO until a rule maps one of their groups (sso map). Audited.",
+			Flags: func(e cliEnv, fs *flag.FlagSet) { ssocmd.SetFlags(fs, e.getenv) }, Run: ssoRun(ssocmd.Set)},
+		{Name: "sso show", Summary: "Show the single sign-on setup and its group rules (never the secret).",
+			About: "Show the single sign-on setup and its group rules, never the client secret.",
+			Flags: func(cliEnv, *flag.FlagSet) {}, Run: ssoRun(ssocmd.Show)},
+		{Name: "sso disable", Summary: "Turn single sign-on off; password sign-in works for everyone again.",
+			About: "Turn single sign-on off: password sign-in works for everyone again. The setup and rules are kept\n" +
+				"for sso set to turn it on again. Audited.",
+			Flags: func(cliEnv, *flag.FlagSet) {}, Run: ssoRun(ssocmd.Disable)},
+		{Name: "sso map", Required: []string{"group"}, Summary: "Map a provider group to a role in a tenant (--tenant --role) or to admin.",
+			About: "Map a group of the identity provider to a role in a tenant (--tenant, --role) or to the admin flag\n" +
+				"(--admin). At every SSO sign-in an operator's memberships and admin flag are set from the rules of\n" +
+				"their groups (the highest role where several give one tenant). Audited.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { ssocmd.RuleFlags(fs, true) }, Run: ssoRun(ssocmd.Map)},
+		{Name: "sso unmap", Required: []string{"group"}, Summary: "Remove a group's rule for a tenant (--tenant) or admin.",
+			About: "Remove a group's rule for a tenant (--tenant) or the admin flag (--admin). The access it gave ends\n" +
+				"at each operator's next sign-in. Audited.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { ssocmd.RuleFlags(fs, false) }, Run: ssoRun(ssocmd.Unmap)},
+		{Name: "sso break-glass", Required: []string{"email"}, Summary: "Let an admin sign in with a password when it is kept for admins.",
+			About: "Mark an admin as break-glass: with sso set --password-sign-in admins, only they may still sign in\n" +
+				"with a password (--off: no longer). Audited.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { ssocmd.BreakGlassFlags(fs) }, Run: ssoRun(ssocmd.BreakGlass)},
 		{Name: "cleanup", Summary: "Run one maintenance pass, then exit.",
 			About: "Run one maintenance pass, then exit: remove expired idempotency keys, event-log\n" +
 				"partitions past retention, accepted revisions and resolved conflicts past the\n" +
@@ -269,3 +299,13 @@ Environment:
   TIDEMARK_TRUSTED_PROXIES same as serve --trusted-proxies.
   TIDEMARK_QUEUE           same as serve --queue and worker --queue.
 `
+
+// ssoRun runs an sso command (cmd/tidemark/internal/ssocmd) in e.
+func ssoRun(run func(context.Context, ssocmd.Env, []string) error) func(cliEnv, context.Context, []string) error {
+	return func(e cliEnv, ctx context.Context, args []string) error {
+		return cliError(run(ctx, ssocmd.Env{Stdin: e.stdin, Stdout: e.stdout, Getenv: e.getenv, Flags: e.flags,
+			WithStore: func(ctx context.Context, fn func(domain.SSOService) error) error {
+				return e.withStore(ctx, func(s cliStore) error { return fn(s) })
+			}}, args))
+	}
+}

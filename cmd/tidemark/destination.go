@@ -53,7 +53,7 @@ func destinationCreateFlags(fs *flag.FlagSet) destinationCreateOptions {
 		natsCreds: fs.String("nats-creds", "", "with --nats: a NATS credentials file (user JWT and nkey seed) to connect with; stored encrypted"),
 		natsNKey:  fs.String("nats-nkey", "", "with --nats: instead of --nats-creds, a file holding a user nkey seed (SU...) to connect with; stored encrypted"),
 		natsTLSCA: fs.String("nats-tls-ca", "", "with --nats: a PEM file of the certificate authorities the server's TLS certificate is checked against (default: the system's)"),
-		newKey:    fs.Bool("new-key", false, newKeyUsage),
+		newKey:    fs.Bool("new-key", false, cli.NewKeyUsage),
 	}
 }
 
@@ -292,7 +292,7 @@ func destinationAction(name string, change func(cliStore, context.Context, int64
 // destinationRotateFlags declares destination rotate's flags.
 func destinationRotateFlags(fs *flag.FlagSet) (tenant *string, id *int64, newKey *bool) {
 	tenant, id = destinationIDFlags(fs)
-	return tenant, id, fs.Bool("new-key", false, newKeyUsage)
+	return tenant, id, fs.Bool("new-key", false, cli.NewKeyUsage)
 }
 
 func (e cliEnv) destinationRotate(ctx context.Context, args []string) error {

@@ -3,7 +3,6 @@ package main
 import (
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -47,20 +46,7 @@ func TestReadmeCDC(t *testing.T) {
 	fill := strings.NewReplacer(readmeSFClientID, sf.ClientID, readmeSFLogin, sf.URL)
 	printed := strings.NewReplacer(readmeSFClientID, sf.ClientID, readmeSFLogin, sf.URL,
 		"API version v62.0;", "API version v62.0; private addresses allowed;", "api.pubsub.salesforce.com:7443", fake.Addr())
-	shell := func(script string) string {
-		t.Helper()
-		cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
-		var stderr strings.Builder
-		cmd.Dir, cmd.Env, cmd.Stderr = dir, env, &stderr
-		got, err := cmd.Output()
-		if err != nil {
-			t.Fatalf("%s\n%v:\n%s%s", script, err, got, stderr.String())
-		}
-		if strings.Contains(string(got)+stderr.String(), sf.ClientSecret) {
-			t.Fatalf("%s printed the client secret", script)
-		}
-		return string(got)
-	}
+	shell := bashIn(t, dir, env, sf.ClientSecret)
 	shell("tidemark tenant create acme && tidemark provider create --tenant acme --name sf --kind salesforce --org-id " + readmeSFOrg)
 	for i, step := range steps {
 		commands := fill.Replace(step.commands)

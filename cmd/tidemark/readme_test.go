@@ -74,7 +74,7 @@ func TestReadmeTourCommands(t *testing.T) {
 	if len(blocks) < 3 {
 		t.Fatalf("the tour has %d code blocks, want the send command, the stale one and the API calls", len(blocks))
 	}
-	if got, want := oneLine(blocks[0]), oneLine(demoSendCommand(readmeSelf, readmeBase, readmeSecret)); got != want {
+	if got, want := oneLine(blocks[0]), oneLine(demo.SendCommand(readmeSelf, readmeBase, readmeSecret)); got != want {
 		t.Errorf("the README's first command differs from the one serve prints:\n README: %s\n  serve: %s", got, want)
 	}
 	if !strings.Contains(blocks[1], "--revision 1") || !strings.Contains(blocks[1], "--id evt-2") {
@@ -212,4 +212,23 @@ func getPage(t *testing.T, client *http.Client, u string) string {
 		t.Fatalf("GET %s: %d\n%s", u, resp.StatusCode, b)
 	}
 	return string(b)
+}
+
+// bashIn is a runner of scripts in bash, in dir with env, that fails the
+// test when one fails or prints secret, and returns what it printed.
+func bashIn(t *testing.T, dir string, env []string, secret string) func(script string) string {
+	return func(script string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "-eo", "pipefail", "-c", script)
+		var stderr strings.Builder
+		cmd.Dir, cmd.Env, cmd.Stderr = dir, env, &stderr
+		got, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("%s\n%v:\n%s%s", script, err, got, stderr.String())
+		}
+		if strings.Contains(string(got)+stderr.String(), secret) {
+			t.Fatalf("%s printed the secret", script)
+		}
+		return string(got)
+	}
 }

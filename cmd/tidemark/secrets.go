@@ -38,6 +38,9 @@ func (e cliEnv) secretsRekey(ctx context.Context, args []string) error {
 		if n.Apps+n.AppInstalls > 0 {
 			fmt.Fprintf(e.stdout, "re-encrypted %d app client secrets and the tokens of %d app installs\n", n.Apps, n.AppInstalls)
 		}
+		if n.SSO > 0 {
+			fmt.Fprintln(e.stdout, "re-encrypted the SSO client secret")
+		}
 		if n.IDHashKey > 0 {
 			fmt.Fprintln(e.stdout, "re-encrypted the id hash key (unchanged)")
 		}

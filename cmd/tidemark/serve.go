@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/demo"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/memlimit"
 	"github.com/tidemark/tidemark/domain/alerting"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -88,7 +90,7 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"comma-separated CIDRs of reverse proxies whose X-Forwarded-For names the client (default: none; the peer is the client)"),
 		readTimeout: fs.Duration("read-timeout", postgres.DefaultReadTimeout,
 			"longest a read statement of the console or the API may run; a longer one answers 503 asking for a narrower filter"),
-		memoryLimit: fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), defaultMemoryLimit),
+		memoryLimit: fs.String("memory-limit", cmp.Or(e.getenv("TIDEMARK_MEMORY_LIMIT"), memlimit.Default),
 			"soft memory limit of the Go runtime, such as 48MiB; 0 means none (GOMEMLIMIT, when set, wins)"),
 		sweepInterval: fs.Duration("sweep-interval", backfill.DefaultSweepInterval,
 			"how often every provider with API credentials is swept for what its webhooks missed (0: never)"),
@@ -124,7 +126,7 @@ func (e cliEnv) serve(ctx context.Context, args []string) error {
 // keys, retention, partitions, secrets, the demo) and runs the node's
 // services until ctx ends.
 func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
-	if err := setMemoryLimit(*o.memoryLimit, e.getenv); err != nil {
+	if err := memlimit.Set(*o.memoryLimit, e.getenv); err != nil {
 		return err
 	}
 	if *o.readTimeout < time.Millisecond {
@@ -167,7 +169,9 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 		base = strings.TrimRight(*o.publicURL, "/")
 	}
 	if db.embedded != nil {
-		if err := e.announceDemo(ctx, store, base); err != nil {
+		actx := domain.WithActor(ctx, cliActor(e.getenv))
+		a := demo.Announcement{Self: selfCommand(), Base: base, DataDir: dataDir}
+		if err := demo.Announce(actx, store, e.stdout, e.stderr, a); err != nil {
 			return fmt.Errorf("prepare demo tenant: %w", err)
 		}
 	}

@@ -33,6 +33,7 @@ type cliStore interface {
 	domain.AppService
 	domain.AppJournalService // app subscriptions
 	domain.CDCService
+	domain.SSOService
 	stream.DestinationService
 	alerting.Service
 	pull.CredentialStore

@@ -98,25 +98,32 @@ func (s *Users) SetMemberRole(ctx context.Context, userID int64, tenantSlug stri
 		return 0, err
 	}
 	revoked := 0
-	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		tenantID, old, email, err := member(ctx, tx, memberForUpdateSQL, userID, tenantSlug)
-		if err != nil || old == role {
-			return err
-		}
-		args := pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID, "role": string(role)}
-		if _, err := tx.Exec(ctx, setMemberRoleSQL, args); err != nil {
-			return pg.Translate(err)
-		}
-		summary := fmt.Sprintf("role %s → %s", old, role)
-		if old == domain.RoleOwner {
-			if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator is no longer an owner"); err != nil {
-				return err
-			}
-			summary += revokedSummary(revoked)
-		}
-		return pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditMemberRole, email, summary))
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		revoked, err = setMemberRole(ctx, tx, userID, tenantSlug, role)
+		return err
 	})
 	return revoked, err
+}
+
+// setMemberRole changes a member's role in tx and records it; a member
+// who stops being an owner loses the tokens they created there.
+func setMemberRole(ctx context.Context, tx pgx.Tx, userID int64, tenantSlug string, role domain.Role) (revoked int, err error) {
+	tenantID, old, email, err := member(ctx, tx, memberForUpdateSQL, userID, tenantSlug)
+	if err != nil || old == role {
+		return 0, err
+	}
+	args := pgx.NamedArgs{"tenant_id": tenantID, "user_id": userID, "role": string(role)}
+	if _, err := tx.Exec(ctx, setMemberRoleSQL, args); err != nil {
+		return 0, pg.Translate(err)
+	}
+	summary := fmt.Sprintf("role %s → %s", old, role)
+	if old == domain.RoleOwner {
+		if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator is no longer an owner"); err != nil {
+			return 0, err
+		}
+		summary += revokedSummary(revoked)
+	}
+	return revoked, pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditMemberRole, email, summary))
 }
 
 const removeMembershipSQL = `
@@ -127,17 +134,24 @@ RETURNING m.tenant_id, m.role, u.email`
 // RemoveMembership implements domain.OperatorService.
 func (s *Users) RemoveMembership(ctx context.Context, userID int64, tenantSlug string) (int, error) {
 	revoked := 0
-	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		tenantID, role, email, err := member(ctx, tx, removeMembershipSQL, userID, tenantSlug)
-		if err != nil {
-			return err
-		}
-		if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator left the workspace"); err != nil {
-			return err
-		}
-		return pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditMemberRemove, email, "was "+string(role)+revokedSummary(revoked)))
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		revoked, err = removeMembership(ctx, tx, userID, tenantSlug)
+		return err
 	})
 	return revoked, err
+}
+
+// removeMembership ends a membership in tx, revokes the tokens its member
+// created there and records it.
+func removeMembership(ctx context.Context, tx pgx.Tx, userID int64, tenantSlug string) (revoked int, err error) {
+	tenantID, role, email, err := member(ctx, tx, removeMembershipSQL, userID, tenantSlug)
+	if err != nil {
+		return 0, err
+	}
+	if revoked, err = revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator left the workspace"); err != nil {
+		return 0, err
+	}
+	return revoked, pg.Translate(pg.Audit(ctx, tx, tenantID, domain.AuditMemberRemove, email, "was "+string(role)+revokedSummary(revoked)))
 }
 
 // member runs sql, which locks or removes operator userID's membership of

@@ -28,7 +28,7 @@ func (s *Users) User(ctx context.Context, id int64) (domain.User, error) {
 
 const (
 	createUserSQL = `INSERT INTO users (email, password_hash, is_admin) VALUES (@email, @password_hash, @is_admin) RETURNING id`
-	setAdminSQL   = `UPDATE users SET is_admin = @admin WHERE id = @user_id RETURNING id`
+	setAdminSQL   = `UPDATE users SET is_admin = @admin, break_glass = break_glass AND @admin WHERE id = @user_id RETURNING id`
 )
 
 // CreateUser creates an operator. tenantSlug, when set, makes the user a
@@ -125,32 +125,7 @@ func (s *Users) SetAdmin(ctx context.Context, actor domain.User, userID int64, a
 		if err != nil {
 			return err
 		}
-		summary := fmt.Sprintf("admin %t → %t", u.IsAdmin, admin)
-		if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
-			return err
-		}
-		if err := countAdmins(ctx, tx, u.IsAdmin && !u.Disabled, admin && !u.Disabled); err != nil {
-			return err
-		}
-		if _, err = tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": userID, "admin": admin}); err != nil {
-			return pg.Translate(err)
-		}
-		if admin || !u.IsAdmin {
-			return nil
-		}
-		// An admin acted as an owner of every tenant: the tokens they made
-		// where they are not an owner member lose their creator's standing.
-		rows, _ := tx.Query(ctx, formerAdminTenantsSQL, pgx.NamedArgs{"user_id": userID})
-		tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-		if err != nil {
-			return pg.Translate(err)
-		}
-		for _, tenantID := range tenants {
-			if _, err := revokeCreatorTokens(ctx, tx, tenantID, userID, "its creator is no longer an admin"); err != nil {
-				return err
-			}
-		}
-		return nil
+		return setAdmin(ctx, tx, u, admin, fmt.Sprintf("admin %t → %t", u.IsAdmin, admin))
 	})
 }
 
@@ -162,3 +137,35 @@ SELECT DISTINCT k.tenant_id FROM api_tokens k
 WHERE k.created_by_user_id = @user_id AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())
   AND NOT EXISTS (SELECT FROM memberships m
                   WHERE m.tenant_id = k.tenant_id AND m.user_id = @user_id AND m.role = 'owner')`
+
+// setAdmin sets locked operator u's admin flag in tx, recorded with
+// summary, and refuses with domain.ErrLastAdmin to leave no enabled admin.
+// An admin who stops being one loses the tokens they made in tenants
+// where they are not an owner member.
+func setAdmin(ctx context.Context, tx pgx.Tx, u domain.User, admin bool, summary string) error {
+	if err := pg.Audit(ctx, tx, 0, domain.AuditOperatorAdmin, u.Email, summary); err != nil {
+		return err
+	}
+	if err := countAdmins(ctx, tx, u.IsAdmin && !u.Disabled, admin && !u.Disabled); err != nil {
+		return err
+	}
+	if _, err := tx.Exec(ctx, setAdminSQL, pgx.NamedArgs{"user_id": u.ID, "admin": admin}); err != nil {
+		return pg.Translate(err)
+	}
+	if admin || !u.IsAdmin {
+		return nil
+	}
+	// An admin acted as an owner of every tenant: the tokens they made
+	// where they are not an owner member lose their creator's standing.
+	rows, _ := tx.Query(ctx, formerAdminTenantsSQL, pgx.NamedArgs{"user_id": u.ID})
+	tenants, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return pg.Translate(err)
+	}
+	for _, tenantID := range tenants {
+		if _, err := revokeCreatorTokens(ctx, tx, tenantID, u.ID, "its creator is no longer an admin"); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -111,9 +111,15 @@ VALUES (@address_key, date_bin(@window::interval, now(), timestamptz 'epoch'), @
 ON CONFLICT (address_key, window_start, outcome) DO UPDATE SET attempts = r.attempts + 1, last_at = now()
 RETURNING r.attempts = 1`
 
-// userByEmailSQL finds an operator who may sign in: a disabled one is as
-// unknown as an email that matches no one.
-const userByEmailSQL = `SELECT id, password_hash, is_admin, session_epoch FROM users WHERE email = @email AND disabled_at IS NULL`
+// userByEmailSQL finds an operator who may sign in with a password: a
+// disabled one, or one that single sign-on's password sign-in setting
+// leaves out (off; or admins, and they are not a break-glass admin), is
+// as unknown as an email that matches no one.
+const userByEmailSQL = `
+SELECT u.id, u.password_hash, u.is_admin, u.session_epoch FROM users u
+WHERE u.email = @email AND u.disabled_at IS NULL
+  AND NOT EXISTS (SELECT FROM sso_config c WHERE c.enabled AND (c.password_sign_in = 'off'
+      OR (c.password_sign_in = 'admins' AND NOT (u.is_admin AND u.break_glass))))`
 
 // signInTimeout bounds a sign-in, which outlives the request that started
 // it: a client that hangs up after its password was checked must not

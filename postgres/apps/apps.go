@@ -134,23 +134,13 @@ func (s *Registry) App(ctx context.Context, name string) (domain.App, error) {
 	return appByName(ctx, s.read, name, appByNameSQL)
 }
 
-// sequentialSQL makes the rest of a transaction send its statements on
-// distributed tables one connection per node under Citus (a placeholder
-// setting on plain PostgreSQL): Citus refuses to change a reference
-// table (apps, app_installs) after a parallel read of distributed tables
-// in the same transaction, such as pg.CheckSealingKey's counts or the
-// providers of several tenants' installs.
-const sequentialSQL = `SET LOCAL citus.multi_shard_modify_mode = 'sequential'`
-
 // withTx runs fn in a transaction of the write pool whose statements on
-// distributed tables run sequentially (sequentialSQL).
+// distributed tables run sequentially (pg.WithSequentialTx): Citus refuses
+// to change a reference table (apps, app_installs) after a parallel read
+// of distributed tables, such as pg.CheckSealingKey's counts or the
+// providers of several tenants' installs.
 func (s *Registry) withTx(ctx context.Context, fn func(tx pgx.Tx) error) error {
-	return pg.Translate(pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, sequentialSQL); err != nil {
-			return err
-		}
-		return fn(tx)
-	}))
+	return pg.WithSequentialTx(ctx, s.pool, fn)
 }
 
 // querier is a pool or a transaction.

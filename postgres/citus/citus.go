@@ -31,9 +31,10 @@ import (
 // app_unrouted and its samples count the events of portals installed for
 // no tenant; app_oauth_states, the OAuth installs under way, refer to
 // users and apps; admin_tokens, the admin API's tokens, refer to the
-// users who created them.
+// users who created them; sso_config and sso_rules, single sign-on, are
+// an admin's, the rules referring to tenants.
 var ReferenceTables = []string{"tenants", "users", "enabled_admins", "id_hash_key", "apps", "app_secrets", "app_installs",
-	"app_unrouted", "app_unrouted_samples", "app_oauth_states", "admin_tokens"}
+	"app_unrouted", "app_unrouted_samples", "app_oauth_states", "admin_tokens", "sso_config", "sso_rules"}
 
 // LocalTables are the tables without a tenant that stay on the
 // coordinator, which alone reads and writes them: sessions, sign-in

@@ -60,7 +60,7 @@ SELECT DISTINCT colocationid::text FROM pg_dist_partition WHERE partmethod = 'h'
 		t.Errorf("distributed tables in co-location groups %v, want one", got)
 	}
 	if got := queryStrings(t, pool, `
-SELECT table_name::text FROM citus_tables WHERE citus_table_type = 'reference' ORDER BY 1`); !slices.Equal(got, []string{"admin_tokens", "app_installs", "app_oauth_states", "app_secrets", "app_unrouted", "app_unrouted_samples", "apps", "enabled_admins", "id_hash_key", "tenants", "users"}) {
+SELECT table_name::text FROM citus_tables WHERE citus_table_type = 'reference' ORDER BY 1`); !slices.Equal(got, []string{"admin_tokens", "app_installs", "app_oauth_states", "app_secrets", "app_unrouted", "app_unrouted_samples", "apps", "enabled_admins", "id_hash_key", "sso_config", "sso_rules", "tenants", "users"}) {
 		t.Errorf("reference tables %v", got)
 	}
 	if got := foreignKeys(t, pool); !slices.Equal(got, keysBefore) {

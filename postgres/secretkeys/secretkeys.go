@@ -77,6 +77,11 @@ var tables = []table{
 	{owner: "app install", kind: pg.AppInstallTokens, activeSQL: appInstallTokensAllSQL, batchSQL: rekeyAppInstallBatchSQL,
 		updateSQL: rekeyAppInstallTokensSQL, aad: pg.AADAppInstallTokens, seal: (*pg.Keyring).SealAppInstallTokens,
 		logFailed: (*pg.Secrets).LogUndecryptableAppInstall, count: func(r *Rekeyed) *int64 { return &r.AppInstalls }},
+	{owner: "SSO", kind: pg.SSOSecret, activeSQL: ssoSecretSQL, batchSQL: rekeySSOSecretSQL, updateSQL: resealSSOSecretSQL,
+		aad: pg.AADSSO, seal: func(k *pg.Keyring, _, _ int64, plaintext string) (pg.SealedSecret, error) {
+			return k.SealSSO(plaintext)
+		},
+		logFailed: (*pg.Secrets).LogUndecryptableSSO, count: func(r *Rekeyed) *int64 { return &r.SSO }, tenantless: true},
 }
 
 // activeSecretsAllSQL reads every tenant's active provider secrets, for the
@@ -253,6 +258,7 @@ type Rekeyed struct {
 	IDHashKey               int64 // the database's id hash key (0 or 1), sealed again, never changed
 	Apps                    int64 // apps' client secrets
 	AppInstalls             int64 // the tokens of app installs
+	SSO                     int64 // the SSO client secret (0 or 1)
 }
 
 // RekeySecrets re-encrypts every provider secret (retired ones included),

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/alexedwards/scs/v2"
@@ -15,6 +16,8 @@ import (
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/internal/replay"
+	"github.com/tidemark/tidemark/internal/sso"
+	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/admin"
 	"github.com/tidemark/tidemark/web/console/apps"
 	"github.com/tidemark/tidemark/web/console/conflicts"
@@ -34,6 +37,7 @@ import (
 type Store interface {
 	domain.AccessService   // sign-in, sessions, the workspaces menu
 	domain.OperatorService // the signed-in operator
+	domain.SSOService      // single sign-on
 	alerting.Service       // the banner of firing alerts, web/console/alerts
 	destinations.Store
 	admin.Store
@@ -82,6 +86,9 @@ type Handler struct {
 	queue       domain.DeliveryQueue // nil: synchronous mode
 	signIns     *signInBudgets
 	reads       *httpx.ReadGate
+	rp          *sso.RP // single sign-on's relying party
+	// lastLogin is the sign-in form's single sign-on as last read.
+	lastLogin atomic.Pointer[views.LoginForm]
 }
 
 // New returns the console's Handler for cfg.
@@ -96,6 +103,7 @@ func New(cfg Config) *Handler {
 	if h.now == nil {
 		h.now = time.Now
 	}
+	h.rp = sso.NewRP(h.now)
 	if h.log == nil {
 		h.log = slog.Default()
 	}

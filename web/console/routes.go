@@ -50,6 +50,8 @@ func (h *Handler) Routes(r chi.Router) {
 	r.Use(h.securityHeaders, limitConsoleBody, h.loadSession, csrf.Handler)
 	r.Get("/login", h.handleLoginPage)
 	r.Post("/login", h.handleLogin)
+	r.Get(ssoStartPath, h.handleSSOStart)
+	r.Get(ssoCallbackPath, h.handleSSOCallback)
 	r.Group(func(r chi.Router) {
 		r.Use(h.requireUser)
 		r.Get("/", h.handleHome)

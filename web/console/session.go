@@ -9,12 +9,14 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
 // Console sessions end after SessionIdle without a request from the
 // operator (background polling does not count) and SessionLifetime after
-// sign-in, whatever happens in between.
+// sign-in, whatever happens in between; a single sign-on session ends
+// after the setup's session length instead (sso.go).
 const (
 	SessionIdle     = time.Hour
 	SessionLifetime = 12 * time.Hour
@@ -50,7 +52,7 @@ const (
 func newSessions(store scs.Store) *scs.SessionManager {
 	m := scs.New()
 	m.Store = store
-	m.Lifetime = SessionLifetime
+	m.Lifetime = max(SessionLifetime, domain.MaxSSOSessionLength)
 	return m
 }
 
@@ -92,9 +94,12 @@ func (h *Handler) expireSession(r *http.Request) error {
 	now := h.now()
 	signedIn := time.Unix(h.sessions.GetInt64(ctx, sessionSignedIn), 0)
 	seen := time.Unix(h.sessions.GetInt64(ctx, sessionSeen), 0)
+	sso := h.sessions.GetInt64(ctx, sessionSSOUntil) != 0
 	switch {
-	case now.Sub(seen) >= SessionIdle || now.Sub(signedIn) >= SessionLifetime:
+	case now.Sub(seen) >= SessionIdle || !sso && now.Sub(signedIn) >= SessionLifetime:
 		return h.sessions.Destroy(ctx)
+	case h.ssoSessionOver(r, now):
+		return h.endSSOSession(r)
 	case r.Header.Get(pollHeader) == "" && now.Sub(seen) >= seenEvery:
 		h.sessions.Put(ctx, sessionSeen, now.Unix())
 	}

@@ -19,7 +19,11 @@ func (h *Handler) handleLoginPage(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, safeNext(r.URL.Query().Get("next")), http.StatusSeeOther)
 		return
 	}
-	h.render(w, r, http.StatusOK, views.Login("", "", r.URL.Query().Get("next")))
+	next := r.URL.Query().Get("next")
+	if h.ssoReauth(w, r, safeNext(next)) {
+		return
+	}
+	h.render(w, r, http.StatusOK, views.Login(h.loginForm(r, "", "", next)))
 }
 
 // signInBusyWait is the Retry-After of a sign-in refused because every
@@ -28,11 +32,14 @@ const signInBusyWait = 2 * time.Second
 
 func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	email, password, next := r.PostFormValue("email"), r.PostFormValue("password"), r.PostFormValue("next")
+	// Until the password is checked, the form is drawn as the page was
+	// last drawn (knownLoginForm): a refusal here costs no query. Whether
+	// password sign-in is on is decided with the password's check.
 	if err := domain.CheckSignIn(email, password); err != nil {
 		if len(email) > domain.MaxEmailLength {
 			email = ""
 		}
-		h.render(w, r, http.StatusBadRequest, views.Login(email, domain.ErrorMessage(err), safeNext(next)))
+		h.render(w, r, http.StatusBadRequest, views.Login(h.knownLoginForm(email, domain.ErrorMessage(err), safeNext(next))))
 		return
 	}
 	// Past its account's or its address's budget (signin_budget.go) a
@@ -40,8 +47,8 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 	ticket, refusal, wait := h.signIns.take(email, httpx.ClientPrefix(r), time.Now())
 	if refusal != "" {
 		w.Header().Set("Retry-After", httpx.RetryAfter(wait))
-		h.render(w, r, http.StatusTooManyRequests, views.Login(email, fmt.Sprintf(
-			"%s Wait %s seconds and try again.", refusal, httpx.RetryAfter(wait)), safeNext(next)))
+		h.render(w, r, http.StatusTooManyRequests, views.Login(h.knownLoginForm(email, fmt.Sprintf(
+			"%s Wait %s seconds and try again.", refusal, httpx.RetryAfter(wait)), safeNext(next))))
 		return
 	}
 	// The person signing in is the actor of the sign_in audit entry.
@@ -60,7 +67,11 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 		case status == http.StatusInternalServerError:
 			msg = internalErrorText(httpx.LogInternal(h.log, w, r, err))
 		}
-		h.render(w, r, status, views.Login(email, msg, safeNext(next)))
+		f := h.loginForm(r, email, msg, safeNext(next))
+		if status == http.StatusOK && f.Password == domain.PasswordSignInOff {
+			status, f.Message = http.StatusForbidden, "Password sign-in is turned off. Sign in with "+f.SSOName+"."
+		}
+		h.render(w, r, status, views.Login(f))
 		return
 	}
 	if err := h.startSession(r, u.ID); err != nil {

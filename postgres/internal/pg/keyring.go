@@ -45,6 +45,9 @@ const (
 	// appInstallAAD(tenant, install); ProviderID holds the install, ID too
 	// (one row each).
 	AADAppInstallTokens int16 = 7
+	// AADSSO: the SSO client secret (sso_config's one row), sealed with
+	// ssoAAD; its ids are 0.
+	AADSSO int16 = 8
 )
 
 // ErrNoKey is what every operation on provider secrets returns on a store
@@ -151,6 +154,11 @@ func (k *Keyring) SealAppInstallTokens(tenantID, installID int64, plaintext stri
 		appInstallAAD(tenantID, installID), plaintext)
 }
 
+// SealSSO encrypts the SSO client secret under the first key.
+func (k *Keyring) SealSSO(plaintext string) (SealedSecret, error) {
+	return k.seal(SealedSecret{AADVersion: AADSSO}, ssoAAD(), plaintext)
+}
+
 // seal fills in s's key id and ciphertext: plaintext sealed under the
 // first key with aad.
 func (k *Keyring) seal(s SealedSecret, aad []byte, plaintext string) (SealedSecret, error) {
@@ -193,6 +201,8 @@ func (k *Keyring) Open(s SealedSecret) (string, error) {
 		aad = appAAD(s.ProviderID)
 	case AADAppInstallTokens:
 		aad = appInstallAAD(s.TenantID, s.ProviderID)
+	case AADSSO:
+		aad = ssoAAD()
 	default:
 		return "", fmt.Errorf("unknown aad_version %d", s.AADVersion)
 	}
@@ -237,6 +247,9 @@ func destinationNATSAAD(tenantID, destinationID int64) []byte {
 func appAAD(appID int64) []byte {
 	return boundAAD("tidemark app secret v1\x00", 0, appID)
 }
+
+// ssoAAD binds the SSO client secret to its label.
+func ssoAAD() []byte { return boundAAD("tidemark sso client secret v1\x00", 0, 0) }
 
 // appInstallAAD binds an app install's tokens to its tenant and install,
 // under a label of its own.

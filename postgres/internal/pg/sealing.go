@@ -41,12 +41,13 @@ var (
 	IDHashKey              = SecretKind{Uses: "%d id hash key of %d database", KeysSQL: idHashKeyKeysSQL}
 	AppSecrets             = SecretKind{Uses: "%d client secrets of %d apps", KeysSQL: appKeysSQL}
 	AppInstallTokens       = SecretKind{Uses: "%d tokens of %d app installs", KeysSQL: appInstallKeysSQL}
+	SSOSecret              = SecretKind{Uses: "%d SSO client secret of %d identity provider", KeysSQL: ssoKeysSQL}
 	// sealedOnCommand are the kinds an operator's command seals, which
 	// CheckSealingKey reads: not the id hash key, which any node makes
 	// under its own first key when it first needs it, and so shows
 	// nothing of the key the nodes hold.
 	sealedOnCommand = []SecretKind{ProviderSecrets, DestinationSecrets, ProviderAPISecrets, DestinationNATSSecrets,
-		AppSecrets, AppInstallTokens}
+		AppSecrets, AppInstallTokens, SSOSecret}
 )
 
 // The secrets in use, and their owners, by key id: active provider
@@ -74,6 +75,9 @@ GROUP BY key_id ORDER BY key_id`
 	appKeysSQL = `
 SELECT key_id, count(*), count(DISTINCT app_id) FROM app_secrets
 WHERE expires_at IS NULL OR expires_at > now()
+GROUP BY key_id ORDER BY key_id`
+	ssoKeysSQL = `
+SELECT key_id, count(*), count(*) FROM sso_config
 GROUP BY key_id ORDER BY key_id`
 	appInstallKeysSQL = `
 SELECT tokens_key_id, count(*), count(*) FROM app_installs

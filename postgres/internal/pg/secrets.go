@@ -80,6 +80,11 @@ func (s *Secrets) LogUndecryptableApp(sec SealedSecret, err error) {
 	s.logUndecryptable("app", "app_id", sec, err)
 }
 
+// LogUndecryptableSSO logs the SSO client secret likewise.
+func (s *Secrets) LogUndecryptableSSO(sec SealedSecret, err error) {
+	s.logUndecryptable("SSO", "sso", sec, err)
+}
+
 // LogUndecryptableAppInstall logs an app install's tokens likewise, by the
 // install's ids.
 func (s *Secrets) LogUndecryptableAppInstall(sec SealedSecret, err error) {

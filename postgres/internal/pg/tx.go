@@ -49,3 +49,20 @@ func writeTimedOut(timed bool, err error) error {
 	}
 	return err
 }
+
+// sequentialSQL makes the rest of a transaction send its statements on
+// distributed tables one connection per node under Citus (a placeholder
+// setting on plain PostgreSQL): Citus refuses to change a reference table
+// after a parallel read of distributed tables in the same transaction.
+const sequentialSQL = `SET LOCAL citus.multi_shard_modify_mode = 'sequential'`
+
+// WithSequentialTx is WithTx for a transaction that changes reference
+// tables (apps, users, single sign-on's) beside reads of distributed ones.
+func WithSequentialTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx pgx.Tx) error) error {
+	return Translate(WithTx(ctx, pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sequentialSQL); err != nil {
+			return err
+		}
+		return fn(tx)
+	}))
+}

@@ -1,4 +1,4 @@
-package main
+package memlimit
 
 import (
 	"runtime/debug"
@@ -7,7 +7,7 @@ import (
 )
 
 // Not parallel: the memory limit is the process's.
-func TestSetMemoryLimit(t *testing.T) {
+func TestSet(t *testing.T) {
 	before, beforeGC := debug.SetMemoryLimit(-1), debug.SetGCPercent(100)
 	t.Cleanup(func() { debug.SetMemoryLimit(before); debug.SetGCPercent(beforeGC) })
 	gcPercentNow := func() int {
@@ -18,11 +18,11 @@ func TestSetMemoryLimit(t *testing.T) {
 	env := func(vars map[string]string) func(string) string { return func(k string) string { return vars[k] } }
 
 	for _, bad := range []string{"lots", "1KiB", "-5MiB"} {
-		if err := setMemoryLimit(bad, env(nil)); err == nil || !strings.Contains(err.Error(), "--memory-limit") {
+		if err := Set(bad, env(nil)); err == nil || !strings.Contains(err.Error(), "--memory-limit") {
 			t.Errorf("--memory-limit %s: got %v, want an error naming the flag", bad, err)
 		}
 	}
-	if err := setMemoryLimit("64MiB", env(nil)); err != nil {
+	if err := Set("64MiB", env(nil)); err != nil {
 		t.Fatal(err)
 	}
 	if got := debug.SetMemoryLimit(-1); got != 64<<20 {
@@ -32,13 +32,13 @@ func TestSetMemoryLimit(t *testing.T) {
 		t.Errorf("GOGC under a memory limit: %d, want %d", got, gcPercent)
 	}
 	debug.SetGCPercent(100)
-	if err := setMemoryLimit("64MiB", env(map[string]string{"GOGC": "100"})); err != nil {
+	if err := Set("64MiB", env(map[string]string{"GOGC": "100"})); err != nil {
 		t.Fatal(err)
 	}
 	if got := gcPercentNow(); got != 100 {
 		t.Errorf("GOGC set, yet serve changed it to %d", got)
 	}
-	if err := setMemoryLimit("32MiB", env(map[string]string{"GOMEMLIMIT": "1GiB"})); err != nil {
+	if err := Set("32MiB", env(map[string]string{"GOMEMLIMIT": "1GiB"})); err != nil {
 		t.Fatal(err)
 	}
 	if got := debug.SetMemoryLimit(-1); got != 64<<20 {
