@@ -123,7 +123,7 @@ func (w *Writer) commitGrouped(ctx context.Context, d domain.Delivery, p domain.
 			return nil, ctx.Err() // no group will write it
 		}
 		// Its group is writing it: the answer is that group's, bounded
-		// by the group's deadline (groupContext).
+		// by the group's deadline (groupDeadline, bounds.go).
 		err := <-job.done
 		return job.results, err
 	}
@@ -194,20 +194,20 @@ func (w *Writer) commitGroup(group []*ingestJob) {
 	if len(live) == 0 {
 		return
 	}
-	ctx, cancel := groupContext(live)
+	acquire, send, cancel, statement := boundedWrite(groupDeadline(live))
 	defer cancel()
 	spans := startGroupSpans(live)
 	batch := &pgx.Batch{}
 	// Each round of the group counts its outcomes in the next counter
 	// shard, so that few counter rows are updated twice in one transaction
 	// (each update would walk the chain of the row's earlier versions).
-	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards), w.groupLockWait())
+	rounds := w.queueGroup(batch, live, rand.IntN(w.counterShards), bounds{lockWait: w.groupLockWait(), statement: statement})
 	if w.beforeCommitSQL != "" {
 		batch.Queue(w.beforeCommitSQL)
 	}
 	sql := spans.startSQL(batch.Len())
 	began := time.Now()
-	err := w.pool.SendBatch(ctx, batch).Close()
+	err := sendBounded(acquire, send, w.pool, batch)
 	endBatchSpan(sql, err)
 	spans.end(len(live), rounds, err)
 	if err == nil || (len(live) == 1 && !pg.LockNotAvailable(err)) {
@@ -313,17 +313,18 @@ func groupEvents(group []*ingestJob) int {
 	return n
 }
 
-// groupContext bounds a group's transaction by the latest deadline among
-// its deliveries, and is not cancelled with any one of them: one sender
-// giving up must not roll back the others.
-func groupContext(group []*ingestJob) (context.Context, context.CancelFunc) {
-	var latest time.Time
+// groupDeadline is a group's deadline: the latest among its deliveries',
+// so that one sender giving up does not roll back the others; none when
+// one of them has none.
+func groupDeadline(group []*ingestJob) (latest time.Time, has bool) {
 	for _, job := range group {
-		if dl, ok := job.ctx.Deadline(); !ok {
-			return context.WithCancel(context.Background())
-		} else if dl.After(latest) {
+		dl, ok := job.ctx.Deadline()
+		if !ok {
+			return time.Time{}, false
+		}
+		if dl.After(latest) {
 			latest = dl
 		}
 	}
-	return context.WithDeadline(context.Background(), latest)
+	return latest, true
 }

@@ -2,7 +2,6 @@ package ingest
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -10,24 +9,23 @@ import (
 )
 
 // queueDelivery queues the statements of one delivery on batch, counting
-// its outcomes in counter shard shard; the results are filled in as the
-// batch is read.
-func (w *Writer) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int) []domain.Result {
+// its outcomes in counter shard shard, bounded as b says; the results are
+// filled in as the batch is read.
+func (w *Writer) queueDelivery(batch *pgx.Batch, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event, shard int, b bounds) []domain.Result {
 	job := &ingestJob{d: d, p: p, events: events}
-	w.queueGroup(batch, []*ingestJob{job}, shard, 0)
+	w.queueGroup(batch, []*ingestJob{job}, shard, b)
 	return job.results
 }
 
 // queueGroup queues the plan of a group of deliveries, counting from
-// counter shard shard on, its lock waits bounded by lockWait (0: as the
-// connection says); each job's results are filled in as the batch is read.
-// It returns the number of rounds.
-func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, lockWait time.Duration) (rounds int) {
+// counter shard shard on, bounded as b says; each job's results are
+// filled in as the batch is read. It returns the number of rounds.
+func (w *Writer) queueGroup(batch *pgx.Batch, group []*ingestJob, shard int, b bounds) (rounds int) {
 	for _, job := range group {
 		job.results = make([]domain.Result, len(job.events))
 	}
 	citus := w.onCitus()
-	for _, s := range plan(group, shard, w.counterShards, lockWait) {
+	for _, s := range plan(group, shard, w.counterShards, b) {
 		if s.stmt != stChanges || !w.withoutChanges {
 			s.queue(batch, citus)
 		}

@@ -44,11 +44,10 @@ func (s step) decides() bool { return s.stmt == stOutcome || s.stmt == stReplayO
 // plan is the transaction of a group of deliveries, of one tenant or of
 // several (a lane's, committer.go), in arrival order: generic plans, the
 // delivery rows, then the steps of each round, counting from counter shard
-// shard on (of shards), its lock waits bounded by lockWait (0: as the
-// connection says). Tenants share no rows, so their events mix in the
+// shard on (of shards), its lock waits and statements bounded as b says. Tenants share no rows, so their events mix in the
 // same rounds and statements, each row carrying its tenant. It only
 // computes; exec.go queues the steps.
-func plan(group []*ingestJob, shard, shards int, lockWait time.Duration) []step {
+func plan(group []*ingestJob, shard, shards int, b bounds) []step {
 	var events []roundEvent
 	var deliveries deliveryRows
 	for _, job := range group {
@@ -61,7 +60,7 @@ func plan(group []*ingestJob, shard, shards int, lockWait time.Duration) []step 
 	}
 	args := pgx.NamedArgs{}
 	deliveries.set(args)
-	steps := []step{{stmt: stGenericPlans, args: lockWaitArgs(lockWait)}, {stmt: stDeliveries, args: args}}
+	steps := []step{{stmt: stGenericPlans, args: boundArgs(b)}, {stmt: stDeliveries, args: args}}
 	// The group's only tenant on Citus, which its statements filter by
 	// (statements.go).
 	tenant := group[0].p.TenantID

@@ -186,7 +186,7 @@ func TestRoundStatementsFollowWhatTheRoundHolds(t *testing.T) {
 func TestPlanOfAGroup(t *testing.T) {
 	t.Parallel()
 	jobs := group([]domain.Event{whole("a", "c1", 1)}, []domain.Event{whole("b", "c1", 2), property("c", "c2", "city")})
-	steps := plan(jobs, 15, 16, 0)
+	steps := plan(jobs, 15, 16, bounds{})
 	want := []string{"genericPlansSQL", "deliveriesSQL", "claimApplyBothSQL", "outcomeSQL", "claimApplySQL", "outcomeSQL", "changesSQL"}
 	if got := statementsOf(steps); !slices.Equal(got, want) {
 		t.Fatalf("statements %q, want %q", got, want)

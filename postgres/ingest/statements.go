@@ -89,7 +89,7 @@ func (st *statement) sent(citus bool) pg.Statement {
 // ingestStatements is the registry, in the order PrepareIngest prepares
 // them.
 var ingestStatements = [numStatements]*statement{
-	stGenericPlans:       newStatement("genericPlansSQL", genericPlansSQL, func() pgx.NamedArgs { return lockWaitArgs(0) }),
+	stGenericPlans:       newStatement("genericPlansSQL", genericPlansSQL, func() pgx.NamedArgs { return boundArgs(bounds{}) }),
 	stDeliveries:         newStatement("deliveriesSQL", deliveriesSQL, noEvents),
 	stClaim:              newStatement("claimSQL", claimSQL, noEvents),
 	stClaimApply:         newStatement("claimApplySQL", claimApplySQL, noEvents),
@@ -141,20 +141,25 @@ var LeadLockSQL = ingestStatements[stLeadLock].Statement
 // statement spent 170-250 ms compiling (EXPLAIN on a cluster, docs/scale.md).
 //
 // And it bounds the transaction's lock waits when @lock_timeout is set (a
-// lane's group, committer.go), else keeps the connection's setting.
+// lane's group, committer.go) and each of its statements when
+// @statement_timeout is (a sender's deadline, bounds.go), else keeps the
+// connection's settings.
 const genericPlansSQL = `
 SELECT set_config('plan_cache_mode',
                   CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true),
        set_config('jit', 'off', true),
-       set_config('lock_timeout', coalesce(@lock_timeout::text, current_setting('lock_timeout')), true)`
+       set_config('lock_timeout', coalesce(@lock_timeout::text, current_setting('lock_timeout')), true),
+       set_config('statement_timeout', coalesce(@statement_timeout::text, current_setting('statement_timeout')), true)`
 
-// lockWaitArgs are genericPlansSQL's parameters for lock waits bounded by
-// d, or as the connection says when d is 0.
-func lockWaitArgs(d time.Duration) pgx.NamedArgs {
-	if d == 0 {
-		return pgx.NamedArgs{"lock_timeout": nil}
+// boundArgs are genericPlansSQL's parameters for b.
+func boundArgs(b bounds) pgx.NamedArgs {
+	ms := func(d time.Duration) any {
+		if d == 0 {
+			return nil
+		}
+		return strconv.FormatInt(max(d.Milliseconds(), 1), 10) + "ms"
 	}
-	return pgx.NamedArgs{"lock_timeout": strconv.FormatInt(d.Milliseconds(), 10) + "ms"}
+	return pgx.NamedArgs{"lock_timeout": ms(b.lockWait), "statement_timeout": ms(b.statement)}
 }
 
 // noEvents are the arguments of a group with no delivery and no event:

@@ -166,15 +166,22 @@ func (w *Writer) commit(ctx context.Context, m mode, d domain.Delivery, p domain
 	}
 }
 
-// commitAlone writes one delivery in a transaction of its own.
+// commitAlone writes one delivery in a transaction of its own, bounded by
+// ctx's deadline in the database (bounds.go).
 func (w *Writer) commitAlone(ctx context.Context, d domain.Delivery, p domain.ProviderEndpoint, events []domain.Event) ([]domain.Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	deadline, has := ctx.Deadline()
+	acquire, send, cancel, statement := boundedWrite(deadline, has)
+	defer cancel()
 	batch := &pgx.Batch{}
-	results := w.queueDelivery(batch, d, p, events, rand.IntN(w.counterShards))
+	results := w.queueDelivery(batch, d, p, events, rand.IntN(w.counterShards), bounds{statement: statement})
 	if w.beforeCommitSQL != "" {
 		batch.Queue(w.beforeCommitSQL)
 	}
-	ctx, span := startBatchSpan(ctx, batch.Len())
-	err := w.pool.SendBatch(ctx, batch).Close()
+	_, span := startBatchSpan(ctx, batch.Len())
+	err := sendBounded(acquire, send, w.pool, batch)
 	endBatchSpan(span, err)
 	return results, err
 }
@@ -185,7 +192,7 @@ func (w *Writer) commitReplay(ctx context.Context, d domain.Delivery, p domain.P
 	var results []domain.Result
 	err := pg.WithTx(ctx, w.pool, func(tx pgx.Tx) error {
 		batch := &pgx.Batch{}
-		results = w.queueDelivery(batch, d, p, events, rand.IntN(w.counterShards))
+		results = w.queueDelivery(batch, d, p, events, rand.IntN(w.counterShards), bounds{})
 		_, span := startBatchSpan(ctx, batch.Len())
 		err := tx.SendBatch(ctx, batch).Close()
 		endBatchSpan(span, err)
@@ -230,7 +237,7 @@ func (w *Writer) probe(ctx context.Context, d domain.Delivery, p domain.Provider
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	batch := &pgx.Batch{}
-	w.queueDelivery(batch, d, p, events, 0)
+	w.queueDelivery(batch, d, p, events, 0, bounds{})
 	return tx.SendBatch(ctx, batch).Close()
 }
 

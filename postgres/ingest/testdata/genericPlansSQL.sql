@@ -3,4 +3,5 @@
 SELECT set_config('plan_cache_mode',
                   CASE WHEN to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN 'force_generic_plan' ELSE 'auto' END, true),
        set_config('jit', 'off', true),
-       set_config('lock_timeout', coalesce(@lock_timeout::text, current_setting('lock_timeout')), true)
+       set_config('lock_timeout', coalesce(@lock_timeout::text, current_setting('lock_timeout')), true),
+       set_config('statement_timeout', coalesce(@statement_timeout::text, current_setting('statement_timeout')), true)
