@@ -76,7 +76,7 @@ const (
 	AuditMemberRemove        = "member_remove"
 	AuditTokenCreate         = "token_create"
 	AuditTokenRevoke         = "token_revoke"
-	// Single sign-on's setup and rules (domain.SSOService), outside any
+	// Single sign-on's setup and rules (identity.SSOService), outside any
 	// tenant; an admin marked break-glass.
 	AuditSSOSet             = "sso_set"
 	AuditSSODisable         = "sso_disable"

@@ -808,7 +808,7 @@ type LoginForm struct {
 	// empty without single sign-on.
 	SSOName string
 	// Password is who may still sign in with a password:
-	// domain.PasswordSignIn* ("all" without single sign-on).
+	// identity.PasswordSignIn* ("all" without single sign-on).
 	Password string
 }
 

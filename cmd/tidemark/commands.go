@@ -7,7 +7,7 @@ import (
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/ssocmd"
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/provider"
 )
 
@@ -304,7 +304,7 @@ Environment:
 func ssoRun(run func(context.Context, ssocmd.Env, []string) error) func(cliEnv, context.Context, []string) error {
 	return func(e cliEnv, ctx context.Context, args []string) error {
 		return cliError(run(ctx, ssocmd.Env{Stdin: e.stdin, Stdout: e.stdout, Getenv: e.getenv, Flags: e.flags,
-			WithStore: func(ctx context.Context, fn func(domain.SSOService) error) error {
+			WithStore: func(ctx context.Context, fn func(identity.SSOService) error) error {
 				return e.withStore(ctx, func(s cliStore) error { return fn(s) })
 			}}, args))
 	}

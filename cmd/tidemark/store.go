@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/maintain"
@@ -33,7 +34,7 @@ type cliStore interface {
 	domain.AppService
 	domain.AppJournalService // app subscriptions
 	domain.CDCService
-	domain.SSOService
+	identity.SSOService
 	stream.DestinationService
 	alerting.Service
 	pull.CredentialStore

@@ -2,7 +2,7 @@
 // relying party: the identity provider found by discovery, the
 // authorization code flow with PKCE, state and nonce, and the ID token
 // verified (signature by the provider's keys, refetched when it rotates
-// them; issuer, audience, expiry, nonce) into a domain.SSOIdentity.
+// them; issuer, audience, expiry, nonce) into an identity.SSOIdentity.
 package sso
 
 import (
@@ -21,6 +21,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/egress"
 )
 
@@ -57,7 +58,7 @@ func NewFlow(next string, silent bool, now time.Time) Flow {
 
 // Provider is the identity provider's setup as the relying party uses it.
 type Provider struct {
-	Config       domain.SSOConfig
+	Config       identity.SSOConfig
 	ClientSecret string
 	RedirectURL  string // the console's callback
 }
@@ -108,7 +109,7 @@ func Discover(ctx context.Context, issuer string, allowPrivate bool) error {
 
 // provider returns the discovered provider of c, discovering it again
 // after discoveryTTL or when the setup changed.
-func (rp *RP) provider(ctx context.Context, c domain.SSOConfig) (*oidc.Provider, error) {
+func (rp *RP) provider(ctx context.Context, c identity.SSOConfig) (*oidc.Provider, error) {
 	key := fmt.Sprintf("%s\x00%t", c.Issuer, c.AllowPrivate)
 	rp.mu.Lock()
 	d := rp.byKey[key]
@@ -132,8 +133,8 @@ func (rp *RP) provider(ctx context.Context, c domain.SSOConfig) (*oidc.Provider,
 
 func (p Provider) oauth2(endpoint oauth2.Endpoint) *oauth2.Config {
 	scopes := DefaultScopes
-	if p.Config.GroupsClaim == domain.DefaultGroupsClaim {
-		scopes = append(scopes[:len(scopes):len(scopes)], domain.DefaultGroupsClaim)
+	if p.Config.GroupsClaim == identity.DefaultGroupsClaim {
+		scopes = append(scopes[:len(scopes):len(scopes)], identity.DefaultGroupsClaim)
 	}
 	return &oauth2.Config{ClientID: p.Config.ClientID, ClientSecret: p.ClientSecret, Endpoint: endpoint,
 		RedirectURL: p.RedirectURL, Scopes: scopes}
@@ -164,8 +165,8 @@ type Answer struct {
 
 // Finish checks the answer against the flow, exchanges its code (with the
 // PKCE verifier) and verifies the ID token.
-func (rp *RP) Finish(ctx context.Context, p Provider, f Flow, a Answer) (domain.SSOIdentity, error) {
-	var id domain.SSOIdentity
+func (rp *RP) Finish(ctx context.Context, p Provider, f Flow, a Answer) (identity.SSOIdentity, error) {
+	var id identity.SSOIdentity
 	if f.State == "" || subtle.ConstantTimeCompare([]byte(a.State), []byte(f.State)) != 1 {
 		return id, domain.Errorf(domain.EUNAUTHORIZED, "This sign-in was not started in this browser, or was already used. Start again.")
 	}
@@ -199,7 +200,7 @@ func (rp *RP) Finish(ctx context.Context, p Provider, f Flow, a Answer) (domain.
 	if subtle.ConstantTimeCompare([]byte(verified.Nonce), []byte(f.Nonce)) != 1 {
 		return id, domain.Errorf(domain.EUNAUTHORIZED, "%s's ID token was refused: its nonce is not this sign-in's", p.Config.Name)
 	}
-	return identity(verified, p.Config.GroupsClaim)
+	return identityOf(verified, p.Config.GroupsClaim)
 }
 
 // isInteractionError reports whether a prompt=none answer says the person
@@ -212,15 +213,15 @@ func isInteractionError(code string) bool {
 	return false
 }
 
-// identity reads who signed in from a verified ID token: email_verified
+// identityOf reads who signed in from a verified ID token: email_verified
 // may be a bool or, at some providers, a string; the groups claim a list
 // or a single string.
-func identity(t *oidc.IDToken, groupsClaim string) (domain.SSOIdentity, error) {
+func identityOf(t *oidc.IDToken, groupsClaim string) (identity.SSOIdentity, error) {
 	var claims map[string]json.RawMessage
 	if err := t.Claims(&claims); err != nil {
-		return domain.SSOIdentity{}, domain.Errorf(domain.EUNAUTHORIZED, "the ID token's claims cannot be read: %v", err)
+		return identity.SSOIdentity{}, domain.Errorf(domain.EUNAUTHORIZED, "the ID token's claims cannot be read: %v", err)
 	}
-	id := domain.SSOIdentity{Subject: t.Subject}
+	id := identity.SSOIdentity{Subject: t.Subject}
 	_ = json.Unmarshal(claims["email"], &id.Email)
 	var verified any
 	_ = json.Unmarshal(claims["email_verified"], &verified)

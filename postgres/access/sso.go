@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -27,7 +28,7 @@ func (s *Users) SSO(keys *pg.Keyring, secrets *pg.Secrets) *SSO {
 	return &SSO{db: s.db, keys: keys, secrets: secrets}
 }
 
-var _ domain.SSOService = (*SSO)(nil)
+var _ identity.SSOService = (*SSO)(nil)
 
 // withTx runs fn in a transaction whose statements on distributed tables
 // (memberships, api_tokens) run sequentially, as Citus requires of one
@@ -41,8 +42,8 @@ const ssoConfigColumns = `name, issuer, client_id, groups_claim, allowed_domains
 
 const ssoConfigSQL = `SELECT ` + ssoConfigColumns + ` FROM sso_config`
 
-func scanSSOConfig(row pgx.Row) (domain.SSOConfig, error) {
-	var c domain.SSOConfig
+func scanSSOConfig(row pgx.Row) (identity.SSOConfig, error) {
+	var c identity.SSOConfig
 	var seconds int64
 	err := row.Scan(&c.Name, &c.Issuer, &c.ClientID, &c.GroupsClaim, &c.AllowedDomains, &c.PasswordSignIn, &seconds,
 		&c.AllowPrivate, &c.Enabled, &c.UpdatedAt)
@@ -53,14 +54,14 @@ func scanSSOConfig(row pgx.Row) (domain.SSOConfig, error) {
 	return c, pg.Translate(err)
 }
 
-// SSOConfig implements domain.SSOService.
-func (s *SSO) SSOConfig(ctx context.Context) (domain.SSOConfig, error) {
+// SSOConfig implements identity.SSOService.
+func (s *SSO) SSOConfig(ctx context.Context) (identity.SSOConfig, error) {
 	return scanSSOConfig(s.read.QueryRow(ctx, ssoConfigSQL))
 }
 
 const ssoSecretSQL = `SELECT 0::bigint, 0::bigint, 1::bigint, key_id, aad_version, ciphertext FROM sso_config`
 
-// SSOClientSecret implements domain.SSOService.
+// SSOClientSecret implements identity.SSOService.
 func (s *SSO) SSOClientSecret(ctx context.Context) (string, error) {
 	rows, err := s.read.Query(ctx, ssoSecretSQL)
 	if err != nil {
@@ -91,10 +92,10 @@ SET name = EXCLUDED.name, issuer = EXCLUDED.issuer, client_id = EXCLUDED.client_
     session_length = EXCLUDED.session_length, allow_private = EXCLUDED.allow_private, enabled = true,
     key_id = EXCLUDED.key_id, aad_version = EXCLUDED.aad_version, ciphertext = EXCLUDED.ciphertext, updated_at = EXCLUDED.updated_at`
 
-// SetSSO implements domain.SSOService. The time is a parameter: Citus
+// SetSSO implements identity.SSOService. The time is a parameter: Citus
 // refuses now() in an upsert's update. Under a key that none of the
 // secrets in use are stored under it refuses, as every sealing does.
-func (s *SSO) SetSSO(ctx context.Context, n domain.NewSSOConfig) error {
+func (s *SSO) SetSSO(ctx context.Context, n identity.NewSSOConfig) error {
 	n, err := n.Check()
 	if err != nil {
 		return err
@@ -121,7 +122,7 @@ func (s *SSO) SetSSO(ctx context.Context, n domain.NewSSOConfig) error {
 }
 
 // ssoSummary describes a setup for the audit log, without its secret.
-func ssoSummary(c domain.SSOConfig) string {
+func ssoSummary(c identity.SSOConfig) string {
 	domains := "any"
 	if len(c.AllowedDomains) > 0 {
 		domains = strings.Join(c.AllowedDomains, ",")
@@ -136,7 +137,7 @@ func ssoSummary(c domain.SSOConfig) string {
 
 const disableSSOSQL = `UPDATE sso_config SET enabled = false, updated_at = now() RETURNING issuer`
 
-// DisableSSO implements domain.SSOService.
+// DisableSSO implements identity.SSOService.
 func (s *SSO) DisableSSO(ctx context.Context) error {
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		var issuer string
@@ -154,20 +155,20 @@ SELECT r.id, r.group_name, coalesce(t.slug, ''), coalesce(r.role, ''), r.is_admi
 FROM sso_rules r LEFT JOIN tenants t ON t.id = r.tenant_id
 ORDER BY r.group_name, r.is_admin DESC, t.slug`
 
-func scanRule(row pgx.CollectableRow) (domain.SSORule, error) {
-	var r domain.SSORule
+func scanRule(row pgx.CollectableRow) (identity.SSORule, error) {
+	var r identity.SSORule
 	err := row.Scan(&r.ID, &r.Group, &r.TenantSlug, &r.Role, &r.Admin)
 	return r, err
 }
 
-// SSORules implements domain.SSOService.
-func (s *SSO) SSORules(ctx context.Context) ([]domain.SSORule, error) {
+// SSORules implements identity.SSOService.
+func (s *SSO) SSORules(ctx context.Context) ([]identity.SSORule, error) {
 	return ssoRules(ctx, s.read)
 }
 
 func ssoRules(ctx context.Context, q interface {
 	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-}) ([]domain.SSORule, error) {
+}) ([]identity.SSORule, error) {
 	rows, err := q.Query(ctx, ssoRulesSQL)
 	if err != nil {
 		return nil, pg.Translate(err)
@@ -182,8 +183,8 @@ SELECT @group, t.id, nullif(@role, ''), @admin
 FROM (SELECT NULL::bigint AS id WHERE @admin UNION ALL SELECT id FROM tenants WHERE slug = @tenant AND NOT @admin) t
 RETURNING id`
 
-// MapSSOGroup implements domain.SSOService.
-func (s *SSO) MapSSOGroup(ctx context.Context, r domain.SSORule) (domain.SSORule, error) {
+// MapSSOGroup implements identity.SSOService.
+func (s *SSO) MapSSOGroup(ctx context.Context, r identity.SSORule) (identity.SSORule, error) {
 	r, err := r.Check()
 	if err != nil {
 		return r, err
@@ -210,9 +211,9 @@ WHERE r.group_name = @group AND r.is_admin = @admin
   AND (@admin OR r.tenant_id = (SELECT id FROM tenants WHERE slug = @tenant))
 RETURNING coalesce(r.role, '')`
 
-// UnmapSSOGroup implements domain.SSOService. Memberships the rule gave
+// UnmapSSOGroup implements identity.SSOService. Memberships the rule gave
 // end at their operators' next sign-in, when the rules are applied again.
-func (s *SSO) UnmapSSOGroup(ctx context.Context, r domain.SSORule) error {
+func (s *SSO) UnmapSSOGroup(ctx context.Context, r identity.SSORule) error {
 	r.Group = strings.TrimSpace(r.Group)
 	return s.withTx(ctx, func(tx pgx.Tx) error {
 		var role string
@@ -230,7 +231,7 @@ func (s *SSO) UnmapSSOGroup(ctx context.Context, r domain.SSORule) error {
 
 const setBreakGlassSQL = `UPDATE users SET break_glass = @on WHERE email = @email RETURNING is_admin`
 
-// SetBreakGlass implements domain.SSOService.
+// SetBreakGlass implements identity.SSOService.
 func (s *SSO) SetBreakGlass(ctx context.Context, email string, on bool) error {
 	email = domain.NormalizeEmail(email)
 	return s.withTx(ctx, func(tx pgx.Tx) error {

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -37,12 +38,12 @@ SELECT t.slug, m.role FROM memberships m JOIN tenants t ON t.id = m.tenant_id
 WHERE m.user_id = @user_id ORDER BY t.slug`
 )
 
-// SignInSSO implements domain.SSOService. It runs in one transaction:
+// SignInSSO implements identity.SSOService. It runs in one transaction:
 // the operator found or created, then their admin flag and memberships set
 // to what the rules grant, each change audited with the person signing in
 // as actor. An operator the rules no longer grant anything loses their
 // access (and the tokens they created) and is refused.
-func (s *SSO) SignInSSO(ctx context.Context, id domain.SSOIdentity) (domain.User, error) {
+func (s *SSO) SignInSSO(ctx context.Context, id identity.SSOIdentity) (domain.User, error) {
 	var u domain.User
 	// refused is a refusal that commits what it changed first: the access
 	// of someone no rule maps any more.
@@ -55,14 +56,14 @@ func (s *SSO) SignInSSO(ctx context.Context, id domain.SSOIdentity) (domain.User
 		if !c.Enabled {
 			return domain.Errorf(domain.EUNAVAILABLE, "Single sign-on is turned off. Sign in with your password.")
 		}
-		if err := domain.CheckSSOIdentity(c, id); err != nil {
+		if err := identity.CheckSSOIdentity(c, id); err != nil {
 			return err
 		}
 		rules, err := ssoRules(ctx, tx)
 		if err != nil {
 			return err
 		}
-		grant := domain.Grant(rules, id.Groups)
+		grant := identity.Grant(rules, id.Groups)
 		email := domain.NormalizeEmail(id.Email)
 		if _, err := tx.Exec(ctx, lockIdentitySQL, pgx.NamedArgs{"email": email}); err != nil {
 			return err
@@ -72,7 +73,7 @@ func (s *SSO) SignInSSO(ctx context.Context, id domain.SSOIdentity) (domain.User
 			&u.ID, &u.Email, &u.IsAdmin, &u.Disabled, &u.SessionEpoch, &subject)
 		switch {
 		case errors.Is(err, pgx.ErrNoRows) && grant.Empty():
-			refused = domain.ErrNoSSORule // nobody to create
+			refused = identity.ErrNoSSORule // nobody to create
 			return pg.Audit(ctx, tx, 0, domain.AuditSignIn, email, domain.SignInSSONoRule)
 		case errors.Is(err, pgx.ErrNoRows):
 			if u, err = createSSOUser(ctx, tx, email, id.Subject); err != nil {
@@ -97,7 +98,7 @@ func (s *SSO) SignInSSO(ctx context.Context, id domain.SSOIdentity) (domain.User
 		}
 		outcome := domain.SignInSSOSucceeded
 		if grant.Empty() {
-			refused, outcome = domain.ErrNoSSORule, domain.SignInSSONoRule
+			refused, outcome = identity.ErrNoSSORule, domain.SignInSSONoRule
 		}
 		return pg.Audit(ctx, tx, 0, domain.AuditSignIn, u.Email, outcome)
 	})
@@ -126,7 +127,7 @@ func createSSOUser(ctx context.Context, tx pgx.Tx, email, subject string) (domai
 // applyGrant sets u's admin flag and memberships to grant. The last
 // enabled admin keeps the flag (the database refuses otherwise), and the
 // audit log says so.
-func applyGrant(ctx context.Context, tx pgx.Tx, u *domain.User, grant domain.SSOGrant) error {
+func applyGrant(ctx context.Context, tx pgx.Tx, u *domain.User, grant identity.SSOGrant) error {
 	if grant.Admin != u.IsAdmin {
 		if err := setSSOAdmin(ctx, tx, u, grant.Admin); err != nil {
 			return err

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 )
@@ -21,14 +22,14 @@ const ssoSecret = "s3cret-client-secret-of-the-provider"
 
 // ssoSetup is what an admin gives to set SSO up, with the defaults left
 // empty.
-func ssoSetup() domain.NewSSOConfig {
-	return domain.NewSSOConfig{SSOConfig: domain.SSOConfig{Name: "Example ID", Issuer: "https://id.example.com",
+func ssoSetup() identity.NewSSOConfig {
+	return identity.NewSSOConfig{SSOConfig: identity.SSOConfig{Name: "Example ID", Issuer: "https://id.example.com",
 		ClientID: "tidemark"}, ClientSecret: ssoSecret}
 }
 
 // ssoStore is a store with tenants acme and beta, SSO set up as ssoSetup
 // with the rules given, and a context with the CLI as actor.
-func ssoStore(t *testing.T, rules ...domain.SSORule) (*postgres.Store, context.Context) {
+func ssoStore(t *testing.T, rules ...identity.SSORule) (*postgres.Store, context.Context) {
 	t.Helper()
 	s := pgtest.New(t, postgres.New)
 	ctx := pgtest.AsCLI(context.Background())
@@ -52,7 +53,7 @@ func ssoStore(t *testing.T, rules ...domain.SSORule) (*postgres.Store, context.C
 // the actor, with a verified email.
 func ssoSignIn(s *postgres.Store, email, subject string, groups ...string) (domain.User, error) {
 	actor := domain.Actor{Kind: domain.ActorOperator, Name: domain.NormalizeEmail(email), Address: "192.0.2.1"}
-	return s.SignInSSO(domain.WithActor(context.Background(), actor), domain.SSOIdentity{Subject: subject, Email: email,
+	return s.SignInSSO(domain.WithActor(context.Background(), actor), identity.SSOIdentity{Subject: subject, Email: email,
 		EmailVerified: true, Groups: groups})
 }
 
@@ -146,9 +147,9 @@ func TestSSOSetup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := domain.SSOConfig{Name: "id.example.com", Issuer: "https://id.example.com", ClientID: "tidemark",
+	want := identity.SSOConfig{Name: "id.example.com", Issuer: "https://id.example.com", ClientID: "tidemark",
 		GroupsClaim: "groups", AllowedDomains: []string{"corp.example.org", "example.com"},
-		PasswordSignIn: domain.PasswordSignInAll, SessionLength: 12 * time.Hour, Enabled: true}
+		PasswordSignIn: identity.PasswordSignInAll, SessionLength: 12 * time.Hour, Enabled: true}
 	if want.UpdatedAt = c.UpdatedAt; c.UpdatedAt.IsZero() || fmt.Sprint(c) != fmt.Sprint(want) {
 		t.Errorf("setup %+v,\nwant %+v", c, want)
 	}
@@ -163,17 +164,17 @@ func TestSSOSetup(t *testing.T) {
 		"allowed domains corp.example.org,example.com, password sign-in all, session length 12h0m0s (by test)")
 
 	// Bad input is refused, and the setup stays as it was.
-	bad := map[string]func(*domain.NewSSOConfig){
-		"http issuer":        func(n *domain.NewSSOConfig) { n.Issuer = "http://id.example.com" },
-		"issuer not a URL":   func(n *domain.NewSSOConfig) { n.Issuer = "id.example.com" },
-		"no client id":       func(n *domain.NewSSOConfig) { n.ClientID = " " },
-		"no client secret":   func(n *domain.NewSSOConfig) { n.ClientSecret = "" },
-		"long name":          func(n *domain.NewSSOConfig) { n.Name = strings.Repeat("x", 41) },
-		"password mode":      func(n *domain.NewSSOConfig) { n.PasswordSignIn = "sometimes" },
-		"session too short":  func(n *domain.NewSSOConfig) { n.SessionLength = 30 * time.Second },
-		"session too long":   func(n *domain.NewSSOConfig) { n.SessionLength = 25 * time.Hour },
-		"domain without dot": func(n *domain.NewSSOConfig) { n.AllowedDomains = []string{"example"} },
-		"domain is an email": func(n *domain.NewSSOConfig) { n.AllowedDomains = []string{"ann@example.com"} },
+	bad := map[string]func(*identity.NewSSOConfig){
+		"http issuer":        func(n *identity.NewSSOConfig) { n.Issuer = "http://id.example.com" },
+		"issuer not a URL":   func(n *identity.NewSSOConfig) { n.Issuer = "id.example.com" },
+		"no client id":       func(n *identity.NewSSOConfig) { n.ClientID = " " },
+		"no client secret":   func(n *identity.NewSSOConfig) { n.ClientSecret = "" },
+		"long name":          func(n *identity.NewSSOConfig) { n.Name = strings.Repeat("x", 41) },
+		"password mode":      func(n *identity.NewSSOConfig) { n.PasswordSignIn = "sometimes" },
+		"session too short":  func(n *identity.NewSSOConfig) { n.SessionLength = 30 * time.Second },
+		"session too long":   func(n *identity.NewSSOConfig) { n.SessionLength = 25 * time.Hour },
+		"domain without dot": func(n *identity.NewSSOConfig) { n.AllowedDomains = []string{"example"} },
+		"domain is an email": func(n *identity.NewSSOConfig) { n.AllowedDomains = []string{"ann@example.com"} },
 	}
 	for name, spoil := range bad {
 		t.Run(name, func(t *testing.T) {
@@ -188,7 +189,7 @@ func TestSSOSetup(t *testing.T) {
 
 	// A test provider over http, with private addresses allowed; then off.
 	n = ssoSetup()
-	n.Issuer, n.AllowPrivate, n.PasswordSignIn, n.SessionLength = "http://127.0.0.1:5556/dex", true, domain.PasswordSignInOff, time.Hour
+	n.Issuer, n.AllowPrivate, n.PasswordSignIn, n.SessionLength = "http://127.0.0.1:5556/dex", true, identity.PasswordSignInOff, time.Hour
 	if err := s.SetSSO(ctx, n); err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +215,7 @@ func TestSSOSetup(t *testing.T) {
 func TestSSORules(t *testing.T) {
 	t.Parallel()
 	s, ctx := ssoStore(t)
-	for _, r := range []domain.SSORule{
+	for _, r := range []identity.SSORule{
 		{Group: "ops", TenantSlug: "beta", Role: domain.RoleViewer},
 		{Group: " eng ", TenantSlug: "acme", Role: domain.RoleOwner},
 		{Group: "eng", Admin: true},
@@ -225,16 +226,16 @@ func TestSSORules(t *testing.T) {
 		}
 	}
 	refusals := []struct {
-		rule domain.SSORule
+		rule identity.SSORule
 		code string
 	}{
-		{domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleViewer}, domain.ECONFLICT},
-		{domain.SSORule{Group: "eng", Admin: true}, domain.ECONFLICT},
-		{domain.SSORule{Group: "eng", TenantSlug: "nowhere", Role: domain.RoleViewer}, domain.ENOTFOUND},
-		{domain.SSORule{Group: " ", TenantSlug: "acme", Role: domain.RoleViewer}, domain.EINVALID},
-		{domain.SSORule{Group: "eng", TenantSlug: "acme", Role: "king"}, domain.EINVALID},
-		{domain.SSORule{Group: "eng", TenantSlug: "acme"}, domain.EINVALID},
-		{domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOwner, Admin: true}, domain.EINVALID},
+		{identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleViewer}, domain.ECONFLICT},
+		{identity.SSORule{Group: "eng", Admin: true}, domain.ECONFLICT},
+		{identity.SSORule{Group: "eng", TenantSlug: "nowhere", Role: domain.RoleViewer}, domain.ENOTFOUND},
+		{identity.SSORule{Group: " ", TenantSlug: "acme", Role: domain.RoleViewer}, domain.EINVALID},
+		{identity.SSORule{Group: "eng", TenantSlug: "acme", Role: "king"}, domain.EINVALID},
+		{identity.SSORule{Group: "eng", TenantSlug: "acme"}, domain.EINVALID},
+		{identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOwner, Admin: true}, domain.EINVALID},
 	}
 	for _, r := range refusals {
 		_, err := s.MapSSOGroup(ctx, r.rule)
@@ -256,14 +257,14 @@ func TestSSORules(t *testing.T) {
 		t.Errorf("rules %q, want %q", got, want)
 	}
 
-	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, domain.SSORule{Group: "eng", TenantSlug: "beta"}), domain.ENOTFOUND)
-	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, domain.SSORule{Group: "eng", TenantSlug: "nowhere"}), domain.ENOTFOUND)
-	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, domain.SSORule{Group: "ops", Admin: true}), domain.ENOTFOUND)
-	if err := s.UnmapSSOGroup(ctx, domain.SSORule{Group: " eng ", TenantSlug: "acme"}); err != nil {
+	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, identity.SSORule{Group: "eng", TenantSlug: "beta"}), domain.ENOTFOUND)
+	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, identity.SSORule{Group: "eng", TenantSlug: "nowhere"}), domain.ENOTFOUND)
+	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, identity.SSORule{Group: "ops", Admin: true}), domain.ENOTFOUND)
+	if err := s.UnmapSSOGroup(ctx, identity.SSORule{Group: " eng ", TenantSlug: "acme"}); err != nil {
 		t.Fatal(err)
 	}
-	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, domain.SSORule{Group: "eng", TenantSlug: "acme"}), domain.ENOTFOUND)
-	if err := s.UnmapSSOGroup(ctx, domain.SSORule{Group: "eng", Admin: true}); err != nil {
+	pgtest.WantCode(t, s.UnmapSSOGroup(ctx, identity.SSORule{Group: "eng", TenantSlug: "acme"}), domain.ENOTFOUND)
+	if err := s.UnmapSSOGroup(ctx, identity.SSORule{Group: "eng", Admin: true}); err != nil {
 		t.Fatal(err)
 	}
 	if got := listed(); !slices.Equal(got, want[2:]) {
@@ -277,10 +278,10 @@ func TestSSORules(t *testing.T) {
 func TestSSOFirstSignIn(t *testing.T) {
 	t.Parallel()
 	s, _ := ssoStore(t,
-		domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator},
-		domain.SSORule{Group: "leads", TenantSlug: "acme", Role: domain.RoleOwner},
-		domain.SSORule{Group: "eng", TenantSlug: "beta", Role: domain.RoleViewer},
-		domain.SSORule{Group: "root", Admin: true})
+		identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator},
+		identity.SSORule{Group: "leads", TenantSlug: "acme", Role: domain.RoleOwner},
+		identity.SSORule{Group: "eng", TenantSlug: "beta", Role: domain.RoleViewer},
+		identity.SSORule{Group: "root", Admin: true})
 
 	u, err := ssoSignIn(s, "Dev@Example.COM", "sub-dev", "leads", "eng", "unmapped")
 	if err != nil {
@@ -329,9 +330,9 @@ func TestSSOFirstSignIn(t *testing.T) {
 func TestSSOGroupRemoved(t *testing.T) {
 	t.Parallel()
 	s, ctx := ssoStore(t,
-		domain.SSORule{Group: "acme-owners", TenantSlug: "acme", Role: domain.RoleOwner},
-		domain.SSORule{Group: "acme-viewers", TenantSlug: "acme", Role: domain.RoleViewer},
-		domain.SSORule{Group: "beta-owners", TenantSlug: "beta", Role: domain.RoleOwner})
+		identity.SSORule{Group: "acme-owners", TenantSlug: "acme", Role: domain.RoleOwner},
+		identity.SSORule{Group: "acme-viewers", TenantSlug: "acme", Role: domain.RoleViewer},
+		identity.SSORule{Group: "beta-owners", TenantSlug: "beta", Role: domain.RoleOwner})
 	u, err := ssoSignIn(s, "dev@example.com", "sub-dev", "acme-owners", "beta-owners")
 	if err != nil {
 		t.Fatal(err)
@@ -386,11 +387,11 @@ func TestSSOGroupRemoved(t *testing.T) {
 func TestSSONoRule(t *testing.T) {
 	t.Parallel()
 	s, ctx := ssoStore(t,
-		domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator},
-		domain.SSORule{Group: "root", Admin: true})
+		identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator},
+		identity.SSORule{Group: "root", Admin: true})
 
 	// Nobody to create.
-	if _, err := ssoSignIn(s, "stranger@example.com", "sub-stranger", "marketing"); !errors.Is(err, domain.ErrNoSSORule) {
+	if _, err := ssoSignIn(s, "stranger@example.com", "sub-stranger", "marketing"); !errors.Is(err, identity.ErrNoSSORule) {
 		t.Errorf("a new identity no rule maps: %v, want ErrNoSSORule", err)
 	}
 	if n := one[int](t, s, usersWithEmailSQL, "stranger@example.com"); n != 0 {
@@ -402,7 +403,7 @@ func TestSSONoRule(t *testing.T) {
 	if err != nil || !ann.IsAdmin {
 		t.Fatalf("ann: %+v, %v", ann, err)
 	}
-	if _, err := ssoSignIn(s, "ann@example.com", "sub-ann", "marketing"); !errors.Is(err, domain.ErrNoSSORule) {
+	if _, err := ssoSignIn(s, "ann@example.com", "sub-ann", "marketing"); !errors.Is(err, identity.ErrNoSSORule) {
 		t.Errorf("ann with no mapped group: %v, want ErrNoSSORule", err)
 	}
 	wantRoles(t, s, "ann@example.com", map[string]domain.Role{})
@@ -417,7 +418,7 @@ func TestSSONoRule(t *testing.T) {
 	if err := s.CreateUser(ctx, "root@example.com", pgtest.Password, true, "", ""); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := ssoSignIn(s, "ann@example.com", "sub-ann"); !errors.Is(err, domain.ErrNoSSORule) {
+	if _, err := ssoSignIn(s, "ann@example.com", "sub-ann"); !errors.Is(err, identity.ErrNoSSORule) {
 		t.Errorf("ann with no groups: %v, want ErrNoSSORule", err)
 	}
 	if o := operator(t, s, "ann@example.com"); o.IsAdmin {
@@ -434,7 +435,7 @@ func TestSSONoRule(t *testing.T) {
 
 func TestSSORefusals(t *testing.T) {
 	t.Parallel()
-	s, ctx := ssoStore(t, domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleViewer})
+	s, ctx := ssoStore(t, identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleViewer})
 	n := ssoSetup()
 	n.AllowedDomains = []string{"example.com"}
 	if err := s.SetSSO(ctx, n); err != nil {
@@ -442,9 +443,9 @@ func TestSSORefusals(t *testing.T) {
 	}
 	asCaller := domain.WithActor(ctx, domain.Actor{Kind: domain.ActorOperator, Name: "someone"})
 
-	_, err := s.SignInSSO(asCaller, domain.SSOIdentity{Subject: "sub-ann", Email: "ann@example.com", Groups: []string{"eng"}})
+	_, err := s.SignInSSO(asCaller, identity.SSOIdentity{Subject: "sub-ann", Email: "ann@example.com", Groups: []string{"eng"}})
 	pgtest.WantCode(t, err, domain.EFORBIDDEN)
-	_, err = s.SignInSSO(asCaller, domain.SSOIdentity{Email: "ann@example.com", EmailVerified: true, Groups: []string{"eng"}})
+	_, err = s.SignInSSO(asCaller, identity.SSOIdentity{Email: "ann@example.com", EmailVerified: true, Groups: []string{"eng"}})
 	pgtest.WantCode(t, err, domain.EUNAUTHORIZED)
 	_, err = ssoSignIn(s, "ann@elsewhere.example.net", "sub-ann", "eng")
 	pgtest.WantCode(t, err, domain.EFORBIDDEN)
@@ -471,7 +472,7 @@ func TestSSORefusals(t *testing.T) {
 
 func TestSSOLinksPasswordOperator(t *testing.T) {
 	t.Parallel()
-	s, ctx := ssoStore(t, domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator})
+	s, ctx := ssoStore(t, identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator})
 	if err := s.CreateUser(ctx, "Pat@Example.com", pgtest.Password, false, "beta", domain.RoleViewer); err != nil {
 		t.Fatal(err)
 	}
@@ -534,7 +535,7 @@ func TestSSOPasswordPolicy(t *testing.T) {
 		}
 	}
 	wantSignIn("all", map[string]bool{"root@example.com": true, "ops@example.com": true})
-	policy(domain.PasswordSignInAdmins)
+	policy(identity.PasswordSignInAdmins)
 	wantSignIn("admins, none break-glass", nil)
 
 	pgtest.WantCode(t, s.SetBreakGlass(ctx, "ops@example.com", true), domain.EINVALID)
@@ -549,14 +550,14 @@ func TestSSOPasswordPolicy(t *testing.T) {
 	wantAudited(t, s, domain.AuditOperatorBreakGlass,
 		"[] root@example.com: break-glass: may sign in with a password when password sign-in is kept for admins (by test)")
 
-	policy(domain.PasswordSignInOff)
+	policy(identity.PasswordSignInOff)
 	wantSignIn("off", nil)
 	if err := s.DisableSSO(ctx); err != nil {
 		t.Fatal(err)
 	}
 	wantSignIn("SSO disabled", map[string]bool{"root@example.com": true, "ops@example.com": true})
 
-	policy(domain.PasswordSignInAdmins)
+	policy(identity.PasswordSignInAdmins)
 	if err := s.SetBreakGlass(ctx, "root@example.com", false); err != nil {
 		t.Fatal(err)
 	}
@@ -568,7 +569,7 @@ func TestSSOPasswordPolicy(t *testing.T) {
 // neither sign-in fails but for a retryable error.
 func TestSSOFirstSignInRace(t *testing.T) {
 	t.Parallel()
-	s, _ := ssoStore(t, domain.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator})
+	s, _ := ssoStore(t, identity.SSORule{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator})
 	for round := range 3 {
 		email := fmt.Sprintf("dev%d@example.com", round)
 		var (

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/testdb"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
 	"github.com/tidemark/tidemark/postgres/secretkeys"
@@ -20,7 +21,7 @@ func TestRekeySSOSecret(t *testing.T) {
 	ctx := pgtest.AsCLI(context.Background())
 	pool := testdb.New(t)
 	old, _ := keyStore(t, pool, pgtest.Key)
-	setup := domain.NewSSOConfig{ClientSecret: "sso-client-secret", SSOConfig: domain.SSOConfig{
+	setup := identity.NewSSOConfig{ClientSecret: "sso-client-secret", SSOConfig: identity.SSOConfig{
 		Issuer: "https://idp.example.com", ClientID: "tidemark"}}
 	if err := old.SetSSO(ctx, setup); err != nil {
 		t.Fatal(err)

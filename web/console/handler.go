@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/replay"
 	"github.com/tidemark/tidemark/internal/sso"
 	"github.com/tidemark/tidemark/views"
@@ -37,7 +38,7 @@ import (
 type Store interface {
 	domain.AccessService   // sign-in, sessions, the workspaces menu
 	domain.OperatorService // the signed-in operator
-	domain.SSOService      // single sign-on
+	identity.SSOService    // single sign-on
 	alerting.Service       // the banner of firing alerts, web/console/alerts
 	destinations.Store
 	admin.Store

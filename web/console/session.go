@@ -9,7 +9,7 @@ import (
 
 	"github.com/alexedwards/scs/v2"
 
-	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/web/httpx"
 )
 
@@ -52,7 +52,7 @@ const (
 func newSessions(store scs.Store) *scs.SessionManager {
 	m := scs.New()
 	m.Store = store
-	m.Lifetime = max(SessionLifetime, domain.MaxSSOSessionLength)
+	m.Lifetime = max(SessionLifetime, identity.MaxSSOSessionLength)
 	return m
 }
 

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/httpx"
 )
@@ -68,7 +69,7 @@ func (h *Handler) handleLogin(w http.ResponseWriter, r *http.Request) {
 			msg = internalErrorText(httpx.LogInternal(h.log, w, r, err))
 		}
 		f := h.loginForm(r, email, msg, safeNext(next))
-		if status == http.StatusOK && f.Password == domain.PasswordSignInOff {
+		if status == http.StatusOK && f.Password == identity.PasswordSignInOff {
 			status, f.Message = http.StatusForbidden, "Password sign-in is turned off. Sign in with "+f.SSOName+"."
 		}
 		h.render(w, r, status, views.Login(f))

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/sso"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/httpx"
@@ -37,7 +38,7 @@ const (
 
 // ssoSetup is the identity provider when single sign-on is on; ok false
 // when it is off or was never set.
-func (h *Handler) ssoSetup(r *http.Request) (c domain.SSOConfig, ok bool, err error) {
+func (h *Handler) ssoSetup(r *http.Request) (c identity.SSOConfig, ok bool, err error) {
 	c, err = h.store.SSOConfig(r.Context())
 	if domain.ErrorCode(err) == domain.ENOTFOUND {
 		return c, false, nil
@@ -48,7 +49,7 @@ func (h *Handler) ssoSetup(r *http.Request) (c domain.SSOConfig, ok bool, err er
 // loginForm is the sign-in page's form for r, with single sign-on's button
 // when it is on, as the setup is now.
 func (h *Handler) loginForm(r *http.Request, email, message, next string) views.LoginForm {
-	f := views.LoginForm{Email: email, Message: message, Next: next, Password: domain.PasswordSignInAll}
+	f := views.LoginForm{Email: email, Message: message, Next: next, Password: identity.PasswordSignInAll}
 	if c, ok, err := h.ssoSetup(r); err != nil {
 		h.log.ErrorContext(r.Context(), "read the single sign-on setup", "err", err)
 	} else if ok {
@@ -61,7 +62,7 @@ func (h *Handler) loginForm(r *http.Request, email, message, next string) views.
 // knownLoginForm is the sign-in form as loginForm last drew it, without a
 // query: for the refusals that must cost none (a flood of sign-ins).
 func (h *Handler) knownLoginForm(email, message, next string) views.LoginForm {
-	f := views.LoginForm{Email: email, Message: message, Next: next, Password: domain.PasswordSignInAll}
+	f := views.LoginForm{Email: email, Message: message, Next: next, Password: identity.PasswordSignInAll}
 	if last := h.lastLogin.Load(); last != nil {
 		f.SSOName, f.Password = last.SSOName, last.Password
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/PuerkitoBio/goquery"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/oidctest"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/web"
@@ -38,8 +39,8 @@ func newSSOEnv(t *testing.T, idpOpts ...oidctest.Option) *ssoEnv {
 	})
 	s.Tenant("globex")
 	s.idp.AddClient(oidctest.Client{ID: ssoClient, Secret: ssoSecret, RedirectURIs: []string{s.Srv.URL + "/login/sso/callback"}})
-	s.setSSO(t, domain.SSOConfig{})
-	for _, r := range []domain.SSORule{{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator},
+	s.setSSO(t, identity.SSOConfig{})
+	for _, r := range []identity.SSORule{{Group: "eng", TenantSlug: "acme", Role: domain.RoleOperator},
 		{Group: "eng-leads", TenantSlug: "acme", Role: domain.RoleOwner},
 		{Group: "finance", TenantSlug: "globex", Role: domain.RoleViewer},
 		{Group: "platform", Admin: true}} {
@@ -51,10 +52,10 @@ func newSSOEnv(t *testing.T, idpOpts ...oidctest.Option) *ssoEnv {
 }
 
 // setSSO sets single sign-on up against the provider, with c's settings.
-func (s *ssoEnv) setSSO(t *testing.T, c domain.SSOConfig) {
+func (s *ssoEnv) setSSO(t *testing.T, c identity.SSOConfig) {
 	t.Helper()
 	c.Issuer, c.ClientID, c.Name, c.AllowPrivate = s.idp.Issuer(), ssoClient, "Acme SSO", true
-	if err := s.Store.SetSSO(webtest.CliContext(), domain.NewSSOConfig{SSOConfig: c, ClientSecret: ssoSecret}); err != nil {
+	if err := s.Store.SetSSO(webtest.CliContext(), identity.NewSSOConfig{SSOConfig: c, ClientSecret: ssoSecret}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -260,7 +261,7 @@ func TestSSOWrongAudienceOrIssuer(t *testing.T) {
 	}
 	w := newSSOEnv(t, oidctest.WithIssuer("http://issuer.invalid"))
 	// The setup names the served address; the provider claims another.
-	if err := w.Store.SetSSO(webtest.CliContext(), domain.NewSSOConfig{ClientSecret: ssoSecret, SSOConfig: domain.SSOConfig{
+	if err := w.Store.SetSSO(webtest.CliContext(), identity.NewSSOConfig{ClientSecret: ssoSecret, SSOConfig: identity.SSOConfig{
 		Issuer: w.idp.URL(), ClientID: ssoClient, Name: "Acme SSO", AllowPrivate: true}}); err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +295,7 @@ func TestSSOKeyRotation(t *testing.T) {
 func TestSSOSessionEndsAndRenewsSilently(t *testing.T) {
 	t.Parallel()
 	s := newSSOEnv(t)
-	s.setSSO(t, domain.SSOConfig{SessionLength: time.Minute})
+	s.setSSO(t, identity.SSOConfig{SessionLength: time.Minute})
 	s.person("gus", "eng-leads")
 	b := s.browser(t)
 	if p := b.signIn("gus"); p.status != http.StatusOK {
@@ -345,7 +346,7 @@ func TestSSOPasswordSignIn(t *testing.T) {
 	s := newSSOEnv(t)
 	s.Member("root@acme.example", true, domain.RoleOwner, "acme")
 	s.Member("ops@acme.example", false, domain.RoleOwner, "acme")
-	s.setSSO(t, domain.SSOConfig{PasswordSignIn: domain.PasswordSignInAdmins})
+	s.setSSO(t, identity.SSOConfig{PasswordSignIn: identity.PasswordSignInAdmins})
 	for _, who := range []string{"root@acme.example", "ops@acme.example"} {
 		if ok, msg := s.Anonymous().SignIn(who, webtest.TestPassword); ok {
 			t.Errorf("%s signed in with a password though not break-glass (%s)", who, msg)
@@ -357,7 +358,7 @@ func TestSSOPasswordSignIn(t *testing.T) {
 	if ok, msg := s.Anonymous().SignIn("root@acme.example", webtest.TestPassword); !ok {
 		t.Errorf("the break-glass admin could not sign in: %s", msg)
 	}
-	s.setSSO(t, domain.SSOConfig{PasswordSignIn: domain.PasswordSignInOff})
+	s.setSSO(t, identity.SSOConfig{PasswordSignIn: identity.PasswordSignInOff})
 	status, doc, _ := s.Anonymous().Post("/login", url.Values{"email": {"root@acme.example"}, "password": {webtest.TestPassword}})
 	if status != http.StatusForbidden || !strings.Contains(webtest.Text(doc, ".error"), "Password sign-in is turned off") {
 		t.Errorf("password sign-in off: %d %q", status, webtest.Text(doc, ".error"))

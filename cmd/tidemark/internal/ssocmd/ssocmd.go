@@ -15,6 +15,7 @@ import (
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/sso"
 	"github.com/tidemark/tidemark/postgres"
 )
@@ -27,7 +28,7 @@ type Env struct {
 	// Flags is the FlagSet of the command named.
 	Flags func(name string) *flag.FlagSet
 	// WithStore runs fn on the database's store.
-	WithStore func(ctx context.Context, fn func(domain.SSOService) error) error
+	WithStore func(ctx context.Context, fn func(identity.SSOService) error) error
 }
 
 // defaultPublicURL is serve's address without --public-url.
@@ -47,11 +48,11 @@ func SetFlags(fs *flag.FlagSet, getenv func(string) string) setOptions {
 		clientID:    fs.String("client-id", "", "the console's client id at the provider (required)"),
 		secretStdin: fs.Bool("client-secret-stdin", false, "read the client secret from the first line of standard input (required); stored encrypted, never printed"),
 		name:        fs.String("name", "", `the provider's name on the sign-in button, "Sign in with NAME" (default: the issuer's host)`),
-		groupsClaim: fs.String("groups-claim", domain.DefaultGroupsClaim, "the ID token claim that lists the person's groups"),
+		groupsClaim: fs.String("groups-claim", identity.DefaultGroupsClaim, "the ID token claim that lists the person's groups"),
 		domains:     fs.String("allowed-domains", "", "email domains that may sign in, comma-separated (default: any)"),
-		password: fs.String("password-sign-in", domain.PasswordSignInAll, "who may still sign in with a password: all, "+
+		password: fs.String("password-sign-in", identity.PasswordSignInAll, "who may still sign in with a password: all, "+
 			"admins (break-glass admins only: tidemark sso break-glass) or off"),
-		sessionLength: fs.Duration("session-length", domain.DefaultSSOSessionLength,
+		sessionLength: fs.Duration("session-length", identity.DefaultSSOSessionLength,
 			"how long an SSO session lasts before the console asks the provider again (1m to 24h)"),
 		allowPrivate: fs.Bool("allow-private", false, "allow an http issuer at a loopback or private address (a test provider)"),
 		public: fs.String("public-url", getenv("TIDEMARK_PUBLIC_URL"),
@@ -75,7 +76,7 @@ func Set(ctx context.Context, e Env, args []string) error {
 	if err != nil {
 		return err
 	}
-	n, err := domain.NewSSOConfig{ClientSecret: secret, SSOConfig: domain.SSOConfig{Issuer: *o.issuer, ClientID: *o.clientID,
+	n, err := identity.NewSSOConfig{ClientSecret: secret, SSOConfig: identity.SSOConfig{Issuer: *o.issuer, ClientID: *o.clientID,
 		Name: *o.name, GroupsClaim: *o.groupsClaim, AllowedDomains: strings.Split(*o.domains, ","),
 		PasswordSignIn: *o.password, SessionLength: *o.sessionLength, AllowPrivate: *o.allowPrivate}}.Check()
 	if err != nil {
@@ -87,7 +88,7 @@ func Set(ctx context.Context, e Env, args []string) error {
 	if *o.newKey {
 		ctx = postgres.AllowNewKey(ctx)
 	}
-	return e.WithStore(ctx, func(s domain.SSOService) error {
+	return e.WithStore(ctx, func(s identity.SSOService) error {
 		if err := s.SetSSO(ctx, n); err != nil {
 			return err
 		}
@@ -111,7 +112,7 @@ func Show(ctx context.Context, e Env, args []string) error {
 	if _, err := cli.Parse(e.Flags("sso show"), args, 0); err != nil {
 		return err
 	}
-	return e.WithStore(ctx, func(s domain.SSOService) error {
+	return e.WithStore(ctx, func(s identity.SSOService) error {
 		c, err := s.SSOConfig(ctx)
 		if err != nil {
 			return err
@@ -146,7 +147,7 @@ func Disable(ctx context.Context, e Env, args []string) error {
 	if _, err := cli.Parse(e.Flags("sso disable"), args, 0); err != nil {
 		return err
 	}
-	return e.WithStore(ctx, func(s domain.SSOService) error {
+	return e.WithStore(ctx, func(s identity.SSOService) error {
 		if err := s.DisableSSO(ctx); err != nil {
 			return err
 		}
@@ -177,11 +178,11 @@ func Map(ctx context.Context, e Env, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("sso map: --group and either --tenant with --role or --admin are required")
 	}
-	rule, err := domain.SSORule{Group: *group, TenantSlug: *tenant, Role: domain.Role(*role), Admin: *admin}.Check()
+	rule, err := identity.SSORule{Group: *group, TenantSlug: *tenant, Role: domain.Role(*role), Admin: *admin}.Check()
 	if err != nil {
 		return err
 	}
-	return e.WithStore(ctx, func(s domain.SSOService) error {
+	return e.WithStore(ctx, func(s identity.SSOService) error {
 		rule, err := s.MapSSOGroup(ctx, rule)
 		if err != nil {
 			return err
@@ -202,8 +203,8 @@ func Unmap(ctx context.Context, e Env, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("sso unmap: --group and either --tenant or --admin are required")
 	}
-	return e.WithStore(ctx, func(s domain.SSOService) error {
-		if err := s.UnmapSSOGroup(ctx, domain.SSORule{Group: *group, TenantSlug: *tenant, Admin: *admin}); err != nil {
+	return e.WithStore(ctx, func(s identity.SSOService) error {
+		if err := s.UnmapSSOGroup(ctx, identity.SSORule{Group: *group, TenantSlug: *tenant, Admin: *admin}); err != nil {
 			return err
 		}
 		fmt.Fprintf(e.Stdout, "unmapped group %q; the access it gave ends at each operator's next sign-in\n", *group)
@@ -228,7 +229,7 @@ func BreakGlass(ctx context.Context, e Env, args []string) error {
 		fs.Usage()
 		return fmt.Errorf("sso break-glass: --email is required")
 	}
-	return e.WithStore(ctx, func(s domain.SSOService) error {
+	return e.WithStore(ctx, func(s identity.SSOService) error {
 		if err := s.SetBreakGlass(ctx, *email, !*off); err != nil {
 			return err
 		}

@@ -1,4 +1,7 @@
-package domain
+// Package identity is single sign-on's nouns and rules: the identity
+// provider's setup, the rules from its groups to roles, and who an ID
+// token names (docs/contract/console.md#single-sign-on).
+package identity
 
 import (
 	"context"
@@ -7,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Single sign-on (docs/contract/console.md#single-sign-on): operators sign
@@ -60,13 +65,13 @@ func (n NewSSOConfig) Check() (NewSSOConfig, error) {
 	u, err := url.Parse(n.Issuer)
 	switch {
 	case n.Issuer == "" || err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http"):
-		return n, Errorf(EINVALID, "issuer: %q is not an http(s) URL", n.Issuer)
+		return n, domain.Errorf(domain.EINVALID, "issuer: %q is not an http(s) URL", n.Issuer)
 	case u.Scheme == "http" && !n.AllowPrivate:
-		return n, Errorf(EINVALID, "issuer: %s must be https (http only for a test provider, with --allow-private)", n.Issuer)
+		return n, domain.Errorf(domain.EINVALID, "issuer: %s must be https (http only for a test provider, with --allow-private)", n.Issuer)
 	case strings.TrimSpace(n.ClientID) == "":
-		return n, Errorf(EINVALID, "client id is required")
+		return n, domain.Errorf(domain.EINVALID, "client id is required")
 	case n.ClientSecret == "":
-		return n, Errorf(EINVALID, "client secret is required")
+		return n, domain.Errorf(domain.EINVALID, "client secret is required")
 	}
 	n.ClientID = strings.TrimSpace(n.ClientID)
 	n.Name = strings.TrimSpace(n.Name)
@@ -74,7 +79,7 @@ func (n NewSSOConfig) Check() (NewSSOConfig, error) {
 		n.Name = u.Host
 	}
 	if len(n.Name) > 40 {
-		return n, Errorf(EINVALID, "name: at most 40 characters, got %d", len(n.Name))
+		return n, domain.Errorf(domain.EINVALID, "name: at most 40 characters, got %d", len(n.Name))
 	}
 	if n.GroupsClaim = strings.TrimSpace(n.GroupsClaim); n.GroupsClaim == "" {
 		n.GroupsClaim = DefaultGroupsClaim
@@ -86,7 +91,7 @@ func (n NewSSOConfig) Check() (NewSSOConfig, error) {
 			continue
 		}
 		if strings.ContainsAny(d, "@/ ") || !strings.Contains(d, ".") {
-			return n, Errorf(EINVALID, "allowed domains: %q is not a domain like example.com", d)
+			return n, domain.Errorf(domain.EINVALID, "allowed domains: %q is not a domain like example.com", d)
 		}
 		domains = append(domains, d)
 	}
@@ -96,13 +101,13 @@ func (n NewSSOConfig) Check() (NewSSOConfig, error) {
 		n.PasswordSignIn = PasswordSignInAll
 	}
 	if !slices.Contains([]string{PasswordSignInAll, PasswordSignInAdmins, PasswordSignInOff}, n.PasswordSignIn) {
-		return n, Errorf(EINVALID, "password sign-in: %q is not all, admins or off", n.PasswordSignIn)
+		return n, domain.Errorf(domain.EINVALID, "password sign-in: %q is not all, admins or off", n.PasswordSignIn)
 	}
 	if n.SessionLength == 0 {
 		n.SessionLength = DefaultSSOSessionLength
 	}
 	if n.SessionLength < MinSSOSessionLength || n.SessionLength > MaxSSOSessionLength {
-		return n, Errorf(EINVALID, "session length: %s is not between %s and %s", n.SessionLength,
+		return n, domain.Errorf(domain.EINVALID, "session length: %s is not between %s and %s", n.SessionLength,
 			MinSSOSessionLength, MaxSSOSessionLength)
 	}
 	n.Enabled = true
@@ -111,7 +116,7 @@ func (n NewSSOConfig) Check() (NewSSOConfig, error) {
 
 // AllowsPassword reports whether c lets an operator sign in with a
 // password: always while SSO is off.
-func (c SSOConfig) AllowsPassword(u User, breakGlass bool) bool {
+func (c SSOConfig) AllowsPassword(u domain.User, breakGlass bool) bool {
 	if !c.Enabled {
 		return true
 	}
@@ -129,8 +134,8 @@ func (c SSOConfig) AllowsPassword(u User, breakGlass bool) bool {
 type SSORule struct {
 	ID         int64
 	Group      string
-	TenantSlug string // "" for an admin rule
-	Role       Role   // "" for an admin rule
+	TenantSlug string      // "" for an admin rule
+	Role       domain.Role // "" for an admin rule
 	Admin      bool
 }
 
@@ -146,14 +151,14 @@ func (r SSORule) Check() (SSORule, error) {
 	r.Group = strings.TrimSpace(r.Group)
 	switch {
 	case r.Group == "":
-		return r, Errorf(EINVALID, "group is required")
+		return r, domain.Errorf(domain.EINVALID, "group is required")
 	case r.Admin && (r.TenantSlug != "" || r.Role != ""):
-		return r, Errorf(EINVALID, "an admin rule takes no tenant or role")
+		return r, domain.Errorf(domain.EINVALID, "an admin rule takes no tenant or role")
 	case !r.Admin && (r.TenantSlug == "" || r.Role == ""):
-		return r, Errorf(EINVALID, "a rule needs a tenant and a role, or admin")
+		return r, domain.Errorf(domain.EINVALID, "a rule needs a tenant and a role, or admin")
 	}
 	if !r.Admin {
-		if _, err := ParseRole(string(r.Role)); err != nil {
+		if _, err := domain.ParseRole(string(r.Role)); err != nil {
 			return r, err
 		}
 	}
@@ -173,12 +178,12 @@ type SSOIdentity struct {
 // in each tenant (the highest when several rules name one tenant).
 type SSOGrant struct {
 	Admin bool
-	Roles map[string]Role // by tenant slug
+	Roles map[string]domain.Role // by tenant slug
 }
 
 // Grant applies rules to groups.
 func Grant(rules []SSORule, groups []string) SSOGrant {
-	g := SSOGrant{Roles: map[string]Role{}}
+	g := SSOGrant{Roles: map[string]domain.Role{}}
 	for _, r := range rules {
 		if !slices.Contains(groups, r.Group) {
 			continue
@@ -201,15 +206,15 @@ func (g SSOGrant) Empty() bool { return !g.Admin && len(g.Roles) == 0 }
 // an operator: no subject, or an email the provider has not verified, or
 // one outside the allowed domains.
 func CheckSSOIdentity(c SSOConfig, id SSOIdentity) error {
-	email := NormalizeEmail(id.Email)
+	email := domain.NormalizeEmail(id.Email)
 	switch {
 	case id.Subject == "":
-		return Errorf(EUNAUTHORIZED, "The identity provider's answer names nobody (no subject).")
+		return domain.Errorf(domain.EUNAUTHORIZED, "The identity provider's answer names nobody (no subject).")
 	case email == "" || !id.EmailVerified:
-		return Errorf(EFORBIDDEN, "%s did not say that your email address is verified, so Tidemark cannot tell who you are. "+
+		return domain.Errorf(domain.EFORBIDDEN, "%s did not say that your email address is verified, so Tidemark cannot tell who you are. "+
 			"Ask your administrator to verify it there.", c.Name)
 	case len(c.AllowedDomains) > 0 && !slices.Contains(c.AllowedDomains, emailDomain(email)):
-		return Errorf(EFORBIDDEN, "Email addresses at %s may not sign in to this console (allowed: %s).",
+		return domain.Errorf(domain.EFORBIDDEN, "Email addresses at %s may not sign in to this console (allowed: %s).",
 			emailDomain(email), strings.Join(c.AllowedDomains, ", "))
 	}
 	return nil
@@ -221,7 +226,7 @@ func emailDomain(email string) string {
 }
 
 // ErrNoSSORule refuses an SSO sign-in whose groups no rule maps.
-var ErrNoSSORule = &Error{Code: EFORBIDDEN,
+var ErrNoSSORule = &domain.Error{Code: domain.EFORBIDDEN,
 	Message: "None of your groups gives access to this console. Ask an admin to map one of them (tidemark sso map)."}
 
 // SSOService keeps the SSO setup and signs SSO operators in. Changes are
@@ -249,7 +254,7 @@ type SSOService interface {
 	// rules, each change audited; a membership that ends revokes the API
 	// tokens they created there. An identity no rule maps gets
 	// ErrNoSSORule, after its operator's access was removed.
-	SignInSSO(ctx context.Context, id SSOIdentity) (User, error)
+	SignInSSO(ctx context.Context, id SSOIdentity) (domain.User, error)
 	// SetBreakGlass marks an admin as one who may still sign in with a
 	// password when password sign-in is kept for admins.
 	SetBreakGlass(ctx context.Context, email string, on bool) error
