@@ -120,4 +120,9 @@ type TokenService interface {
 	// token (AdminTokenService), is ENOTFOUND, as that tenant's resources
 	// are to it; an unknown, expired or revoked token is EUNAUTHORIZED.
 	TenantForToken(ctx context.Context, slug, token string) (TokenGrant, error)
+	// GrantForToken is TenantForToken for a caller whose URL names no
+	// tenant (the MCP server): the token alone decides it. An unknown,
+	// expired or revoked token is EUNAUTHORIZED, a working admin token
+	// EFORBIDDEN.
+	GrantForToken(ctx context.Context, token string) (TokenGrant, error)
 }

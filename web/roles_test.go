@@ -25,6 +25,7 @@ const (
 	needRead       = "read"        // any API token of the tenant
 	needWrite      = "write"       // a read-write API token
 	needAdminToken = "admin token" // an admin API token; a tenant's is 403
+	needAnyToken   = "any token"   // any tenant's API token, which decides the tenant; an admin token is 403
 )
 
 // routeNeeds is who may use each route that changes something, and each
@@ -127,6 +128,11 @@ var routeNeeds = map[string]string{
 	// The admin API: admin tokens alone.
 	"GET /api/v1/admin/apps":        needAdminToken,
 	"GET /api/v1/admin/apps/{name}": needAdminToken,
+	// The MCP server: the token alone decides the tenant, and its tools
+	// what the token may do.
+	"POST /api/v1/mcp": needAnyToken,
+	// The API's OpenAPI document needs no token.
+	"GET /api/v1/openapi.json": needPublic,
 }
 
 // routeNeed is who may use method pattern, and whether it is listed.
@@ -227,6 +233,19 @@ func TestRouteRoles(t *testing.T) {
 					t.Errorf("%s with a %s: %d %v, want 403 saying an admin token is needed", key, tk.name, status, body)
 				}
 			}
+		case need == needPublic || need == needSignedIn:
+			// Not a role's business: sign-in, sign-out, webhooks, assets,
+			// the API's document.
+		case need == needAnyToken:
+			for _, tk := range tokens {
+				want := http.StatusOK
+				if tk.admin {
+					want = http.StatusForbidden
+				}
+				if status := mcpInitialize(t, e, path, tk.token); status != want {
+					t.Errorf("%s with a %s: %d, want %d", key, tk.name, status, want)
+				}
+			}
 		case strings.HasPrefix(rt.pattern, "/api/"):
 			for _, tk := range tokens {
 				status, body := e.Call(webtest.APIRoute{Method: rt.method, Path: path}, tk.token)
@@ -244,8 +263,6 @@ func TestRouteRoles(t *testing.T) {
 					t.Errorf("%s with a %s: error %q does not say which token is needed", key, tk.name, body["error"])
 				}
 			}
-		case need == needPublic || need == needSignedIn:
-			// Not a role's business: sign-in, sign-out, webhooks, assets.
 		default:
 			for _, op := range operators {
 				var (
@@ -283,4 +300,21 @@ func TestRouteRoles(t *testing.T) {
 			t.Errorf("routeNeeds lists %s, which the router does not serve", key)
 		}
 	}
+}
+
+// mcpInitialize posts an MCP initialize request with token and returns
+// the answer's status.
+func mcpInitialize(t *testing.T, e *webtest.Env, path, token string) int {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, e.Srv.URL+path, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize",`+
+		`"params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"roles","version":"0"}}}`))
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }

@@ -2,11 +2,13 @@ package web
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/static"
 	"github.com/tidemark/tidemark/web/httpx"
+	"github.com/tidemark/tidemark/web/mcp"
 )
 
 // Handler returns the router: the index of every URL Tidemark serves.
@@ -28,9 +30,16 @@ func (s *Server) Handler() http.Handler {
 	// Webhooks authenticate by signature, not by session or token.
 	s.hook.Routes(r) // POST /webhooks/{tenant}/{provider}
 
+	// The API's OpenAPI document: public, outside the token's routers.
+	r.Get("/api/v1/openapi.json", s.handleOpenAPI)
+	// The MCP server: any tenant's API token, which decides the tenant. Its
+	// tools call the tenant API in-process, on a router of their own, as
+	// part of the MCP request (its log context, span and client address).
+	inProcess := chi.NewRouter()
+	s.tenantAPI(inProcess)
+	r.Method(http.MethodPost, "/api/v1/mcp", mcp.New(s.api, inProcess, s.log))
 	// The JSON API: a bearer token of the tenant.
-	// Writes it starts stop at the write timeout.
-	r.With(httpx.TimeWrites(s.writeTimeout)).Route("/api/v1/tenants/{tenant}", s.api.Routes)
+	s.tenantAPI(r)
 	// The admin API: an admin token, no tenant.
 	r.Route("/api/v1/admin", s.api.AdminRoutes)
 
@@ -50,7 +59,35 @@ func (s *Server) Handler() http.Handler {
 	})
 	// Any other URL: a styled page inside the console, JSON under /api/.
 	r.NotFound(s.console.NotFound().ServeHTTP)
+	r.MethodNotAllowed(methodNotAllowed(r))
 	return r
+}
+
+// methodNotAllowed answers a known URL asked with another method: 405 with
+// the methods it takes in Allow, and under /api/ the API's {"error"} body,
+// as the tenant and admin APIs answer theirs.
+func methodNotAllowed(router chi.Routes) http.HandlerFunc {
+	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}
+	return func(w http.ResponseWriter, r *http.Request) {
+		var allow []string
+		for _, m := range methods {
+			if router.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				allow = append(allow, m)
+			}
+		}
+		w.Header().Set("Allow", strings.Join(allow, ", "))
+		if strings.HasPrefix(r.URL.Path, "/api/") {
+			httpx.WriteError(w, http.StatusMethodNotAllowed, "method not allowed")
+			return
+		}
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// tenantAPI mounts the JSON API of a tenant on r. Writes it starts stop
+// at the write timeout.
+func (s *Server) tenantAPI(r chi.Router) {
+	r.With(httpx.TimeWrites(s.writeTimeout)).Route("/api/v1/tenants/{tenant}", s.api.Routes)
 }
 
 // staticFiles serves the embedded assets; their URLs carry a content hash,

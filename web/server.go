@@ -1,7 +1,8 @@
 // Package web serves Tidemark over HTTP. It mounts the three surfaces,
 // each a package with its own handler and route table (hook: the webhook
-// receiver; api: the JSON API; console: the operators' pages), and serves
-// health, metrics and static files itself. routes.go is the index of
+// receiver; api: the JSON API; console: the operators' pages), the MCP
+// server (mcp), whose tools call the JSON API, and serves health, metrics
+// and static files itself. routes.go is the index of
 // every URL; testdata/routes.txt lists them all.
 package web
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/mcpbridge"
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/ssocmd"
 	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/provider"
@@ -281,6 +282,13 @@ func commandList() []command {
 			Summary: "Send one delivery signed with Standard Webhooks and print the answer.",
 			About:   "Send one delivery signed with Standard Webhooks, as a provider would, and print the answer.",
 			Flags:   func(_ cliEnv, fs *flag.FlagSet) { sendFlags(fs) }, Run: cliEnv.send},
+		{Name: "mcp", Required: []string{"url"},
+			Summary: "Bridge a desktop assistant's MCP stdio to Tidemark's MCP server, as the token in TIDEMARK_TOKEN.",
+			About: "Bridge the Model Context Protocol's stdio transport, for assistants that start local MCP servers,\n" +
+				"to Tidemark's MCP endpoint (POST /api/v1/mcp): each JSON-RPC message read from standard input, one a\n" +
+				"line, is posted with the API token in TIDEMARK_TOKEN, and each answer written to standard output, one\n" +
+				"a line. The token decides the tenant and the tools: a read-only token gets no write tool.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { mcpbridge.Flags(fs) }, Run: cliEnv.mcp},
 	}
 }
 
@@ -299,6 +307,11 @@ Environment:
   TIDEMARK_TRUSTED_PROXIES same as serve --trusted-proxies.
   TIDEMARK_QUEUE           same as serve --queue and worker --queue.
 `
+
+// mcp is tidemark mcp (cmd/tidemark/internal/mcpbridge).
+func (e cliEnv) mcp(ctx context.Context, args []string) error {
+	return mcpbridge.Run(ctx, mcpbridge.Env{Stdin: e.stdin, Stdout: e.stdout, Stderr: e.stderr, Getenv: e.getenv, Flags: e.flags}, args)
+}
 
 // ssoRun runs an sso command (cmd/tidemark/internal/ssocmd) in e.
 func ssoRun(run func(context.Context, ssocmd.Env, []string) error) func(cliEnv, context.Context, []string) error {

@@ -221,3 +221,37 @@ func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain
 	}
 	return domain.TokenGrant{}, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
 }
+
+// tokenSlugSQL finds the tenant of a working API token by its hash alone,
+// across tenants (the plain index of migration 00022), for callers whose
+// URL names no tenant. Tokens are random: a hash is in one tenant at most.
+const tokenSlugSQL = `
+SELECT t.slug FROM api_tokens a JOIN tenants t ON t.id = a.tenant_id
+WHERE a.token_hash = @token_hash AND a.revoked_at IS NULL AND (a.expires_at IS NULL OR a.expires_at > now())
+LIMIT 1`
+
+// GrantForToken implements domain.TokenService: it finds the token's
+// tenant, then resolves the token there as TenantForToken does, so that
+// both grant and record a use alike.
+func (s *Tokens) GrantForToken(ctx context.Context, token string) (domain.TokenGrant, error) {
+	var slug string
+	args := pgx.NamedArgs{"token_hash": tokenHash(token)}
+	err := s.read.QueryRow(ctx, tokenSlugSQL, args).Scan(&slug)
+	if err == nil {
+		return s.TenantForToken(ctx, slug, token)
+	}
+	if !errors.Is(err, pgx.ErrNoRows) {
+		return domain.TokenGrant{}, pg.Translate(err)
+	}
+	if strings.HasPrefix(token, domain.AdminTokenPrefix) {
+		var admin bool
+		if err := s.read.QueryRow(ctx, workingAdminTokenSQL, args).Scan(&admin); err != nil {
+			return domain.TokenGrant{}, pg.Translate(err)
+		}
+		if admin {
+			return domain.TokenGrant{}, domain.Errorf(domain.EFORBIDDEN,
+				"this is an admin token, which belongs to no tenant; this takes a tenant's API token (tidemark token create)")
+		}
+	}
+	return domain.TokenGrant{}, domain.Errorf(domain.EUNAUTHORIZED, "invalid, expired or revoked API token")
+}

@@ -45,6 +45,23 @@ func (h *Handler) requireToken(next http.Handler) http.Handler {
 	})
 }
 
+// Authenticate resolves the request's bearer token by itself, for a
+// surface whose URL names no tenant (the MCP server): the token alone
+// decides the tenant. Without a working token it has answered as the
+// tenant routes do (401 with WWW-Authenticate) and returns false.
+func (h *Handler) Authenticate(w http.ResponseWriter, r *http.Request) (domain.TokenGrant, bool) {
+	token, ok := bearerToken(w, r)
+	if !ok {
+		return domain.TokenGrant{}, false
+	}
+	g, err := h.store.GrantForToken(r.Context(), token)
+	if err != nil {
+		h.refuseToken(w, r, err)
+		return domain.TokenGrant{}, false
+	}
+	return g, true
+}
+
 // bearerToken is the request's bearer token; without one it has answered
 // 401 and returns false.
 func bearerToken(w http.ResponseWriter, r *http.Request) (string, bool) {

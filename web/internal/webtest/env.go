@@ -72,7 +72,8 @@ func SetupConfig(t *testing.T, readTimeout time.Duration, log *slog.Logger, edit
 	cfg := web.Config{Store: store, Sessions: store.SessionStore(), Ping: store.Pool().Ping, Logger: log}
 	edit(&cfg)
 	s := web.New(cfg)
-	e := &Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(s.Handler())}
+	// Every API answer is checked against docs/openapi.yaml.
+	e := &Env{T: t, Store: store, Web: s, Srv: httptest.NewServer(CheckAPI(t, s.Handler()))}
 	t.Cleanup(e.Srv.Close)
 	e.Secret = e.Provider("acme", "crm")
 	return e
