@@ -99,9 +99,9 @@ type Revision struct {
 
 // TimelineOutcomes are the event outcomes a record's timeline shows beside
 // its accepted revisions: everything Tidemark received for the record and
-// did not apply. (Applied events are the accepted revisions themselves;
-// rejected events may not name a record reliably.)
-var TimelineOutcomes = []Outcome{Stale, Duplicate, Unversioned, Redundant, RevisionConflict, EventConflict}
+// did not apply, rejected events that name it included. (Applied events
+// are the accepted revisions themselves.)
+var TimelineOutcomes = []Outcome{Stale, Duplicate, Unversioned, Redundant, RevisionConflict, EventConflict, Rejected}
 
 // Timeline is the history of one record as received and decided.
 type Timeline struct {
@@ -120,6 +120,11 @@ type TimelineEntry struct {
 	Revision *int64  // nil for unversioned events
 	EventID  string
 	Reason   string
+	// Replay is set when the event came in a replay of a stored delivery,
+	// and Source names where a delivery no provider sent came from
+	// (backfill, journal; "" for a provider's).
+	Replay bool
+	Source string
 	// ConflictID is the conflict an event opened, or, on an accepted
 	// revision, the conflict an operator adopted it from.
 	ConflictID int64

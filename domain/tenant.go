@@ -32,6 +32,8 @@ type Tenant struct {
 	CreatedAt time.Time
 	// MaxDestinations is how many destinations it may have.
 	MaxDestinations int
+	// ArchivedAt is when an admin archived it; nil while it is active.
+	ArchivedAt *time.Time
 }
 
 // Bounds of Tenant.MaxDestinations: a tenant may have DefaultMaxDestinations
@@ -70,4 +72,5 @@ type TenantService interface {
 	Tenant(ctx context.Context, slug string) (Tenant, error)
 	// UpdateTenant changes a tenant's limits (an admin's), audited.
 	UpdateTenant(ctx context.Context, slug string, u TenantUpdate) (Tenant, error)
+	TenantLifecycle
 }

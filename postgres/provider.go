@@ -62,7 +62,7 @@ SELECT p.id, p.name, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.
                                      (SELECT max(c.bucket) FROM outcome_counters c
                                       WHERE c.tenant_id = p.tenant_id AND c.provider_id = p.id)))
 FROM providers p
-WHERE p.tenant_id = @tenant_id AND (@name::text IS NULL OR p.name = @name)
+WHERE p.tenant_id = @tenant_id AND (@name::text IS NULL OR p.name = @name) AND p.removed_at IS NULL
 ORDER BY p.name`
 
 // ProviderSummaries implements domain.ProviderService.

@@ -17,7 +17,7 @@ import (
 const providersWithoutSecretSQL = `
 SELECT p.tenant_id, t.slug, p.id, p.name, p.kind, p.config
 FROM providers p JOIN tenants t ON t.id = p.tenant_id
-WHERE p.kind = ANY(@kinds::text[])
+WHERE p.kind = ANY(@kinds::text[]) AND p.removed_at IS NULL
   AND NOT EXISTS (SELECT 1 FROM provider_secrets s
                   WHERE s.tenant_id = p.tenant_id AND s.provider_id = p.id AND s.retired_at IS NULL)
 ORDER BY p.tenant_id, p.id`

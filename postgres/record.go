@@ -25,10 +25,12 @@ WHERE p.tenant_id = @tenant_id AND p.name = @provider`
 
 // timelineSQL merges the latest accepted revisions (each with the snapshot
 // accepted before it, by application order) and the latest events that were
-// not applied, newest first. Events of one delivery keep their order by
+// not applied, newest first, each with whether its delivery was a replay
+// and where it came from. Events of one delivery keep their order by
 // seq; an accepted revision finds its seq through its applied event.
 const timelineSQL = `
-SELECT accepted, at, outcome, revision, event_id, reason, conflict_id, snapshot, previous
+SELECT t.accepted, t.at, t.outcome, t.revision, t.event_id, t.reason, t.conflict_id, t.snapshot, t.previous,
+       coalesce(d.replay_of IS NOT NULL, false), coalesce(d.source, '')
 FROM (
     (SELECT true AS accepted, a.applied_at AS at, a.delivery_id, e.seq, NULL::text AS outcome, a.revision,
             a.event_id, NULL::text AS reason, a.conflict_id, a.snapshot, a.previous
@@ -56,7 +58,8 @@ FROM (
      ORDER BY e.received_at DESC, e.delivery_id DESC, e.seq DESC
      LIMIT @limit)
 ) t
-ORDER BY at DESC, delivery_id DESC NULLS FIRST, seq DESC NULLS FIRST
+LEFT JOIN deliveries d ON d.tenant_id = @tenant_id AND d.received_at = t.at AND d.id = t.delivery_id
+ORDER BY t.at DESC, t.delivery_id DESC NULLS FIRST, t.seq DESC NULLS FIRST
 LIMIT @limit`
 
 // timelineBadgesSQL counts the record's open conflicts and recent stale
@@ -124,7 +127,8 @@ func (s *records) RecordTimeline(ctx context.Context, tenantID int64, ref domain
 			conflictID         *int64
 			snapshot, previous json.RawMessage
 		)
-		err := row.Scan(&e.Accepted, &e.At, &outcome, &e.Revision, &e.EventID, &reason, &conflictID, &snapshot, &previous)
+		err := row.Scan(&e.Accepted, &e.At, &outcome, &e.Revision, &e.EventID, &reason, &conflictID, &snapshot, &previous,
+			&e.Replay, &e.Source)
 		if outcome != nil {
 			e.Outcome = domain.Outcome(*outcome)
 		}

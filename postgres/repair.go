@@ -28,6 +28,12 @@ SELECT r.provider_id, r.revision FROM records r JOIN providers p ON p.tenant_id 
 WHERE r.tenant_id = @tenant_id AND p.name = @provider AND r.object_type = @object_type AND r.object_id = @object_id
 FOR UPDATE OF r`
 
+// repairLockByIDSQL is repairLockSQL for a provider known by its id.
+const repairLockByIDSQL = `
+SELECT revision FROM records
+WHERE tenant_id = @tenant_id AND provider_id = @provider_id AND object_type = @object_type AND object_id = @object_id
+FOR UPDATE`
+
 // resetSQL forgets the revision, each property's and the deletion's. -1 is
 // domain.ForgottenRevision.
 const resetSQL = `
@@ -160,59 +166,72 @@ func (s *records) EraseRecord(ctx context.Context, tenantID int64, ref domain.Re
 	if err != nil {
 		return e, err
 	}
-	args := refArgs(tenantID, ref)
-	args["action"], args["forget_id"], args["erased_body"] = nil, false, []byte(domain.ErasedBody)
 	err = pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var providerID int64
-		err := tx.QueryRow(ctx, repairProviderSQL, args).Scan(&providerID)
+		err := tx.QueryRow(ctx, repairProviderSQL, refArgs(tenantID, ref)).Scan(&providerID)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return recordNotFound(ref)
 		}
 		if err != nil {
 			return err
 		}
-		args["provider_id"] = providerID
-		if _, err := tx.Exec(ctx, repairLockSQL, args); err != nil {
+		if e, err = eraseRecordIn(ctx, tx, h, tenantID, providerID, ref); err != nil {
 			return err
-		}
-		if args["now"], err = pg.Now(ctx, tx); err != nil { // Citus takes no now() in a coalesce
-			return err
-		}
-		if a, ok := domain.ActorFrom(ctx); ok {
-			args["actor"] = a.Name
-		}
-		if err := eraseContent(ctx, tx, args, &e); err != nil {
-			return err
-		}
-		bodies, _, err := eraseMentions(ctx, tx, args, ref.ObjectID, false)
-		if err != nil {
-			return err
-		}
-		e.Bodies += bodies
-		if err := queuecheck.WriteTombstone(ctx, tx, tenantID, h.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
-			return err
-		}
-		for _, st := range []struct {
-			sql string
-			n   *int64
-		}{{eraseRevisionsSQL, &e.Revisions}, {eraseConflictsSQL, &e.Conflicts}, {eraseRecordSQL, &e.Records}, {erasePrunedSQL, nil}} {
-			tag, err := tx.Exec(ctx, st.sql, args)
-			if err != nil {
-				return err
-			}
-			if st.n != nil {
-				*st.n = tag.RowsAffected()
-			}
 		}
 		if e.Records == 0 && e.Events == 0 {
 			return recordNotFound(ref)
 		}
-		if err := pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(h), erasureSummary(e)); err != nil {
-			return err
-		}
-		return changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeErased, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
+		return pg.Audit(ctx, tx, tenantID, domain.ActionRecordErase, ref.AuditTarget(h), erasureSummary(e))
 	})
 	return e, pg.Translate(err)
+}
+
+// eraseRecordIn erases the record of the provider in tx, with its
+// events, their delivery bodies and the bodies that name it, and appends
+// its record.erased change; the caller audits. A provider's removal with
+// --erase runs it for each of its records.
+func eraseRecordIn(ctx context.Context, tx pgx.Tx, h domain.IDHasher, tenantID, providerID int64, ref domain.RecordRef) (domain.Erasure, error) {
+	var e domain.Erasure
+	args := refArgs(tenantID, ref)
+	args["action"], args["forget_id"], args["erased_body"] = nil, false, []byte(domain.ErasedBody)
+	args["provider_id"] = providerID
+	var err error
+	if args["now"], err = pg.Now(ctx, tx); err != nil { // Citus takes no now() in a coalesce
+		return e, err
+	}
+	if _, err := tx.Exec(ctx, repairLockByIDSQL, args); err != nil {
+		return e, err
+	}
+	if a, ok := domain.ActorFrom(ctx); ok {
+		args["actor"] = a.Name
+	}
+	if err := eraseContent(ctx, tx, args, &e); err != nil {
+		return e, err
+	}
+	bodies, _, err := eraseMentions(ctx, tx, args, ref.ObjectID, false)
+	if err != nil {
+		return e, err
+	}
+	e.Bodies += bodies
+	if err := queuecheck.WriteTombstone(ctx, tx, tenantID, h.RecordErasureKey(tenantID, providerID, ref.ObjectType, ref.ObjectID)); err != nil {
+		return e, err
+	}
+	for _, st := range []struct {
+		sql string
+		n   *int64
+	}{{eraseRevisionsSQL, &e.Revisions}, {eraseConflictsSQL, &e.Conflicts}, {eraseRecordSQL, &e.Records}, {erasePrunedSQL, nil}} {
+		tag, err := tx.Exec(ctx, st.sql, args)
+		if err != nil {
+			return e, err
+		}
+		if st.n != nil {
+			*st.n = tag.RowsAffected()
+		}
+	}
+	if e.Records == 0 && e.Events == 0 {
+		return e, nil
+	}
+	return e, changefeed.Append(ctx, tx, tenantID, changefeed.Owned{Type: stream.ChangeErased, ProviderID: providerID, ObjectType: ref.ObjectType, ObjectID: ref.ObjectID})
 }
 
 // EraseLead implements domain.RecordService. The audit entry names the

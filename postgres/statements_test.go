@@ -38,6 +38,8 @@ var templateArgs = map[string][]any{
 	"reconcileDuplicateSQL":  {"people", "email", "email address"},
 	"pagedLogSQL":            {"\n  AND d.replay_of = @replay_of::uuid", "<", "DESC"},
 	"jobDeliveriesSQL":       {"\n  AND d.status = @status", ">", "ASC"},
+	"countTenantRowsSQL":     {`"records"`},
+	"deleteTenantRowsSQL":    {`"records"`},
 }
 
 // citusOnly are statements that read Citus' catalog, run only once it is

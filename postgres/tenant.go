@@ -13,7 +13,7 @@ import (
 
 const (
 	createTenantSQL = `INSERT INTO tenants (slug, name) VALUES (@slug, @name) RETURNING id, created_at`
-	tenantSQL       = `SELECT id, name, created_at, max_destinations FROM tenants WHERE slug = @slug`
+	tenantSQL       = `SELECT id, name, created_at, max_destinations, archived_at FROM tenants WHERE slug = @slug`
 	updateTenantSQL = `
 UPDATE tenants SET max_destinations = coalesce(@max_destinations::integer, max_destinations)
 WHERE slug = @slug
@@ -28,22 +28,38 @@ func (s *tenants) CreateTenant(ctx context.Context, slug, name string) (domain.T
 	if name == "" {
 		name = slug
 	}
+	if err := domain.CheckTenantName(name); err != nil {
+		return domain.Tenant{}, err
+	}
 	t := domain.Tenant{Slug: slug, Name: name, MaxDestinations: domain.DefaultMaxDestinations}
-	err := s.pool.QueryRow(ctx, createTenantSQL, pgx.NamedArgs{"slug": slug, "name": name}).Scan(&t.ID, &t.CreatedAt)
+	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
+		if err := tx.QueryRow(ctx, createTenantSQL, pgx.NamedArgs{"slug": slug, "name": name}).Scan(&t.ID, &t.CreatedAt); err != nil {
+			return err
+		}
+		// Audited when an admin creates it in the console, outside any
+		// tenant as the rest of the lifecycle; the command line's tenant
+		// create, the demo and the test kits are not, as before.
+		if a, ok := domain.ActorFrom(ctx); ok && a.Kind != domain.ActorCLI {
+			if err := pg.Audit(ctx, tx, 0, domain.AuditTenantCreate, "tenant "+slug, fmt.Sprintf("name %q", name)); err != nil {
+				return err
+			}
+		}
+		// Nodes may hold the slug as a cached miss.
+		return pg.NotifyEndpoints(ctx, tx, t.ID)
+	})
 	if pg.UniqueViolation(err) {
 		return domain.Tenant{}, domain.Errorf(domain.ECONFLICT, "tenant %q already exists", slug)
 	}
 	if err != nil {
 		return domain.Tenant{}, pg.Translate(err)
 	}
-	// Nodes may hold the slug as a cached miss.
-	return t, pg.Translate(pg.NotifyEndpoints(ctx, s.pool, t.ID))
+	return t, nil
 }
 
 // Tenant returns the tenant with that slug, or an ENOTFOUND error.
 func (s *tenants) Tenant(ctx context.Context, slug string) (domain.Tenant, error) {
 	t := domain.Tenant{Slug: slug}
-	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt, &t.MaxDestinations)
+	err := s.read.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt, &t.MaxDestinations, &t.ArchivedAt)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return t, pg.NotFound("tenant %q not found", slug)
 	}
@@ -58,7 +74,7 @@ func (s *tenants) UpdateTenant(ctx context.Context, slug string, u domain.Tenant
 	}
 	err := pg.WithTx(ctx, s.pool, func(tx pgx.Tx) error {
 		var was int
-		err := tx.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt, &was)
+		err := tx.QueryRow(ctx, tenantSQL, pgx.NamedArgs{"slug": slug}).Scan(&t.ID, &t.Name, &t.CreatedAt, &was, &t.ArchivedAt)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return pg.NotFound("tenant %q not found", slug)
 		}

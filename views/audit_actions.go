@@ -20,6 +20,7 @@ var auditActionTexts = map[string]string{
 	domain.AuditProviderRetire:            "retired the old secrets of a provider",
 	domain.AuditProviderUpdate:            "changed a provider",
 	domain.AuditProviderSecretShown:       "confirmed the issued secret of a provider",
+	domain.AuditProviderDelete:            "removed a provider",
 	pull.AuditCredentialsSet:              "set the API credentials of a provider",
 	pull.AuditCredentialsClear:            "cleared the API credentials of a provider",
 	domain.AuditScopeUpdate:               "changed a scope",
@@ -44,10 +45,10 @@ var auditActionTexts = map[string]string{
 	domain.ActionRecordReset:              "reset a record",
 	domain.ActionRecordErase:              "erased a record",
 	domain.ActionLeadErase:                "erased a lead",
-	domain.ReplayAction:                   "replayed",                // target: delivery ID
-	domain.ReplayStartAction:              "started the bulk replay", // target: replay job N
-	domain.ReplayCancelAction:             "cancelled the bulk replay",
-	domain.ReplayDoneAction:               "finished the bulk replay",
+	domain.ReplayAction:                   "replayed", // target: delivery ID
+	domain.ReplayStartAction:              "started",  // target: replay job N
+	domain.ReplayCancelAction:             "cancelled",
+	domain.ReplayDoneAction:               "finished",
 	pull.AuditBackfillStart:               "started", // target: backfill job N
 	pull.AuditBackfillCancel:              "cancelled",
 	stream.AuditDestinationCreate:         "added", // target: destination N
@@ -71,6 +72,11 @@ var auditActionTexts = map[string]string{
 	domain.AuditConflictSnapshotRequested: "asked the provider for a snapshot to settle",
 	domain.AuditAdminTokenCreate:          "created an admin API token",
 	domain.AuditAdminTokenRevoke:          "revoked an admin API token",
+	domain.AuditTenantCreate:              "created", // target: tenant SLUG
+	domain.AuditTenantRename:              "renamed",
+	domain.AuditTenantArchive:             "archived",
+	domain.AuditTenantUnarchive:           "unarchived",
+	domain.AuditTenantDelete:              "deleted",
 }
 
 // AuditActionText is what a recorded action did, in words ("created an

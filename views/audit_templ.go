@@ -65,7 +65,7 @@ func auditActorKind(kind string) string {
 	case domain.ActorCLI:
 		return "command line"
 	}
-	return "operator"
+	return "console" // not "operator": that is a role's name
 }
 
 // AuditLogView is the audit log with its filters.

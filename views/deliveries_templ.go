@@ -186,7 +186,7 @@ func deliveryRows(l Layout, ds []domain.DeliveryBrief, back string) templ.Compon
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = IDLink(d.ID, l.TenantURL(DeliveryPathFrom(d.ID, back))).Render(ctx, templ_7745c5c3_Buffer)
+			templ_7745c5c3_Err = DeliveryIDLink(d.ID, l.TenantURL(DeliveryPathFrom(d.ID, back)), "").Render(ctx, templ_7745c5c3_Buffer)
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

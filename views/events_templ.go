@@ -1027,7 +1027,7 @@ func EventLogView(l Layout, p EventLogPage) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = IDLinkClass(e.DeliveryID, l.TenantURL(DeliveryPath(e.DeliveryID)), "delivery-link").Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = DeliveryIDLink(e.DeliveryID, l.TenantURL(DeliveryPath(e.DeliveryID)), "delivery-link").Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -1179,7 +1179,7 @@ func overviewSweep(l Layout, p OverviewPage, provider string) templ.Component {
 				return templ_7745c5c3_Err
 			}
 		} else if j, ok := p.Sweeps[provider]; !ok {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 90, "<span class=\"muted\">no API credentials</span>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 90, "<span class=\"muted\" title=\"No sweeps: the provider has no API credentials, or its kind has no API to pull from\">none</span>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

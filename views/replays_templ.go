@@ -1045,7 +1045,7 @@ func replayJobDeliveries(l Layout, p ReplayJobPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = IDLink(rd.Original.ID, l.TenantURL(DeliveryPathFrom(rd.Original.ID, p.Back))).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = DeliveryIDLink(rd.Original.ID, l.TenantURL(DeliveryPathFrom(rd.Original.ID, p.Back)), "").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -1066,7 +1066,7 @@ func replayJobDeliveries(l Layout, p ReplayJobPage) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = IDLink(rd.Replay.ID, l.TenantURL(DeliveryPathFrom(rd.Replay.ID, p.Back))).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = DeliveryIDLink(rd.Replay.ID, l.TenantURL(DeliveryPathFrom(rd.Replay.ID, p.Back)), "").Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

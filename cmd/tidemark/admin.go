@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/providerlist"
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/pull"
 	"github.com/tidemark/tidemark/internal/provider"
@@ -133,7 +134,7 @@ type providerCreateOptions struct {
 func (e cliEnv) providerCreateFlags(fs *flag.FlagSet) providerCreateOptions {
 	return providerCreateOptions{
 		tenant:    fs.String("tenant", "", "tenant slug (required)"),
-		name:      fs.String("name", "", "provider name, unique within the tenant (required)"),
+		name:      providerFlag(fs, "provider name, unique within the tenant (required)"),
 		kind:      fs.String("kind", "", "provider kind: standard, hubspot, shippo or salesforce (required)"),
 		secret:    fs.String("secret", "", `standard: "whsec_" + base64; hubspot: the app's client secret; shippo: the HMAC secret or URL token (default: generated); salesforce: none, its URL token is generated`),
 		publicURL: e.publicURLFlag(fs),
@@ -152,7 +153,7 @@ func (e cliEnv) providerCreate(ctx context.Context, args []string) error {
 	}
 	if *tenant == "" || *name == "" || *kind == "" {
 		fs.Usage()
-		return fmt.Errorf("provider create: --tenant, --name and --kind are required")
+		return fmt.Errorf("provider create: --tenant, --provider and --kind are required")
 	}
 	limits, err := limitFlags(*maxBody, "")
 	if err != nil {
@@ -232,7 +233,7 @@ func kindFlags(fs *flag.FlagSet) func() map[string]string {
 // providerRotateFlags declares provider rotate's flags.
 func (e cliEnv) providerRotateFlags(fs *flag.FlagSet) (tenant, name, secret, publicURL *string, newKey *bool) {
 	return fs.String("tenant", "", "tenant slug (required)"),
-		fs.String("name", "", "provider name (required)"),
+		providerFlag(fs, "provider name (required)"),
 		fs.String("secret", "", "new signing secret (default: generated; salesforce tokens are always generated)"),
 		e.publicURLFlag(fs),
 		fs.Bool("new-key", false, cli.NewKeyUsage)
@@ -246,7 +247,7 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 	}
 	if *tenant == "" || *name == "" {
 		fs.Usage()
-		return fmt.Errorf("provider rotate: --tenant and --name are required")
+		return fmt.Errorf("provider rotate: --tenant and --provider are required")
 	}
 	if *newKey {
 		ctx = postgres.AllowNewKey(ctx)
@@ -280,7 +281,24 @@ func (e cliEnv) providerRotate(ctx context.Context, args []string) error {
 
 // providerRetireFlags declares provider retire's flags.
 func providerRetireFlags(fs *flag.FlagSet) (tenant, name *string) {
-	return fs.String("tenant", "", "tenant slug (required)"), fs.String("name", "", "provider name (required)")
+	return fs.String("tenant", "", "tenant slug (required)"), providerFlag(fs, "provider name (required)")
+}
+
+// providerList is tidemark provider list (cmd/tidemark/internal/providerlist).
+func (e cliEnv) providerList(ctx context.Context, args []string) error {
+	return providerlist.Run(ctx, providerlist.Env{Stdout: e.stdout, Flags: e.flags,
+		WithTenant: func(ctx context.Context, slug string, fn func(providerlist.Store, domain.Tenant) error) error {
+			return e.withTenant(ctx, slug, func(s cliStore, t domain.Tenant) error { return fn(s, t) })
+		}}, args)
+}
+
+// providerFlag declares --provider, naming the provider a command acts on,
+// with --name, what provider create, rotate and retire called it first,
+// as its alias.
+func providerFlag(fs *flag.FlagSet, usage string) *string {
+	p := fs.String("provider", "", usage)
+	cli.Alias(fs, "name", "provider")
+	return p
 }
 
 func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
@@ -291,7 +309,7 @@ func (e cliEnv) providerRetire(ctx context.Context, args []string) error {
 	}
 	if *tenant == "" || *name == "" {
 		fs.Usage()
-		return fmt.Errorf("provider retire: --tenant and --name are required")
+		return fmt.Errorf("provider retire: --tenant and --provider are required")
 	}
 	return e.withTenant(ctx, *tenant, func(s cliStore, t domain.Tenant) error {
 		p, err := s.ProviderSummary(ctx, t.ID, *name)
@@ -462,7 +480,8 @@ func (e cliEnv) tokenCreate(ctx context.Context, args []string) error {
 		return fmt.Errorf("--expires: %s", domain.ErrorMessage(err))
 	}
 	if *o.name == "" {
-		*o.name = "token created " + time.Now().UTC().Format(time.DateTime)
+		// Not "token ...": the audit log reads "created an API token NAME".
+		*o.name = "cli " + time.Now().UTC().Format(time.DateTime)
 	}
 	expiry := "never expires"
 	if lifetime > 0 {

@@ -52,7 +52,9 @@ func (e cliEnv) backfill(ctx context.Context, args []string) error {
 		}}
 	now := time.Now()
 	rep, err := r.Run(ctx, backfill.Pass{Tenant: *tenant, Provider: *provider, From: now.Add(-*since), To: now, ObjectType: *objectType})
-	fmt.Fprint(e.stdout, rep.String())
+	if err == nil || rep.Pages > 0 { // a refusal before the first page pulled nothing to report
+		fmt.Fprint(e.stdout, rep.String())
+	}
 	if err != nil {
 		return fmt.Errorf("backfill stopped: %w", err)
 	}

@@ -35,6 +35,12 @@ func TestBackfillCommand(t *testing.T) {
 		"--api-token-stdin", "--api-base-url", api.URL(), "--allow-private"); err != nil {
 		t.Fatal(err)
 	}
+	// Without a scope there is nothing to pull: said, with nothing printed
+	// as if something had been pulled.
+	out, _, err := tidemark(t, env, "", "backfill", "--tenant", "acme", "--provider", "hub")
+	if err == nil || !strings.Contains(err.Error(), "no scopes yet") || out != "" {
+		t.Fatalf("a backfill without scopes: %v, printed %q", err, out)
+	}
 	// The scope a first webhook would have created.
 	conn, err := pgx.Connect(context.Background(), url)
 	if err != nil {

@@ -7,7 +7,11 @@ import (
 
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/mcpbridge"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/providercmd"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/providerlist"
 	"github.com/tidemark/tidemark/cmd/tidemark/internal/ssocmd"
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/tenantcmd"
+	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/internal/provider"
 )
@@ -75,18 +79,36 @@ func commandList() []command {
 		{Name: "tenant update", Args: "SLUG", Required: []string{"max-destinations"}, Summary: "Change a tenant's limits.",
 			About: "Change a tenant's limits: --max-destinations, how many destinations it may have (default 20).",
 			Flags: func(_ cliEnv, fs *flag.FlagSet) { tenantUpdateFlags(fs) }, Run: cliEnv.tenantUpdate},
-		{Name: "provider create", Required: []string{"tenant", "name", "kind"},
+		{Name: "tenant list", Summary: "List the tenants: slug, name, status (active or archived), created.",
+			About: "List every tenant, archived ones too, one line each: slug, name, status (active or archived), created.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { tenantcmd.NoFlags(fs) }, Run: tenantRun(tenantcmd.List)},
+		{Name: "tenant rename", Args: "SLUG", Required: []string{"name"}, Summary: "Change a tenant's display name; the slug stays.",
+			About: "Change a tenant's display name; its slug, and so its URLs, stay. Audited as tenant_rename.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { tenantcmd.RenameFlags(fs) }, Run: tenantRun(tenantcmd.Rename)},
+		{Name: "tenant archive", Args: "SLUG", Summary: "Archive a tenant: deliveries and its API answer 404; its data is kept.",
+			About: "Archive a tenant: its webhooks and its API answer 404, the console hides it, its senders, sweeps\n" +
+				"and journal reads stop; its data is kept until unarchive or delete. Audited as tenant_archive.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { tenantcmd.NoFlags(fs) }, Run: tenantRun(tenantcmd.Archive(true))},
+		{Name: "tenant unarchive", Args: "SLUG", Summary: "Make an archived tenant active again.",
+			About: "Make an archived tenant active again: it receives deliveries, its API answers and its senders resume.\n" +
+				"Audited as tenant_unarchive.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { tenantcmd.NoFlags(fs) }, Run: tenantRun(tenantcmd.Archive(false))},
+		{Name: "tenant delete", Args: "SLUG", Summary: "Delete a tenant and erase all its data (--confirm); without it, print what would go.",
+			About: "Delete a tenant: erase its rows from every tenant table (the audit log is kept), then the tenant, in\n" +
+				"one transaction. Without --confirm it prints what would be erased and refuses. Audited as tenant_delete.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { tenantcmd.DeleteFlags(fs) }, Run: tenantRun(tenantcmd.Delete)},
+		{Name: "provider create", Required: []string{"tenant", "provider", "kind"},
 			Summary: "Connect a webhook provider to a tenant; prints its secret (salesforce: its webhook URL).",
 			About: "Connect a webhook provider to a tenant. Prints its signing secret or token as the last line\n" +
 				"(salesforce: the webhook URL to paste into Salesforce, ending in ?token=<token>).",
 			Flags: func(e cliEnv, fs *flag.FlagSet) { e.providerCreateFlags(fs) }, Run: cliEnv.providerCreate},
-		{Name: "provider rotate", Required: []string{"tenant", "name"},
+		{Name: "provider rotate", Required: []string{"tenant", "provider"},
 			Summary: "Add a new signing secret; the previous one works until the next rotation or retire.",
 			About: "Add a new signing secret (a salesforce provider: a new URL token). The previous one keeps working\n" +
 				"until the next rotation or `provider retire`, so senders can switch without dropping deliveries.\n" +
 				"Prints the new secret as the last line (salesforce: the webhook URL with the new token).",
 			Flags: func(e cliEnv, fs *flag.FlagSet) { e.providerRotateFlags(fs) }, Run: cliEnv.providerRotate},
-		{Name: "provider retire", Required: []string{"tenant", "name"},
+		{Name: "provider retire", Required: []string{"tenant", "provider"},
 			Summary: "Retire every secret of the provider but the newest.",
 			About: "End a rotation: retire every secret of the provider but the newest, so only it is accepted.\n" +
 				"Prints how many were retired.",
@@ -100,6 +122,26 @@ func commandList() []command {
 				"the command prints the other fields it set. Salesforce with a connected app: --cdc subscribes to\n" +
 				"the org's change events (Change Data Capture), --no-cdc stops. The change is recorded in the audit log.",
 			Flags: func(_ cliEnv, fs *flag.FlagSet) { providerUpdateFlags(fs) }, Run: cliEnv.providerUpdate},
+		{Name: "provider delete", Required: []string{"tenant", "provider", "confirm"},
+			Summary: "Remove a provider: its URL answers 404, its secrets and credentials go; its history stays unless --erase.",
+			About: "Remove a provider, in one transaction: POST /webhooks/TENANT/PROVIDER answers 404 from then on; its\n" +
+				"signing secrets, API credentials, Change Data Capture stream and app installs are deleted and its\n" +
+				"backfills cancelled. Its history stays, shown as provider \"NAME (removed)\", unless --erase erases it as\n" +
+				"erasing each record does. The name is free for a new provider. Without --confirm it prints what it\n" +
+				"would remove and changes nothing. The removal is recorded in the audit log.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { providercmd.DeleteFlags(fs) },
+			Run: func(e cliEnv, ctx context.Context, args []string) error {
+				return cliError(providercmd.Delete(ctx, providercmd.Env{Stdout: e.stdout, Flags: e.flags,
+					WithTenant: func(ctx context.Context, slug string, fn func(providercmd.Store, domain.Tenant) error) error {
+						return e.withTenant(ctx, slug, func(s cliStore, t domain.Tenant) error { return fn(s, t) })
+					}}, args))
+			}},
+		{Name: "provider list", Required: []string{"tenant"},
+			Summary: "List a tenant's providers: name, kind, secrets, API credentials, deliveries, webhook path.",
+			About: "List a tenant's providers, one line each after a header: name, kind, active secrets (two while a\n" +
+				"rotation is not retired), API credentials (for backfill), deliveries in the last 24 hours, the last\n" +
+				"delivery, and the webhook URL's path. Never a secret.",
+			Flags: func(_ cliEnv, fs *flag.FlagSet) { providerlist.Flags(fs) }, Run: cliEnv.providerList},
 		{Name: "app create", Required: []string{"kind", "name", "app-id", "client-id", "client-secret-stdin"},
 			Summary: "Register a HubSpot public app (an admin's, for every tenant); prints its webhook URL.",
 			About: "Register a HubSpot public app, global: each tenant's portal is installed into it, and HubSpot sends\n" +

@@ -66,6 +66,9 @@ type openOptions struct {
 	// statements against a database without their tables (PostgreSQL
 	// would log an ERROR for each).
 	migrate bool
+	// verbose: the migrations applied are listed one a line (serve
+	// --verbose), not summed up in one.
+	verbose bool
 	// readTimeout, when set (serve), gives the reads of the console and the
 	// API a pool of their own whose statements each stop after it.
 	readTimeout time.Duration
@@ -117,7 +120,7 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 		}
 	}
 	if o.migrate {
-		if err := e.migrateFirst(ctx, cfg); err != nil {
+		if err := e.migrateFirst(ctx, cfg, o.verbose); err != nil {
 			db.stopEmbedded()
 			return nil, err
 		}
@@ -163,7 +166,7 @@ func (e cliEnv) openDatabase(ctx context.Context, o openOptions) (*database, err
 
 // migrateFirst applies the migrations through a small pool of plain
 // connections, closed before the command's own pool opens.
-func (e cliEnv) migrateFirst(ctx context.Context, cfg *pgxpool.Config) error {
+func (e cliEnv) migrateFirst(ctx context.Context, cfg *pgxpool.Config, verbose bool) error {
 	mc := cfg.Copy()
 	mc.AfterConnect, mc.MinConns, mc.MaxConns = nil, 0, 2
 	pool, err := pgxpool.NewWithConfig(ctx, mc)
@@ -171,7 +174,10 @@ func (e cliEnv) migrateFirst(ctx context.Context, cfg *pgxpool.Config) error {
 		return fmt.Errorf("connect to database: %w", err)
 	}
 	defer pool.Close()
-	return postgres.Migrate(ctx, pool, e.stderr)
+	if verbose {
+		return postgres.Migrate(ctx, pool, e.stderr)
+	}
+	return postgres.MigrateSummary(ctx, pool, e.stderr)
 }
 
 // openReadPool opens the read pool of serve, configured as the ingest

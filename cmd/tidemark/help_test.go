@@ -8,14 +8,22 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tidemark/tidemark/cmd/tidemark/internal/cli"
+	"github.com/tidemark/tidemark/domain"
 )
 
-// declared lists the flags a command's flags function declares.
+// declared lists the flags a command's flags function declares, but
+// aliases, which only its own help describes.
 func declared(c command) []string {
 	fs := flag.NewFlagSet(c.Name, flag.ContinueOnError)
 	c.Flags(cliEnv{getenv: func(string) string { return "" }}, fs)
 	var names []string
-	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	fs.VisitAll(func(f *flag.Flag) {
+		if !cli.IsAlias(f) {
+			names = append(names, f.Name)
+		}
+	})
 	return names
 }
 
@@ -111,25 +119,38 @@ func TestGroupHelpListsItsCommands(t *testing.T) {
 	}
 }
 
+// A mistyped command says so, suggests the nearest command when one is
+// close, and points to the help instead of printing it all; exit status 2.
 func TestUnknownCommandsFailAfterHelp(t *testing.T) {
 	t.Parallel()
+	const help = "\nRun \"tidemark help\" for the list of commands."
 	for _, tc := range []struct {
 		args      []string
 		err       string
 		wantUsage bool
 	}{
-		{[]string{"frobnicate"}, `unknown command "frobnicate"`, true},
-		{[]string{"user"}, `unknown command "user "; run tidemark --help`, false},
-		{[]string{"user", "frobnicate"}, `unknown command "user frobnicate"; run tidemark --help`, false},
-		{[]string{"provider", "create2"}, `unknown command "provider create2"; run tidemark --help`, false},
-		{[]string{"tenant", "create", "--bogus"}, "flag provided but not defined: -bogus", false},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"` + help, false},
+		{[]string{"destinations", "list", "--tenant", "acme"}, `unknown command "destinations list"; did you mean "destination list"?` + help, false},
+		{[]string{"provder", "lst"}, `unknown command "provder lst"; did you mean "provider list"?` + help, false},
+		{[]string{"dest", "list"}, `unknown command "dest list"; did you mean "destination list"?` + help, false},
+		{[]string{"serv", "--addr", "127.0.0.1:0"}, `unknown command "serv"; did you mean "serve"?` + help, false},
+		{[]string{"user", "frobnicate"}, `unknown command "user frobnicate"` + "\nRun \"tidemark user help\" for its commands.", false},
+		{[]string{"provider", "create2"}, `unknown command "provider create2"; did you mean "provider create"?` + help, false},
+		{[]string{"user"}, `"user" needs one of its commands (above)`, true},
+		{[]string{"tenant", "create", "--bogus"}, "flag provided but not defined: -bogus", true},
 	} {
 		out, stderr, err := tidemark(t, nil, "", tc.args...)
 		if err == nil || err.Error() != tc.err || out != "" {
 			t.Errorf("%v: %v, stdout %q; want the error %q", tc.args, err, out, tc.err)
 		}
-		if got := strings.Contains(stderr, "Run \"tidemark COMMAND --help\""); got != tc.wantUsage {
-			t.Errorf("%v: usage on stderr %v, want %v", tc.args, got, tc.wantUsage)
+		if code := domain.ErrorCode(err); tc.err != "flag provided but not defined: -bogus" && code != domain.EINVALID {
+			t.Errorf("%v: %s, want EINVALID (exit status 2)", tc.args, code)
+		}
+		if strings.Contains(stderr, "Run \"tidemark COMMAND --help\"") {
+			t.Errorf("%v: the whole usage on stderr:\n%s", tc.args, stderr)
+		}
+		if got := strings.Contains(stderr, "Usage:"); got != tc.wantUsage {
+			t.Errorf("%v: a usage on stderr %v, want %v:\n%s", tc.args, got, tc.wantUsage, stderr)
 		}
 	}
 }

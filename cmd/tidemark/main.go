@@ -54,21 +54,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdin i
 		return c.Run(env, ctx, rest)
 	}
 	if list.IsGroup(cmd) {
-		verb := ""
-		if len(rest) > 0 {
-			verb, rest = rest[0], rest[1:]
+		if len(rest) == 0 {
+			fmt.Fprint(stderr, list.GroupUsage(cmd))
+			return cli.Refused("%q needs one of its commands (above)", cmd)
 		}
+		verb := rest[0]
 		if cli.IsHelp(verb) {
 			fmt.Fprint(stdout, list.GroupUsage(cmd))
 			return nil
 		}
 		if c, ok := list.Lookup(cmd + " " + verb); ok {
-			return c.Run(env, domain.WithActor(ctx, cliActor(getenv)), rest)
+			return c.Run(env, domain.WithActor(ctx, cliActor(getenv)), rest[1:])
 		}
-		return fmt.Errorf("unknown command %q; run tidemark --help", cmd+" "+verb)
 	}
-	fmt.Fprint(stderr, usage())
-	return fmt.Errorf("unknown command %q", cmd)
+	return list.Unknown(args)
 }
 
 // cliEnv is the process environment a command runs in.

@@ -199,7 +199,7 @@ func TestServeEmbeddedDefault(t *testing.T) {
 	// the start says how to get a new secret.
 	again := regexp.MustCompile(`send --url (\S+) --secret (\S+)`).FindStringSubmatch(out.String())
 	if again == nil || again[2] != "whsec_..." || strings.Contains(out.String(), sendCmd[2]) ||
-		!strings.Contains(out.String(), "provider rotate --tenant demo --name crm") {
+		!strings.Contains(out.String(), "provider rotate --tenant demo --provider crm") {
 		t.Fatalf("the second start printed the secret, or not how to get a new one:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), "Filling the demo workspace") {

@@ -55,7 +55,7 @@ func (e cliEnv) audit(ctx context.Context, args []string) error {
 }
 
 // reconcileCheckEvery is how often serve checks whether the nightly
-// reconciliation is due (domain.ReconciliationDue), the first time that
+// reconciliation is due (reconciliation.Due), the first time that
 // long after it starts; reconcileRetry, how long it waits after a run
 // failed, since a run reads whole tables.
 const (

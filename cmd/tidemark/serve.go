@@ -68,7 +68,7 @@ const defaultMetricsAddr = "127.0.0.1:9464"
 type serveOptions struct {
 	addr, metricsAddr, publicURL, proxies, memoryLimit *string
 	logFormat                                          *string
-	allowRemote, tenantLabels                          *bool
+	allowRemote, tenantLabels, verbose                 *bool
 	metricsAddrSet                                     bool // --metrics-addr given, not its default
 	retention, historyRetention, readTimeout           *time.Duration
 	sweepInterval, journalInterval, cdcInterval        *time.Duration
@@ -100,7 +100,15 @@ func (e cliEnv) serveFlags(fs *flag.FlagSet) serveOptions {
 			"how often this node looks for Change Data Capture streams no node subscribes to, to subscribe (0: never)"),
 		queue:     e.addQueueFlags(fs, true),
 		logFormat: logFormatFlag(fs),
+		verbose:   verboseFlag(fs),
 	}
+}
+
+// verboseFlag declares serve's --verbose, -v for short.
+func verboseFlag(fs *flag.FlagSet) *bool {
+	v := fs.Bool("verbose", false, "at start, list each database migration applied (default: one line for them all)")
+	cli.Alias(fs, "v", "verbose")
+	return v
 }
 
 func (e cliEnv) serve(ctx context.Context, args []string) error {
@@ -150,7 +158,7 @@ func (e cliEnv) serveNode(ctx context.Context, o serveOptions) error {
 	}
 	defer stopTracing() // when serve stops early; else the node stops it before the pools
 
-	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true, migrate: true, readTimeout: *o.readTimeout})
+	db, err := e.openDatabase(ctx, openOptions{startEmbedded: true, ingest: true, migrate: true, verbose: *o.verbose, readTimeout: *o.readTimeout})
 	if err != nil {
 		return err
 	}

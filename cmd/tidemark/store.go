@@ -10,6 +10,7 @@ import (
 	"github.com/tidemark/tidemark/domain/alerting"
 	"github.com/tidemark/tidemark/domain/identity"
 	"github.com/tidemark/tidemark/domain/pull"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 	"github.com/tidemark/tidemark/domain/stream"
 	"github.com/tidemark/tidemark/postgres/maintain"
 	"github.com/tidemark/tidemark/postgres/secretkeys"
@@ -22,6 +23,7 @@ import (
 type cliStore interface {
 	domain.TenantService
 	domain.ProviderService
+	domain.ProviderRemover
 	domain.OperatorService
 	domain.TokenService
 	domain.AdminTokenService
@@ -30,7 +32,7 @@ type cliStore interface {
 	domain.AuditService
 	domain.StatsService
 	domain.IngestService
-	domain.ReconciliationService
+	reconciliation.Service
 	domain.AppService
 	domain.AppJournalService // app subscriptions
 	domain.CDCService
@@ -44,7 +46,7 @@ type cliStore interface {
 	Pool() *pgxpool.Pool
 	IssueMissingSecrets(ctx context.Context, kinds []string, issue func(domain.Provider) (string, error)) ([]domain.Provider, error)
 	RekeySecrets(ctx context.Context, batchSize int) (secretkeys.Rekeyed, error)
-	SaveReconciliation(ctx context.Context, r domain.ReconciliationReport) error
+	SaveReconciliation(ctx context.Context, r reconciliation.Report) error
 	CheckRetention(ctx context.Context, retention time.Duration) error
 	Cleanup(ctx context.Context, now time.Time, retention time.Duration) (maintain.Report, error)
 	// SetHistoryRetention is --history-retention, for this process's cleanups.

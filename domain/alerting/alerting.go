@@ -61,7 +61,7 @@ type Alert struct {
 	Rule      Rule
 	Provider  string // per-provider rules; "" otherwise
 	Subject   string // what the alert is about, unique per rule while firing: a provider name, a destination id, or "" for the tenant
-	Summary   string // one sentence, e.g. "crm has sent no authenticated delivery for 6h0m0s."
+	Summary   string // one sentence, e.g. "crm has sent no authenticated delivery for 6h."
 	Value     int64  // what was measured when it fired (or resolved)
 	Threshold int64
 	Window    time.Duration

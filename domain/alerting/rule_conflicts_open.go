@@ -3,6 +3,8 @@ package alerting
 import (
 	"fmt"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // ConflictsOpen: open revision conflicts at or above Threshold, or
@@ -19,9 +21,9 @@ var conflictsOpen = Def{
 	Judge: func(r Reading) Verdict {
 		v := Verdict{Holds: r.Count >= r.Threshold || r.Part >= r.Threshold, Value: r.Count,
 			Summary: fmt.Sprintf("%d revision conflicts are open (threshold %d), %d of them detected in the last %s.",
-				r.Count, r.Threshold, r.Part, r.Window)}
+				r.Count, r.Threshold, r.Part, domain.FormatDuration(r.Window))}
 		if r.Count == 1 {
-			v.Summary = fmt.Sprintf("1 revision conflict is open (threshold %d), %d detected in the last %s.", r.Threshold, r.Part, r.Window)
+			v.Summary = fmt.Sprintf("1 revision conflict is open (threshold %d), %d detected in the last %s.", r.Threshold, r.Part, domain.FormatDuration(r.Window))
 		}
 		return v
 	},

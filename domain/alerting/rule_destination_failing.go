@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // DestinationFailing: a destination with no 2xx for Window, or paused as
@@ -32,7 +34,7 @@ var destinationFailing = Def{
 		if !r.Failing {
 			v.Holds = r.Count > 0 && r.Part == 0 && !r.Since.After(r.Now.Add(-r.Window))
 			v.Summary = fmt.Sprintf("Destination %s (%s) has answered no attempt with a 2xx for %s (%d failed attempts).",
-				r.Subject, r.Target, r.Window, v.Value)
+				r.Subject, r.Target, domain.FormatDuration(r.Window), v.Value)
 			return v
 		}
 		v.Holds = true

@@ -3,6 +3,8 @@ package alerting
 import (
 	"fmt"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // ProviderSilent: no authenticated delivery from a provider for Window.
@@ -24,7 +26,7 @@ var providerSilent = Def{
 		}
 		silence := max(r.Now.Sub(since), 0)
 		v := Verdict{Holds: silence >= r.Window, Value: int64(silence / time.Second),
-			Summary: fmt.Sprintf("%s has sent no authenticated delivery for %s.", r.Provider, r.Window)}
+			Summary: fmt.Sprintf("%s has sent no authenticated delivery for %s.", r.Provider, domain.FormatDuration(r.Window))}
 		if r.Last.IsZero() {
 			v.Summary = fmt.Sprintf("%s has sent no authenticated delivery since it was connected %s ago.", r.Provider, silence.Round(time.Second))
 		}

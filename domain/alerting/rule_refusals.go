@@ -3,6 +3,8 @@ package alerting
 import (
 	"fmt"
 	"time"
+
+	"github.com/tidemark/tidemark/domain"
 )
 
 // Refusals: at least Threshold refused deliveries of a provider within
@@ -18,6 +20,6 @@ var refusals = Def{
 	Window:    5 * time.Minute,
 	Judge: func(r Reading) Verdict {
 		return Verdict{Holds: r.Count >= r.Threshold, Value: r.Count,
-			Summary: fmt.Sprintf("%d refused deliveries from %s in %s (threshold %d).", r.Count, r.Provider, r.Window, r.Threshold)}
+			Summary: fmt.Sprintf("%d refused deliveries from %s in %s (threshold %d).", r.Count, r.Provider, domain.FormatDuration(r.Window), r.Threshold)}
 	},
 }

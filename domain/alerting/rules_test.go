@@ -60,7 +60,7 @@ func TestMeasure(t *testing.T) {
 	d, _ := alerting.Lookup(alerting.Refusals)
 	got := d.Measure(alerting.Reading{TenantID: 7, Provider: "crm", Subject: "crm", Threshold: 5, Window: time.Minute, Count: 8})
 	want := alerting.Measure{TenantID: 7, Holds: true, Threshold: 5, Window: time.Minute, Finding: alerting.Finding{
-		Rule: alerting.Refusals, Provider: "crm", Subject: "crm", Value: 8, Summary: "8 refused deliveries from crm in 1m0s (threshold 5)."}}
+		Rule: alerting.Refusals, Provider: "crm", Subject: "crm", Value: 8, Summary: "8 refused deliveries from crm in 1m (threshold 5)."}}
 	if got != want {
 		t.Errorf("Measure = %+v\nwant      %+v", got, want)
 	}

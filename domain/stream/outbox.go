@@ -35,6 +35,16 @@ type LeasedDestination struct {
 	NATS              NATSAuth // decrypted; empty for a destination without credentials
 }
 
+// Stepped is what a Step found: whether the destination is failing, the
+// changes due, and the secrets that sign now, read in the same round trip
+// so that the first message after a rotation carries the new signature
+// (nil when none opens: the lease's secrets go on signing).
+type Stepped struct {
+	Failing bool
+	Due     []QueuedChange
+	Secrets []string
+}
+
 // QueuedChange is a change of a destination's queue that is due, or an
 // alert event: then Alert is set and Position is its queue position
 // (AlertQueueBase), the change otherwise empty.
@@ -101,9 +111,9 @@ type Outbox interface {
 	// of the queue due to be sent, lowest positions first: the first
 	// pending change of each record, when its retry is due, but none of
 	// inFlight. Alert events wait in the queue as one record of their own:
-	// the first pending one is listed first, when due and not in flight. It reports whether the destination is failing.
+	// the first pending one is listed first, when due and not in flight.
 	Step(ctx context.Context, owner string, tenantID, id int64, done []AttemptResult, inFlight []int64,
-		limit int) (failing bool, due []QueuedChange, err error)
+		limit int) (Stepped, error)
 	// RecordAttempts records attempts: one delivered leaves the queue, one
 	// failed is retried after its Retry. It reports whether the
 	// destination is failing: a change of it has failed for

@@ -264,7 +264,7 @@ func objectTypes(p domain.ProviderEndpoint, want string) ([]string, error) {
 		return []string{want}, nil
 	case len(all) == 0:
 		return nil, domain.Errorf(domain.EINVALID, "provider %s has no scopes yet, so there is no object type to pull: "+
-			"scopes are created by the first delivery of each type", p.Name)
+			"add one (the provider's page, Scopes) or let its first delivery of each type create it", p.Name)
 	}
 	return all, nil
 }

@@ -162,6 +162,10 @@ func TestNodesRacingForASweepQueueOne(t *testing.T) {
 	if err := store.SetAPICredentials(ctx, tenant.ID, p.ID, pull.Credentials{Token: "pat-test-0123456789"}); err != nil {
 		t.Fatal(err)
 	}
+	// A scope to sweep: without one no sweep is due.
+	if err := store.SaveProviderScope(ctx, tenant.ID, p.ID, domain.DefaultScope(domain.ScopeName{ObjectType: "contact", Action: "update"})); err != nil {
+		t.Fatal(err)
+	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	jobs := backfill.NewJobs(store, log)
 	const nodes = 6

@@ -5,12 +5,16 @@
 // The cluster lives entirely under one directory, readable by its owner
 // only, and listens only on a Unix socket inside it, so it cannot clash
 // with (or be reached through) any system-wide PostgreSQL on TCP port 5432,
-// nor be reached by other users of the machine.
+// nor be reached by other users of the machine. Run as root from a folder
+// the postgres user cannot enter, its data and socket live in a folder of
+// their own under /var/lib/tidemark instead (clusterBase).
 package embedpg
 
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +31,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -75,9 +80,24 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 	if dir, err = filepath.Abs(dir); err != nil {
 		return nil, err
 	}
-	pgdata := filepath.Join(dir, "pgdata")
-	runDir := filepath.Join(dir, "run")
 	logPath := filepath.Join(dir, "postgres.log")
+	if err := privateDir(dir); err != nil {
+		return nil, err
+	}
+
+	// initdb and postgres refuse to run as root, so drop to the postgres
+	// system user and hand it the directories it must write to. When it
+	// cannot enter dir (a private home or project folder), the cluster
+	// lives where it can (relocated), and dir keeps the rest.
+	base := dir // holds pgdata and run
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		if base, cred, err = clusterBase(dir, log); err != nil {
+			return nil, err
+		}
+	}
+	pgdata := filepath.Join(base, "pgdata")
+	runDir := filepath.Join(base, "run")
 
 	// Checked up front: postgres would only say "could not create Unix
 	// socket", which does not tell the user that the path is too long.
@@ -89,26 +109,21 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 	// anyone who reaches it (trust auth), and the folder holds the
 	// encryption key of provider secrets. Folders made by an earlier
 	// version with wider modes are narrowed.
-	for _, d := range []string{dir, runDir, pgdata} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+	for _, d := range []string{base, runDir, pgdata} {
+		if err := privateDir(d); err != nil {
 			return nil, err
 		}
-		if err := os.Chmod(d, 0o700); err != nil {
-			return nil, err
-		}
-	}
-
-	// initdb and postgres refuse to run as root, so drop to the postgres
-	// system user and hand it the directories it must write to.
-	var cred *syscall.Credential
-	if os.Geteuid() == 0 {
-		if cred, err = postgresUser(dir); err != nil {
-			return nil, err
-		}
-		for _, d := range []string{dir, pgdata, runDir} {
+		if cred != nil {
 			if err := os.Chown(d, int(cred.Uid), int(cred.Gid)); err != nil {
 				return nil, err
 			}
+		}
+	}
+	if base != dir {
+		// Commands other than serve find the running cluster's socket
+		// under dir/run (cmd/tidemark's openDatabase).
+		if err := linkRunDir(filepath.Join(dir, "run"), runDir); err != nil {
+			return nil, err
 		}
 	}
 
@@ -127,7 +142,7 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 		off := logOffset(logFile)
 		cmd := exec.CommandContext(ctx, initdb, "-D", pgdata, "-U", dbUser, "--auth=trust",
 			"-E", "UTF8", "--locale=C.UTF-8", "--no-instructions")
-		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
+		cmd.Dir, cmd.Stdout, cmd.Stderr = base, logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("embedded PostgreSQL: initdb failed (%v); see %s:\n%s", err, logPath, tail(logPath, off))
@@ -147,7 +162,7 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Cluster, error) {
 	cmd := exec.Command(postgres, "-D", pgdata, "-k", runDir,
 		"-c", "listen_addresses=", "-c", "port="+port, "-c", "unix_socket_permissions=0700", "-c", "max_connections=100",
 		"-c", "shared_buffers=64MB", "-c", "fsync=on")
-	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, logFile, logFile
+	cmd.Dir, cmd.Stdout, cmd.Stderr = base, logFile, logFile
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Credential: cred,
 		// Die with tidemark, even if it is SIGKILLed (Linux only).
@@ -300,35 +315,148 @@ func isExecutable(path string) bool {
 	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
 }
 
-// postgresUser returns the credentials of the postgres system user, after
-// checking that it can reach dir: otherwise initdb fails with a bare
-// "Permission denied" that does not say which directory is the problem.
-func postgresUser(dir string) (*syscall.Credential, error) {
+// relocateRoot holds, one folder each, the clusters of folders that the
+// postgres user cannot enter. A variable so tests can point it elsewhere.
+var relocateRoot = "/var/lib/tidemark"
+
+// clusterBase is, when running as root, the folder that holds dir's
+// cluster (its pgdata and run folders), and the postgres user's
+// credentials. It is dir itself when the postgres user can enter it, or
+// when the cluster's data is there already (it stays where it is). When
+// it cannot, the cluster lives in a folder of its own under
+// relocateRoot, named after dir's path so that every start from dir finds
+// the same data; so does a cluster relocated at an earlier start.
+func clusterBase(dir string, log io.Writer) (string, *syscall.Credential, error) {
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, fmt.Errorf("embedded PostgreSQL: running as root, so the server must run as the postgres system user, but: %w", err)
+		return "", nil, fmt.Errorf("embedded PostgreSQL: running as root, so the server must run as the postgres system user, but: %w", err)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	gids, _ := u.GroupIds()
-
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	real, err := filepath.EvalSymlinks(dir)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
-	for p := filepath.Dir(real); ; p = filepath.Dir(p) {
+	blocked, st, err := untraversable(real, uint32(uid), gids)
+	if err != nil {
+		return "", nil, err
+	}
+	if exists(filepath.Join(dir, "pgdata", "PG_VERSION")) {
+		if blocked != "" {
+			return "", nil, fmt.Errorf("embedded PostgreSQL: running as root, so the server runs as the postgres user, which cannot enter %s (mode %o, owner uid %d), where the cluster's data is (%s): let it (chmod o+x %s), or set DATABASE_URL", blocked, st.Mode&0o7777, st.Uid, filepath.Join(dir, "pgdata"), blocked)
+		}
+		return dir, cred, nil
+	}
+	alt := filepath.Join(relocateRoot, relocatedName(real))
+	if blocked == "" && !exists(filepath.Join(alt, "pgdata", "PG_VERSION")) {
+		return dir, cred, nil
+	}
+	if err := ownRoot(relocateRoot); err != nil {
+		return "", nil, err
+	}
+	if p, st, err := untraversable(alt, uint32(uid), gids); err != nil || p != "" {
+		if err == nil {
+			err = fmt.Errorf("the postgres user cannot enter %s (mode %o, owner uid %d)", p, st.Mode&0o7777, st.Uid)
+		}
+		return "", nil, fmt.Errorf("embedded PostgreSQL: running as root, so the server runs as the postgres user, which cannot enter %s; nor can its cluster live in %s: %w; set DATABASE_URL", dir, alt, err)
+	}
+	if err := privateDir(alt); err != nil {
+		return "", nil, err
+	}
+	// Says which folder the data belongs to, to whoever looks in relocateRoot.
+	if err := os.WriteFile(filepath.Join(alt, "folder"), []byte(dir+"\n"), 0o600); err != nil {
+		return "", nil, err
+	}
+	// An empty pgdata left by a start that refused, before relocation.
+	os.Remove(filepath.Join(dir, "pgdata"))
+	why := "made when the postgres user could not enter " + dir
+	if blocked != "" {
+		why = fmt.Sprintf("the postgres user, which runs it, cannot enter %s", blocked)
+	}
+	fmt.Fprintf(log, "the embedded PostgreSQL cluster of %s lives in %s (%s); its data stays there across restarts\n", dir, alt, why)
+	return alt, cred, nil
+}
+
+// relocatedName is the name of dir's folder under relocateRoot: its
+// parent's name, for people, and a hash of its path, so that two folders
+// never share one and the socket path stays short.
+func relocatedName(dir string) string {
+	sum := sha256.Sum256([]byte(dir))
+	name := strings.Map(func(r rune) rune {
+		if r < 128 && (unicode.IsLetter(r) || unicode.IsDigit(r) || r == '-' || r == '_' || r == '.') {
+			return r
+		}
+		return '-'
+	}, filepath.Base(filepath.Dir(dir)))
+	name = strings.Trim(name, ".-")
+	if len(name) > 24 {
+		name = name[:24]
+	}
+	return strings.TrimLeft(name+"-", "-") + hex.EncodeToString(sum[:6])
+}
+
+// ownRoot makes relocateRoot, enterable by all and writable by root only,
+// and refuses one that another user could have prepared: a symlink, or a
+// folder root does not own alone.
+func ownRoot(root string) error {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return fmt.Errorf("embedded PostgreSQL: %w; set DATABASE_URL", err)
+	}
+	fi, err := os.Lstat(root)
+	if err != nil {
+		return err
+	}
+	st, _ := fi.Sys().(*syscall.Stat_t)
+	if !fi.IsDir() || st == nil || st.Uid != 0 || fi.Mode().Perm()&0o022 != 0 {
+		return fmt.Errorf("embedded PostgreSQL: %s must be a folder owned and writable by root only (mode %v): fix it, or set DATABASE_URL", root, fi.Mode())
+	}
+	return nil
+}
+
+// untraversable returns the first folder above path (its ancestors, from
+// the nearest) that the user uid of groups gids cannot enter, with its
+// stat; "" when it can reach path. Checked because initdb fails with a
+// bare "Permission denied" that does not say which folder is the problem.
+func untraversable(path string, uid uint32, gids []string) (string, syscall.Stat_t, error) {
+	for p := filepath.Dir(path); ; p = filepath.Dir(p) {
 		var st syscall.Stat_t
 		if err := syscall.Stat(p, &st); err != nil {
-			return nil, err
+			return "", st, err
 		}
-		if !canTraverse(st, uint32(uid), gids) {
-			return nil, fmt.Errorf("embedded PostgreSQL: running as root, so the server runs as the postgres user, which cannot enter %s (mode %o, owner uid %d): run tidemark from another folder, or set DATABASE_URL", p, st.Mode&0o7777, st.Uid)
+		if !canTraverse(st, uid, gids) {
+			return p, st, nil
 		}
 		if p == "/" {
-			break
+			return "", st, nil
 		}
 	}
-	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}, nil
+}
+
+// privateDir makes d, or narrows it, to its owner's alone.
+func privateDir(d string) error {
+	if err := os.MkdirAll(d, 0o700); err != nil {
+		return err
+	}
+	return os.Chmod(d, 0o700)
+}
+
+// linkRunDir makes link, dir's run folder, a symlink to the relocated
+// cluster's, replacing an empty folder left by a start that refused.
+func linkRunDir(link, target string) error {
+	if cur, err := os.Readlink(link); err == nil && cur == target {
+		return nil
+	}
+	if err := os.Remove(link); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("embedded PostgreSQL: %s should link to %s, where the cluster's socket is: %w", link, target, err)
+	}
+	return os.Symlink(target, link)
+}
+
+func exists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }
 
 func canTraverse(st syscall.Stat_t, uid uint32, gids []string) bool {

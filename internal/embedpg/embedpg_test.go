@@ -183,21 +183,107 @@ func TestSecondStartRefused(t *testing.T) {
 
 func TestSocketPathTooLong(t *testing.T) {
 	t.Parallel()
-	dir := filepath.Join(clusterDir(t), strings.Repeat("x", 100))
+	parent := clusterDir(t)
+	if err := os.Mkdir(parent, 0o755); err != nil { // as root, the postgres user must enter it
+		t.Fatal(err)
+	}
+	dir := filepath.Join(parent, strings.Repeat("x", 100))
 	_, err := Start(context.Background(), dir, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "over the Unix limit") {
 		t.Fatalf("err = %v, want socket path length error", err)
 	}
 }
 
-func TestRootUntraversableParent(t *testing.T) {
+// Run as root from a folder the postgres user cannot enter (a private
+// home), serve starts anyway: the cluster lives in a folder of its own
+// under relocateRoot, which it says, and the next start finds its data
+// there; other commands find its socket under dir/run.
+func TestRootUntraversableParentRelocates(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root hands the cluster to the postgres user")
+	}
+	ctx := context.Background()
+	old := relocateRoot
+	relocateRoot = clusterDir(t) // not parallel: it sets the package's variable
+	t.Cleanup(func() { relocateRoot = old })
+	private := t.TempDir()
+	if err := os.Chmod(private, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(private, "tm")
+	// As a start that refused left it.
+	for _, d := range []string{filepath.Join(dir, "run"), filepath.Join(dir, "pgdata")} {
+		if err := os.MkdirAll(d, 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	alt := filepath.Join(relocateRoot, relocatedName(real))
+
+	var log strings.Builder
+	c := start(t, dir, &log)
+	if want := "lives in " + alt + " (the postgres user, which runs it, cannot enter " + filepath.Dir(dir) + ")"; !strings.Contains(log.String(), want) {
+		t.Errorf("the start does not say where the cluster lives (%q); log:\n%s", want, log.String())
+	}
+	if _, err := os.Stat(filepath.Join(dir, "run", ".s.PGSQL."+port)); err != nil {
+		t.Errorf("no socket under %s/run for the other commands: %v", dir, err)
+	}
+	conn, err := pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatalf("connect %s: %v", c.URL(), err)
+	}
+	if _, err := conn.Exec(ctx, "CREATE TABLE t (v text); INSERT INTO t VALUES ('kept')"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+	for path, want := range map[string]os.FileMode{relocateRoot: 0o755, alt: 0o700, filepath.Join(alt, "pgdata"): 0o700,
+		filepath.Join(alt, "run"): 0o700, filepath.Join(dir, "postgres.log"): 0o600} {
+		if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != want {
+			t.Errorf("%s: %v, %v; want mode %o", path, fi, err, want)
+		}
+	}
+	if err := c.Stop(); err != nil {
+		t.Fatal(err)
+	}
+
+	log.Reset()
+	c = start(t, dir, &log)
+	if strings.Contains(log.String(), "initialising") || !strings.Contains(log.String(), "lives in "+alt) {
+		t.Errorf("the second start did not find the cluster in %s; log:\n%s", alt, log.String())
+	}
+	conn, err = pgx.Connect(ctx, c.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var v string
+	if err := conn.QueryRow(ctx, "SELECT v FROM t").Scan(&v); err != nil || v != "kept" {
+		t.Fatalf("row after restart = %q, %v; want \"kept\"", v, err)
+	}
+}
+
+// A cluster whose data is under dir already stays there: when the
+// postgres user can no longer enter dir, the start refuses, saying where
+// the data is, rather than starting an empty cluster elsewhere.
+func TestRootKeepsDataInPlace(t *testing.T) {
 	t.Parallel()
 	if os.Geteuid() != 0 {
 		t.Skip("only root hands the cluster to the postgres user")
 	}
-	dir := filepath.Join(t.TempDir(), "tm") // t.TempDir() is 0700 root
-	_, err := Start(context.Background(), dir, io.Discard)
-	if err == nil || !strings.Contains(err.Error(), "cannot enter") || !strings.Contains(err.Error(), "DATABASE_URL") {
-		t.Fatalf("err = %v, want traversal error suggesting DATABASE_URL", err)
+	dir := clusterDir(t)
+	start(t, dir, io.Discard).Stop()
+	if err := os.Chmod(filepath.Dir(dir), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Start(context.Background(), dir, io.Discard)
+	if err == nil {
+		c.Stop()
+		t.Fatal("Start moved the cluster away from its data")
+	}
+	if !strings.Contains(err.Error(), "where the cluster's data is ("+filepath.Join(dir, "pgdata")+")") || !strings.Contains(err.Error(), "DATABASE_URL") {
+		t.Fatalf("err = %v, want one naming the data's folder", err)
 	}
 }

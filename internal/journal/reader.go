@@ -138,6 +138,9 @@ func (r *Reader) readInstall(ctx context.Context, app domain.App, in domain.AppI
 		}
 	}()
 	p, err := r.Store.Endpoint(ctx, in.TenantSlug, in.ProviderName)
+	if domain.ErrorCode(err) == domain.ENOTFOUND {
+		return nil // an archived tenant's journal waits, its cursor kept, until it is unarchived
+	}
 	if err != nil {
 		return err
 	}

@@ -238,3 +238,11 @@ func (l *leaseState) set(d stream.LeasedDestination, until time.Time) {
 	defer l.mu.Unlock()
 	l.d, l.until = d, until
 }
+
+// setSecrets replaces the secrets that sign, which a Step read, between
+// the lease's renewals.
+func (l *leaseState) setSecrets(secrets []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.d.Secrets = secrets
+}

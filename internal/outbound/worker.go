@@ -210,6 +210,7 @@ func (w *worker) cycle(ctx context.Context, d stream.LeasedDestination, pending 
 	var failing bool
 	var due []stream.QueuedChange
 	var err error
+	var signing []string
 	if pick {
 		inFlight := make([]int64, 0, len(taken))
 		recorded := map[int64]bool{}
@@ -221,7 +222,9 @@ func (w *worker) cycle(ctx context.Context, d stream.LeasedDestination, pending 
 				inFlight = append(inFlight, p)
 			}
 		}
-		failing, due, err = w.s.store.Step(ctx, w.s.o.Owner, d.TenantID, d.ID, *pending, inFlight, room)
+		var stepped stream.Stepped
+		stepped, err = w.s.store.Step(ctx, w.s.o.Owner, d.TenantID, d.ID, *pending, inFlight, room)
+		failing, due, signing = stepped.Failing, stepped.Due, stepped.Secrets
 	} else {
 		failing, err = w.s.store.RecordAttempts(ctx, d.TenantID, d.ID, *pending)
 	}
@@ -241,6 +244,9 @@ func (w *worker) cycle(ctx context.Context, d stream.LeasedDestination, pending 
 		delete(taken, r.Position)
 	}
 	*pending = nil
+	if len(signing) > 0 {
+		w.lease.setSecrets(signing) // before the due are sent: a rotation signs the next message
+	}
 	for _, c := range due {
 		taken[c.Position] = true
 		todo <- c

@@ -82,7 +82,7 @@ SELECT u.id, u.email, u.is_admin, u.created_at, u.disabled_at,
        coalesce(array_agg(m.role ORDER BY t.slug) FILTER (WHERE t.slug IS NOT NULL), '{}')
 FROM users u
 LEFT JOIN memberships m ON m.user_id = u.id
-LEFT JOIN tenants t ON t.id = m.tenant_id
+LEFT JOIN tenants t ON t.id = m.tenant_id AND t.archived_at IS NULL
 GROUP BY u.id
 ORDER BY u.email`
 

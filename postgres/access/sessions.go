@@ -56,7 +56,7 @@ func (s *Sessions) SessionStore() scs.Store {
 // beside the reference table tenants it refuses.
 const visibleTenantsSQL = `
 SELECT t.id, t.slug, t.name, t.created_at FROM tenants t
-WHERE @is_admin::boolean OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = @user_id)
+WHERE t.archived_at IS NULL AND (@is_admin::boolean OR t.id IN (SELECT m.tenant_id FROM memberships m WHERE m.user_id = @user_id))
 ORDER BY t.slug`
 
 // VisibleTenants implements domain.AccessService.
@@ -75,7 +75,7 @@ const tenantForSQL = `
 SELECT t.id, t.name, t.created_at, CASE WHEN @is_admin::boolean THEN 'owner' ELSE m.role END
 FROM tenants t
 LEFT JOIN memberships m ON m.tenant_id = t.id AND m.user_id = @user_id
-WHERE t.slug = @slug AND (@is_admin::boolean OR m.user_id IS NOT NULL)`
+WHERE t.slug = @slug AND t.archived_at IS NULL AND (@is_admin::boolean OR m.user_id IS NOT NULL)`
 
 // TenantFor implements domain.AccessService.
 func (s *Sessions) TenantFor(ctx context.Context, u domain.User, slug string) (domain.Membership, error) {

@@ -174,7 +174,7 @@ func (s *Tokens) RevokeAPIToken(ctx context.Context, tenantID, tokenID int64) er
 // Citus, its worker). It records the use at most once a minute, so that
 // API reads do not each write the token's row.
 const (
-	tokenTenantSQL = `SELECT id, slug, name, created_at FROM tenants WHERE slug = @slug`
+	tokenTenantSQL = `SELECT id, slug, name, created_at FROM tenants WHERE slug = @slug AND archived_at IS NULL`
 	tokenSQL       = `
 WITH k AS (
     SELECT id, name, access, last_used_at FROM api_tokens
@@ -226,7 +226,7 @@ func (s *Tokens) TenantForToken(ctx context.Context, slug, token string) (domain
 // across tenants (the plain index of migration 00022), for callers whose
 // URL names no tenant. Tokens are random: a hash is in one tenant at most.
 const tokenSlugSQL = `
-SELECT t.slug FROM api_tokens a JOIN tenants t ON t.id = a.tenant_id
+SELECT t.slug FROM api_tokens a JOIN tenants t ON t.id = a.tenant_id AND t.archived_at IS NULL
 WHERE a.token_hash = @token_hash AND a.revoked_at IS NULL AND (a.expires_at IS NULL OR a.expires_at > now())
 LIMIT 1`
 

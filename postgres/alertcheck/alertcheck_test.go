@@ -12,6 +12,7 @@ import (
 
 	"github.com/tidemark/tidemark/domain"
 	"github.com/tidemark/tidemark/domain/alerting"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 	"github.com/tidemark/tidemark/postgres"
 	"github.com/tidemark/tidemark/postgres/alertcheck"
 	"github.com/tidemark/tidemark/postgres/internal/pgtest"
@@ -205,7 +206,7 @@ func TestProviderSilentFiresOnceResolvesOnce(t *testing.T) {
 	}
 	wantEvents(t, pool, "alert.fired provider_silent crm", "alert.fired provider_silent erp")
 	as := alertsOf(t, pool)
-	if as[0].Summary != "crm has sent no authenticated delivery for 6h0m0s." || as[0].Value < 7*3600-1 || as[0].Value > 7*3600+1 {
+	if as[0].Summary != "crm has sent no authenticated delivery for 6h." || as[0].Value < 7*3600-1 || as[0].Value > 7*3600+1 {
 		t.Errorf("crm's alert: %+v", as[0])
 	}
 	if !strings.HasPrefix(as[1].Summary, "erp has sent no authenticated delivery since it was connected 7h0m") {
@@ -251,7 +252,7 @@ func TestRefusalsFireOnceResolveOnce(t *testing.T) {
 		t.Fatalf("fired %+v, want acme's crm alone", ev.Fired)
 	}
 	a := alertsOf(t, pool)[0]
-	if a.Summary != "25 refused deliveries from crm in 5m0s (threshold 20)." || a.Value != 25 || a.Subject != "crm" {
+	if a.Summary != "25 refused deliveries from crm in 5m (threshold 20)." || a.Value != 25 || a.Subject != "crm" {
 		t.Errorf("alert %+v", a)
 	}
 	quiet(t, s, pool, t0.Add(time.Minute+30*time.Second))
@@ -284,7 +285,7 @@ func TestRefusalsCountABurst(t *testing.T) {
 	if len(ev.Fired) != 1 || ev.Fired[0].Alert.Subject != "crm" {
 		t.Fatalf("fired %+v, want crm's refusals alert", ev.Fired)
 	}
-	if a := alertsOf(t, pool)[0]; a.Value != 8 || a.Summary != "8 refused deliveries from crm in 5m0s (threshold 5)." {
+	if a := alertsOf(t, pool)[0]; a.Value != 8 || a.Summary != "8 refused deliveries from crm in 5m (threshold 5)." {
 		t.Errorf("alert %+v, want the 8 refusals counted", a)
 	}
 	wantEvents(t, pool, "alert.fired refusals crm")
@@ -361,7 +362,7 @@ func TestConflictsOpenFiresOnceResolvesOnce(t *testing.T) {
 	if len(ev.Fired) != 1 {
 		t.Fatalf("fired %+v", ev.Fired)
 	}
-	if a := alertsOf(t, pool)[0]; a.Summary != "1 revision conflict is open (threshold 1), 1 detected in the last 1h0m0s." || a.Value != 1 {
+	if a := alertsOf(t, pool)[0]; a.Summary != "1 revision conflict is open (threshold 1), 1 detected in the last 1h." || a.Value != 1 {
 		t.Errorf("alert %+v", a)
 	}
 	c2 := conflict(t, s, crm, "c2")
@@ -432,7 +433,7 @@ func TestDestinationFailingFiresOnceResolvesOnce(t *testing.T) {
 	if len(ev.Fired) != 1 || ev.Fired[0].Alert.Subject != fmt.Sprint(id) {
 		t.Fatalf("fired %+v, want destination %d", ev.Fired, id)
 	}
-	want := fmt.Sprintf("Destination %d (https://hooks.example.com/0?<redacted>) has answered no attempt with a 2xx for 15m0s (4 failed attempts).", id)
+	want := fmt.Sprintf("Destination %d (https://hooks.example.com/0?<redacted>) has answered no attempt with a 2xx for 15m (4 failed attempts).", id)
 	if a := alertsOf(t, pool)[0]; a.Summary != want || a.Value != 4 {
 		t.Errorf("alert %+v, want %q", a, want)
 	}
@@ -472,9 +473,9 @@ func TestReconciliationFiresOnceResolvesOnce(t *testing.T) {
 	ctx := context.Background()
 	t0 := time.Now()
 	quiet(t, s, pool, t0) // no report yet
-	inv := domain.Invariants[0]
-	report := domain.ReconciliationReport{StartedAt: t0, FinishedAt: t0, Counts: map[domain.Invariant]int64{inv: 2},
-		Violations: []domain.Violation{{Invariant: inv, Tenant: "acme", Detail: "one"}, {Invariant: inv, Tenant: "acme", Detail: "two"}}}
+	inv := reconciliation.Invariants[0]
+	report := reconciliation.Report{StartedAt: t0, FinishedAt: t0, Counts: map[reconciliation.Invariant]int64{inv: 2},
+		Violations: []reconciliation.Violation{{Invariant: inv, Tenant: "acme", Detail: "one"}, {Invariant: inv, Tenant: "acme", Detail: "two"}}}
 	if err := s.SaveReconciliation(ctx, report); err != nil {
 		t.Fatal(err)
 	}
@@ -484,7 +485,7 @@ func TestReconciliationFiresOnceResolvesOnce(t *testing.T) {
 		t.Fatalf("fired %+v", ev.Fired)
 	}
 	quiet(t, s, pool, t0.Add(2*time.Minute))
-	clean := domain.ReconciliationReport{StartedAt: t0.Add(3 * time.Minute), FinishedAt: t0.Add(3 * time.Minute), Counts: map[domain.Invariant]int64{}}
+	clean := reconciliation.Report{StartedAt: t0.Add(3 * time.Minute), FinishedAt: t0.Add(3 * time.Minute), Counts: map[reconciliation.Invariant]int64{}}
 	if err := s.SaveReconciliation(ctx, clean); err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ WITH ` + settingsSQL + `
 SELECT p.tenant_id, p.name, s.threshold, s.window_seconds, p.created_at,
        coalesce(d.received_at, CASE WHEN h.hour IS NOT NULL THEN least(h.hour + interval '1 hour', @now::timestamptz) END)
 FROM settings s
-JOIN providers p ON p.tenant_id = @tenant_id
+JOIN providers p ON p.tenant_id = @tenant_id AND p.removed_at IS NULL
 LEFT JOIN LATERAL (
     SELECT max(c.bucket) AS hour FROM outcome_counters c
     WHERE c.tenant_id = @tenant_id AND c.provider_id = p.id AND c.outcome <> '` + domain.DeliveryRejected + `'

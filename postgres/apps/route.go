@@ -14,10 +14,11 @@ var _ domain.AppRouting = (*Registry)(nil)
 // portalRoutesSQL reads the installs of a batch's portals with their
 // providers' names in one statement: under Citus the reference tables
 // join each tenant's providers on its worker. An install whose provider
-// is gone joins nothing and is left out.
+// is gone joins nothing and is left out, as is an archived tenant's:
+// its portals' events are unrouted.
 const portalRoutesSQL = `SELECT ` + installColumns + `, p.name` + installsFrom + `
 JOIN providers p ON p.tenant_id = i.tenant_id AND p.id = i.provider_id
-WHERE i.app_id = @app_id AND i.portal_id = ANY(@portal_ids::bigint[])`
+WHERE i.app_id = @app_id AND i.portal_id = ANY(@portal_ids::bigint[]) AND t.archived_at IS NULL`
 
 // PortalRoutes implements domain.AppRouting, on the write pool beside
 // ingest: an install made a moment ago routes the next batch.

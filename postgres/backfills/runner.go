@@ -30,7 +30,8 @@ WHERE state = 'running' AND heartbeat_at < now() - make_interval(secs => @stale:
 
 // queuedJobsSQL lists, without locking them (Citus cannot lock rows across
 // shards), the next job of each tenant with a job queued and none running:
-// its oldest sweep, else its oldest job; the tenants whose latest slice
+// its oldest sweep, else its oldest job (none of an archived tenant's,
+// which wait until it is unarchived); the tenants whose latest slice
 // started longest ago (or never) first. Sweeps go first within a tenant
 // only: one tenant's endless sweeps delay another tenant's jobs by a slice
 // per turn, never to their end. claimJobSQL then takes one, skipping it
@@ -44,6 +45,7 @@ SELECT q.tenant_id, q.id FROM (
 LEFT JOIN LATERAL (SELECT max(t.slice_started_at) AS at FROM backfill_jobs t
                    WHERE t.tenant_id = q.tenant_id AND t.slice_started_at IS NOT NULL) turn ON true
 WHERE NOT EXISTS (SELECT FROM backfill_jobs r WHERE r.tenant_id = q.tenant_id AND r.state = 'running')
+  AND q.tenant_id NOT IN (SELECT id FROM tenants WHERE archived_at IS NOT NULL)
 ORDER BY turn.at NULLS FIRST, q.created_at, q.id
 LIMIT @limit`
 	claimJobSQL = `
@@ -178,7 +180,8 @@ func (k *Keeper) YieldBackfill(ctx context.Context, tenantID, id int64, p pull.P
 	return nil
 }
 
-// sweepsDueSQL lists the providers with API credentials whose newest
+// sweepsDueSQL lists the providers with API credentials and a scope (the
+// object types a sweep pulls; without one it could only fail) whose newest
 // sweep was created at least @every before @now, or that never had one,
 // and have none queued or running. A sweep starts where the last one that
 // finished its window ended, less the overlap (a failed or cancelled one
@@ -198,6 +201,8 @@ LEFT JOIN LATERAL (SELECT j.to_at FROM backfill_jobs j
 WHERE (last.created_at IS NULL OR last.created_at <= @now::timestamptz - make_interval(secs => @every::float8))
   AND NOT EXISTS (SELECT FROM backfill_jobs a WHERE a.tenant_id = c.tenant_id AND a.provider_id = c.provider_id
                   AND a.sweep AND a.state IN ('queued', 'running'))
+  AND EXISTS (SELECT FROM scopes sc WHERE sc.tenant_id = c.tenant_id AND sc.provider_id = c.provider_id)
+  AND c.tenant_id NOT IN (SELECT id FROM tenants WHERE archived_at IS NOT NULL)
 ORDER BY c.tenant_id, c.provider_id`
 
 // SweepsDue implements pull.JobRunnerStore. A sweep never reaches further

@@ -47,6 +47,18 @@ func sweep(t *testing.T, s *postgres.Store, d pull.SweepDue, now time.Time, stat
 	return j
 }
 
+// withScope gives each provider the scope contact.snapshot, as its first
+// contact delivery would.
+func withScope(t *testing.T, s *postgres.Store, ps ...domain.ProviderEndpoint) {
+	t.Helper()
+	for _, p := range ps {
+		sc := domain.DefaultScope(domain.ScopeName{ObjectType: "contact", Action: "snapshot"})
+		if err := s.SaveProviderScope(pgtest.AsCLI(context.Background()), p.TenantID, p.ID, sc); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestSweepsDue: a provider with API credentials is swept first over the
 // last interval, then from where the last finished sweep ended less the
 // overlap, once an interval has passed since the newest sweep started
@@ -57,9 +69,12 @@ func TestSweepsDue(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	without := pgtest.Provider(t, s, "acme", "billing")
 	other := pgtest.Provider(t, s, "globex", "crm")
+	unscoped := pgtest.Provider(t, s, "acme", "hs")
+	ctx := context.Background()
+	withScope(t, s, p, without, other)
 	withCredentials(t, s, p)
 	withCredentials(t, s, other)
-	ctx := context.Background()
+	withCredentials(t, s, unscoped)
 
 	now := time.Now()
 	first := due(t, s, now)
@@ -68,6 +83,9 @@ func TestSweepsDue(t *testing.T) {
 	}
 	if _, ok := first[without.ID]; ok {
 		t.Fatal("a provider without API credentials is due")
+	}
+	if _, ok := first[unscoped.ID]; ok {
+		t.Fatal("a provider without scopes is due: its sweep could only fail, every interval")
 	}
 
 	// Queued: not due, and a second sweep is refused.
@@ -123,6 +141,7 @@ func TestLastSweeps(t *testing.T) {
 	s, p := pgtest.Setup(t, postgres.New)
 	quiet := pgtest.Provider(t, s, "acme", "billing")
 	pgtest.Provider(t, s, "acme", "support") // no credentials
+	withScope(t, s, p, quiet)
 	withCredentials(t, s, p)
 	withCredentials(t, s, quiet)
 	ctx := context.Background()

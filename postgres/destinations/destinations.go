@@ -35,21 +35,34 @@ func New(pools pg.Pools, keys *pg.Keyring) *Manager {
 var _ stream.DestinationService = (*Manager)(nil)
 
 // destinationColumns are a destination's columns as scanDestination reads
-// them. Its lag is the oldest change in its queue or, with the queue
-// empty, the first change of the feed after its cursor, which the sender
-// has yet to take.
+// them. Its pending count is its queue and what it selects after its
+// cursors, which a sender has yet to take (all that waits while it is
+// paused), at most waitingCounted of the changes. Its lag is the oldest
+// change in its queue or, with the queue empty, the first change of the
+// feed after its cursor.
 const destinationColumns = `d.tenant_id, d.id, d.kind, coalesce(d.url, ''), coalesce(d.nats_url, ''), coalesce(d.subject, ''),
        coalesce((SELECT p.name FROM providers p WHERE p.tenant_id = d.tenant_id AND p.id = d.provider_id), ''),
        coalesce(d.object_type, ''), d.types, d.format, coalesce(d.filter, ''), coalesce(d.transform, ''), d.filtered, d.allow_private,
        coalesce(nullif(n.auth, 'none'), ''), coalesce(n.tls_ca, false),
        d.max_in_flight, d.status, coalesce(d.status_reason, ''),
-       d.cursor, ` + pg.BehindRetentionSQL + `, d.created_at, d.last_success_at, q.pending,
+       d.cursor, ` + pg.BehindRetentionSQL + `, d.created_at, d.last_success_at, q.pending + wc.n + wa.n,
        coalesce(q.oldest, (SELECT c.committed_at FROM changes c
                            WHERE c.tenant_id = d.tenant_id AND c.position > d.cursor ORDER BY c.position LIMIT 1))
 FROM destinations d
 LEFT JOIN destination_nats_credentials n ON n.tenant_id = d.tenant_id AND n.destination_id = d.id
 CROSS JOIN LATERAL (SELECT count(*) AS pending, min(dq.committed_at) AS oldest FROM destination_queue dq
-                    WHERE dq.tenant_id = d.tenant_id AND dq.destination_id = d.id) q`
+                    WHERE dq.tenant_id = d.tenant_id AND dq.destination_id = d.id) q
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM (
+                        SELECT FROM changes c WHERE c.tenant_id = d.tenant_id AND c.position > d.cursor
+                          AND ` + pg.DestinationSelectsSQL + `
+                        LIMIT ` + waitingCounted + `) w) wc
+CROSS JOIN LATERAL (SELECT count(*) AS n FROM alert_events e
+                    WHERE e.tenant_id = d.tenant_id AND e.id > d.alert_cursor
+                      AND EXISTS (SELECT FROM unnest(d.types) t WHERE t = e.type OR t = 'alert.*')) wa`
+
+// waitingCounted bounds the changes after a destination's cursor that its
+// pending count counts, so that reading one paused for long stays quick.
+const waitingCounted = "100000"
 
 func scanDestination(row pgx.CollectableRow) (stream.Destination, error) {
 	var d stream.Destination

@@ -20,7 +20,7 @@ import (
 // each with fifty tenants' deliveries arriving on the test cluster, most
 // of a delivery's 3 s budget (docs/scale.md).
 const (
-	endpointTenantSQL = `SELECT id FROM tenants WHERE slug = @tenant`
+	endpointTenantSQL = `SELECT id FROM tenants WHERE slug = @tenant AND archived_at IS NULL`
 	endpointSQL       = `
 SELECT p.id, p.kind, p.created_at, p.config, coalesce(p.max_body, 0), p.max_future_skew_seconds,
        coalesce(ps.ids, '{}'), coalesce(ps.key_ids, '{}'), coalesce(ps.aad_versions, '{}'), coalesce(ps.ciphertexts, '{}'),

@@ -44,7 +44,7 @@ var _ stream.Outbox = (*Outbox)(nil)
 const (
 	renewSQL = `
 UPDATE destinations SET lease_until = now() + @ttl_ms * interval '1 millisecond'
-WHERE lease_owner = @owner AND status = 'active'
+WHERE lease_owner = @owner AND status = 'active' AND tenant_id NOT IN (` + archivedTenantsSQL + `)
 RETURNING ` + leasedColumns
 	freeSQL = `
 SELECT tenant_id, id FROM (
@@ -52,7 +52,8 @@ SELECT tenant_id, id FROM (
            row_number() OVER (PARTITION BY d.tenant_id ORDER BY d.lease_until NULLS FIRST, d.id) AS turn
     FROM destinations d
     WHERE d.status = 'active' AND (d.lease_until IS NULL OR d.lease_until < now())
-      AND d.lease_owner IS DISTINCT FROM @owner AND ` + hasWorkSQL + `) free
+      AND d.lease_owner IS DISTINCT FROM @owner AND d.tenant_id NOT IN (` + archivedTenantsSQL + `)
+      AND ` + hasWorkSQL + `) free
 WHERE turn <= @share
 ORDER BY turn, lease_until NULLS FIRST, tenant_id, id
 LIMIT @limit`
@@ -76,7 +77,10 @@ RETURNING d.id`
        OR EXISTS (SELECT FROM destination_queue q WHERE q.tenant_id = d.tenant_id AND q.destination_id = d.id)
        OR (EXISTS (SELECT FROM unnest(d.types) t WHERE starts_with(t, 'alert.'))
            AND d.alert_cursor < coalesce((SELECT max(e.id) FROM alert_events e WHERE e.tenant_id = d.tenant_id), 0)))`
-	leasedColumns = `tenant_id, id, kind, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format,
+	// archivedTenantsSQL: an archived tenant's destinations are not sent
+	// to; a sender's lease lapses at its next renewal (issue 49).
+	archivedTenantsSQL = `SELECT id FROM tenants WHERE archived_at IS NOT NULL`
+	leasedColumns      = `tenant_id, id, kind, coalesce(url, ''), coalesce(nats_url, ''), coalesce(subject, ''), allow_private, max_in_flight, format,
        coalesce(filter, ''), coalesce(transform, '')`
 )
 
@@ -89,6 +93,11 @@ WHERE tenant_id = ANY(@tenant_ids::bigint[]) AND destination_id = ANY(@ids::bigi
   AND (expires_at IS NULL OR expires_at > now())
 ORDER BY tenant_id, destination_id, id DESC`
 	slugsSQL = `SELECT id, slug FROM tenants WHERE id = ANY(@tenant_ids::bigint[])`
+	// signingSQL is secretsSQL of one destination, which a Step reads.
+	signingSQL = `
+SELECT tenant_id, destination_id, id, key_id, aad_version, ciphertext FROM destination_secrets
+WHERE tenant_id = @tenant_id AND destination_id = @id AND (expires_at IS NULL OR expires_at > now())
+ORDER BY id DESC`
 )
 
 // RenewDestinations implements stream.Outbox.
@@ -209,20 +218,14 @@ func (o *Outbox) withSecrets(ctx context.Context, leased []stream.LeasedDestinat
 		return nil, pg.Translate(err)
 	}
 	type key struct{ tenantID, id int64 }
-	secrets := map[key][]string{}
+	byDestination := map[key][]pg.SealedSecret{}
 	for _, s := range sealed {
-		plain, err := o.keys.Open(s)
-		if err != nil {
-			o.log.Error("destination secret cannot be decrypted; skipped", "key_id", s.KeyID, "tenant_id", s.TenantID,
-				"destination_id", s.ProviderID, "secret_id", s.ID, "err", err)
-			continue
-		}
 		k := key{s.TenantID, s.ProviderID}
-		secrets[k] = append(secrets[k], plain)
+		byDestination[k] = append(byDestination[k], s)
 	}
 	out := leased[:0]
 	for _, d := range leased {
-		d.Secrets = secrets[key{d.TenantID, d.ID}]
+		d.Secrets = o.open(byDestination[key{d.TenantID, d.ID}])
 		if len(d.Secrets) == 0 {
 			o.log.Error("destination has no secret that opens; not sending", "tenant_id", d.TenantID, "destination_id", d.ID)
 			continue
@@ -230,6 +233,22 @@ func (o *Outbox) withSecrets(ctx context.Context, leased []stream.LeasedDestinat
 		out = append(out, d)
 	}
 	return o.withNATS(ctx, out)
+}
+
+// open decrypts a destination's sealed secrets, in their order, leaving
+// out (and logging) those that do not open.
+func (o *Outbox) open(sealed []pg.SealedSecret) []string {
+	var secrets []string
+	for _, s := range sealed {
+		plain, err := o.keys.Open(s)
+		if err != nil {
+			o.log.Error("destination secret cannot be decrypted; skipped", "key_id", s.KeyID, "tenant_id", s.TenantID,
+				"destination_id", s.ProviderID, "secret_id", s.ID, "err", err)
+			continue
+		}
+		secrets = append(secrets, plain)
+	}
+	return secrets
 }
 
 // scanSealed reads a row of secretsSQL; the destination id goes where a

@@ -109,7 +109,8 @@ func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 	}
 	step := func(owner string, done []stream.AttemptResult, inFlight []int64) []int64 {
 		t.Helper()
-		failing, due, err := s.Step(ctx, owner, p.TenantID, d.ID, done, inFlight, 8)
+		stepped, err := s.Step(ctx, owner, p.TenantID, d.ID, done, inFlight, 8)
+		failing, due := stepped.Failing, stepped.Due
 		if err != nil || failing {
 			t.Fatalf("step of %s: failing %v, %v", owner, failing, err)
 		}
@@ -123,8 +124,8 @@ func TestQueueSendsRecordsOneAtATime(t *testing.T) {
 	if due := step("a", nil, nil); len(due) != 0 {
 		t.Fatalf("a, without the lease, got %v", due)
 	}
-	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Cursor != 0 || got.Pending != 0 {
-		t.Fatalf("filled without the lease: %+v", got)
+	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Cursor != 0 || got.Pending != 6 {
+		t.Fatalf("filled without the lease, or the 6 changes waiting not counted: %+v", got)
 	}
 	lease(t, s, "a", time.Minute)
 	if due := step("b", nil, nil); len(due) != 0 {
@@ -157,8 +158,8 @@ func TestFillSelects(t *testing.T) {
 	ctx := context.Background()
 	pgtest.Ingest(t, s, p, pgtest.Event("e1", "c1", 1, `{}`)) // a contact
 	lease(t, s, "a", time.Minute)
-	if _, due, err := s.Step(ctx, "a", p.TenantID, d.ID, nil, nil, 8); err != nil || len(due) != 0 {
-		t.Fatalf("due %d (%v), want none", len(due), err)
+	if stepped, err := s.Step(ctx, "a", p.TenantID, d.ID, nil, nil, 8); err != nil || len(stepped.Due) != 0 {
+		t.Fatalf("due %d (%v), want none", len(stepped.Due), err)
 	}
 	if got, _ := s.Destination(ctx, p.TenantID, d.ID); got.Pending != 0 || got.Cursor != 1 {
 		t.Fatalf("a contact's change was taken by a deal destination: %+v", got)
@@ -188,7 +189,8 @@ func TestStepTakesAlertEvents(t *testing.T) {
 
 	step := func(id int64, done []stream.AttemptResult, inFlight []int64, limit int) []stream.QueuedChange {
 		t.Helper()
-		failing, due, err := s.Step(ctx, "a", p.TenantID, id, done, inFlight, limit)
+		stepped, err := s.Step(ctx, "a", p.TenantID, id, done, inFlight, limit)
+		failing, due := stepped.Failing, stepped.Due
 		if err != nil || failing {
 			t.Fatalf("step: failing %v, %v", failing, err)
 		}
@@ -275,7 +277,8 @@ func TestTakeInTurnsByTenant(t *testing.T) {
 	if released, err := s.ReleaseIdle(ctx, "a", globex.TenantID, g.ID); err != nil || released {
 		t.Fatalf("gave back a destination with a change to send: %v, %v", released, err)
 	}
-	_, due, err := s.Step(ctx, "a", globex.TenantID, g.ID, nil, nil, 8)
+	stepped, err := s.Step(ctx, "a", globex.TenantID, g.ID, nil, nil, 8)
+	due := stepped.Due
 	if err != nil || len(due) != 1 {
 		t.Fatalf("due %d (%v), want the change", len(due), err)
 	}

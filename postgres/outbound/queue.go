@@ -43,24 +43,24 @@ WITH d AS (
         ORDER BY c.position LIMIT (SELECT n FROM room)) c
 ), queued AS (
     INSERT INTO destination_queue (tenant_id, destination_id, position, record_key, committed_at)
-    SELECT @tenant_id, @id, s.position, jsonb_build_array(s.provider_id, s.object_type, s.object_id)::text, s.committed_at
-    FROM scanned s, d
-    WHERE (d.provider_id IS NULL OR s.provider_id = d.provider_id) AND (d.object_type IS NULL OR s.object_type = d.object_type)
-      AND EXISTS (SELECT FROM unnest(d.types) t WHERE t = s.type OR (right(t, 2) = '.*' AND starts_with(s.type, left(t, -1))))
+    SELECT @tenant_id, @id, c.position, jsonb_build_array(c.provider_id, c.object_type, c.object_id)::text, c.committed_at
+    FROM scanned c, d
+    WHERE ` + pg.DestinationSelectsSQL + `
 )
 UPDATE destinations SET cursor = (SELECT max(position) FROM scanned)
 WHERE tenant_id = @tenant_id AND id = @id AND EXISTS (SELECT FROM scanned)
 RETURNING (SELECT count(*) FROM scanned)`
 
 // Step implements stream.Outbox: recordSQL (when there are results),
-// fillSQL, fillAlertsSQL, dueAlertSQL and dueSQL in one pipelined round trip, one implicit
-// transaction. A sender's statements wait their turn for a CPU with every
+// fillSQL, fillAlertsSQL, dueAlertSQL, dueSQL and signingSQL in one
+// pipelined round trip, one implicit transaction. A sender's statements wait their turn for a CPU with every
 // ingest connection's on a busy machine, so one round trip a cycle instead
 // of three is what lets it keep up.
 func (o *Outbox) Step(ctx context.Context, owner string, tenantID, id int64, done []stream.AttemptResult,
-	inFlight []int64, limit int) (bool, []stream.QueuedChange, error) {
+	inFlight []int64, limit int) (stream.Stepped, error) {
 	var failing bool
 	var due []stream.QueuedChange
+	var sealed []pg.SealedSecret
 	batch := &pgx.Batch{}
 	if len(done) > 0 {
 		batch.Queue(recordSQL, recordArgs(tenantID, id, done)).QueryRow(func(row pgx.Row) error {
@@ -92,15 +92,20 @@ func (o *Outbox) Step(ctx context.Context, owner string, tenantID, id int64, don
 		}
 		return err
 	})
+	batch.Queue(signingSQL, pgx.NamedArgs{"tenant_id": tenantID, "id": id}).Query(func(rows pgx.Rows) error {
+		var err error
+		sealed, err = pgx.CollectRows(rows, scanSealed)
+		return err
+	})
 	if err := o.pool.SendBatch(ctx, batch).Close(); err != nil {
-		return false, nil, pg.Translate(err)
+		return stream.Stepped{}, pg.Translate(err)
 	}
 	if len(alert) > 0 {
 		// The alert goes first; a change it displaces past limit stays
 		// queued for the next cycle.
 		due = append(alert, due[:max(0, min(len(due), limit-len(alert)))]...)
 	}
-	return failing, due, nil
+	return stream.Stepped{Failing: failing, Due: due, Secrets: o.open(sealed)}, nil
 }
 
 // goneError is the attempt recorded for a change the retention removed

@@ -1,5 +1,5 @@
 // Package reconcile checks the invariants of the stored data
-// (domain.Invariants), stores the nightly report and exports it to
+// (reconciliation.Invariants), stores the nightly report and exports it to
 // Prometheus.
 package reconcile
 
@@ -13,10 +13,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
-// Reconciliation: one statement per invariant (domain.Invariants), each
+// Reconciliation: one statement per invariant (reconciliation.Invariants), each
 // set-based over the whole of what it checks of one tenant (@tenant_id,
 // on every table), run for one tenant or for each in turn. Each finds its
 // violations as rows (tenant_id, provider_id, object_type, object_id,
@@ -323,17 +324,17 @@ WITH found AS (
 
 // reconcileChecks pairs each invariant with its statement, in report order.
 var reconcileChecks = []struct {
-	invariant domain.Invariant
+	invariant reconciliation.Invariant
 	sql       string
 }{
-	{domain.InvariantRecordRevision, reconcileRecordRevisionSQL},
-	{domain.InvariantRecordSnapshot, reconcileRecordSnapshotSQL},
-	{domain.InvariantApplicationCount, reconcileApplicationCountSQL},
-	{domain.InvariantIdempotency, reconcileIdempotencySQL},
-	{domain.InvariantOutcomeCounters, reconcileOutcomeCountersSQL},
-	{domain.InvariantConflictRecord, reconcileConflictRecordSQL},
-	{domain.InvariantDuplicatePerson, fmt.Sprintf(reconcileDuplicateSQL, "people", "email", "email address")},
-	{domain.InvariantDuplicateAccount, fmt.Sprintf(reconcileDuplicateSQL, "accounts", "domain", "domain")},
+	{reconciliation.InvariantRecordRevision, reconcileRecordRevisionSQL},
+	{reconciliation.InvariantRecordSnapshot, reconcileRecordSnapshotSQL},
+	{reconciliation.InvariantApplicationCount, reconcileApplicationCountSQL},
+	{reconciliation.InvariantIdempotency, reconcileIdempotencySQL},
+	{reconciliation.InvariantOutcomeCounters, reconcileOutcomeCountersSQL},
+	{reconciliation.InvariantConflictRecord, reconcileConflictRecordSQL},
+	{reconciliation.InvariantDuplicatePerson, fmt.Sprintf(reconcileDuplicateSQL, "people", "email", "email address")},
+	{reconciliation.InvariantDuplicateAccount, fmt.Sprintf(reconcileDuplicateSQL, "accounts", "domain", "domain")},
 }
 
 // reconcileMargin allows for the clocks of the receiving nodes and the
@@ -385,16 +386,16 @@ func reconciledTenants(ctx context.Context, tx pgx.Tx, tenantID int64) ([]tenant
 // runCheck runs one check's statement for tenant and answers its
 // violations, at most room of them (room < 0: all), and how many the
 // tenant has in all.
-func runCheck(ctx context.Context, tx pgx.Tx, invariant domain.Invariant, sql string, args pgx.NamedArgs, tenant int64,
-	room int) ([]domain.Violation, int64, error) {
+func runCheck(ctx context.Context, tx pgx.Tx, invariant reconciliation.Invariant, sql string, args pgx.NamedArgs, tenant int64,
+	room int) ([]reconciliation.Violation, int64, error) {
 	args["tenant_id"] = tenant
 	rows, err := tx.Query(ctx, sql, args)
 	if err != nil {
 		return nil, 0, err
 	}
 	var (
-		found []domain.Violation
-		v     = domain.Violation{Invariant: invariant}
+		found []reconciliation.Violation
+		v     = reconciliation.Violation{Invariant: invariant}
 		total int64
 	)
 	_, err = pgx.ForEachRow(rows, []any{&v.Tenant, &v.Provider, &v.ObjectType, &v.ObjectID, &v.Subject, &v.Detail, &total}, func() error {
@@ -406,15 +407,15 @@ func runCheck(ctx context.Context, tx pgx.Tx, invariant domain.Invariant, sql st
 	return found, total, err
 }
 
-// Reconcile implements domain.ReconciliationService. It runs on a
+// Reconcile implements reconciliation.Service. It runs on a
 // connection of its own, so that neither the read pool's statement timeout
 // nor a busy ingest pool is in its way, in one read-only transaction, so
 // that every check sees the same instant. An unknown tenant is an
 // ENOTFOUND error.
-func (rc *Reconciler) Reconcile(ctx context.Context, tenantID int64, limit int) (domain.ReconciliationReport, error) {
+func (rc *Reconciler) Reconcile(ctx context.Context, tenantID int64, limit int) (reconciliation.Report, error) {
 	conn, err := rc.ownConn(ctx, "tidemark reconciliation")
 	if err != nil {
-		return domain.ReconciliationReport{}, err
+		return reconciliation.Report{}, err
 	}
 	defer conn.Close(context.WithoutCancel(ctx))
 	return reconcileOn(ctx, conn, tenantID, limit, time.Now())
@@ -429,8 +430,8 @@ func (rc *Reconciler) ownConn(ctx context.Context, app string) (*pgx.Conn, error
 	return conn, pg.Translate(err)
 }
 
-func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int, now time.Time) (domain.ReconciliationReport, error) {
-	r := domain.ReconciliationReport{StartedAt: now, Counts: map[domain.Invariant]int64{}}
+func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int, now time.Time) (reconciliation.Report, error) {
+	r := reconciliation.Report{StartedAt: now, Counts: map[reconciliation.Invariant]int64{}}
 	tx, err := conn.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly})
 	if err != nil {
 		return r, pg.Translate(err)
@@ -473,4 +474,4 @@ func reconcileOn(ctx context.Context, conn *pgx.Conn, tenantID int64, limit int,
 	return r, nil
 }
 
-var _ domain.ReconciliationService = (*Reconciler)(nil)
+var _ reconciliation.Service = (*Reconciler)(nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 	"github.com/tidemark/tidemark/postgres/internal/pg"
 )
 
@@ -53,18 +54,18 @@ const reportTenant = 0
 // last report, keeping StoredViolations violations of each invariant. A
 // report of one tenant is an EINVALID error: it would pass for the state of
 // every tenant.
-func (rc *Reconciler) SaveReconciliation(ctx context.Context, r domain.ReconciliationReport) error {
+func (rc *Reconciler) SaveReconciliation(ctx context.Context, r reconciliation.Report) error {
 	if r.Tenant != "" {
 		return domain.Errorf(domain.EINVALID, "only a reconciliation of every tenant is stored, not one of tenant %s", r.Tenant)
 	}
 	return saveReport(ctx, rc.pool, r)
 }
 
-func saveReport(ctx context.Context, q pg.Querier, r domain.ReconciliationReport) error {
-	kept := make([]domain.Violation, 0, len(r.Violations))
-	shown := map[domain.Invariant]int{}
+func saveReport(ctx context.Context, q pg.Querier, r reconciliation.Report) error {
+	kept := make([]reconciliation.Violation, 0, len(r.Violations))
+	shown := map[reconciliation.Invariant]int{}
 	for _, v := range r.Violations {
-		if shown[v.Invariant] < domain.StoredViolations {
+		if shown[v.Invariant] < reconciliation.StoredViolations {
 			shown[v.Invariant]++
 			kept = append(kept, v)
 		}
@@ -82,10 +83,10 @@ func saveReport(ctx context.Context, q pg.Querier, r domain.ReconciliationReport
 	return pg.Translate(err)
 }
 
-// LastReconciliation implements domain.ReconciliationService.
-func (rc *Reconciler) LastReconciliation(ctx context.Context) (domain.ReconciliationReport, error) {
-	r := domain.ReconciliationReport{Counts: map[domain.Invariant]int64{}}
-	var counts map[domain.Invariant]int64
+// LastReconciliation implements reconciliation.Service.
+func (rc *Reconciler) LastReconciliation(ctx context.Context) (reconciliation.Report, error) {
+	r := reconciliation.Report{Counts: map[reconciliation.Invariant]int64{}}
+	var counts map[reconciliation.Invariant]int64
 	err := rc.read.QueryRow(ctx, lastReportSQL, pgx.NamedArgs{"tenant_id": reportTenant}).
 		Scan(&r.StartedAt, &r.FinishedAt, &counts, &r.Violations)
 	if errors.Is(err, pgx.ErrNoRows) {
@@ -94,18 +95,18 @@ func (rc *Reconciler) LastReconciliation(ctx context.Context) (domain.Reconcilia
 	if err != nil {
 		return r, pg.Translate(err)
 	}
-	for _, i := range domain.Invariants {
+	for _, i := range reconciliation.Invariants {
 		r.Counts[i] = counts[i] // an invariant newer than the report counts 0
 	}
 	return r, nil
 }
 
 // ReconcileNightly runs the nightly reconciliation across every tenant and
-// stores its report, when one is due (domain.ReconciliationDue, from the
+// stores its report, when one is due (reconciliation.Due, from the
 // last stored report) and no other process is running it: ran is false
 // otherwise. The run holds a session advisory lock on a connection of its
 // own for its whole length, so several serve processes take turns.
-func (rc *Reconciler) ReconcileNightly(ctx context.Context, now time.Time) (r domain.ReconciliationReport, ran bool, err error) {
+func (rc *Reconciler) ReconcileNightly(ctx context.Context, now time.Time) (r reconciliation.Report, ran bool, err error) {
 	conn, err := rc.ownConn(ctx, "tidemark reconciliation")
 	if err != nil {
 		return r, false, err
@@ -119,22 +120,22 @@ func (rc *Reconciler) ReconcileNightly(ctx context.Context, now time.Time) (r do
 	if err := conn.QueryRow(ctx, lastReportAtSQL, pgx.NamedArgs{"tenant_id": reportTenant}).Scan(&last); err != nil {
 		return r, false, pg.Translate(err)
 	}
-	if last != nil && !domain.ReconciliationDue(*last, now) {
+	if last != nil && !reconciliation.Due(*last, now) {
 		return r, false, nil
 	}
-	r, err = reconcileOn(ctx, conn, 0, domain.StoredViolations, now)
+	r, err = reconcileOn(ctx, conn, 0, reconciliation.StoredViolations, now)
 	if err == nil {
 		err = saveReport(ctx, conn, r)
 	}
 	return r, true, err
 }
 
-// RunReconciliation implements domain.ReconciliationService: a run asked
+// RunReconciliation implements reconciliation.Service: a run asked
 // for by an admin, across every tenant, under the nightly run's lock so
 // that two never overlap. The report and its audit entry are stored in one
 // transaction.
-func (rc *Reconciler) RunReconciliation(ctx context.Context) (domain.ReconciliationReport, error) {
-	var r domain.ReconciliationReport
+func (rc *Reconciler) RunReconciliation(ctx context.Context) (reconciliation.Report, error) {
+	var r reconciliation.Report
 	if _, ok := domain.ActorFrom(ctx); !ok { // before the run rather than after it
 		return r, domain.Errorf(domain.EINTERNAL, "a reconciliation run has no actor to record")
 	}
@@ -150,7 +151,7 @@ func (rc *Reconciler) RunReconciliation(ctx context.Context) (domain.Reconciliat
 	if !locked {
 		return r, domain.Errorf(domain.ECONFLICT, "a reconciliation is already running; its report appears here when it ends")
 	}
-	if r, err = reconcileOn(ctx, conn, 0, domain.StoredViolations, time.Now()); err != nil {
+	if r, err = reconcileOn(ctx, conn, 0, reconciliation.StoredViolations, time.Now()); err != nil {
 		return r, err
 	}
 	err = pgx.BeginFunc(ctx, conn, func(tx pgx.Tx) error {
@@ -197,7 +198,7 @@ func (c reconcileCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return
 	}
-	for _, i := range domain.Invariants {
+	for _, i := range reconciliation.Invariants {
 		ch <- prometheus.MustNewConstMetric(auditViolationsDesc, prometheus.GaugeValue, float64(r.Counts[i]), string(i))
 	}
 	ch <- prometheus.MustNewConstMetric(auditLastRunDesc, prometheus.GaugeValue, float64(r.StartedAt.Unix()))

@@ -48,7 +48,7 @@ func TestConsoleAuditLog(t *testing.T) {
 	}
 	rows := webtest.CellRows(doc, "table.audit tbody tr")
 	// (The test's own set-up is recorded too: the provider, and Ann's membership.)
-	if len(rows) != 3 || !strings.HasSuffix(rows[0], " | ann@example.com (operator) retired the old secrets of a provider crm | 0 older secrets retired; the newest stays | 127.0.0.1") ||
+	if len(rows) != 3 || !strings.HasSuffix(rows[0], " | ann@example.com (console) retired the old secrets of a provider crm | 0 older secrets retired; the newest stays | 127.0.0.1") ||
 		!strings.HasSuffix(rows[2], " | test (command line) connected a provider crm | kind standard; one secret | command line") {
 		t.Fatalf("acme's entries:\n%s", strings.Join(rows, "\n"))
 	}
@@ -87,10 +87,10 @@ func TestConsoleAuditLog(t *testing.T) {
 		t.Fatalf("admin audit: %d, nav %q", status, webtest.Text(doc, "header a.active"))
 	}
 	for _, want := range []string{
-		" | none | root@example.com (operator) signed out everywhere an operator ann@example.com | every session ended",
-		" | globex | root@example.com (operator) retired the old secrets of a provider crm",
-		" | acme | ann@example.com (operator) retired the old secrets of a provider crm",
-		" | none | root@example.com (operator) signed in | succeeded",
+		" | none | root@example.com (console) signed out everywhere an operator ann@example.com | every session ended",
+		" | globex | root@example.com (console) retired the old secrets of a provider crm",
+		" | acme | ann@example.com (console) retired the old secrets of a provider crm",
+		" | none | root@example.com (console) signed in | succeeded",
 	} {
 		if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, want) }) {
 			t.Errorf("no entry %q in every workspace's log:\n%s", want, strings.Join(rows, "\n"))

@@ -36,6 +36,47 @@ const overflowJS = `(() => {
   return bad;
 })()`
 
+// clippedJS lists the table cells (and the cells of tables stacked as
+// cards) that cut their text: a cell, or an element inside it, whose
+// content is wider than its box, with no title tooltip on it or around
+// it to show the whole text. A box that scrolls is not clipped.
+const clippedJS = `(() => {
+  const bad = [];
+  const titled = (el, cell) => { for (let p = el; p; p = p.parentElement) { if (p.hasAttribute("title")) return true; if (p === cell) break; } return false; };
+  for (const cell of document.querySelectorAll("td, th")) {
+    if (cell.getClientRects().length === 0) continue;
+    for (const el of [cell, ...cell.querySelectorAll("*")]) {
+      if (el.clientWidth === 0 || el.scrollWidth <= el.clientWidth + 1) continue;
+      const o = getComputedStyle(el).overflowX;
+      if (o === "auto" || o === "scroll") continue;
+      if (titled(el, cell)) continue;
+      // The clipped child may carry the tooltip itself.
+      const r = el.getBoundingClientRect();
+      if ([...el.querySelectorAll("[title]")].some(c => c.getBoundingClientRect().right > r.right + 1)) continue;
+      bad.push(cell.tagName.toLowerCase() + " " + JSON.stringify(cell.innerText.trim().replace(/\s+/g, " ").slice(0, 80)) + " (" + el.scrollWidth + " px in " + el.clientWidth + ")");
+      break;
+    }
+    if (bad.length >= 8) break;
+  }
+  return bad;
+})()`
+
+// hiddenColumnsJS lists the tables that scroll sideways inside their
+// box, hiding columns past its edge: a wide window fits them, and a
+// phone stacks every list as cards.
+const hiddenColumnsJS = `(() => {
+  const bad = [];
+  for (const t of document.querySelectorAll("table")) {
+    if (t.getClientRects().length === 0) continue;
+    const box = t.parentElement && getComputedStyle(t).display !== "block" ? t.parentElement : t;
+    if (box.scrollWidth <= box.clientWidth + 1) continue;
+    const r = box.getBoundingClientRect(), hidden = [];
+    for (const th of t.querySelectorAll("thead th")) if (th.getBoundingClientRect().right > r.right + 1) hidden.push(th.innerText.trim());
+    bad.push("table" + (t.className ? "." + t.className.trim().split(/\s+/).join(".") : "") + " scrolls sideways" + (hidden.length ? ", hiding " + hidden.join(", ") : ""));
+  }
+  return bad;
+})()`
+
 // navJS lists what of the navigation does not fit: a label on more than
 // one line, a link or the sign-out button outside the window, or a
 // sidebar that scrolls sideways.
@@ -74,6 +115,18 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 	if delivery == "" {
 		t.Fatalf("no delivery id in %v", answer)
 	}
+	// Records with several marks each (c-1: an open conflict and a stale
+	// event), in the directory.
+	e.Deliver1("m5", webtest.SnapshotBody("c-1", 9, `{"firstname":"Ada","lastname":"Lovelace"}`))
+	if _, err := e.Store.IndexSearch(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// A replay job that re-ran the stale deliveries: its page lists them.
+	webtest.Worker(e, "layout")
+	if status, body := webtest.StartReplay(e, e.Token("acme"), `{"provider": "crm", "outcome": "stale"}`); status != http.StatusAccepted && status != http.StatusCreated {
+		t.Fatalf("starting a replay answered %d %v", status, body)
+	}
+	webtest.WaitJob(e, 1, "done", func(j domain.ReplayJob) bool { return !j.Active() })
 	// Two alerts fire: every page of the workspace has the banner.
 	webtest.FireAlert(e, "acme", alerting.ProviderSilent, "crm",
 		"crm has sent no authenticated delivery for 6h.", time.Now().Add(-time.Hour), nil)
@@ -131,6 +184,7 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 		{"deliveries", "/t/acme/deliveries"},
 		{"delivery", "/t/acme/deliveries/" + delivery},
 		{"replays", "/t/acme/replays"},
+		{"replay", "/t/acme/replays/1"},
 		{"providers", "/t/acme/providers"},
 		{"alerts", "/t/acme/alerts"},
 		{"provider", "/t/acme/providers/crm"},
@@ -184,13 +238,14 @@ func TestBrowserConsoleFitsEveryWidth(t *testing.T) {
 			if strings.HasPrefix(p.path, "/t/acme") && visibleCount(ctx, t, `.content > .alerts-banner a[href="/t/acme/alerts"]`) != 1 {
 				t.Errorf("%s shows no banner of the firing alerts", what)
 			}
-			for _, check := range []string{overflowJS, navJS} {
-				bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](check))
+			for _, check := range []struct{ js, fails string }{{overflowJS, "does not fit"}, {navJS, "does not fit"},
+				{clippedJS, "clips cells"}, {hiddenColumnsJS, "hides columns"}} {
+				bad, err := chromedp.Run(ctx, chromedp.Evaluate[[]string](check.js))
 				if err != nil {
 					t.Fatalf("%s: %v", what, err)
 				}
 				if len(bad) > 0 {
-					t.Errorf("%s does not fit: %s", what, strings.Join(bad, "; "))
+					t.Errorf("%s %s: %s", what, check.fails, strings.Join(bad, "; "))
 				}
 			}
 		}
@@ -228,8 +283,8 @@ func visibleCount(ctx context.Context, t *testing.T, css string) int {
 	return n
 }
 
-// addBackfills gives acme/hub a failed backfill with a long reason and a
-// running sweep.
+// addBackfills gives acme/hub a failed backfill and a failed sweep with
+// long reasons, and a running sweep.
 func addBackfills(t *testing.T, e *webtest.Env) {
 	t.Helper()
 	ctx := webtest.CliContext()
@@ -249,6 +304,18 @@ func addBackfills(t *testing.T, e *webtest.Env) {
 	}
 	if err := e.Store.FinishBackfill(ctx, tenant, failed.ID, pull.Progress{Deliveries: 3, Events: 240, Missed: 12}, pull.Failed,
 		"crm has no API credentials: set them with tidemark provider update --tenant acme --provider crm --api-token-stdin"); err != nil {
+		t.Fatal(err)
+	}
+	// A failed sweep: the overview's Last sweep column says so.
+	sweep, err := e.Store.StartBackfill(ctx, tenant, p.ID, now.Add(-40*time.Minute), now.Add(-20*time.Minute), "", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := e.Store.ClaimBackfill(ctx); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := e.Store.FinishBackfill(ctx, tenant, sweep.ID, pull.Progress{}, pull.Failed,
+		"invalid: provider hub has no scopes yet, so there is no object type to pull: scopes are created by the first delivery of each type"); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.Store.StartBackfill(ctx, tenant, p.ID, now.Add(-20*time.Minute), now, "", true); err != nil {

@@ -64,6 +64,11 @@ func (h *Handler) Routes(r chi.Router) {
 		r.Group(func(r chi.Router) {
 			r.Use(adminPages.RequireAdmin)
 			r.Get(admin.HomePath, adminPages.HandleHome)
+			r.Post(admin.TenantsPath, adminPages.HandleCreateTenant)
+			r.Post(admin.TenantsPath+"/{slug}/rename", adminPages.HandleRenameTenant)
+			r.Post(admin.TenantsPath+"/{slug}/archive", adminPages.HandleArchiveTenant(true))
+			r.Post(admin.TenantsPath+"/{slug}/unarchive", adminPages.HandleArchiveTenant(false))
+			r.Post(admin.TenantsPath+"/{slug}/delete", adminPages.HandleDeleteTenant)
 			r.Get(admin.OperatorsPath, adminPages.HandleOperators)
 			r.Post(admin.OperatorsPath, adminPages.HandleCreateOperator)
 			r.Post(admin.OperatorsPath+"/{id}/memberships", adminPages.HandleAddMembership)
@@ -119,6 +124,7 @@ func (h *Handler) Routes(r chi.Router) {
 				r.Post("/providers/{name}/api-credentials", providerPages.HandleSetAPICredentials)
 				r.Post("/providers/{name}/api-credentials/clear", providerPages.HandleClearAPICredentials)
 				r.Post("/providers/{name}/cdc", providerPages.HandleSetCDC)
+				r.Post("/providers/{name}/delete", providerPages.HandleRemoveProvider)
 				r.Post("/tokens", workspacePages.HandleCreateToken)
 				r.Post("/tokens/{id}/revoke", workspacePages.HandleRevokeToken)
 				// The OAuth install of a HubSpot app (web/console/apps).

@@ -68,8 +68,8 @@ func TestAuditSentences(t *testing.T) {
 		}
 		rows := webtest.CellRows(doc, "table.audit tbody tr")
 		for _, want := range []string{
-			"ann@example.com (operator) created an API token reporting | read-only, expires",
-			"ann@example.com (operator) changed a scope crm deal.snapshot |",
+			"ann@example.com (console) created an API token reporting | read-only, expires",
+			"ann@example.com (console) changed a scope crm deal.snapshot |",
 			"cli (command line) revoked an API token old |  | command line",
 		} {
 			if !slices.ContainsFunc(rows, func(r string) bool { return strings.Contains(r, want) }) {
@@ -129,7 +129,7 @@ func TestReconciliationRunNow(t *testing.T) {
 		t.Errorf("audit entries %q", got)
 	}
 	_, doc = admin.Get("/admin/audit?action=reconciliation_run")
-	if rows := webtest.CellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "root@example.com (operator) ran the reconciliation of every workspace") {
+	if rows := webtest.CellRows(doc, "table.audit tbody tr"); len(rows) != 1 || !strings.Contains(rows[0], "root@example.com (console) ran the reconciliation of every workspace") {
 		t.Errorf("admin audit rows %q", rows)
 	}
 

@@ -197,7 +197,7 @@ func TestRefusalBurstFiresTheRefusalsAlert(t *testing.T) {
 	status, body := e.Get("/api/v1/tenants/acme/alerts?state=firing", token)
 	list := webtest.List(t, status, body, "alerts")
 	if len(list) != 1 || list[0]["rule"] != "refusals" || list[0]["value"] != float64(8) ||
-		list[0]["summary"] != "8 refused deliveries from crm in 5m0s (threshold 5)." {
+		list[0]["summary"] != "8 refused deliveries from crm in 5m (threshold 5)." {
 		t.Fatalf("firing alerts %v, want crm's refusals alert counting 8", list)
 	}
 }

@@ -9,13 +9,14 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 )
 
 // ReconcileStore is what the reconciliation fixture needs of a store.
 type ReconcileStore interface {
 	Store
 	domain.ConflictService
-	domain.ReconciliationService
+	reconciliation.Service
 	EnsurePartitions(ctx context.Context, from time.Time, ahead int) ([]string, error)
 }
 
@@ -131,9 +132,9 @@ func (f ReconcileFixture[S]) Exec(t testing.TB, sql string, args pgx.NamedArgs) 
 
 // WantViolations checks that the report counts n violations of invariant
 // and none of any other, each shown with want in its text.
-func WantViolations(t testing.TB, r domain.ReconciliationReport, invariant domain.Invariant, n int64, want string) {
+func WantViolations(t testing.TB, r reconciliation.Report, invariant reconciliation.Invariant, n int64, want string) {
 	t.Helper()
-	for _, i := range domain.Invariants {
+	for _, i := range reconciliation.Invariants {
 		if got := r.Counts[i]; (i == invariant && got != n) || (i != invariant && got != 0) {
 			t.Errorf("%s: %d violations, want %d", i, got, map[bool]int64{true: n}[i == invariant])
 		}
@@ -155,7 +156,7 @@ func WantViolations(t testing.TB, r domain.ReconciliationReport, invariant domai
 }
 
 // Reconcile reconciles tenantID (0: every tenant) without a limit.
-func Reconcile(t testing.TB, s domain.ReconciliationService, tenantID int64) domain.ReconciliationReport {
+func Reconcile(t testing.TB, s reconciliation.Service, tenantID int64) reconciliation.Report {
 	t.Helper()
 	r, err := s.Reconcile(context.Background(), tenantID, 0)
 	if err != nil {

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 	"github.com/tidemark/tidemark/views"
 	"github.com/tidemark/tidemark/web/console/shell"
 )
@@ -22,7 +23,11 @@ import (
 // Store is what the admin pages read and change.
 type Store interface {
 	domain.OperatorService
-	domain.ReconciliationService
+	reconciliation.Service
+	// The workspaces' lifecycle, on the admin home.
+	CreateTenant(ctx context.Context, slug, name string) (domain.Tenant, error)
+	Tenant(ctx context.Context, slug string) (domain.Tenant, error)
+	domain.TenantLifecycle
 	// The apps page.
 	Apps(ctx context.Context) ([]domain.App, error)
 	App(ctx context.Context, name string) (domain.App, error)

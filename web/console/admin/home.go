@@ -14,7 +14,25 @@ const HomePath = "/admin"
 // HandleHome shows what the admin area holds: the workspaces, the
 // operators, the last reconciliation and the apps, each linking to its page.
 func (h Pages) HandleHome(w http.ResponseWriter, r *http.Request) {
-	p := views.AdminHomePage{Layout: h.Console.Layout(r, "Admin", "admin-home")}
+	h.renderHome(w, r, http.StatusOK, views.NewTenantForm{})
+}
+
+// renderHome shows the admin home, with the new workspace form as last
+// submitted.
+func (h Pages) renderHome(w http.ResponseWriter, r *http.Request, status int, form views.NewTenantForm) {
+	p := views.AdminHomePage{Layout: h.Console.Layout(r, "Admin", "admin-home"), Form: form}
+	tenants, err := h.Store.Tenants(r.Context())
+	if err != nil {
+		h.Console.Error(w, r, err)
+		return
+	}
+	for _, t := range tenants {
+		if t.ArchivedAt != nil {
+			p.Archived = append(p.Archived, t)
+		} else {
+			p.Active = append(p.Active, t)
+		}
+	}
 	ops, err := h.Store.Operators(r.Context())
 	if err != nil {
 		h.Console.Error(w, r, err)
@@ -44,5 +62,5 @@ func (h Pages) HandleHome(w http.ResponseWriter, r *http.Request) {
 		h.Console.Error(w, r, err)
 		return
 	}
-	h.Console.Render(w, r, http.StatusOK, views.AdminHome(p))
+	h.Console.Render(w, r, status, views.AdminHome(p))
 }

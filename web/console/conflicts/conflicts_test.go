@@ -68,6 +68,9 @@ func TestConflictQueueAndKeep(t *testing.T) {
 	if got := webtest.AllText(doc, ".conflict-sides .event-id"); len(got) != 2 || got[0] != "c-1-a" || got[1] != "c-1-b" {
 		t.Errorf("event ids %v", got)
 	}
+	if got := doc.Find(".conflict-sides .accepted p.muted").Text(); strings.Join(strings.Fields(got), " ") != "event c-1-a" {
+		t.Errorf("the accepted side reads %q, want the word and the id apart", got)
+	}
 	if !strings.Contains(webtest.Text(doc, ".accepted pre"), `"Ada"`) || !strings.Contains(webtest.Text(doc, ".conflicting pre"), `"Ada L."`) {
 		t.Errorf("sides %q | %q", webtest.Text(doc, ".accepted pre"), webtest.Text(doc, ".conflicting pre"))
 	}
@@ -231,6 +234,9 @@ func TestContactTimeline(t *testing.T) {
 	}
 	if webtest.Text(doc, ".record-state .current-revision") != "3" || webtest.Text(doc, ".record-state .application-count") != "3" {
 		t.Errorf("header: revision %q, applications %q", webtest.Text(doc, ".current-revision"), webtest.Text(doc, ".application-count"))
+	}
+	if got := webtest.Text(doc, "h1 .record-name"); got != "Cyrus" {
+		t.Errorf("the title names the record %q, want its name Cyrus", got)
 	}
 	if !strings.Contains(webtest.Text(doc, ".record-state .snapshot"), `"name": "Cyrus"`) {
 		t.Errorf("snapshot %q", webtest.Text(doc, ".record-state .snapshot"))
@@ -425,5 +431,30 @@ func TestConflictQueuePages(t *testing.T) {
 	_, doc = b.Get(fmt.Sprintf("/t/acme/conflicts/%d", ids[101]))
 	if doc.Find(".queue-steps a[rel=next]").Length() != 0 || doc.Find(".queue-steps a[rel=prev]").AttrOr("href", "") != fmt.Sprintf("/t/acme/conflicts/%d", ids[100]) {
 		t.Errorf("the last conflict's steps: %q", webtest.Text(doc, ".queue-steps"))
+	}
+}
+
+// TestTimelineShowsRejectedAndReplays: "What arrived" is all of it: an
+// event refused because its scope was disabled is on the record's
+// timeline, and the revision its replay applied is marked as a replay.
+func TestTimelineShowsRejectedAndReplays(t *testing.T) {
+	t.Parallel()
+	e := webtest.Setup(t)
+	e.SetScope(false)
+	status, answer := e.Deliver1("m1", webtest.SnapshotBody("c-1", 4, `{"job_title":"CTO"}`))
+	if got := webtest.Outcome(t, status, answer); got != "rejected" {
+		t.Fatalf("delivery to a disabled scope: %s", got)
+	}
+	e.SetScope(true)
+	if got := webtest.ReplayOutcome(e, e.Token("acme"), answer["delivery_id"].(string)); got != "applied" {
+		t.Fatalf("replay after enabling the scope: %s, want applied", got)
+	}
+	_, doc := e.Operator("ops@example.com", false, "acme").Get("/t/acme/contacts/crm/c-1")
+	var rows []string
+	doc.Find("table.timeline tbody tr").Each(func(_ int, s *goquery.Selection) {
+		rows = append(rows, strings.Join(strings.Fields(s.Find("td").Eq(1).Text()+" "+s.Find(".event-id").Text()), " "))
+	})
+	if want := []string{"accepted revision replayed m1", "rejected m1"}; strings.Join(rows, "|") != strings.Join(want, "|") {
+		t.Errorf("timeline %q, want %q", rows, want)
 	}
 }

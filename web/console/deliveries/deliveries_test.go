@@ -30,6 +30,9 @@ func TestInspectorAnswerReplaysAndCurl(t *testing.T) {
 	id := answer["delivery_id"].(string)
 
 	_, doc := b.Get("/t/acme/deliveries/" + id)
+	if got := webtest.Text(doc, ".delivery-answer h2"); got != "Answer, rebuilt" || !strings.Contains(webtest.Text(doc, ".answer-rebuilt"), "Not the bytes sent") {
+		t.Errorf("the answer panel is titled %q without saying plainly that it is rebuilt", got)
+	}
 	if got := webtest.Text(doc, ".delivery-answer .answer-line"); !strings.Contains(got, "200") || !strings.Contains(got, "application/json") {
 		t.Errorf("answer line %q", got)
 	}

@@ -68,7 +68,7 @@ func TestOverviewLastSweep(t *testing.T) {
 	if href := doc.Find(`tr[data-provider="crm"] td.last-sweep a`).AttrOr("href", ""); href != "/t/acme/providers/crm#backfill" {
 		t.Errorf("crm's link %q", href)
 	}
-	for provider, want := range map[string]string{"billing": "no sweep yet", "erp": "failed", "support": "no API credentials"} {
+	for provider, want := range map[string]string{"billing": "no sweep yet", "erp": "failed", "support": "none"} {
 		if got := cell(provider); !strings.HasPrefix(got, want) {
 			t.Errorf("%s: %q, want %q", provider, got, want)
 		}

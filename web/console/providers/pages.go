@@ -22,7 +22,8 @@ import (
 // Store is what the provider pages read and change.
 type Store interface {
 	domain.ProviderService
-	domain.EventService // the outcome of a test event
+	domain.ProviderRemover // the owners' Remove provider
+	domain.EventService    // the outcome of a test event
 	// The providers' API credentials, for backfill.
 	pull.CredentialStore
 	pull.JobStore // the backfill section

@@ -80,9 +80,13 @@ func (l List[E]) FlagSet(name string, stderr io.Writer) *flag.FlagSet {
 	return fs
 }
 
-// Parse parses flags and rejects stray arguments.
+// Parse parses flags, hands what aliases were given to the flags they
+// stand for (Alias) and rejects stray arguments.
 func Parse(fs *flag.FlagSet, args []string, positional int) ([]string, error) {
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := resolveAliases(fs); err != nil {
 		return nil, err
 	}
 	if fs.NArg() != positional {
@@ -113,6 +117,9 @@ func (l List[E]) Synopsis(c Command[E], indent string) string {
 		}
 	}
 	fs.VisitAll(func(f *flag.Flag) {
+		if IsAlias(f) {
+			return
+		}
 		for _, name := range c.Required {
 			if f.Name == name {
 				return

@@ -55,7 +55,7 @@ func Announce(ctx context.Context, store *postgres.Store, out, errOut io.Writer,
 	if err := os.Remove(filepath.Join(a.DataDir, "demo-password")); err == nil {
 		fmt.Fprintf(errOut, "removed ./%s/demo-password: the demo password is no longer kept on disk\n", a.DataDir)
 	}
-	rotate := fmt.Sprintf("%s provider rotate --tenant %s --name %s", a.Self, Tenant, Provider)
+	rotate := fmt.Sprintf("%s provider rotate --tenant %s --provider %s", a.Self, Tenant, Provider)
 	secret, secretLine := "whsec_...", fmt.Sprintf("shown at the first start; to get a new one (the previous one keeps working):\n"+
 		"               %s\n               or rotate it on %s/t/%s/providers/%s", rotate, a.Base, Tenant, Provider)
 	if first {

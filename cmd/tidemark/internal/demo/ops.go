@@ -75,7 +75,7 @@ func demoDestination(ctx context.Context, s *demoSeeder) error {
 
 // replayRejected starts a bulk replay of billing's deliveries with a
 // rejected event, as the demo admin, and runs it to its end with a replay
-// worker of its own, the replays received at the seeder's clock.
+// worker of its own, the replays received at the seeder's clock (now).
 func (s *demoSeeder) replayRejected(ctx context.Context, scope domain.ScopeName) (domain.ReplayJob, error) {
 	p, err := s.endpoint(ctx, "billing")
 	if err != nil {

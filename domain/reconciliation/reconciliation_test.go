@@ -1,10 +1,11 @@
-package domain_test
+package reconciliation_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/tidemark/tidemark/domain"
+	"github.com/tidemark/tidemark/domain/reconciliation"
 )
 
 func TestReconciliationDue(t *testing.T) {
@@ -27,7 +28,7 @@ func TestReconciliationDue(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			if got := domain.ReconciliationDue(c.last, c.now); got != c.due {
+			if got := reconciliation.Due(c.last, c.now); got != c.due {
 				t.Fatalf("ReconciliationDue(%s, %s) = %v, want %v", c.last, c.now, got, c.due)
 			}
 		})
@@ -36,7 +37,7 @@ func TestReconciliationDue(t *testing.T) {
 
 func TestReconciliationReportText(t *testing.T) {
 	t.Parallel()
-	v := domain.Violation{Invariant: domain.InvariantIdempotency, Tenant: "acme", Provider: "crm", ObjectType: "contact",
+	v := reconciliation.Violation{Invariant: reconciliation.InvariantIdempotency, Tenant: "acme", Provider: "crm", ObjectType: "contact",
 		ObjectID: "c-1", Subject: "event e7 (contact.snapshot)", Detail: "applied twice"}
 	if got, want := v.String(), "idempotency: tenant acme, provider crm, contact/c-1, event e7 (contact.snapshot): applied twice"; got != want {
 		t.Errorf("violation %q, want %q", got, want)
@@ -44,19 +45,19 @@ func TestReconciliationReportText(t *testing.T) {
 	if ref, ok := v.Record(); !ok || ref != (domain.RecordRef{Provider: "crm", ObjectType: "contact", ObjectID: "c-1"}) {
 		t.Errorf("record %+v, %v", ref, ok)
 	}
-	person := domain.Violation{Invariant: domain.InvariantDuplicatePerson, Tenant: "acme", Subject: "email a@b.c", Detail: "people 1, 2"}
+	person := reconciliation.Violation{Invariant: reconciliation.InvariantDuplicatePerson, Tenant: "acme", Subject: "email a@b.c", Detail: "people 1, 2"}
 	if _, ok := person.Record(); ok || person.String() != "duplicate_person: tenant acme, email a@b.c: people 1, 2" {
 		t.Errorf("person %q", person)
 	}
 	for _, c := range []struct {
-		r    domain.ReconciliationReport
+		r    reconciliation.Report
 		want string
 	}{
-		{domain.ReconciliationReport{Counts: map[domain.Invariant]int64{domain.InvariantIdempotency: 0}},
+		{reconciliation.Report{Counts: map[reconciliation.Invariant]int64{reconciliation.InvariantIdempotency: 0}},
 			"no violations of the 8 invariants (every tenant)"},
-		{domain.ReconciliationReport{Tenant: "acme", Counts: map[domain.Invariant]int64{domain.InvariantDuplicatePerson: 1}},
+		{reconciliation.Report{Tenant: "acme", Counts: map[reconciliation.Invariant]int64{reconciliation.InvariantDuplicatePerson: 1}},
 			"1 violation (duplicate_person 1) of the 8 invariants (tenant acme)"},
-		{domain.ReconciliationReport{Counts: map[domain.Invariant]int64{domain.InvariantDuplicatePerson: 2, domain.InvariantRecordRevision: 1}},
+		{reconciliation.Report{Counts: map[reconciliation.Invariant]int64{reconciliation.InvariantDuplicatePerson: 2, reconciliation.InvariantRecordRevision: 1}},
 			"3 violations (record_revision 1, duplicate_person 2) of the 8 invariants (every tenant)"},
 	} {
 		if got := c.r.Summary(); got != c.want {

@@ -1,16 +1,18 @@
-package domain
+// Package reconciliation names what a reconciliation checks: that what
+// Tidemark stores agrees with itself, the invariants its guarantees rest
+// on, each one a query over the stored data (`tidemark audit`, and nightly
+// in serve); it compares only what retention keeps. Its violations, its
+// reports and the service that runs and keeps them.
+package reconciliation
 
 import (
 	"context"
 	"fmt"
 	"strings"
 	"time"
-)
 
-// Reconciliation checks that what Tidemark stores agrees with itself: the
-// invariants its guarantees rest on, each one a query over the stored data
-// (`tidemark audit`, and nightly in serve). It compares only what retention
-// keeps.
+	"github.com/tidemark/tidemark/domain"
+)
 
 // Invariant names one checked rule; it is the label of the
 // tidemark_audit_violations metric.
@@ -69,8 +71,8 @@ type Violation struct {
 }
 
 // Record names the violation's record, when it concerns one.
-func (v Violation) Record() (RecordRef, bool) {
-	return RecordRef{Provider: v.Provider, ObjectType: v.ObjectType, ObjectID: v.ObjectID}, v.ObjectType != ""
+func (v Violation) Record() (domain.RecordRef, bool) {
+	return domain.RecordRef{Provider: v.Provider, ObjectType: v.ObjectType, ObjectID: v.ObjectID}, v.ObjectType != ""
 }
 
 func (v Violation) String() string {
@@ -89,8 +91,8 @@ func (v Violation) String() string {
 	return b.String()
 }
 
-// ReconciliationReport is the result of one run.
-type ReconciliationReport struct {
+// Report is the result of one run.
+type Report struct {
 	Tenant     string // the tenant checked; "" when every tenant was
 	StartedAt  time.Time
 	FinishedAt time.Time
@@ -101,7 +103,7 @@ type ReconciliationReport struct {
 }
 
 // Total is the number of violations of every invariant.
-func (r ReconciliationReport) Total() int64 {
+func (r Report) Total() int64 {
 	var n int64
 	for _, c := range r.Counts {
 		n += c
@@ -111,7 +113,7 @@ func (r ReconciliationReport) Total() int64 {
 
 // Summary is the report in one line: the total, and the count of each
 // invariant that has violations.
-func (r ReconciliationReport) Summary() string {
+func (r Report) Summary() string {
 	scope := "every tenant"
 	if r.Tenant != "" {
 		scope = "tenant " + r.Tenant
@@ -137,36 +139,36 @@ func (r ReconciliationReport) Summary() string {
 // keeps; its counts are complete.
 const StoredViolations = 20
 
-// ReconciliationHour is the hour (UTC) from which serve runs the nightly
+// Hour is the hour (UTC) from which serve runs the nightly
 // reconciliation.
-const ReconciliationHour = 3
+const Hour = 3
 
-// ReconciliationDue reports whether a nightly run is due at now, given when
+// Due reports whether a nightly run is due at now, given when
 // the last stored report was made (zero: never): when no report was made
-// since the last ReconciliationHour o'clock (UTC) at or before now. A node
+// since the last Hour o'clock (UTC) at or before now. A node
 // that was down at that hour runs it when it next checks.
-func ReconciliationDue(last, now time.Time) bool {
+func Due(last, now time.Time) bool {
 	now = now.UTC()
-	night := time.Date(now.Year(), now.Month(), now.Day(), ReconciliationHour, 0, 0, 0, time.UTC)
+	night := time.Date(now.Year(), now.Month(), now.Day(), Hour, 0, 0, 0, time.UTC)
 	if now.Before(night) {
 		night = night.AddDate(0, 0, -1)
 	}
 	return last.Before(night)
 }
 
-// ReconciliationService runs reconciliation and serves its last stored
+// Service runs reconciliation and serves its last stored
 // report.
-type ReconciliationService interface {
+type Service interface {
 	// Reconcile checks every invariant for one tenant (tenantID 0: every
 	// tenant) and returns up to limit violations of each (0: all of them)
 	// with the complete counts. It stores nothing.
-	Reconcile(ctx context.Context, tenantID int64, limit int) (ReconciliationReport, error)
+	Reconcile(ctx context.Context, tenantID int64, limit int) (Report, error)
 	// LastReconciliation returns the newest stored report, or an ENOTFOUND
 	// error when no run has stored one yet.
-	LastReconciliation(ctx context.Context) (ReconciliationReport, error)
+	LastReconciliation(ctx context.Context) (Report, error)
 	// RunReconciliation checks every tenant now, as tidemark audit does,
 	// and stores the report with an AuditReconciliationRun entry naming
 	// the actor of ctx. It is an ECONFLICT error while another run (the
 	// nightly one, another node's) is under way.
-	RunReconciliation(ctx context.Context) (ReconciliationReport, error)
+	RunReconciliation(ctx context.Context) (Report, error)
 }
